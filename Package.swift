@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// No `.package(...)` dependencies, by design: only the toolchain plus libpq and OpenSSL,
+// each wrapped by exactly one target (Postgres owns CPostgres, AppStoreJWS owns COpenSSL).
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Bouncer",
+    products: [
+        .executable(name: "bouncer", targets: ["Bouncer"]),
+    ],
+    targets: [
+        // C wrappers
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSystem"),
+
+        // Pure rules
+        .target(name: "Domain", swiftSettings: strict),
+
+        // Protocol / crypto / drivers
+        .target(name: "AppStoreJWS", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
+        .target(name: "HTTPCore", dependencies: ["CSystem"], swiftSettings: strict),
+
+        // Adapters and the API
+        .target(name: "Storage", dependencies: ["Domain", "Postgres"], swiftSettings: strict),
+        .target(name: "API", dependencies: ["Domain", "HTTPCore"], swiftSettings: strict),
+
+        // Composition root
+        .executableTarget(
+            name: "Bouncer",
+            dependencies: ["API", "Storage", "AppStoreJWS", "Postgres", "HTTPCore", "Domain"],
+            swiftSettings: strict
+        ),
+
+        // Tests
+        .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "DomainTests", dependencies: ["Domain"], swiftSettings: strict),
+        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS"], swiftSettings: strict),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: strict),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "TestSupport"], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,1 @@
+// Placeholder until the Domain module lands.

@@ -1,0 +1,6 @@
+import XCTest
+@testable import API
+
+final class APIPlaceholderTests: XCTestCase {
+    func testModuleLinks() { XCTAssertEqual(1 + 1, 2) }
+}

@@ -1,0 +1,6 @@
+import XCTest
+@testable import HTTPCore
+
+final class HTTPCorePlaceholderTests: XCTestCase {
+    func testModuleLinks() { XCTAssertEqual(1 + 1, 2) }
+}

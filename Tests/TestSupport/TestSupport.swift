@@ -1,0 +1,1 @@
+// Test support: throwaway PostgreSQL clusters for DB-backed tests.
