@@ -22,23 +22,25 @@ let package = Package(
         .target(name: "Domain", swiftSettings: strict),
 
         // Protocol / crypto / drivers
-        .target(name: "AppStoreJWS", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "JSON", swiftSettings: strict),
+        .target(name: "AppStoreJWS", dependencies: ["COpenSSL", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         .target(name: "HTTPCore", dependencies: ["CSystem"], swiftSettings: strict),
 
         // Adapters and the API
         .target(name: "Storage", dependencies: ["Domain", "Postgres"], swiftSettings: strict),
-        .target(name: "API", dependencies: ["Domain", "HTTPCore"], swiftSettings: strict),
+        .target(name: "API", dependencies: ["Domain", "HTTPCore", "JSON"], swiftSettings: strict),
 
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Storage", "AppStoreJWS", "Postgres", "HTTPCore", "Domain"],
+            dependencies: ["API", "Storage", "AppStoreJWS", "Postgres", "HTTPCore", "Domain", "JSON"],
             swiftSettings: strict
         ),
 
         // Tests
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
         .testTarget(name: "DomainTests", dependencies: ["Domain"], swiftSettings: strict),
         .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: strict),

@@ -1,0 +1,6 @@
+import XCTest
+@testable import JSON
+
+final class JSONPlaceholderTests: XCTestCase {
+    func testModuleLinks() { XCTAssertEqual(1 + 1, 2) }
+}
