@@ -55,11 +55,33 @@ struct Transaction: Decodable {
 let transaction = payload(of: "sandbox-2025-DID_RENEW-nested-transaction.jws")
 let notification = payload(of: "sandbox-2025-notification-DID_RENEW.jws")
 let transactionData = Data(transaction)
+// The 617-byte real payload plus fields a richer transaction carries (offer, refund, account
+// token), to reach the ~0.9 KB size that research/performance.md budgets for.
+let richTransaction: [UInt8] = {
+    guard case .object(var object)? = try? JSONParser.parse(transaction) else { fatalError("parse") }
+    object["appAccountToken"] = "7e3fb20b-4cdb-47cc-936d-99d65f608138"
+    object["offerIdentifier"] = "com.getsession.org.pro_sub.intro_offer_2025"
+    object["offerType"] = 1
+    object["offerDiscountType"] = "FREE_TRIAL"
+    object["offerPeriod"] = "P1W"
+    object["revocationDate"] = 1759402732000
+    object["revocationReason"] = 0
+    object["isUpgraded"] = false
+    object["revocationPercentage"] = 100000
+    return JSONValue.object(object).serialized()
+}()
+let richTransactionData = Data(richTransaction)
 let notificationData = Data(notification)
-print("transaction payload: \(transaction.count) B, notification payload: \(notification.count) B")
+print("transaction payload: \(transaction.count) B, rich transaction: \(richTransaction.count) B, notification payload: \(notification.count) B")
 
 measure("JSONParser.parse, transaction", iterations: 20_000) {
     (try? JSONParser.parse(transaction))?.objectValue?.count ?? 0
+}
+measure("JSONParser.parse, rich transaction (0.9 KB)", iterations: 20_000) {
+    (try? JSONParser.parse(richTransaction))?.objectValue?.count ?? 0
+}
+measure("Foundation JSONSerialization.jsonObject, rich transaction", iterations: 20_000) {
+    ((try? JSONSerialization.jsonObject(with: richTransactionData)) as? [String: Any])?.count ?? 0
 }
 measure("JSONParser.parse + read 8 fields, transaction", iterations: 20_000) {
     guard let value = try? JSONParser.parse(transaction) else { return 0 }
