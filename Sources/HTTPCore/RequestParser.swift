@@ -126,14 +126,17 @@ struct RequestParser: Sendable {
         var i = max(scanned, start)
         var headEnd: Int? = nil
         while i < count {
-            if buf[i] == 0x0A {
+            let b = buf[i]
+            if b == 0x0A {
+                // A bare LF would otherwise leave the head unterminated until the deadline.
+                guard i > start, buf[i - 1] == 0x0D else { return .failure(.badRequest("Bare LF in request head")) }
                 if lineEnd == nil { lineEnd = i }
-                if i >= 3, buf[i - 1] == 0x0D, buf[i - 2] == 0x0A, buf[i - 3] == 0x0D, i - 3 > start {
+                if i >= 3, buf[i - 2] == 0x0A, buf[i - 3] == 0x0D, i - 3 > start {
                     headEnd = i + 1
                     break
                 }
-                // A head that is only a request line: "GET / HTTP/1.0\r\n\r\n" is covered above,
-                // since the request line's LF is at i-2.
+            } else if b == 0x0D, i + 1 < count, buf[i + 1] != 0x0A {
+                return .failure(.badRequest("Bare CR in request head"))  // RFC 9112 §2.2
             }
             i += 1
         }
