@@ -323,4 +323,39 @@ final class LiveServerTests: XCTestCase {
         usleep(600_000)
         XCTAssertTrue(c.isClosedByPeer())
     }
+
+    func testNothingIsAnsweredAfterConnectionClose() throws {
+        try start()
+        let c = try TestClient(port: port)
+        try c.send(get("/items/1") + get("/items/2", "Connection: close\r\n") + get("/items/3"))
+        XCTAssertEqual(try c.readResponse().text, "1")
+        let second = try c.readResponse()
+        XCTAssertEqual(second.text, "2")
+        XCTAssertEqual(second.header("Connection"), "close")
+        XCTAssertTrue(c.isClosedByPeer(), "the third request is never answered")
+    }
+
+    func testTwoEventLoopsServeConcurrentClients() throws {
+        try start { $0.eventLoopCount = 2 }
+        let group = DispatchGroup()
+        let failures = Mutex(0)
+        let port = self.port
+        for worker in 0..<8 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    let c = try TestClient(port: port)
+                    for i in 0..<50 {
+                        try c.send("GET /items/\(worker)-\(i) HTTP/1.1\r\nHost: t\r\n\r\n")
+                        if try c.readResponse().text != "\(worker)-\(i)" { failures.withLock { $0 += 1 } }
+                    }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 20), .success)
+        XCTAssertEqual(failures.withLock { $0 }, 0)
+    }
 }
