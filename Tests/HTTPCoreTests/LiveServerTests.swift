@@ -157,9 +157,10 @@ final class LiveServerTests: XCTestCase {
             $0.queueDepth = 1
         }
         let clients = try (0..<3).map { _ in try TestClient(port: port) }
+        // Spaced so the lone worker has surely taken the first job before the second is queued.
         for c in clients {
-            try c.send(get("/slow?ms=300"))
-            usleep(20_000)
+            try c.send(get("/slow?ms=600"))
+            usleep(100_000)
         }
         let responses = try clients.map { try $0.readResponse() }
         XCTAssertEqual(responses.map(\.status).sorted(), [200, 200, 503])
