@@ -22,7 +22,7 @@ struct ServeSettings: Sendable {
             return nil
         },
         int("BOUNCER_PORT", "TCP port, 0 = pick a free one (default 8080)", 0...65535) { $0.server.port = $1 },
-        int("BOUNCER_EVENT_LOOPS", "I/O threads (default 1)", 1...64) { $0.server.eventLoopCount = $1 },
+        int("BOUNCER_EVENT_LOOPS", "I/O threads (default: cores, at most 4)", 1...64) { $0.server.eventLoopCount = $1 },
         int("BOUNCER_WORKERS", "handler threads (default max(4, 2 x cores))", 1...1024) { $0.server.workerCount = $1 },
         int("BOUNCER_QUEUE_DEPTH", "requests waiting for a worker before 503 (default 1024)", 1...1_000_000) {
             $0.server.queueDepth = $1
