@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import Synchronization
 
 /// State shared by the event loops and workers of one server: immutable settings plus atomics.
@@ -63,16 +63,22 @@ final class ServerCore: Sendable {
     ) {
         guard let accessLog else { return }
         let micros = (monotonicNanos() &- startedAt) / 1000
-        let ms = "\(micros / 1000).\(String(repeating: "0", count: 3 - String(micros % 1000).count))\(micros % 1000)"
-        let ts = Date().timeIntervalSince1970
-        var line = #"{"ts":"# + String(format: "%.3f", ts)
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        var line = #"{"ts":"# + Self.decimal(Int(wall.tv_sec), fraction: Int(wall.tv_nsec / 1_000_000))
         line += #","method":"# + JSONText.quoted(method)
         line += #","path":"# + JSONText.quoted(template)
-        line += #","status":\#(status),"bytes":\#(bytes),"duration_ms":\#(ms),"request_id":"#
+        line += #","status":\#(status),"bytes":\#(bytes),"duration_ms":\#(Self.decimal(Int(micros / 1000), fraction: Int(micros % 1000))),"request_id":"#
         line += JSONText.quoted(requestID)
         line += #","remote":"# + JSONText.quoted(remote)
         if let errorType { line += #","error":"# + JSONText.quoted(errorType) }
         line += "}"
         accessLog(line)
+    }
+
+    /// `whole.fff` without Foundation's printf (this runs once per request).
+    static func decimal(_ whole: Int, fraction: Int) -> String {
+        let f = String(fraction)
+        return String(whole) + "." + String(repeating: "0", count: max(0, 3 - f.count)) + f
     }
 }

@@ -100,6 +100,12 @@ final class RouterTests: XCTestCase {
         XCTAssertFalse(RequestID.isSane(String(repeating: "a", count: 129)))
     }
 
+    func testLogDecimalsKeepThreeFractionDigits() {
+        XCTAssertEqual(ServerCore.decimal(1, fraction: 5), "1.005")
+        XCTAssertEqual(ServerCore.decimal(0, fraction: 120), "0.120")
+        XCTAssertEqual(ServerCore.decimal(1795308354, fraction: 999), "1795308354.999")
+    }
+
     func testErrorBodyShape() {
         let r = Response.error(404, message: "No \"x\"\n", code: "NOT_FOUND", suggestion: "s", details: "d")
         XCTAssertEqual(String(decoding: r.body, as: UTF8.self),
