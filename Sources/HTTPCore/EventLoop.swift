@@ -396,9 +396,11 @@ final class EventLoop: @unchecked Sendable {
         }
         if conn.outbuf.capacity > 64 * 1024 { conn.outbuf = [] } else { conn.outbuf.removeAll(keepingCapacity: true) }
         conn.outIndex = 0
-        if conn.waitingWritable {
-            conn.waitingWritable = false
+        conn.waitingWritable = false
+        if conn.deadlineKind == .write {
+            // The write deadline replaced whatever applied before; restore the handler's if one is running.
             conn.deadlineKind = .none
+            if conn.phase == .processing { arm(conn, .handler, core.configuration.handlerTimeout) }
         }
         if conn.phase == .closing {
             if conn.hasBufferedInput || conn.readable {
