@@ -5,7 +5,8 @@ import Synchronization
 
 /// Batches log lines and writes them to a file descriptor from its own thread, so an I/O loop
 /// never blocks on a slow stderr pipe. Bounded: past `maxBufferedBytes` lines are dropped and counted.
-final class AccessLogWriter: Sendable {
+final class AccessLogWriter: @unchecked Sendable {
+    // @unchecked: `state` is only touched inside `withState`, which holds `lock`.
     private struct State {
         var buffer: [UInt8] = []
         var dropped = 0
@@ -14,7 +15,9 @@ final class AccessLogWriter: Sendable {
 
     private let fd: Int32
     private let maxBufferedBytes: Int
-    private let state = Mutex(State())
+    // A pthread mutex, not Synchronization.Mutex: the latter spins when contended (see HTTPCore.Locked).
+    private let lock = NSLock()
+    private var state = State()
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
@@ -26,9 +29,15 @@ final class AccessLogWriter: Sendable {
         thread.start()
     }
 
+    private func withState<R>(_ body: (inout State) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
+
     /// Queues one line (a newline is appended); never blocks on I/O.
     func write(_ line: String) {
-        let first = state.withLock { s -> Bool in
+        let first = withState { s -> Bool in
             guard s.buffer.count + line.utf8.count < maxBufferedBytes else {
                 s.dropped += 1
                 return false
@@ -43,7 +52,7 @@ final class AccessLogWriter: Sendable {
 
     /// Writes what is queued and stops the thread.
     func close() {
-        state.withLock { $0.stopping = true }
+        withState { $0.stopping = true }
         wake.signal()
         finished.wait()
     }
@@ -51,7 +60,7 @@ final class AccessLogWriter: Sendable {
     private func run() {
         while true {
             _ = wake.wait(timeout: .now() + .milliseconds(200))
-            let (bytes, dropped, stopping) = state.withLock { s -> ([UInt8], Int, Bool) in
+            let (bytes, dropped, stopping) = withState { s -> ([UInt8], Int, Bool) in
                 let taken = (s.buffer, s.dropped, s.stopping)
                 s.buffer = []
                 s.dropped = 0

@@ -15,7 +15,7 @@ struct Completion: Sendable {
 /// worker pool and writes responses in order. An eventfd wakes it for completions and shutdown.
 final class EventLoop: @unchecked Sendable {
     // @unchecked: all `var`s are confined to the loop thread; other threads only touch
-    // `completions` (Mutex), `wakePending` (Atomic) and `wake()` (eventfd write).
+    // `completions` (Locked), `wakePending` (Atomic) and `wake()` (eventfd write).
     private let core: ServerCore
     private let listenFD: Int32
     private let epfd: Int32
@@ -24,7 +24,8 @@ final class EventLoop: @unchecked Sendable {
     private let maxEvents: Int32 = 256
     private let scratch: UnsafeMutableRawBufferPointer
     private var connections: [Int32: Connection] = [:]
-    private let completions = Mutex<[Completion]>([])
+    private let completions = Locked<[Completion]>([])
+    private var dateCache = DateCache()
     private let wakePending = Atomic<Bool>(false)
     private var nextToken: UInt64 = 1
     private var listening = true
@@ -300,14 +301,14 @@ final class EventLoop: @unchecked Sendable {
             let remote = conn.remoteAddress
             let handler = route.handler
             let template = route.template
-            let accepted = core.pool.trySubmit { [self] in
+            let accepted = core.pool.trySubmit { [self] context in
                 let (response, errorType) = core.invoke(handler, request)
                 let close = !keepAlive || core.isDraining
                 var out: [UInt8] = []
                 out.reserveCapacity(192 + response.body.count)
                 ResponseEncoder.encode(response, headRequest: isHead, requestID: requestID,
                                        connection: Self.connectionHeader(close: close, minor: minor),
-                                       date: core.currentDate(), into: &out)
+                                       date: context.date.current(), into: &out)
                 self.complete(Completion(fd: fd, token: token, bytes: out, close: close))
                 core.log(method: request.method.rawValue, template: template, status: response.status,
                          bytes: response.body.count, startedAt: startedAt, requestID: requestID,
@@ -345,7 +346,7 @@ final class EventLoop: @unchecked Sendable {
     ) {
         ResponseEncoder.encode(response, headRequest: headRequest, requestID: requestID,
                                connection: Self.connectionHeader(close: !keepAlive, minor: versionMinor),
-                               date: core.currentDate(), into: &conn.outbuf)
+                               date: dateCache.current(), into: &conn.outbuf)
     }
 
     static func connectionHeader(close: Bool, minor: Int) -> ResponseEncoder.ConnectionHeader {

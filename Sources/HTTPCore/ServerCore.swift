@@ -13,7 +13,6 @@ final class ServerCore: Sendable {
     let connectionCount = Atomic<Int>(0)
     private let requestCounter = Atomic<UInt64>(0)
     private let requestIDPrefix: String
-    private let date = Mutex(DateCache())
 
     init(configuration: HTTPServer.Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?) {
         self.configuration = configuration
@@ -27,9 +26,6 @@ final class ServerCore: Sendable {
     }
 
     var isDraining: Bool { draining.load(ordering: .acquiring) }
-
-    /// The cached `Date` value for this second.
-    func currentDate() -> [UInt8] { date.withLock { $0.current() } }
 
     /// A process-unique id: a random per-server prefix plus a counter.
     func nextRequestID() -> String {

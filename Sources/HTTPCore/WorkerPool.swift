@@ -2,10 +2,17 @@ import Foundation
 
 /// A fixed set of threads draining a bounded FIFO of jobs; `trySubmit` refuses when it is full,
 /// so overload becomes a 503 instead of unbounded memory.
+/// Per-worker-thread state handed to each job (no sharing, so no lock per response).
+struct WorkerContext {
+    var date = DateCache()
+}
+
 final class WorkerPool: @unchecked Sendable {
+    typealias Job = @Sendable (inout WorkerContext) -> Void
+
     // @unchecked: `jobs` and `stopping` are only touched while holding `condition`.
     private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
+    private var jobs: [Job] = []
     private var head = 0
     private var stopping = false
     private let capacity: Int
@@ -31,7 +38,7 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     /// Enqueues `job`; false when the queue is full or the pool is stopping.
-    func trySubmit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    func trySubmit(_ job: @escaping Job) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping, jobs.count - head < capacity else { return false }
@@ -41,6 +48,7 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     private func run() {
+        var context = WorkerContext()
         while true {
             condition.lock()
             while head == jobs.count && !stopping { condition.wait() }
@@ -58,7 +66,7 @@ final class WorkerPool: @unchecked Sendable {
                 head = 0
             }
             condition.unlock()
-            job()
+            job(&context)
         }
     }
 
