@@ -46,6 +46,6 @@ let package = Package(
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
     ]
 )
