@@ -165,8 +165,9 @@ extension APIHandlers {
 
     static func settings(_ fields: inout FieldValidator) -> Settings {
         var settings = Settings()
+        // No maxItems for environments (the contract has none): duplicates collapse and the body limit bounds work.
         settings.appAppleId = fields.nullableInt("app_apple_id", minimum: 1)
-        if let names = fields.array("environments", required: false, minItems: 1, maxItems: 16, element: {
+        if let names = fields.array("environments", required: false, minItems: 1, element: {
             fields, value, path in fields.checkEnum(value, path: path, environmentNames)
         }) {
             var unique: [StoreEnvironment] = []

@@ -138,7 +138,7 @@ struct FieldValidator {
 
     /// An array of strings, each checked by `element` (which reports its own problems at `[key, "i"]`).
     mutating func array(
-        _ key: String, required: Bool, minItems: Int = 0, maxItems: Int,
+        _ key: String, required: Bool, minItems: Int = 0, maxItems: Int? = nil,
         element: (inout FieldValidator, JSONValue, [String]) -> String?
     ) -> [String]? {
         guard let value = object[key] else {
@@ -153,7 +153,7 @@ struct FieldValidator {
             fail([key], "Array must contain at least \(minItems) element(s)")
             return nil
         }
-        if elements.count > maxItems {
+        if let maxItems, elements.count > maxItems {
             fail([key], "Array must contain at most \(maxItems) element(s)")
             return nil
         }
