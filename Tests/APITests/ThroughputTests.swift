@@ -10,7 +10,8 @@ final class ThroughputTests: XCTestCase {
         let h = Harness()
         h.register("a.b.c", facts())
         XCTAssertEqual(h.postReceipt("a.b.c", userId: "user_123").status, 201)
-        let iterations = 3000
+        // API_BENCH_ITERATIONS raises the count for profiling (perf record on the release test binary).
+        let iterations = ProcessInfo.processInfo.environment["API_BENCH_ITERATIONS"].flatMap { Int($0) } ?? 3000
         let body = #"{"signed_transaction_info":"a.b.c","user_id":"user_123","device_id":"d1"}"#
         let post = rate(iterations) {
             h.send(.post, "/v1/receipts/\(Harness.publicKey)", headers: [("Content-Type", "application/json")], body: body)
