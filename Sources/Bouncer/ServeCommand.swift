@@ -44,7 +44,9 @@ enum ServeCommand {
             return source
         }
 
-        let writeLine: @Sendable (String) -> Void = { line in CLI.err(line + "\n") }
+        let logWriter = AccessLogWriter()
+        defer { logWriter.close() }
+        let writeLine: @Sendable (String) -> Void = { logWriter.write($0) }
         let log: (@Sendable (String) -> Void)? = settings.accessLog ? writeLine : nil
         let server = HTTPServer(configuration: settings.server, router: router, accessLog: log)
         let port: Int
@@ -59,9 +61,9 @@ enum ServeCommand {
 
         stop.wait()
         lifecycle.draining.store(true, ordering: .releasing)
-        CLI.err(#"{"event":"shutdown","phase":"draining"}"# + "\n")
+        logWriter.write(#"{"event":"shutdown","phase":"draining"}"#)
         server.shutdown(gracePeriod: settings.shutdownGrace)
-        CLI.err(#"{"event":"shutdown","phase":"done"}"# + "\n")
+        logWriter.write(#"{"event":"shutdown","phase":"done"}"#)
         sources.forEach { $0.cancel() }
         return 0
     }

@@ -184,11 +184,12 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private static let overloadResponse = Array((
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-            + "Connection: close\r\nContent-Length: 98\r\n\r\n"
-            + #"{"error":"Too many connections","code":"OVERLOADED","suggestion":"Retry after a short delay.."}"#
-    ).utf8)
+    private static let overloadResponse: [UInt8] = {
+        let body = #"{"error":"Too many connections","code":"OVERLOADED","suggestion":"Retry after a short delay."}"#
+        let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+            + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+        return Array((head + body).utf8)
+    }()
 
     // MARK: per-connection state machine
 

@@ -33,7 +33,12 @@ struct DateCache {
 enum ResponseEncoder {
     /// Headers the server owns; a handler's values for them are ignored so framing stays ours.
     static func isFramingHeader(_ name: String) -> Bool {
-        HTTPHeaders.equalsIgnoringASCIICase(name, "content-length")
+        // Length first: most handler headers (Content-Type, Retry-After…) are rejected without a compare.
+        switch name.utf8.count {
+        case 4, 10, 12, 14, 17: break
+        default: return false
+        }
+        return HTTPHeaders.equalsIgnoringASCIICase(name, "content-length")
             || HTTPHeaders.equalsIgnoringASCIICase(name, "transfer-encoding")
             || HTTPHeaders.equalsIgnoringASCIICase(name, "connection")
             || HTTPHeaders.equalsIgnoringASCIICase(name, "date")
