@@ -66,9 +66,10 @@ final class Certificate: @unchecked Sendable {
     /// True when basicConstraints says CA (leaf certificates must not be CAs).
     var isCA: Bool { X509_check_ca(x509) != 0 }
 
-    /// True when a keyUsage extension is present and grants digitalSignature (RFC 5280 §4.2.1.3).
+    /// False only when a keyUsage extension is present without digitalSignature (RFC 5280 §4.2.1.3:
+    /// no extension means no restriction; Apple's own mock leaf has none, real leaves have it).
     var allowsDigitalSignature: Bool {
-        guard X509_get_extension_flags(x509) & UInt32(EXFLAG_KUSAGE) != 0 else { return false }
+        guard X509_get_extension_flags(x509) & UInt32(EXFLAG_KUSAGE) != 0 else { return true }
         return X509_get_key_usage(x509) & UInt32(KU_DIGITAL_SIGNATURE) != 0
     }
 

@@ -199,10 +199,6 @@ public final class SignedDataVerifier: Sendable {
         let payload = try Self.parseObject(payloadBytes, limits: Self.payloadLimits, step: .payload, what: "payload")
         let claims = Self.claims(of: payload, kind: kind)
 
-        guard signature.count == 64 else {
-            throw .failed(.signature, "signature is \(signature.count) bytes; ES256 requires the 64-byte raw r‖s form (DER is rejected)")
-        }
-
         // effective date
         let effective: Date
         let source: VerificationDetails.DateSource
@@ -270,6 +266,9 @@ public final class SignedDataVerifier: Sendable {
     }
 
     private static func verifySignature(key: PublicKey, signature: [UInt8], bytes: [UInt8], range: Range<Int>) throws(VerificationError) {
+        guard signature.count == 64 else {
+            throw .failed(.signature, "signature is \(signature.count) bytes; ES256 requires the 64-byte raw r‖s form (DER is rejected)")
+        }
         OpenSSLErrors.clear()
         let valid = bytes.withUnsafeBytes { raw in
             key.verifyES256(rawSignature: signature, message: UnsafeRawBufferPointer(rebasing: raw[range]))
