@@ -1,0 +1,396 @@
+/// A strict RFC 8259 parser for untrusted bytes.
+///
+/// Rejects everything the RFC does not allow (comments, trailing commas, leading zeros, NaN,
+/// control characters in strings, invalid UTF-8, lone surrogate escapes, a BOM, more than one
+/// top-level value) and, beyond the RFC, duplicate object keys: parsers disagree on which copy of
+/// a repeated key wins, which lets a signed payload mean two things. Every failure is a
+/// `JSONError` with a code and byte offset; no input traps. Recursion is bounded by
+/// `Limits.maxDepth`.
+public enum JSONParser {
+    /// Resource limits applied while parsing.
+    public struct Limits: Sendable, Equatable {
+        /// Hard ceiling on `maxDepth`: the parser recurses once per level, and this keeps the
+        /// deepest document within a small thread stack (a few hundred KiB).
+        public static let depthCeiling = 512
+
+        /// Maximum nesting of arrays/objects (a scalar document has depth 0, `[]` depth 1).
+        /// Values above `depthCeiling` act as `depthCeiling`.
+        public var maxDepth: Int
+        /// Maximum size of the whole document in bytes.
+        public var maxBytes: Int
+        /// Maximum length of one string (keys included), counted in input bytes between the
+        /// quotes; the decoded string is never longer.
+        public var maxStringBytes: Int
+        /// Maximum length of one number literal (RFC 8259 §9 lets parsers limit number size).
+        public var maxNumberBytes: Int
+
+        /// Defaults fit API bodies and App Store notifications (tens of KiB) with wide margin.
+        public init(maxDepth: Int = 64, maxBytes: Int = 1 << 20, maxStringBytes: Int = 1 << 20, maxNumberBytes: Int = 128) {
+            self.maxDepth = maxDepth
+            self.maxBytes = maxBytes
+            self.maxStringBytes = maxStringBytes
+            self.maxNumberBytes = maxNumberBytes
+        }
+    }
+
+    /// Parses exactly one JSON value from UTF-8 bytes.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+        guard bytes.count <= limits.maxBytes else { throw JSONError(.tooLarge, at: max(0, limits.maxBytes)) }
+        guard let raw = bytes.baseAddress, bytes.count > 0 else { throw JSONError(.unexpectedEnd, at: 0) }
+        var parser = Parser(base: raw.assumingMemoryBound(to: UInt8.self), end: bytes.count, limits: limits)
+        return try parser.parseDocument()
+    }
+
+    /// Parses exactly one JSON value from UTF-8 bytes.
+    public static func parse(_ bytes: [UInt8], limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+        let result = bytes.withUnsafeBytes { raw in Result { () throws(JSONError) -> JSONValue in try parse(raw, limits: limits) } }
+        return try result.get()
+    }
+
+    /// Parses exactly one JSON value from any contiguous or non-contiguous byte collection
+    /// (`ArraySlice<UInt8>`, `Data`, `String.UTF8View`…). Contiguous storage is read in place.
+    public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+        let inPlace = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(JSONError) -> JSONValue in try parse(UnsafeRawBufferPointer(buffer), limits: limits) }
+        }
+        if let inPlace { return try inPlace.get() }
+        guard bytes.count <= limits.maxBytes else { throw JSONError(.tooLarge, at: max(0, limits.maxBytes)) }
+        return try parse(Array(bytes), limits: limits)
+    }
+
+    /// Parses exactly one JSON value from a string's UTF-8.
+    public static func parse(_ string: String, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+        var text = string
+        let result = text.withUTF8 { buffer in
+            Result { () throws(JSONError) -> JSONValue in try parse(UnsafeRawBufferPointer(buffer), limits: limits) }
+        }
+        return try result.get()
+    }
+}
+
+/// The scanner. `base[0..<end]` is borrowed for the duration of one `parse` call; every read is
+/// preceded by an explicit `< end` check (UnsafePointer subscripts are unchecked in release).
+private struct Parser {
+    let base: UnsafePointer<UInt8>
+    let end: Int
+    let maxDepth: Int
+    let maxStringBytes: Int
+    let maxNumberBytes: Int
+    var pos = 0
+    var depth = 0
+    /// Reused buffer for strings that contain escapes.
+    var scratch: [UInt8] = []
+
+    init(base: UnsafePointer<UInt8>, end: Int, limits: JSONParser.Limits) {
+        self.base = base
+        self.end = end
+        self.maxDepth = min(limits.maxDepth, JSONParser.Limits.depthCeiling)
+        self.maxStringBytes = limits.maxStringBytes
+        self.maxNumberBytes = limits.maxNumberBytes
+    }
+
+    mutating func parseDocument() throws(JSONError) -> JSONValue {
+        if end >= 3, base[0] == 0xEF, base[1] == 0xBB, base[2] == 0xBF {
+            throw JSONError(.byteOrderMark, at: 0)
+        }
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        guard pos == end else { throw JSONError(.trailingData, at: pos) }
+        return value
+    }
+
+    /// RFC 8259 §2: only SP, HT, LF, CR.
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while pos < end {
+            switch base[pos] {
+            case 0x20, 0x0A, 0x0D, 0x09: pos &+= 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue() throws(JSONError) -> JSONValue {
+        guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
+        switch base[pos] {
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "{"): return .object(try parseObject())
+        case UInt8(ascii: "["): return .array(try parseArray())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw JSONError(.unexpectedCharacter, at: pos)
+        }
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONError) {
+        let bytes = literal.utf8Start
+        for k in 0..<literal.utf8CodeUnitCount {
+            let i = pos &+ k
+            guard i < end else { throw JSONError(.unexpectedEnd, at: i) }
+            guard base[i] == bytes[k] else { throw JSONError(.unexpectedCharacter, at: i) }
+        }
+        pos &+= literal.utf8CodeUnitCount
+    }
+
+    mutating func enterContainer() throws(JSONError) {
+        guard depth < maxDepth else { throw JSONError(.tooDeep, at: pos) }
+        depth &+= 1
+        pos &+= 1  // the opening bracket
+        skipWhitespace()
+    }
+
+    mutating func parseArray() throws(JSONError) -> [JSONValue] {
+        try enterContainer()
+        var elements: [JSONValue] = []
+        if pos < end, base[pos] == UInt8(ascii: "]") {
+            pos &+= 1
+            depth &-= 1
+            return elements
+        }
+        while true {
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
+            let separator = base[pos]
+            if separator == UInt8(ascii: ",") {
+                pos &+= 1
+                skipWhitespace()
+            } else if separator == UInt8(ascii: "]") {
+                pos &+= 1
+                break
+            } else {
+                throw JSONError(.unexpectedCharacter, at: pos)
+            }
+        }
+        depth &-= 1
+        return elements
+    }
+
+    mutating func parseObject() throws(JSONError) -> JSONObject {
+        try enterContainer()
+        var members: [JSONObject.Element] = []
+        var index: [String: Int] = [:]
+        if pos < end, base[pos] == UInt8(ascii: "}") {
+            pos &+= 1
+            depth &-= 1
+            return JSONObject(uniqueMembers: members, index: index)
+        }
+        while true {
+            guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
+            guard base[pos] == UInt8(ascii: "\"") else { throw JSONError(.unexpectedCharacter, at: pos) }
+            let keyOffset = pos
+            let key = try parseString()
+            // Duplicate check: linear while small (cheap for ~25 short keys), indexed beyond.
+            if members.count < JSONObject.indexThreshold {
+                for member in members where member.key == key { throw JSONError(.duplicateKey, at: keyOffset) }
+            } else {
+                if index.isEmpty {
+                    index.reserveCapacity(members.count * 2)
+                    for (position, member) in members.enumerated() { index[member.key] = position }
+                }
+                if index.updateValue(members.count, forKey: key) != nil {
+                    throw JSONError(.duplicateKey, at: keyOffset)
+                }
+            }
+            skipWhitespace()
+            guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
+            guard base[pos] == UInt8(ascii: ":") else { throw JSONError(.unexpectedCharacter, at: pos) }
+            pos &+= 1
+            skipWhitespace()
+            let value = try parseValue()
+            members.append((key, value))
+            skipWhitespace()
+            guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
+            let separator = base[pos]
+            if separator == UInt8(ascii: ",") {
+                pos &+= 1
+                skipWhitespace()
+            } else if separator == UInt8(ascii: "}") {
+                pos &+= 1
+                break
+            } else {
+                throw JSONError(.unexpectedCharacter, at: pos)
+            }
+        }
+        depth &-= 1
+        return JSONObject(uniqueMembers: members, index: index)
+    }
+
+    mutating func parseNumber() throws(JSONError) -> JSONNumber {
+        let start = pos
+        let stop = try NumberGrammar.scan(base, from: start, end: end).get()
+        guard stop &- start <= maxNumberBytes else { throw JSONError(.tooLarge, at: start) }
+        pos = stop
+        return JSONNumber(uncheckedLiteral: String(decoding: UnsafeBufferPointer(start: base + start, count: stop &- start), as: UTF8.self))
+    }
+
+    // MARK: Strings
+
+    /// Parses the string whose opening quote is at `pos`.
+    mutating func parseString() throws(JSONError) -> String {
+        let quoteOffset = pos
+        let start = pos &+ 1
+        var stop = try scanRun(from: start)
+        if base[stop] == UInt8(ascii: "\"") {
+            // Fast path: no escapes, the bytes are the string.
+            guard stop &- start <= maxStringBytes else { throw JSONError(.tooLarge, at: quoteOffset) }
+            pos = stop &+ 1
+            return String(decoding: UnsafeBufferPointer(start: base + start, count: stop &- start), as: UTF8.self)
+        }
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: UnsafeBufferPointer(start: base + start, count: stop &- start))
+        while base[stop] == UInt8(ascii: "\\") {
+            let resume = try decodeEscape(at: stop)
+            stop = try scanRun(from: resume)
+            scratch.append(contentsOf: UnsafeBufferPointer(start: base + resume, count: stop &- resume))
+        }
+        guard stop &- start <= maxStringBytes else { throw JSONError(.tooLarge, at: quoteOffset) }
+        pos = stop &+ 1
+        return String(decoding: scratch, as: UTF8.self)
+    }
+
+    /// Scans string content from `i` to the next `"` or `\` and returns its index (always `< end`).
+    /// Validates UTF-8 and rejects raw control characters on the way.
+    @inline(__always)
+    func scanRun(from start: Int) throws(JSONError) -> Int {
+        var i = start
+        let raw = UnsafeRawPointer(base)
+        while true {
+            // Eight bytes at a time while none is `"`, `\`, < 0x20 or >= 0x80 (SWAR; exact as a
+            // yes/no test, so a hit just falls through to the byte loop).
+            while i &+ 8 <= end {
+                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if Self.wordNeedsAttention(word) { break }
+                i &+= 8
+            }
+            guard i < end else { throw JSONError(.unexpectedEnd, at: end) }
+            let byte = base[i]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return i }
+            if byte < 0x20 { throw JSONError(.controlCharacter, at: i) }
+            if byte < 0x80 {
+                i &+= 1
+            } else {
+                i &+= try utf8SequenceLength(at: i)
+            }
+        }
+    }
+
+    @inline(__always)
+    static func wordNeedsAttention(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        let flagged = ((quotes &- ones) & ~quotes)
+            | ((backslashes &- ones) & ~backslashes)
+            | ((word &- ones &* 0x20) & ~word)
+            | word
+        return flagged & highs != 0
+    }
+
+    /// Length of the well-formed UTF-8 sequence starting with the non-ASCII byte at `i`
+    /// (Unicode 15, Table 3-7: no overlongs, no surrogates, nothing above U+10FFFF).
+    @inline(__always)
+    func utf8SequenceLength(at i: Int) throws(JSONError) -> Int {
+        let lead = base[i]
+        let length: Int
+        var low: UInt8 = 0x80, high: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; high = 0x9F
+        case 0xF0: length = 4; low = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; high = 0x8F
+        default: throw JSONError(.invalidUTF8, at: i)
+        }
+        guard i &+ length <= end else { throw JSONError(.invalidUTF8, at: i) }
+        let second = base[i &+ 1]
+        guard second >= low, second <= high else { throw JSONError(.invalidUTF8, at: i) }
+        var k = 2
+        while k < length {
+            guard base[i &+ k] & 0xC0 == 0x80 else { throw JSONError(.invalidUTF8, at: i) }
+            k &+= 1
+        }
+        return length
+    }
+
+    /// Decodes the escape whose backslash is at `i` into `scratch`; returns the index after it.
+    mutating func decodeEscape(at i: Int) throws(JSONError) -> Int {
+        guard i &+ 1 < end else { throw JSONError(.unexpectedEnd, at: end) }
+        let decoded: UInt8
+        switch base[i &+ 1] {
+        case UInt8(ascii: "\""): decoded = 0x22
+        case UInt8(ascii: "\\"): decoded = 0x5C
+        case UInt8(ascii: "/"): decoded = 0x2F
+        case UInt8(ascii: "b"): decoded = 0x08
+        case UInt8(ascii: "f"): decoded = 0x0C
+        case UInt8(ascii: "n"): decoded = 0x0A
+        case UInt8(ascii: "r"): decoded = 0x0D
+        case UInt8(ascii: "t"): decoded = 0x09
+        case UInt8(ascii: "u"): return try decodeUnicodeEscape(at: i)
+        default: throw JSONError(.invalidEscape, at: i)
+        }
+        scratch.append(decoded)
+        return i &+ 2
+    }
+
+    /// `\uXXXX`, or a `\uD8xx\uDCxx` surrogate pair (RFC 8259 §7), appended as UTF-8.
+    mutating func decodeUnicodeEscape(at i: Int) throws(JSONError) -> Int {
+        let unit = try hex4(escapeAt: i)
+        var scalar = unit
+        var next = i &+ 6
+        if unit >= 0xD800, unit <= 0xDBFF {
+            // A high surrogate must be followed immediately by `\u` and a low surrogate.
+            if next < end, base[next] != UInt8(ascii: "\\") { throw JSONError(.loneSurrogate, at: i) }
+            if next &+ 1 < end, base[next &+ 1] != UInt8(ascii: "u") { throw JSONError(.loneSurrogate, at: i) }
+            guard next &+ 1 < end else { throw JSONError(.unexpectedEnd, at: end) }
+            let low = try hex4(escapeAt: next)
+            guard low >= 0xDC00, low <= 0xDFFF else { throw JSONError(.loneSurrogate, at: i) }
+            scalar = 0x10000 &+ ((unit &- 0xD800) << 10) &+ (low &- 0xDC00)
+            next &+= 6
+        } else if unit >= 0xDC00, unit <= 0xDFFF {
+            throw JSONError(.loneSurrogate, at: i)
+        }
+        switch scalar {
+        case 0..<0x80:
+            scratch.append(UInt8(truncatingIfNeeded: scalar))
+        case 0x80..<0x800:
+            scratch.append(0xC0 | UInt8(truncatingIfNeeded: scalar >> 6))
+            scratch.append(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
+        case 0x800..<0x10000:
+            scratch.append(0xE0 | UInt8(truncatingIfNeeded: scalar >> 12))
+            scratch.append(0x80 | UInt8(truncatingIfNeeded: (scalar >> 6) & 0x3F))
+            scratch.append(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
+        default:
+            scratch.append(0xF0 | UInt8(truncatingIfNeeded: scalar >> 18))
+            scratch.append(0x80 | UInt8(truncatingIfNeeded: (scalar >> 12) & 0x3F))
+            scratch.append(0x80 | UInt8(truncatingIfNeeded: (scalar >> 6) & 0x3F))
+            scratch.append(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
+        }
+        return next
+    }
+
+    /// The four hex digits after the `\u` whose backslash is at `i`.
+    func hex4(escapeAt i: Int) throws(JSONError) -> UInt32 {
+        var value: UInt32 = 0
+        for k in 2..<6 {
+            let at = i &+ k
+            guard at < end else { throw JSONError(.unexpectedEnd, at: end) }
+            let byte = base[at]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte &- UInt8(ascii: "A") &+ 10
+            default: throw JSONError(.invalidEscape, at: i)
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
+    }
+}
