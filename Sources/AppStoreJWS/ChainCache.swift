@@ -1,23 +1,21 @@
 import Synchronization
 
-/// Bounded LRU cache of verified (leaf, intermediate) pairs, so steady state costs one ECDSA verify.
+/// Bounded LRU cache of verified chains, so steady state costs one ECDSA verify per JWS.
 ///
-/// Key: SHA-256 of the two `x5c` strings exactly as received (no base64 decode on a hit). Value: the
-/// leaf's P-256 key and the window in which leaf, intermediate and root are all valid. A hit counts only
-/// if the effective date is inside that window, so an entry never extends a certificate's validity.
-/// Failures are never cached. Each verifier owns its cache, so its roots cannot change under it.
+/// Key: SHA-256 of the JWS header segment exactly as received (base64url text). The header holds only
+/// `alg` and `x5c` (Apple's are byte-identical for every JWS signed by one leaf), so equal bytes mean an
+/// equal algorithm and chain: a hit skips base64-decoding and parsing the 3.5 KB header as well as path
+/// validation. Value: the leaf's P-256 key and the window in which leaf, intermediate and root are all
+/// valid; a hit counts only if the effective date is inside that window, so an entry never extends a
+/// certificate's validity. Failures and Xcode keys are never cached. Each verifier owns its cache, so
+/// its roots cannot change under it.
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         var a: UInt64, b: UInt64, c: UInt64, d: UInt64
 
-        /// SHA-256(x5c[0] ‖ "." ‖ x5c[1]): '.' never occurs in base64, so the split is unambiguous.
-        init(leaf: String.UTF8View, intermediate: String.UTF8View) {
-            var input = [UInt8]()
-            input.reserveCapacity(leaf.count + intermediate.count + 1)
-            input.append(contentsOf: leaf)
-            input.append(UInt8(ascii: "."))
-            input.append(contentsOf: intermediate)
-            let digest = input.withUnsafeBytes { SHA256Digest.hash($0) }
+        /// SHA-256 of the header segment bytes.
+        init(headerSegment: UnsafeRawBufferPointer) {
+            let digest = SHA256Digest.hash(headerSegment)
             func word(_ offset: Int) -> UInt64 {
                 var value: UInt64 = 0
                 for index in offset..<(offset + 8) { value = value << 8 | UInt64(digest[index]) }
@@ -48,13 +46,20 @@ final class ChainCache: Sendable {
 
     /// The cached leaf key if the pair was verified before and `time` is inside its window.
     func lookup(_ key: Key, at time: Int64) -> PublicKey? {
+        guard let entry = entry(key), entry.notBefore <= time, time < entry.notAfter else { return nil }
+        return entry.key
+    }
+
+    /// The entry for `key` whatever the time (marks it used): a present entry proves the header
+    /// passed the header, algorithm and x5c checks before.
+    func entry(_ key: Key) -> Entry? {
         guard capacity > 0 else { return nil }
-        return state.withLock { state -> PublicKey? in
-            guard var entry = state.entries[key], entry.notBefore <= time, time < entry.notAfter else { return nil }
+        return state.withLock { state -> Entry? in
+            guard var entry = state.entries[key] else { return nil }
             state.clock &+= 1
             entry.lastUse = state.clock
             state.entries[key] = entry
-            return entry.key
+            return entry
         }
     }
 

@@ -164,36 +164,17 @@ public final class SignedDataVerifier: Sendable {
         for (index, name) in ["header", "payload", "signature"].enumerated() where ranges[index].isEmpty {
             throw .format(.split, "\(name) segment is empty")
         }
+        let cacheKey = bytes.withUnsafeBytes { ChainCache.Key(headerSegment: UnsafeRawBufferPointer(rebasing: $0[ranges[0]])) }
+        // A cached header was fully checked (header, algorithm, x5c) when it was inserted.
+        let cachedEntry = cache.entry(cacheKey)
+        var header: CheckedHeader?
+        if cachedEntry == nil { header = try Self.checkHeader(bytes, range: ranges[0]) }
+
         let decoded = bytes.withUnsafeBufferPointer { buffer in
-            ranges.map { Base64.decodeURL(UnsafeBufferPointer(rebasing: buffer[$0])) }
+            [ranges[1], ranges[2]].map { Base64.decodeURL(UnsafeBufferPointer(rebasing: buffer[$0])) }
         }
-        guard let headerBytes = decoded[0] else { throw .format(.split, "header segment is not base64url") }
-        guard let payloadBytes = decoded[1] else { throw .format(.split, "payload segment is not base64url") }
-        guard let signature = decoded[2] else { throw .format(.split, "signature segment is not base64url") }
-
-        // header
-        let header = try Self.parseObject(headerBytes, limits: Self.headerLimits, step: .header, what: "header")
-        if header["crit"] != nil {
-            throw .format(.header, "header parameter crit is not supported (RFC 7515 §4.1.11)")
-        }
-
-        // algorithm
-        guard let algValue = header["alg"] else {
-            throw VerificationError(code: .unsupportedAlgorithm, step: .algorithm, reason: "header has no alg; ES256 is required")
-        }
-        guard let alg = algValue.stringValue, alg == "ES256" else {
-            let shown = algValue.stringValue.map { "\"\(String($0.prefix(16)))\"" } ?? "a non-string"
-            throw VerificationError(code: .unsupportedAlgorithm, step: .algorithm, reason: "alg \(shown) is not supported; ES256 is required")
-        }
-
-        // x5c shape
-        guard let x5cValue = header["x5c"] else { throw .format(.x5c, "header has no x5c certificate chain") }
-        guard let x5cArray = x5cValue.arrayValue else { throw .format(.x5c, "x5c must be an array of base64 certificates") }
-        var x5c: [String] = []
-        for (index, element) in x5cArray.prefix(4).enumerated() {
-            guard let string = element.stringValue, !string.isEmpty else { throw .format(.x5c, "x5c[\(index)] must be a non-empty string") }
-            x5c.append(string)
-        }
+        guard let payloadBytes = decoded[0] else { throw .format(.split, "payload segment is not base64url") }
+        guard let signature = decoded[1] else { throw .format(.split, "signature segment is not base64url") }
 
         // the (untrusted) payload JSON: needed for the effective date and the Xcode decision
         let payload = try Self.parseObject(payloadBytes, limits: Self.payloadLimits, step: .payload, what: "payload")
@@ -215,11 +196,23 @@ public final class SignedDataVerifier: Sendable {
         let seconds = Int64(effective.timeIntervalSince1970.rounded(.down))
         let signingInput = 0..<dots[1]
 
+        // Steady state: same header, effective date inside the verified window, not Xcode.
+        if let cachedEntry, claims.environment != .xcode, cachedEntry.notBefore <= seconds, seconds < cachedEntry.notAfter {
+            try Self.verifySignature(key: cachedEntry.key, signature: signature, bytes: bytes, range: signingInput)
+            try Self.check(claims, policy: policy)
+            return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
+                effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
+                chainCacheHit: true, isXcodeSigned: false))
+        }
+        let checked: CheckedHeader
+        if let header { checked = header } else { checked = try Self.checkHeader(bytes, range: ranges[0]) }
+        let x5c = checked.x5c
+
         if claims.environment == .xcode {
             guard policy.allowXcode else {
                 throw VerificationError(code: .environmentNotAllowed, step: .claims, reason: "Xcode (StoreKit Testing) data is not allowed for this project")
             }
-            guard (1...3).contains(x5c.count) else { throw .format(.x5c, "Xcode x5c must hold 1 to 3 certificates; found \(x5cArray.count)") }
+            guard (1...3).contains(checked.count) else { throw .format(.x5c, "Xcode x5c must hold 1 to 3 certificates; found \(checked.count)") }
             guard let der = Base64.decodeStandard(x5c[0]), let certificate = Certificate(der: der) else {
                 throw .format(.x5c, "x5c[0] is not a base64 DER certificate")
             }
@@ -230,30 +223,60 @@ public final class SignedDataVerifier: Sendable {
                 effectiveDate: effective, effectiveDateSource: source, environment: .xcode, chainCacheHit: false, isXcodeSigned: true))
         }
 
-        guard x5cArray.count == 3 else {
-            throw .format(.x5c, "x5c must hold exactly 3 certificates (leaf, intermediate, root); found \(x5cArray.count)")
+        guard checked.count == 3 else {
+            throw .format(.x5c, "x5c must hold exactly 3 certificates (leaf, intermediate, root); found \(checked.count)")
         }
 
-        // chain, validity, oid (or a cache hit that proved all three for this window)
-        let cacheKey = ChainCache.Key(leaf: x5c[0].utf8, intermediate: x5c[1].utf8)
-        let key: PublicKey
-        let hit: Bool
-        if let cached = cache.lookup(cacheKey, at: seconds) {
-            key = cached; hit = true
-        } else {
-            let validated = try validateChain(leaf: x5c[0], intermediate: x5c[1], at: seconds, effective: effective, source: source)
-            cache.insert(cacheKey, publicKey: validated.key, notBefore: validated.notBefore, notAfter: validated.notAfter)
-            key = validated.key; hit = false
-        }
+        // chain, validity, oid: full validation, remembered for this header on success
+        let validated = try validateChain(leaf: x5c[0], intermediate: x5c[1], at: seconds, effective: effective, source: source)
+        cache.insert(cacheKey, publicKey: validated.key, notBefore: validated.notBefore, notAfter: validated.notAfter)
 
         // signature
-        try Self.verifySignature(key: key, signature: signature, bytes: bytes, range: signingInput)
+        try Self.verifySignature(key: validated.key, signature: signature, bytes: bytes, range: signingInput)
 
         // claims
         try Self.check(claims, policy: policy)
         return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
             effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
-            chainCacheHit: hit, isXcodeSigned: false))
+            chainCacheHit: false, isXcodeSigned: false))
+    }
+
+    /// What the header checks established: the x5c strings (at most 4 kept) and their count.
+    struct CheckedHeader {
+        var x5c: [String]
+        var count: Int
+    }
+
+    /// Steps header, algorithm and x5c shape over the header segment.
+    static func checkHeader(_ bytes: [UInt8], range: Range<Int>) throws(VerificationError) -> CheckedHeader {
+        let decoded = bytes.withUnsafeBufferPointer { Base64.decodeURL(UnsafeBufferPointer(rebasing: $0[range])) }
+        guard let headerBytes = decoded else { throw .format(.split, "header segment is not base64url") }
+
+        // header
+        let header = try parseObject(headerBytes, limits: headerLimits, step: .header, what: "header")
+        if header["crit"] != nil {
+            throw .format(.header, "header parameter crit is not supported (RFC 7515 §4.1.11)")
+        }
+
+        // algorithm
+        guard let algValue = header["alg"] else {
+            throw VerificationError(code: .unsupportedAlgorithm, step: .algorithm, reason: "header has no alg; ES256 is required")
+        }
+        guard let alg = algValue.stringValue, alg == "ES256" else {
+            let shown = algValue.stringValue.map { "\"\(String($0.prefix(16)))\"" } ?? "a non-string"
+            throw VerificationError(code: .unsupportedAlgorithm, step: .algorithm, reason: "alg \(shown) is not supported; ES256 is required")
+        }
+
+        // x5c shape
+        guard let x5cValue = header["x5c"] else { throw .format(.x5c, "header has no x5c certificate chain") }
+        guard let x5cArray = x5cValue.arrayValue else { throw .format(.x5c, "x5c must be an array of base64 certificates") }
+        var x5c: [String] = []
+        for (index, element) in x5cArray.prefix(4).enumerated() {
+            guard let string = element.stringValue, !string.isEmpty else { throw .format(.x5c, "x5c[\(index)] must be a non-empty string") }
+            x5c.append(string)
+        }
+        guard !x5c.isEmpty else { throw .format(.x5c, "x5c is empty") }
+        return CheckedHeader(x5c: x5c, count: x5cArray.count)
     }
 
     private static func parseObject(_ bytes: [UInt8], limits: JSONParser.Limits, step: VerificationError.Step, what: String) throws(VerificationError) -> JSONObject {
