@@ -4,17 +4,21 @@ import JSON
 /// Typed, strict field access over a decoded payload object. Unknown keys are ignored; a known key
 /// with the wrong JSON type is a format error naming the field (null counts as absent).
 struct PayloadReader {
-    let object: JSONObject
+    /// The members by key, hashed once: a typed decode asks for ~35 keys, and `JSONObject` scans
+    /// small objects linearly (hundreds of string comparisons per payload on the hot path).
+    let members: [String: JSONValue]
     /// Prefix for field names in reasons, e.g. `data.` for a notification's data object.
     let path: String
 
     init(_ object: JSONObject, path: String = "") {
-        self.object = object
+        var members = [String: JSONValue](minimumCapacity: object.count)
+        for (key, value) in object where members[key] == nil { members[key] = value }
+        self.members = members
         self.path = path
     }
 
     private func present(_ key: String) -> JSONValue? {
-        guard let value = object[key], !value.isNull else { return nil }
+        guard let value = members[key], !value.isNull else { return nil }
         return value
     }
 
