@@ -42,10 +42,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
         .testTarget(name: "DomainTests", dependencies: ["Domain"], swiftSettings: strict),
-        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS"], swiftSettings: strict),
+        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
     ]
 )

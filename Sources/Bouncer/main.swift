@@ -1,2 +1,4 @@
-import Foundation
-print("bouncer: skeleton")
+// The `bouncer` executable: parse the command line, run one subcommand, exit with its status.
+import Glibc
+
+exit(CLI.run(Array(CommandLine.arguments.dropFirst())))

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
@@ -11,4 +12,19 @@
 #include <openssl/sha.h>
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
+
+// sk_X509_* are type-checking macros over OPENSSL_sk_*; Swift cannot import macros, so these adapters
+// give AppStoreJWS typed functions for the untrusted-intermediates stack and the built chain.
+
+/// Why: sk_X509_new_null is a macro; creates the (empty) stack of untrusted intermediates.
+static inline STACK_OF(X509) *bouncer_sk_X509_new_null(void) { return sk_X509_new_null(); }
+/// Why: sk_X509_push is a macro; the stack borrows the certificate (no up-ref), the caller keeps ownership.
+static inline int bouncer_sk_X509_push(STACK_OF(X509) *stack, X509 *cert) { return sk_X509_push(stack, cert); }
+/// Why: sk_X509_free is a macro; frees the stack only, never the certificates it points to.
+static inline void bouncer_sk_X509_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
+/// Why: sk_X509_num is a macro; length of the chain OpenSSL built (X509_STORE_CTX_get0_chain).
+static inline int bouncer_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
+/// Why: sk_X509_value is a macro; borrowed element of a stack (not up-ref'd).
+static inline X509 *bouncer_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+
 #endif

@@ -1,0 +1,58 @@
+import Domain
+import HTTPCore
+
+/// Who may call what: public keys in the path, secret keys and the admin token as bearer tokens.
+enum Auth {
+    /// The project a public key names. The syntax check runs first, so garbage never reaches the store; a
+    /// well-formed unknown key answers exactly like a malformed one.
+    static func project(publicKey: String?, deps: APIDependencies, suggestion: String) throws -> Project {
+        guard let publicKey, ProjectKeys.isPublicKeySyntax(publicKey) else {
+            throw APIError.invalidPublicKey(suggestion: suggestion)
+        }
+        guard let project = try deps.projects.project(publicKey: publicKey) else {
+            throw APIError.invalidPublicKey(suggestion: suggestion)
+        }
+        return project
+    }
+
+    /// Enforces the project's read rule: a presented secret key must be right (even when not required);
+    /// with `requireSecretKeyForReads`, one must be presented.
+    static func authorizeRead(_ request: Request, project: Project, deps: APIDependencies) throws {
+        guard let header = request.headers["Authorization"] else {
+            if project.requireSecretKeyForReads { throw APIError.secretKeyRequired }
+            return
+        }
+        guard let token = bearerToken(header), ProjectKeys.isSecretKeySyntax(token) else {
+            throw APIError.invalidSecretKey
+        }
+        guard let stored = try deps.projects.secretKeyHash(projectId: project.id),
+              ProjectKeys.constantTimeEquals(deps.hasher.hash(token), stored) else {
+            throw APIError.invalidSecretKey
+        }
+    }
+
+    /// Admin routes: disabled without a configured token, else `Bearer <token>` compared in constant time.
+    ///
+    /// `adminDigest` is the hash of the configured token; comparing digests keeps even the token's length secret.
+    static func authorizeAdmin(_ request: Request, adminDigest: [UInt8]?, hasher: any SecretKeyHashing) throws(APIError) {
+        guard let adminDigest else { throw APIError.adminDisabled }
+        guard let header = request.headers["Authorization"], let token = bearerToken(header),
+              ProjectKeys.constantTimeEquals(hasher.hash(token), adminDigest) else {
+            throw APIError.invalidAdminToken
+        }
+    }
+
+    /// The credentials of `Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110 §11.1).
+    static func bearerToken(_ header: String) -> String? {
+        let utf8 = header.utf8
+        guard utf8.count > 7 else { return nil }
+        let scheme = utf8.prefix(6)
+        guard zip(scheme, "bearer".utf8).allSatisfy({ ($0 | 0x20) == $1 }) else { return nil }
+        var rest = utf8.dropFirst(6)
+        guard rest.first == 0x20 else { return nil }
+        while rest.first == 0x20 { rest = rest.dropFirst() }
+        while rest.last == 0x20 || rest.last == 0x09 { rest = rest.dropLast() }
+        guard !rest.isEmpty, !rest.contains(0x20) else { return nil }
+        return String(decoding: rest, as: UTF8.self)
+    }
+}

@@ -1,0 +1,197 @@
+import Domain
+import HTTPCore
+import JSON
+
+/// One entry of `details`: which field (a JSON path, array indices as strings) and what is wrong with it.
+struct ValidationDetail: Sendable, Equatable {
+    var path: [String]
+    var message: String
+}
+
+/// A failure the API itself detects (auth, validation), already in HTTP terms.
+///
+/// Handlers throw this, `DomainError` or `VerificationFailure`; `ErrorResponse.response(for:…)` turns any of
+/// them into the one error shape `{"error","code","details"?,"suggestion","request_id"?}`.
+struct APIError: Error, Sendable {
+    var status: Int
+    var code: String
+    var message: String
+    var suggestion: String
+    var details: [ValidationDetail] = []
+
+    static func validation(_ details: [ValidationDetail], suggestion: String) -> APIError {
+        APIError(status: 400, code: "VALIDATION_ERROR", message: "Validation error", suggestion: suggestion,
+                 details: details)
+    }
+
+    static func unsupportedContentType(suggestion: String) -> APIError {
+        APIError(status: 400, code: "VALIDATION_ERROR", message: "Content-Type must be application/json",
+                 suggestion: suggestion,
+                 details: [ValidationDetail(path: [], message: "Expected Content-Type: application/json")])
+    }
+
+    /// The parser's description names the rule and the byte offset, never the input bytes, so it is safe to echo.
+    static func invalidJSON(_ error: JSONError, suggestion: String) -> APIError {
+        APIError(status: 400, code: "INVALID_JSON", message: "Invalid JSON: \(error.code) at byte \(error.offset)",
+                 suggestion: suggestion)
+    }
+
+    static func invalidPublicKey(suggestion: String) -> APIError {
+        APIError(status: 401, code: "AUTH_INVALID_PUBLIC_KEY", message: "Invalid public key.", suggestion: suggestion)
+    }
+
+    static let secretKeyRequired = APIError(
+        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
+        suggestion: "This project requires the secret key for reads: call from your backend with Authorization: Bearer sk_...")
+
+    static let invalidSecretKey = APIError(
+        status: 401, code: "AUTH_INVALID_SECRET_KEY", message: "Invalid secret key.",
+        suggestion: "Send the project's current secret key as Authorization: Bearer sk_... (rotate keys if it was lost).")
+
+    static let adminDisabled = APIError(
+        status: 404, code: "ADMIN_API_DISABLED", message: "Admin API is disabled.",
+        suggestion: "Set BOUNCER_ADMIN_TOKEN on the server to enable the admin API, or use the bouncer CLI.")
+
+    static let invalidAdminToken = APIError(
+        status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
+        suggestion: "Send Authorization: Bearer <BOUNCER_ADMIN_TOKEN>.")
+}
+
+/// The single place where errors become HTTP responses.
+enum ErrorResponse {
+    /// Seconds a client should wait before retrying after a 503.
+    static let retryAfterSeconds = "1"
+
+    /// The response for any error a handler threw. Unmapped errors become 500 `INTERNAL_ERROR` with the request
+    /// id and no internals; the full error goes to `log` (never the body, keys or JWS: only the error value).
+    static func response(for error: any Error, request: Request, log: @Sendable (String) -> Void) -> Response {
+        switch error {
+        case let error as APIError:
+            return render(status: error.status, code: error.code, message: error.message,
+                          suggestion: error.suggestion, details: error.details)
+        case let failure as VerificationFailure:
+            if failure.isRetryable {
+                log("request_id=\(request.requestID) route=\(request.routeTemplate) status=503 "
+                    + "retryable verification failure: \(String(reflecting: failure))")
+                return serviceUnavailable(request)
+            }
+            let (title, suggestion) = verificationText(failure.code)
+            return render(status: 400, code: failure.code, message: "\(title): \(failure.reason)",
+                          suggestion: suggestion)
+        case let error as DomainError:
+            switch error.code {
+            case .serviceUnavailable:
+                log("request_id=\(request.requestID) route=\(request.routeTemplate) status=503 "
+                    + String(reflecting: error))
+                return serviceUnavailable(request)
+            case .purchaseOwnedByAnotherUser:
+                return render(
+                    status: 409, code: error.code.rawValue, message: "This purchase belongs to another user.",
+                    suggestion: "The project's transfer_policy is block: the first user keeps the purchase. "
+                        + "Set transfer_policy to transfer or share to allow restores on other accounts.")
+            case .projectNotFound:
+                return projectNotFound
+            case .productNotFound:
+                return productNotFound
+            case .conflict:
+                return render(
+                    status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
+                    suggestion: "Reload the resource and retry.")
+            default:
+                return internalError(error, request: request, log: log)
+            }
+        default:
+            return internalError(error, request: request, log: log)
+        }
+    }
+
+    static var projectNotFound: Response {
+        render(status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
+               suggestion: "Check the project id; GET /v1/admin/projects lists them.")
+    }
+
+    static var productNotFound: Response {
+        render(status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
+               suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")
+    }
+
+    private static func serviceUnavailable(_ request: Request) -> Response {
+        var response = render(
+            status: 503, code: "SERVICE_UNAVAILABLE", message: "Service temporarily unavailable.",
+            suggestion: "Retry after the delay in Retry-After. This says nothing about the purchase.",
+            requestID: request.requestID)
+        response.headers.set("Retry-After", retryAfterSeconds)
+        return response
+    }
+
+    private static func internalError(
+        _ error: any Error, request: Request, log: @Sendable (String) -> Void
+    ) -> Response {
+        log("request_id=\(request.requestID) route=\(request.routeTemplate) status=500 " + String(reflecting: error))
+        return render(status: 500, code: "INTERNAL_ERROR", message: "Internal server error.",
+                      suggestion: "Retry later; if it persists, report the request_id to the operator.",
+                      requestID: request.requestID)
+    }
+
+    /// Title and suggestion per verifier code; the verifier's reason completes the title.
+    static func verificationText(_ code: String) -> (title: String, suggestion: String) {
+        switch code {
+        case "INVALID_JWS_FORMAT":
+            return ("Invalid JWS format",
+                    "Provide a valid JWS string (3 dot-separated base64url parts) from StoreKit 2 "
+                        + "Transaction.jsonRepresentation.")
+        case "JWS_UNSUPPORTED_ALGORITHM":
+            return ("Unsupported JWS algorithm",
+                    "StoreKit 2 signs with ES256: send the JWS exactly as StoreKit returned it.")
+        case "JWS_VERIFICATION_FAILED":
+            return ("JWS verification failed",
+                    "Send the JWS exactly as StoreKit 2 returned it; it must be signed by Apple "
+                        + "(or by Xcode when the project allows it).")
+        case "BUNDLE_ID_MISMATCH":
+            return ("Bundle ID mismatch",
+                    "The transaction belongs to another app: use the public key of the project whose "
+                        + "bundle_id matches the app.")
+        case "ENVIRONMENT_NOT_ALLOWED":
+            return ("Environment not allowed",
+                    "Allow the environment in the project's settings (environments, allow_xcode) "
+                        + "or post from an allowed build.")
+        case "APP_APPLE_ID_MISMATCH":
+            return ("App Apple ID mismatch",
+                    "Set the project's app_apple_id to the app's Apple ID, or clear it.")
+        default:
+            return ("Signed data rejected", "Send the signed data exactly as Apple returned it.")
+        }
+    }
+
+    /// The error body: `error`, `code`, `details` (when any), `suggestion`, `request_id` (5xx).
+    static func render(
+        status: Int, code: String, message: String, suggestion: String, details: [ValidationDetail] = [],
+        requestID: String? = nil
+    ) -> Response {
+        var body = JSONBody(capacity: 160)
+        body.raw(#"{"error":"#)
+        body.string(message)
+        body.raw(#","code":"#)
+        body.string(code)
+        if !details.isEmpty {
+            body.raw(#","details":["#)
+            for (i, detail) in details.enumerated() {
+                if i > 0 { body.raw(",") }
+                body.raw(#"{"path":"#)
+                body.strings(detail.path)
+                body.raw(#","message":"#)
+                body.string(detail.message)
+                body.raw("}")
+            }
+            body.raw("]")
+        }
+        body.raw(#","suggestion":"#)
+        body.string(suggestion)
+        if let requestID {
+            body.raw(#","request_id":"#)
+            body.string(requestID)
+        }
+        body.raw("}")
+        return Response.json(status, body.bytes)
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Domain
+import HTTPCore
+
+extension APIHandlers {
+    static let receiptSuggestion = "Request body requires signed_transaction_info (string). Optional: user_id, device_id."
+    static let receiptKeySuggestion = "Use a valid public key (pk_...) in the URL path: POST /v1/receipts/:public_key."
+
+    /// `POST /v1/receipts/:publicKey`: verify a StoreKit 2 signed transaction for the project, record it, answer
+    /// what it grants now.
+    func postReceipt(_ request: Request) throws -> Response {
+        let project = try Auth.project(
+            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.receiptKeySuggestion)
+
+        let body = try RequestBody.object(request, suggestion: Self.receiptSuggestion)
+        var fields = FieldValidator(body)
+        let jws = fields.string("signed_transaction_info", required: true)
+        let userId = fields.string("user_id", required: false, maxLength: 256)
+        let deviceId = fields.string("device_id", required: false, maxLength: 256)
+        try fields.check(suggestion: Self.receiptSuggestion)
+        guard let jws, Self.hasThreeParts(jws) else {
+            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts")
+        }
+
+        let facts = try deps.verifier.verifyTransaction(jws, for: project)
+        let now = deps.now()
+        let recorded = try deps.purchases.recordTransaction(
+            facts, userId: userId, deviceId: deviceId, project: project, now: now)
+        if case .block = recorded.ownership {
+            // The store is expected to throw; never answer 201 for a refused binding either way.
+            throw DomainError(.purchaseOwnedByAnotherUser, "The purchase is bound to another user.")
+        }
+        return Response.json(201, Self.receiptBody(recorded, at: now))
+    }
+
+    /// Compact JWS (RFC 7515 §7.1): three non-empty parts separated by two dots. The verifier checks the rest.
+    static func hasThreeParts(_ jws: String) -> Bool {
+        var dots = 0
+        var partLength = 0
+        for byte in jws.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard partLength > 0 else { return false }
+                dots += 1
+                partLength = 0
+            } else {
+                partLength += 1
+            }
+        }
+        return dots == 2 && partLength > 0
+    }
+
+    /// The 201 body. Status is the purchase's when the posted transaction is its latest (so grace periods and
+    /// revocations recorded for the purchase apply), else the posted transaction's own.
+    static func receiptBody(_ recorded: RecordedTransaction, at now: Date) -> [UInt8] {
+        let transaction = recorded.transaction
+        let status = recorded.isLatest
+            ? StatusRules.evaluate(recorded.purchase, at: now).status
+            : StatusRules.evaluate(transaction, at: now)
+        var body = JSONBody(capacity: 320)
+        body.raw(#"{"valid":true,"transaction_id":"#)
+        body.string(transaction.transactionId)
+        body.raw(#","original_transaction_id":"#)
+        body.string(transaction.originalTransactionId)
+        body.raw(#","product_id":"#)
+        body.string(transaction.productId)
+        body.raw(#","entitlements":"#)
+        body.strings(status == .active ? recorded.entitlements : [])
+        body.raw(#","expires_date":"#)
+        body.dateOrNull(transaction.expiresDate)
+        body.raw(#","status":"#)
+        body.string(status.rawValue)
+        body.raw(#","environment":"#)
+        body.string(transaction.environment.rawValue)
+        body.raw("}")
+        return body.bytes
+    }
+}

@@ -1,0 +1,47 @@
+import Domain
+import HTTPCore
+
+/// The public HTTP API: receipts, subscriptions and admin provisioning (see `openapi.yaml`).
+public enum Routes {
+    /// Registers every API route on `router`. Health routes belong to the executable.
+    public static func register(on router: inout Router, _ deps: APIDependencies) {
+        let api = APIHandlers(deps: deps)
+        func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping @Sendable (APIHandlers, Request) throws -> Response) {
+            router.add(method, pattern) { request in
+                do {
+                    return try handler(api, request)
+                } catch {
+                    return ErrorResponse.response(for: error, request: request, log: deps.log)
+                }
+            }
+        }
+        add(.post, "/v1/receipts/:publicKey") { try $0.postReceipt($1) }
+        add(.get, "/v1/subscriptions/:publicKey/:userId") { try $0.getSubscriptions($1) }
+
+        add(.post, "/v1/admin/projects") { try $0.createProject($1) }
+        add(.get, "/v1/admin/projects") { try $0.listProjects($1) }
+        add(.get, "/v1/admin/projects/:id") { try $0.showProject($1) }
+        add(.patch, "/v1/admin/projects/:id") { try $0.updateProject($1) }
+        add(.delete, "/v1/admin/projects/:id") { try $0.deleteProject($1) }
+        add(.post, "/v1/admin/projects/:id/rotate-keys") { try $0.rotateKeys($1) }
+        add(.get, "/v1/admin/projects/:id/products") { try $0.listProducts($1) }
+        add(.put, "/v1/admin/projects/:id/products/:productId") { try $0.putProduct($1) }
+        add(.delete, "/v1/admin/projects/:id/products/:productId") { try $0.deleteProduct($1) }
+    }
+}
+
+/// The handlers, sharing the dependencies and what is derived from them once at start-up.
+struct APIHandlers: Sendable {
+    let deps: APIDependencies
+    /// The admin token's digest; `nil` when the admin API is disabled.
+    let adminDigest: [UInt8]?
+
+    init(deps: APIDependencies) {
+        self.deps = deps
+        if let token = deps.adminToken, !token.isEmpty {
+            adminDigest = deps.hasher.hash(token)
+        } else {
+            adminDigest = nil
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Domain
+import HTTPCore
+
+extension APIHandlers {
+    static let subscriptionsKeySuggestion =
+        "Use a valid public key (pk_...) in the URL path: GET /v1/subscriptions/:public_key/:user_id."
+
+    /// `GET /v1/subscriptions/:publicKey/:userId`: what the user is entitled to now, computed from stored dates.
+    func getSubscriptions(_ request: Request) throws -> Response {
+        let project = try Auth.project(
+            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.subscriptionsKeySuggestion)
+        try Auth.authorizeRead(request, project: project, deps: deps)
+        let userId = request.pathParameters["userId"] ?? ""
+        let scalars = userId.unicodeScalars.count
+        guard scalars >= 1, scalars <= 256 else {
+            throw APIError.validation(
+                [ValidationDetail(path: ["userId"], message: scalars == 0
+                    ? "String must contain at least 1 character(s)"
+                    : "String must contain at most 256 character(s)")],
+                suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
+        }
+        let owned = try deps.purchases.ownedPurchases(userId: userId, project: project)
+        let summary = UserEntitlementSummary.summarize(owned, at: deps.now())
+        return Response.json(200, Self.subscriptionsBody(userId: userId, summary))
+    }
+
+    /// The 200 body; each subscription's `entitlements` are what it grants now (empty unless active).
+    static func subscriptionsBody(userId: String, _ summary: UserEntitlementSummary) -> [UInt8] {
+        var body = JSONBody(capacity: 128 + 480 * summary.purchases.count)
+        body.raw(#"{"user_id":"#)
+        body.string(userId)
+        body.raw(#","status":"#)
+        body.string(summary.status.rawValue)
+        body.raw(#","entitlements":"#)
+        body.strings(summary.entitlements)
+        body.raw(#","subscriptions":["#)
+        for (i, evaluated) in summary.purchases.enumerated() {
+            if i > 0 { body.raw(",") }
+            let purchase = evaluated.owned.purchase
+            let evaluation = evaluated.evaluation
+            let renewal = purchase.renewal
+            body.raw(#"{"product_id":"#)
+            body.string(purchase.productId)
+            body.raw(#","status":"#)
+            body.string(evaluation.status.rawValue)
+            body.raw(#","current_period_end":"#)
+            body.dateOrNull(purchase.expiresDate)
+            body.raw(#","auto_renew_enabled":"#)
+            body.bool(evaluation.autoRenewEnabled)
+            body.raw(#","original_transaction_id":"#)
+            body.string(purchase.originalTransactionId)
+            body.raw(#","environment":"#)
+            body.string(purchase.environment.rawValue)
+            body.raw(#","entitlements":"#)
+            body.strings(evaluation.status == .active ? evaluated.owned.entitlements : [])
+            body.raw(#","in_grace_period":"#)
+            body.bool(evaluation.inGracePeriod)
+            body.raw(#","in_billing_retry":"#)
+            body.bool(evaluation.inBillingRetry)
+            body.raw(#","grace_period_expires_date":"#)
+            body.dateOrNull(renewal?.gracePeriodExpiresDate)
+            body.raw(#","expiration_intent":"#)
+            body.intOrNull(renewal?.expirationIntent.map(Int64.init))
+            body.raw(#","auto_renew_product_id":"#)
+            body.stringOrNull(renewal?.autoRenewProductId)
+            body.raw(#","ownership_type":"#)
+            body.stringOrNull(purchase.ownershipType?.rawValue)
+            body.raw(#","revocation_date":"#)
+            body.dateOrNull(purchase.revocationDate)
+            body.raw("}")
+        }
+        body.raw("]}")
+        return body.bytes
+    }
+}

@@ -1,0 +1,81 @@
+import Synchronization
+
+/// Bounded LRU cache of verified chains, so steady state costs one ECDSA verify per JWS.
+///
+/// Key: SHA-256 of the JWS header segment exactly as received (base64url text). The header holds only
+/// `alg` and `x5c` (Apple's are byte-identical for every JWS signed by one leaf), so equal bytes mean an
+/// equal algorithm and chain: a hit skips base64-decoding and parsing the 3.5 KB header as well as path
+/// validation. Value: the leaf's P-256 key and the window in which leaf, intermediate and root are all
+/// valid; a hit counts only if the effective date is inside that window, so an entry never extends a
+/// certificate's validity. Failures and Xcode keys are never cached. Each verifier owns its cache, so
+/// its roots cannot change under it.
+final class ChainCache: Sendable {
+    struct Key: Hashable, Sendable {
+        var a: UInt64, b: UInt64, c: UInt64, d: UInt64
+
+        /// SHA-256 of the header segment bytes.
+        init(headerSegment: UnsafeRawBufferPointer) {
+            let digest = SHA256Digest.hash(headerSegment)
+            func word(_ offset: Int) -> UInt64 {
+                var value: UInt64 = 0
+                for index in offset..<(offset + 8) { value = value << 8 | UInt64(digest[index]) }
+                return value
+            }
+            a = word(0); b = word(8); c = word(16); d = word(24)
+        }
+    }
+
+    struct Entry: Sendable {
+        var key: PublicKey
+        /// Seconds since the epoch; valid iff notBefore <= t < notAfter (OpenSSL's X509_cmp_time rule).
+        var notBefore: Int64
+        var notAfter: Int64
+        var lastUse: UInt64
+    }
+
+    private struct State: ~Copyable {
+        var entries: [Key: Entry] = [:]
+        var clock: UInt64 = 0
+    }
+
+    let capacity: Int
+    private let state = Mutex(State())
+
+    /// `capacity` 0 disables caching (every JWS pays for full path validation).
+    init(capacity: Int) { self.capacity = max(0, capacity) }
+
+    /// The cached leaf key if the pair was verified before and `time` is inside its window.
+    func lookup(_ key: Key, at time: Int64) -> PublicKey? {
+        guard let entry = entry(key), entry.notBefore <= time, time < entry.notAfter else { return nil }
+        return entry.key
+    }
+
+    /// The entry for `key` whatever the time (marks it used): a present entry proves the header
+    /// passed the header, algorithm and x5c checks before.
+    func entry(_ key: Key) -> Entry? {
+        guard capacity > 0 else { return nil }
+        return state.withLock { state -> Entry? in
+            guard var entry = state.entries[key] else { return nil }
+            state.clock &+= 1
+            entry.lastUse = state.clock
+            state.entries[key] = entry
+            return entry
+        }
+    }
+
+    /// Remembers a successfully verified pair, evicting the least recently used entry when full.
+    func insert(_ key: Key, publicKey: PublicKey, notBefore: Int64, notAfter: Int64) {
+        guard capacity > 0 else { return }
+        state.withLock { state in
+            state.clock &+= 1
+            if state.entries[key] == nil, state.entries.count >= capacity,
+               let victim = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+                state.entries[victim] = nil   // O(capacity) scan, only on a miss that inserts
+            }
+            state.entries[key] = Entry(key: publicKey, notBefore: notBefore, notAfter: notAfter, lastUse: state.clock)
+        }
+    }
+
+    /// Number of cached pairs (tests, diagnostics).
+    var count: Int { state.withLock { $0.entries.count } }
+}

@@ -1,0 +1,88 @@
+/// Why a signed-data verification failed: a stable `code` for clients, the pipeline `step` that
+/// failed, and a human `reason` that is safe to return (no secrets, no OpenSSL internals).
+public struct VerificationError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// A stable, machine-readable error code; extensible (static members), compare by `rawValue`.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The wire string, e.g. `JWS_VERIFICATION_FAILED`.
+        public let rawValue: String
+        /// Wraps a wire string.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// Structure, base64, JSON, `x5c` shape, or a missing required payload field.
+        public static let invalidJWSFormat = Code(rawValue: "INVALID_JWS_FORMAT")
+        /// `alg` is anything but `ES256` (or missing).
+        public static let unsupportedAlgorithm = Code(rawValue: "JWS_UNSUPPORTED_ALGORITHM")
+        /// Untrusted root, certificate outside its validity at the effective date, missing Apple
+        /// marker OID, wrong key, bad signature.
+        public static let verificationFailed = Code(rawValue: "JWS_VERIFICATION_FAILED")
+        /// The payload's bundleId is not the tenant's.
+        public static let bundleIdMismatch = Code(rawValue: "BUNDLE_ID_MISMATCH")
+        /// The payload's environment is not allowed by the policy.
+        public static let environmentNotAllowed = Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
+        /// The payload's appAppleId is not the tenant's.
+        public static let appAppleIdMismatch = Code(rawValue: "APP_APPLE_ID_MISMATCH")
+        /// The raw value.
+        public var description: String { rawValue }
+    }
+
+    /// The pipeline step that rejected the input, in the order they run.
+    public struct Step: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// A lowerCamel step name, e.g. `chain`.
+        public let rawValue: String
+        /// Wraps a step name.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// Splitting into three base64url segments, size limits.
+        public static let split = Step(rawValue: "split")
+        /// Decoding the header JSON.
+        public static let header = Step(rawValue: "header")
+        /// The `alg` header parameter.
+        public static let algorithm = Step(rawValue: "algorithm")
+        /// The `x5c` header parameter: count, base64, DER.
+        public static let x5c = Step(rawValue: "x5c")
+        /// Path validation to a configured root (untrusted root, constraints, critical extensions).
+        public static let chain = Step(rawValue: "chain")
+        /// A certificate outside its validity period at the effective date.
+        public static let validity = Step(rawValue: "validity")
+        /// Apple's marker OIDs, leaf key usage and key type.
+        public static let oid = Step(rawValue: "oid")
+        /// The ES256 signature over `header.payload`.
+        public static let signature = Step(rawValue: "signature")
+        /// Decoding the payload JSON into its typed model.
+        public static let payload = Step(rawValue: "payload")
+        /// bundleId, appAppleId and environment against the policy.
+        public static let claims = Step(rawValue: "claims")
+        /// The raw value.
+        public var description: String { rawValue }
+    }
+
+    /// Stable code.
+    public var code: Code
+    /// The step that failed.
+    public var step: Step
+    /// Human reason, safe for clients.
+    public var reason: String
+    /// False for every offline failure; reserved for a future OCSP seam (network errors retry).
+    public var isRetryable: Bool
+    /// Internal detail (OpenSSL error queue), for logs only, never for responses.
+    public var debugDetail: String
+
+    /// Creates an error; `debugDetail` is for logs only.
+    public init(code: Code, step: Step, reason: String, isRetryable: Bool = false, debugDetail: String = "") {
+        self.code = code
+        self.step = step
+        self.reason = reason
+        self.isRetryable = isRetryable
+        self.debugDetail = debugDetail
+    }
+
+    /// `CODE (step): reason`, safe for clients.
+    public var description: String { "\(code.rawValue) (\(step.rawValue)): \(reason)" }
+    /// `description` plus the internal detail.
+    public var debugDescription: String { debugDetail.isEmpty ? description : "\(description) [\(debugDetail)]" }
+
+    static func format(_ step: Step, _ reason: String) -> VerificationError {
+        VerificationError(code: .invalidJWSFormat, step: step, reason: reason)
+    }
+    static func failed(_ step: Step, _ reason: String, debug: String = "") -> VerificationError {
+        VerificationError(code: .verificationFailed, step: step, reason: reason, debugDetail: debug)
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// How a verification was carried out (shared by every `Verified*` result).
+public struct VerificationDetails: Sendable, Equatable {
+    /// Where the effective date came from.
+    public struct DateSource: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// `signedDate`, `receiptCreationDate`, `now` or `caller`.
+        public let rawValue: String
+        /// Wraps a source name.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The payload's `signedDate` (Apple's offline rule).
+        public static let signedDate = DateSource(rawValue: "signedDate")
+        /// An app transaction's `receiptCreationDate`.
+        public static let receiptCreationDate = DateSource(rawValue: "receiptCreationDate")
+        /// The current time: a notification without `signedDate` (Apple's fallback).
+        public static let now = DateSource(rawValue: "now")
+        /// The caller's explicit instant (`at:`), e.g. `bouncer verify --at`.
+        public static let caller = DateSource(rawValue: "caller")
+        /// The raw value.
+        public var description: String { rawValue }
+    }
+
+    /// The instant at which every certificate had to be valid.
+    public var effectiveDate: Date
+    /// Where `effectiveDate` came from.
+    public var effectiveDateSource: DateSource
+    /// The environment the payload claims (already checked against the policy).
+    public var environment: AppStoreEnvironment
+    /// True when the chain was a cache hit (only the signature was verified).
+    public var chainCacheHit: Bool
+    /// True for Xcode data: the signature was checked with the x5c[0] key, but no chain, validity
+    /// or marker OID (Xcode signs with a per-project self-signed certificate).
+    public var isXcodeSigned: Bool
+}
+
+/// A verified, decoded transaction.
+public struct VerifiedTransaction: Sendable {
+    /// The typed payload.
+    public var transaction: JWSTransaction
+    /// The payload JSON exactly as signed (store as jsonb).
+    public var payloadJSON: [UInt8]
+    /// How it was verified.
+    public var details: VerificationDetails
+    /// `payloadJSON` as text.
+    public var payloadString: String { String(decoding: payloadJSON, as: UTF8.self) }
+}
+
+/// A verified, decoded renewal info.
+public struct VerifiedRenewalInfo: Sendable {
+    /// The typed payload.
+    public var renewalInfo: JWSRenewalInfo
+    /// The payload JSON exactly as signed.
+    public var payloadJSON: [UInt8]
+    /// How it was verified.
+    public var details: VerificationDetails
+    /// `payloadJSON` as text.
+    public var payloadString: String { String(decoding: payloadJSON, as: UTF8.self) }
+}
+
+/// A verified, decoded app transaction.
+public struct VerifiedAppTransaction: Sendable {
+    /// The typed payload.
+    public var appTransaction: AppTransaction
+    /// The payload JSON exactly as signed.
+    public var payloadJSON: [UInt8]
+    /// How it was verified.
+    public var details: VerificationDetails
+    /// `payloadJSON` as text.
+    public var payloadString: String { String(decoding: payloadJSON, as: UTF8.self) }
+}
+
+/// A verified notification together with its verified nested JWS.
+public struct VerifiedNotification: Sendable {
+    /// The typed payload.
+    public var notification: NotificationPayload
+    /// The payload JSON exactly as signed.
+    public var payloadJSON: [UInt8]
+    /// How the outer JWS was verified.
+    public var details: VerificationDetails
+    /// `data.signedTransactionInfo`, verified with the same policy.
+    public var transaction: VerifiedTransaction?
+    /// `data.signedRenewalInfo`, verified with the same policy.
+    public var renewalInfo: VerifiedRenewalInfo?
+    /// `appData.signedAppTransactionInfo`, verified with the same policy.
+    public var appTransaction: VerifiedAppTransaction?
+    /// `payloadJSON` as text.
+    public var payloadString: String { String(decoding: payloadJSON, as: UTF8.self) }
+}

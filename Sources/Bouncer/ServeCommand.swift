@@ -1,0 +1,101 @@
+import Dispatch
+import Foundation
+import Glibc
+import HTTPCore
+import Synchronization
+
+/// `bouncer serve`: configuration from the environment, the HTTP server, signals, graceful drain.
+enum ServeCommand {
+    static let usage = """
+        usage: bouncer serve
+
+        Runs the HTTP API. Prints `listening on http://HOST:PORT` once ready; SIGTERM or SIGINT
+        drains in-flight requests and exits 0. Configuration comes from the environment:
+
+        """ + ServeSettings.helpText
+
+    static let command = Command(name: "serve", summary: "Run the HTTP API server", usage: usage) { args in
+        if let status = CLI.handleHelpOrReject(args, usage: usage) { return status }
+        switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
+        case .failure(let problems):
+            CLI.err("bouncer serve: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
+            return 2
+        case .success(let settings):
+            return run(settings: settings, router: Router(), readiness: { true })
+        }
+    }
+
+    /// Adds the operational routes to `router`, serves until SIGTERM/SIGINT, drains, returns the exit status.
+    /// The lead wires API routes into `router` and a database check into `readiness` before calling this.
+    static func run(settings: ServeSettings, router: Router, readiness: @escaping @Sendable () -> Bool) -> Int32 {
+        let lifecycle = ServeLifecycle()
+        var router = router
+        addOperationalRoutes(to: &router, lifecycle: lifecycle, readiness: readiness)
+
+        // Block the signals' default action before any thread starts, then observe them on a queue.
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let stop = DispatchSemaphore(value: 0)
+        let signalQueue = DispatchQueue(label: "bouncer.signals")
+        let sources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+
+        let logWriter = AccessLogWriter()
+        defer { logWriter.close() }
+        let writeLine: @Sendable (String) -> Void = { logWriter.write($0) }
+        let log: (@Sendable (String) -> Void)? = settings.accessLog ? writeLine : nil
+        let server = HTTPServer(configuration: settings.server, router: router, accessLog: log)
+        let port: Int
+        do {
+            port = try server.start()
+        } catch {
+            CLI.err("bouncer serve: \(error)\n")
+            return 1
+        }
+        let host = settings.server.host.contains(":") ? "[\(settings.server.host)]" : settings.server.host
+        CLI.out("listening on http://\(host):\(port)\n")
+
+        stop.wait()
+        lifecycle.draining.store(true, ordering: .releasing)
+        logWriter.write(#"{"event":"shutdown","phase":"draining"}"#)
+        server.shutdown(gracePeriod: settings.shutdownGrace)
+        logWriter.write(#"{"event":"shutdown","phase":"done"}"#)
+        sources.forEach { $0.cancel() }
+        return 0
+    }
+
+    /// `GET /healthz` (alive), `GET /readyz` (ready unless draining or `readiness` says no), and
+    /// `GET /v1/ping` (a trivial JSON route for benchmarks). All answer inline on the I/O thread:
+    /// they never block, and a health check must not queue behind slow handlers.
+    static func addOperationalRoutes(
+        to router: inout Router, lifecycle: ServeLifecycle, readiness: @escaping @Sendable () -> Bool
+    ) {
+        let ok = Array(#"{"status":"ok"}"#.utf8)
+        let ready = Array(#"{"status":"ready"}"#.utf8)
+        let pong = Array(#"{"pong":true}"#.utf8)
+        router.add(.get, "/healthz", placement: .eventLoop) { _ in .json(200, ok) }
+        router.add(.get, "/readyz", placement: .eventLoop) { _ in
+            if lifecycle.draining.load(ordering: .acquiring) {
+                return .error(503, message: "Draining", code: "NOT_READY", suggestion: "Use another instance.",
+                              headers: ["Retry-After": "1"])
+            }
+            guard readiness() else {
+                return .error(503, message: "Not ready", code: "NOT_READY", suggestion: "Retry shortly.",
+                              headers: ["Retry-After": "1"])
+            }
+            return .json(200, ready)
+        }
+        router.add(.get, "/v1/ping", placement: .eventLoop) { _ in .json(200, pong) }
+        // The same route through the worker pool, so bench/http can measure the hand-off cost.
+        router.add(.get, "/v1/ping/pooled") { _ in .json(200, pong) }
+    }
+}
+
+/// Process-wide serve state that handlers read (the readiness route needs to see the drain).
+final class ServeLifecycle: Sendable {
+    let draining = Atomic<Bool>(false)
+}

@@ -1,0 +1,116 @@
+import HTTPCore
+
+/// Everything `bouncer serve` reads from `BOUNCER_*` environment variables.
+struct ServeSettings: Sendable {
+    var server = HTTPServer.Configuration()
+    /// How long SIGTERM/SIGINT waits for in-flight requests. `BOUNCER_SHUTDOWN_GRACE_SECONDS`, default 10.
+    var shutdownGrace: Duration = .seconds(10)
+    /// JSON access log on stderr. `BOUNCER_ACCESS_LOG` (on/off), default on.
+    var accessLog = true
+
+    /// One documented variable: name, meaning and how it lands in the settings.
+    struct Variable: Sendable {
+        let name: String
+        let help: String
+        let apply: @Sendable (inout ServeSettings, String) -> String?  // returns an error message or nil
+    }
+
+    static let variables: [Variable] = [
+        Variable(name: "BOUNCER_HOST", help: "interface to bind (default 127.0.0.1)") { s, v in
+            guard !v.isEmpty, !v.utf8.contains(0) else { return "must be a host name or IP address" }
+            s.server.host = v
+            return nil
+        },
+        int("BOUNCER_PORT", "TCP port, 0 = pick a free one (default 8080)", 0...65535) { $0.server.port = $1 },
+        int("BOUNCER_EVENT_LOOPS", "I/O threads (default: cores, at most 4)", 1...64) { $0.server.eventLoopCount = $1 },
+        int("BOUNCER_WORKERS", "handler threads (default max(4, 2 x cores))", 1...1024) { $0.server.workerCount = $1 },
+        int("BOUNCER_QUEUE_DEPTH", "requests waiting for a worker before 503 (default 1024)", 1...1_000_000) {
+            $0.server.queueDepth = $1
+        },
+        int("BOUNCER_MAX_CONNECTIONS", "open connections before 503 (default 10000)", 1...1_000_000) {
+            $0.server.maxConnections = $1
+        },
+        int("BOUNCER_MAX_REQUEST_LINE_BYTES", "request line limit, else 414 (default 8192)", 64...1_048_576) {
+            $0.server.maxRequestLineBytes = $1
+        },
+        int("BOUNCER_MAX_HEADER_BYTES", "header section limit, else 431 (default 16384)", 256...1_048_576) {
+            $0.server.maxHeaderBytes = $1
+        },
+        int("BOUNCER_MAX_HEADER_COUNT", "header field limit, else 431 (default 100)", 1...10_000) {
+            $0.server.maxHeaderCount = $1
+        },
+        int("BOUNCER_MAX_BODY_BYTES", "request body limit, else 413 (default 65536)", 0...67_108_864) {
+            $0.server.maxBodyBytes = $1
+        },
+        seconds("BOUNCER_HEADER_TIMEOUT_SECONDS", "time to receive a request head, else 408 (default 30)") {
+            $0.server.headerTimeout = $1
+        },
+        seconds("BOUNCER_BODY_TIMEOUT_SECONDS", "time to receive a request body, else 408 (default 30)") {
+            $0.server.bodyTimeout = $1
+        },
+        seconds("BOUNCER_IDLE_TIMEOUT_SECONDS", "keep-alive idle time before closing (default 65)") {
+            $0.server.idleTimeout = $1
+        },
+        seconds("BOUNCER_HANDLER_TIMEOUT_SECONDS", "handler time before 503 (default 10)") { $0.server.handlerTimeout = $1 },
+        seconds("BOUNCER_WRITE_TIMEOUT_SECONDS", "time for a slow reader to take a response (default 10)") {
+            $0.server.writeTimeout = $1
+        },
+        seconds("BOUNCER_SHUTDOWN_GRACE_SECONDS", "drain time on SIGTERM/SIGINT (default 10)") { $0.shutdownGrace = $1 },
+        Variable(name: "BOUNCER_ACCESS_LOG", help: "JSON access log on stderr: on|off (default on)") { s, v in
+            switch v.lowercased() {
+            case "on", "true", "1", "yes": s.accessLog = true
+            case "off", "false", "0", "no": s.accessLog = false
+            default: return "must be on or off"
+            }
+            return nil
+        },
+    ]
+
+    private static func int(
+        _ name: String, _ help: String, _ range: ClosedRange<Int>, _ set: @escaping @Sendable (inout ServeSettings, Int) -> Void
+    ) -> Variable {
+        Variable(name: name, help: help) { s, v in
+            guard let n = Int(v), range.contains(n) else {
+                return "must be an integer in \(range.lowerBound)...\(range.upperBound)"
+            }
+            set(&s, n)
+            return nil
+        }
+    }
+
+    private static func seconds(
+        _ name: String, _ help: String, _ set: @escaping @Sendable (inout ServeSettings, Duration) -> Void
+    ) -> Variable {
+        Variable(name: name, help: help) { s, v in
+            guard let x = Double(v), x.isFinite, x > 0, x <= 86_400 else {
+                return "must be a number of seconds in (0, 86400]"
+            }
+            set(&s, .milliseconds(Int64((x * 1000).rounded(.up))))
+            return nil
+        }
+    }
+
+    /// Reads every known variable; returns all problems at once so an operator fixes them in one go.
+    static func fromEnvironment(_ environment: [String: String]) -> Result<ServeSettings, ConfigurationProblems> {
+        var settings = ServeSettings()
+        var problems: [String] = []
+        for variable in variables {
+            guard let value = environment[variable.name] else { continue }
+            if let problem = variable.apply(&settings, value) {
+                problems.append("\(variable.name)=\(value.debugDescription): \(problem)")
+            }
+        }
+        return problems.isEmpty ? .success(settings) : .failure(ConfigurationProblems(messages: problems))
+    }
+
+    static var helpText: String {
+        let width = variables.map(\.name.count).max() ?? 0
+        return variables.map { "  " + $0.name + String(repeating: " ", count: width - $0.name.count + 2) + $0.help }
+            .joined(separator: "\n") + "\n"
+    }
+}
+
+/// Every invalid `BOUNCER_*` variable, reported together.
+struct ConfigurationProblems: Error, Sendable {
+    let messages: [String]
+}

@@ -1,0 +1,68 @@
+/// A failure with a stable machine-readable code, raised by rules and by the adapters behind the ports.
+///
+/// `description` is safe to show a client; `underlying` (internals, causes) is for logs only.
+public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// A stable error code; new codes can be added without breaking callers.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as clients see it, e.g. `SERVICE_UNAVAILABLE`.
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
+        /// The database (or another dependency) is unreachable: retry later; never a verdict on a purchase.
+        public static let serviceUnavailable = Code("SERVICE_UNAVAILABLE")
+        /// `block` transfer policy: another user already holds the purchase.
+        public static let purchaseOwnedByAnotherUser = Code("PURCHASE_OWNED_BY_ANOTHER_USER")
+        /// No project with that id.
+        public static let projectNotFound = Code("PROJECT_NOT_FOUND")
+        /// No product with that id in the project.
+        public static let productNotFound = Code("PRODUCT_NOT_FOUND")
+        /// The request conflicts with stored data (e.g. a duplicate key).
+        public static let conflict = Code("CONFLICT")
+        /// See `rawValue`.
+        public var description: String { rawValue }
+    }
+
+    /// What went wrong, stable.
+    public var code: Code
+    /// A human sentence safe for clients.
+    public var message: String
+    /// Internal detail for logs (SQLSTATE, server message…); never sent to clients.
+    public var underlying: String?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, underlying: String? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    /// Safe for clients.
+    public var description: String { "\(code): \(message)" }
+    /// Includes the underlying cause; for logs.
+    public var debugDescription: String {
+        underlying.map { "\(code): \(message) (\($0))" } ?? description
+    }
+}
+
+/// Signed data that was not accepted: forged, malformed, or not for this project.
+///
+/// The verifier adapter translates its own errors into this, keeping the verifier's stable code
+/// (`INVALID_JWS_FORMAT`, `JWS_VERIFICATION_FAILED`, `BUNDLE_ID_MISMATCH`, …) and reason.
+public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
+    /// The verifier's stable code.
+    public var code: String
+    /// Why, in words safe for clients (which step failed and on what).
+    public var reason: String
+    /// True only when the failure was ours (e.g. a revocation check could not be reached), not the data's.
+    public var isRetryable: Bool
+
+    /// Creates a failure.
+    public init(code: String, reason: String, isRetryable: Bool = false) {
+        self.code = code
+        self.reason = reason
+        self.isRetryable = isRetryable
+    }
+
+    /// See `reason`.
+    public var description: String { "\(code): \(reason)" }
+}

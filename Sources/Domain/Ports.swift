@@ -1,0 +1,125 @@
+import Foundation
+
+/// Verifies signed App Store data for a project (implemented over `AppStoreJWS` by the executable).
+public protocol SignedDataVerifying: Sendable {
+    /// Verifies a signed transaction (JWS) against the project's bundle, app id and environments.
+    /// - Throws: `VerificationFailure`.
+    func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts
+    /// Verifies a signed App Store Server Notification V2 and every signed value nested in it.
+    /// - Throws: `VerificationFailure`.
+    func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts
+}
+
+/// The verified facts of one App Store Server Notification V2.
+public struct NotificationFacts: Sendable, Equatable {
+    /// Apple's id for the notification; redeliveries reuse it.
+    public var notificationUUID: UUID
+    /// `notificationType`, raw (unknown types are kept).
+    public var type: String
+    /// `subtype`, raw.
+    public var subtype: String?
+    /// When Apple signed the notification (absent in some early-2022 payloads).
+    public var signedDate: Date?
+    /// The environment the notification is about.
+    public var environment: StoreEnvironment?
+    /// The nested signed transaction, verified.
+    public var transaction: TransactionFacts?
+    /// The nested signed renewal info, verified.
+    public var renewal: RenewalFacts?
+    /// The verified outer payload exactly as signed (JSON text).
+    public var payloadJSON: String
+
+    /// Creates a value.
+    public init(
+        notificationUUID: UUID, type: String, subtype: String? = nil, signedDate: Date? = nil,
+        environment: StoreEnvironment? = nil, transaction: TransactionFacts? = nil, renewal: RenewalFacts? = nil,
+        payloadJSON: String
+    ) {
+        self.notificationUUID = notificationUUID
+        self.type = type
+        self.subtype = subtype
+        self.signedDate = signedDate
+        self.environment = environment
+        self.transaction = transaction
+        self.renewal = renewal
+        self.payloadJSON = payloadJSON
+    }
+
+    /// The purchase the notification is about, if any.
+    public var originalTransactionId: String? {
+        transaction?.originalTransactionId ?? renewal?.originalTransactionId
+    }
+}
+
+/// Hashes secret keys for storage and comparison (SHA-256; keys carry ≥128 random bits, so no salt is needed).
+public protocol SecretKeyHashing: Sendable {
+    /// The digest of `secret`.
+    func hash(_ secret: String) -> [UInt8]
+}
+
+/// Projects (tenants), their keys and their product→entitlement mappings.
+///
+/// Every method throws `DomainError` with `.serviceUnavailable` when the store cannot be reached.
+public protocol ProjectStore: Sendable {
+    /// The project whose public key is `publicKey`.
+    func project(publicKey: String) throws -> Project?
+    /// The project with `id`.
+    func project(id: UUID) throws -> Project?
+    /// All projects, oldest first.
+    func allProjects() throws -> [Project]
+    /// Stores a new project with its keys (the secret only as a hash).
+    func createProject(_ new: NewProject, publicKey: String, secretKeyHash: [UInt8], now: Date) throws -> Project
+    /// Applies `changes`; `nil` when there is no such project.
+    func updateProject(id: UUID, _ changes: ProjectChanges, now: Date) throws -> Project?
+    /// Deletes the project and all its data; false when there was none.
+    func deleteProject(id: UUID) throws -> Bool
+    /// Replaces both keys; `nil` when there is no such project.
+    func rotateKeys(id: UUID, publicKey: String, secretKeyHash: [UInt8], now: Date) throws -> Project?
+    /// The stored hash of the project's secret key.
+    func secretKeyHash(projectId: UUID) throws -> [UInt8]?
+    /// Creates or replaces a product mapping.
+    func setProduct(projectId: UUID, _ mapping: ProductMapping, now: Date) throws -> ProductMapping
+    /// The project's product mappings, sorted by product id.
+    func products(projectId: UUID) throws -> [ProductMapping]
+    /// Deletes a product mapping; false when there was none.
+    func deleteProduct(projectId: UUID, productId: String) throws -> Bool
+}
+
+/// The outcome of recording a verified transaction.
+public struct RecordedTransaction: Sendable, Equatable {
+    /// The transaction as posted.
+    public var transaction: TransactionFacts
+    /// The purchase after applying it (unchanged if the transaction was older than what was known).
+    public var purchase: PurchaseState
+    /// What the posted transaction's product grants while active.
+    public var entitlements: [String]
+    /// What happened to ownership, when a user was given.
+    public var ownership: OwnershipDecision?
+
+    /// Creates a value.
+    public init(
+        transaction: TransactionFacts, purchase: PurchaseState, entitlements: [String], ownership: OwnershipDecision?
+    ) {
+        self.transaction = transaction
+        self.purchase = purchase
+        self.entitlements = entitlements
+        self.ownership = ownership
+    }
+
+    /// Whether the posted transaction is the one that currently describes its purchase.
+    public var isLatest: Bool { purchase.latestTransactionId == transaction.transactionId }
+}
+
+/// Transactions, purchases and the users they are bound to.
+///
+/// Each write is one database transaction: the transaction row, the purchase state and the user binding are
+/// written together or not at all. Throws `DomainError` (`.serviceUnavailable`, `.purchaseOwnedByAnotherUser`).
+public protocol PurchaseStore: Sendable {
+    /// Records a verified transaction; when `userId` is given, binds the purchase to the user per the project's
+    /// transfer policy (`OwnershipRules`). Idempotent: the same facts twice leave one row and the same answer.
+    func recordTransaction(
+        _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date
+    ) throws -> RecordedTransaction
+    /// The purchases currently bound to `userId`, with their products' entitlements.
+    func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase]
+}

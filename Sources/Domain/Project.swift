@@ -1,0 +1,136 @@
+import Foundation
+
+/// A tenant: one app, its keys and its rules.
+public struct Project: Sendable, Equatable {
+    /// Stable identifier.
+    public var id: UUID
+    /// Display name.
+    public var name: String
+    /// The app's bundle identifier; signed data for any other bundle is rejected.
+    public var bundleId: String
+    /// The app's Apple ID; when set, Production data must carry it.
+    public var appAppleId: Int64?
+    /// Environments whose data is accepted.
+    public var environments: [StoreEnvironment]
+    /// What happens when a purchase is restored on another account.
+    public var transferPolicy: TransferPolicy
+    /// Whether Xcode / LocalTesting data (not signed by Apple) is accepted, tagged as such.
+    public var allowXcode: Bool
+    /// Whether reading subscriptions requires the secret key (public keys ship inside apps).
+    public var requireSecretKeyForReads: Bool
+    /// The public key (`pk_…`), safe to embed in apps.
+    public var publicKey: String
+    /// When the project was created.
+    public var createdAt: Date
+    /// When the project last changed.
+    public var updatedAt: Date
+
+    /// Creates a project value.
+    public init(
+        id: UUID, name: String, bundleId: String, appAppleId: Int64? = nil,
+        environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
+        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false, publicKey: String,
+        createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.name = name
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environments = environments
+        self.transferPolicy = transferPolicy
+        self.allowXcode = allowXcode
+        self.requireSecretKeyForReads = requireSecretKeyForReads
+        self.publicKey = publicKey
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// Whether data from `environment` is accepted for this project.
+    ///
+    /// Xcode and LocalTesting data are accepted only with `allowXcode`, and never count as Production.
+    public func accepts(_ environment: StoreEnvironment) -> Bool {
+        if environment == .xcode || environment == .localTesting { return allowXcode }
+        return environments.contains(environment)
+    }
+}
+
+/// The settings an admin gives when creating a project.
+public struct NewProject: Sendable, Equatable {
+    /// Display name.
+    public var name: String
+    /// The app's bundle identifier.
+    public var bundleId: String
+    /// The app's Apple ID, if known.
+    public var appAppleId: Int64?
+    /// Accepted environments.
+    public var environments: [StoreEnvironment]
+    /// Restore-on-another-account rule.
+    public var transferPolicy: TransferPolicy
+    /// Accept Xcode-signed data.
+    public var allowXcode: Bool
+    /// Require the secret key to read subscriptions.
+    public var requireSecretKeyForReads: Bool
+
+    /// Creates the settings with the documented defaults.
+    public init(
+        name: String, bundleId: String, appAppleId: Int64? = nil,
+        environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
+        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false
+    ) {
+        self.name = name
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environments = environments
+        self.transferPolicy = transferPolicy
+        self.allowXcode = allowXcode
+        self.requireSecretKeyForReads = requireSecretKeyForReads
+    }
+}
+
+/// A partial update of a project's settings; `nil` leaves a field as it is.
+public struct ProjectChanges: Sendable, Equatable {
+    /// New display name.
+    public var name: String?
+    /// New bundle identifier.
+    public var bundleId: String?
+    /// New app Apple ID: `.some(nil)` clears it.
+    public var appAppleId: Int64??
+    /// New accepted environments.
+    public var environments: [StoreEnvironment]?
+    /// New transfer policy.
+    public var transferPolicy: TransferPolicy?
+    /// New Xcode setting.
+    public var allowXcode: Bool?
+    /// New secret-key-for-reads setting.
+    public var requireSecretKeyForReads: Bool?
+
+    /// An empty change set.
+    public init() {}
+
+    /// Applies the changes to `project`.
+    public func applied(to project: Project) -> Project {
+        var p = project
+        if let name { p.name = name }
+        if let bundleId { p.bundleId = bundleId }
+        if let appAppleId { p.appAppleId = appAppleId }
+        if let environments { p.environments = environments }
+        if let transferPolicy { p.transferPolicy = transferPolicy }
+        if let allowXcode { p.allowXcode = allowXcode }
+        if let requireSecretKeyForReads { p.requireSecretKeyForReads = requireSecretKeyForReads }
+        return p
+    }
+}
+
+/// A product of a project and the entitlements it grants.
+public struct ProductMapping: Sendable, Equatable {
+    /// The App Store product identifier.
+    public var productId: String
+    /// Entitlement identifiers granted while a purchase of the product is active (sorted, unique).
+    public var entitlements: [String]
+
+    /// Creates a mapping; entitlements are deduplicated and sorted.
+    public init(productId: String, entitlements: [String]) {
+        self.productId = productId
+        self.entitlements = Array(Set(entitlements)).sorted()
+    }
+}

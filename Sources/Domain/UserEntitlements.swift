@@ -1,0 +1,62 @@
+import Foundation
+
+/// A purchase bound to a user, with what its product grants.
+public struct OwnedPurchase: Sendable, Equatable {
+    /// The purchase's known state.
+    public var purchase: PurchaseState
+    /// Entitlements the purchase's product grants while active (from the project's product mapping).
+    public var entitlements: [String]
+
+    /// Creates a value.
+    public init(purchase: PurchaseState, entitlements: [String]) {
+        self.purchase = purchase
+        self.entitlements = entitlements
+    }
+}
+
+/// One purchase of a user, evaluated at an instant.
+public struct EvaluatedPurchase: Sendable, Equatable {
+    /// The purchase and its product's entitlements.
+    public var owned: OwnedPurchase
+    /// Its status at the instant.
+    public var evaluation: PurchaseEvaluation
+}
+
+/// The answer to "what is this user entitled to right now?".
+public struct UserEntitlementSummary: Sendable, Equatable {
+    /// `active` if any purchase is active; otherwise the status of the most recently ended one; `none` if none.
+    public var status: EntitlementStatus
+    /// The sorted, deduplicated union of the entitlements of active purchases.
+    public var entitlements: [String]
+    /// Every purchase of the user, active first, then most recent first.
+    public var purchases: [EvaluatedPurchase]
+
+    /// Evaluates all of a user's purchases at `now`.
+    public static func summarize(_ owned: [OwnedPurchase], at now: Date) -> UserEntitlementSummary {
+        let evaluated = owned.map { EvaluatedPurchase(owned: $0, evaluation: StatusRules.evaluate($0.purchase, at: now)) }
+        let sorted = evaluated.sorted(by: displayOrder)
+        let active = sorted.filter { $0.evaluation.status == .active }
+        if !active.isEmpty {
+            let entitlements = Set(active.flatMap(\.owned.entitlements)).sorted()
+            return UserEntitlementSummary(status: .active, entitlements: entitlements, purchases: sorted)
+        }
+        guard let latestEnded = sorted.max(by: { endedAt($0) < endedAt($1) }) else {
+            return UserEntitlementSummary(status: .none, entitlements: [], purchases: [])
+        }
+        return UserEntitlementSummary(status: latestEnded.evaluation.status, entitlements: [], purchases: sorted)
+    }
+
+    private static func endedAt(_ p: EvaluatedPurchase) -> Date {
+        p.evaluation.accessEndsAt ?? p.owned.purchase.purchaseDate
+    }
+
+    private static func displayOrder(_ a: EvaluatedPurchase, _ b: EvaluatedPurchase) -> Bool {
+        let aActive = a.evaluation.status == .active
+        let bActive = b.evaluation.status == .active
+        if aActive != bActive { return aActive }
+        if a.owned.purchase.purchaseDate != b.owned.purchase.purchaseDate {
+            return a.owned.purchase.purchaseDate > b.owned.purchase.purchaseDate
+        }
+        return a.owned.purchase.originalTransactionId < b.owned.purchase.originalTransactionId
+    }
+}

@@ -1,0 +1,497 @@
+import CSystem
+import Dispatch
+import Glibc
+import Synchronization
+
+/// A response produced by a worker, on its way back to the connection's loop.
+struct Completion: Sendable {
+    var fd: Int32
+    var token: UInt64
+    var bytes: [UInt8]
+    var close: Bool
+}
+
+/// One I/O thread: an edge-triggered epoll loop that accepts, reads, parses, dispatches to the
+/// worker pool and writes responses in order. An eventfd wakes it for completions and shutdown.
+final class EventLoop: @unchecked Sendable {
+    // @unchecked: all `var`s are confined to the loop thread; other threads only touch
+    // `completions` (Locked), `wakePending` (Atomic) and `wake()` (eventfd write).
+    private let core: ServerCore
+    private let listenFD: Int32
+    private let epfd: Int32
+    private let wakeFD: Int32
+    private let events: UnsafeMutableRawPointer
+    private let maxEvents: Int32 = 256
+    private let scratch: UnsafeMutableRawBufferPointer
+    private var connections: [Int32: Connection] = [:]
+    private let completions = Locked<[Completion]>([])
+    private var dateCache = DateCache()
+    private let wakePending = Atomic<Bool>(false)
+    private var nextToken: UInt64 = 1
+    private var listening = true
+    private var acceptPaused = false
+    private var drainStarted = false
+    private let sweepInterval: UInt64
+    private let limits: ParserLimits
+    /// Signalled when `run()` returns.
+    let stopped = DispatchSemaphore(value: 0)
+
+    private static let listenToken: UInt64 = 1 << 40
+    private static let wakeToken: UInt64 = 1 << 41
+    private static let continueBytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    init(core: ServerCore, listenFD: Int32) throws {
+        self.core = core
+        self.listenFD = listenFD
+        self.limits = core.configuration.parserLimits
+        epfd = bouncer_epoll_create()
+        wakeFD = bouncer_eventfd()
+        guard let events = bouncer_epoll_events_alloc(maxEvents) else {
+            throw HTTPServerError("out of memory for epoll events")
+        }
+        self.events = events
+        scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        let c = core.configuration
+        let shortest = [c.headerTimeout, c.bodyTimeout, c.idleTimeout, c.handlerTimeout, c.writeTimeout]
+            .map(\.nanoseconds).min() ?? 1_000_000_000
+        sweepInterval = min(250_000_000, max(5_000_000, shortest / 4))
+        guard epfd >= 0, wakeFD >= 0 else { throw HTTPServerError.errno("epoll/eventfd") }
+        // EPOLLEXCLUSIVE: with several loops, one accept wake-up per connection, not a thundering herd.
+        guard bouncer_epoll_add(epfd, listenFD, bouncer_EPOLLIN | bouncer_EPOLLEXCLUSIVE, Self.listenToken) == 0,
+              bouncer_epoll_add(epfd, wakeFD, bouncer_EPOLLIN, Self.wakeToken) == 0 else {
+            throw HTTPServerError.errno("epoll_ctl")
+        }
+    }
+
+    deinit {
+        // Workers keep the loop alive through their jobs, so the eventfd outlives every `wake()`.
+        for conn in connections.values where !conn.closed { Glibc.close(conn.fd) }
+        Glibc.close(epfd)
+        Glibc.close(wakeFD)
+        free(events)
+        scratch.deallocate()
+    }
+
+    /// Called from any thread: queue a worker's response and wake the loop (coalesced).
+    func complete(_ completion: Completion) {
+        completions.withLock { $0.append(completion) }
+        if !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake() }
+    }
+
+    /// Interrupts `epoll_wait` (completions, shutdown).
+    func wake() { _ = bouncer_eventfd_signal(wakeFD) }
+
+    // MARK: loop
+
+    func run() {
+        var nextSweep = monotonicNanos() &+ sweepInterval
+        while true {
+            let now0 = monotonicNanos()
+            let timeoutMs = nextSweep > now0 ? Int32(min(1000, (nextSweep - now0) / 1_000_000 + 1)) : 0
+            let n = bouncer_epoll_wait(epfd, events, maxEvents, timeoutMs)
+            if n < 0 && bouncer_errno() != EINTR { break }
+            for i in 0..<max(0, Int(n)) {
+                let token = bouncer_epoll_event_token(events, Int32(i))
+                let flags = bouncer_epoll_event_flags(events, Int32(i))
+                if token == Self.listenToken {
+                    acceptConnections()
+                } else if token == Self.wakeToken {
+                    bouncer_eventfd_drain(wakeFD)
+                    wakePending.store(false, ordering: .releasing)
+                    handleCompletions()
+                } else if let conn = connections[Int32(truncatingIfNeeded: token)] {
+                    if flags & (bouncer_EPOLLIN | bouncer_EPOLLHUP | bouncer_EPOLLRDHUP | bouncer_EPOLLERR) != 0 {
+                        conn.readable = true
+                    }
+                    if flags & bouncer_EPOLLOUT != 0 { conn.waitingWritable = false }
+                    drive(conn)
+                }
+            }
+            let now = monotonicNanos()
+            if core.isDraining {
+                startDrainIfNeeded()
+                if connections.isEmpty { break }
+                if now >= core.drainDeadline.load(ordering: .acquiring) {
+                    for conn in Array(connections.values) { close(conn) }
+                    break
+                }
+            }
+            if now >= nextSweep {
+                sweep(now)
+                nextSweep = now &+ sweepInterval
+            }
+        }
+        stopped.signal()
+    }
+
+    private func startDrainIfNeeded() {
+        guard !drainStarted else { return }
+        drainStarted = true
+        if listening {
+            _ = bouncer_epoll_del(epfd, listenFD)
+            listening = false
+        }
+        // Idle keep-alive connections go now; the rest finish their request with `Connection: close`.
+        for conn in Array(connections.values)
+        where conn.phase == .reading && !conn.parser.isMidRequest && !conn.hasBufferedInput && !conn.hasUnsentOutput {
+            close(conn)
+        }
+    }
+
+    // MARK: accept
+
+    private func acceptConnections() {
+        guard listening else { return }
+        let maxConnections = core.configuration.maxConnections
+        var peer = [CChar](repeating: 0, count: 64)
+        for _ in 0..<64 {
+            let fd = peer.withUnsafeMutableBufferPointer { bouncer_accept(listenFD, $0.baseAddress, 64) }
+            if fd < 0 {
+                let e = bouncer_errno()
+                if e == EINTR || e == ECONNABORTED || e == EPROTO { continue }
+                if e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM {
+                    // Level-triggered listen fd would spin; pause accepting until the next sweep.
+                    _ = bouncer_epoll_del(epfd, listenFD)
+                    listening = false
+                    acceptPaused = true
+                } else if e != EAGAIN && e != EWOULDBLOCK {
+                    _ = bouncer_epoll_del(epfd, listenFD)  // EINVAL after shutdown(2) of the listener
+                    listening = false
+                }
+                return
+            }
+            let count = core.connectionCount.wrappingAdd(1, ordering: .relaxed).newValue
+            if count > maxConnections || core.isDraining {
+                Self.overloadResponse.withUnsafeBytes { p in
+                    if let base = p.baseAddress { _ = bouncer_send(fd, base, p.count) }
+                }
+                Glibc.close(fd)
+                core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
+                continue
+            }
+            let remote = peer.withUnsafeBufferPointer { p in
+                String(decoding: p.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+            let conn = Connection(fd: fd, remoteAddress: remote, limits: limits)
+            let interest = bouncer_EPOLLIN | bouncer_EPOLLOUT | bouncer_EPOLLRDHUP | bouncer_EPOLLET
+            guard bouncer_epoll_add(epfd, fd, interest, UInt64(UInt32(bitPattern: fd))) == 0 else {
+                Glibc.close(fd)
+                core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
+                continue
+            }
+            connections[fd] = conn
+            // The head deadline runs from accept: a connection that never sends is a slowloris too.
+            arm(conn, .head, core.configuration.headerTimeout)
+        }
+    }
+
+    private static let overloadResponse: [UInt8] = {
+        let body = #"{"error":"Too many connections","code":"OVERLOADED","suggestion":"Retry after a short delay."}"#
+        let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+            + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+        return Array((head + body).utf8)
+    }()
+
+    // MARK: per-connection state machine
+
+    /// Parse what is buffered, write what is ready, read more while allowed; repeat.
+    private func drive(_ conn: Connection) {
+        while !conn.closed {
+            if conn.phase == .reading { processBuffered(conn) }
+            flush(conn)
+            guard !conn.closed, !conn.waitingWritable, conn.readable,
+                  conn.phase == .reading || conn.phase == .lingering else { break }
+            let n = Glibc.read(conn.fd, scratch.baseAddress, scratch.count)
+            if n > 0 {
+                // A short read means the socket is drained; ET reports the next arrival.
+                if n < scratch.count { conn.readable = false }
+                if conn.phase == .lingering { continue }
+                conn.inbuf.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
+                continue
+            }
+            if n == 0 {
+                close(conn)  // peer closed; a half-sent request gets no answer
+                return
+            }
+            let e = bouncer_errno()
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK {
+                conn.readable = false
+                break
+            }
+            close(conn)
+            return
+        }
+        if !conn.closed { rearm(conn) }
+    }
+
+    /// Parses and dispatches buffered requests until one goes to a worker, input runs out,
+    /// or enough output is queued (pipelining backpressure).
+    private func processBuffered(_ conn: Connection) {
+        while conn.phase == .reading, conn.outbuf.count - conn.outIndex < 256 * 1024, conn.hasBufferedInput {
+            let start = conn.readIndex
+            let outcome = conn.inbuf.withUnsafeBufferPointer { p in
+                conn.parser.parse(UnsafeBufferPointer(rebasing: p[start...]))
+            }
+            if conn.parser.continueRequested {
+                conn.parser.continueRequested = false
+                conn.outbuf.append(contentsOf: Self.continueBytes)
+            }
+            switch outcome {
+            case .needMore:
+                conn.compactInput()
+                return
+            case .failure(let error):
+                let response = Response.error(
+                    error.status, message: error.message, code: error.code,
+                    suggestion: "Fix the request framing; the connection is closed after this response.")
+                let id = core.nextRequestID()
+                writeInline(conn, response, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
+                core.log(method: "-", template: "-", status: error.status, bytes: response.body.count,
+                         startedAt: monotonicNanos(), requestID: id, remote: conn.remoteAddress)
+                conn.phase = .closing
+                return
+            case .request(let parsed, let consumed):
+                conn.readIndex += consumed
+                conn.requestsServed += 1
+                conn.deadlineKind = .none  // the next request gets a fresh head deadline
+                dispatch(conn, parsed)
+            }
+        }
+        conn.compactInput()
+    }
+
+    private func dispatch(_ conn: Connection, _ parsed: ParsedRequest) {
+        let startedAt = monotonicNanos()
+        let requestID = core.requestID(for: parsed.requestIDHeader)
+        let keepAlive = parsed.keepAlive && conn.requestsServed < core.configuration.maxRequestsPerConnection
+            && !core.isDraining
+        let isHead = parsed.method == .head
+        let minor = parsed.versionMinor
+        switch core.router.match(parsed.method, parsed.path) {
+        case .notFound:
+            let r = Response.error(404, message: "No route for \(parsed.method.rawValue) \(parsed.path)",
+                                   code: "NOT_FOUND", suggestion: "Check the path against the API documentation.")
+            finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
+        case .methodNotAllowed(let allow):
+            var headers = HTTPHeaders()
+            headers.add("Allow", allow.joined(separator: ", "))
+            let r = Response.error(405, message: "Method \(parsed.method.rawValue) is not allowed here",
+                                   code: "METHOD_NOT_ALLOWED", suggestion: "Use one of: \(allow.joined(separator: ", ")).",
+                                   headers: headers)
+            finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
+        case .badPath(let message):
+            let r = Response.error(400, message: message, code: "BAD_REQUEST",
+                                   suggestion: "Percent-encode path segments as UTF-8; \"/\" and NUL are not allowed inside one.")
+            finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
+        case .found(let route, let parameters):
+            let request = Request(
+                method: parsed.method, path: parsed.path, query: parsed.query, headers: parsed.headers,
+                body: parsed.body, pathParameters: parameters, routeTemplate: route.template,
+                requestID: requestID, remoteAddress: conn.remoteAddress, versionMinor: minor)
+            if route.placement == .eventLoop {
+                let (response, errorType) = core.invoke(route.handler, request)
+                finishInline(conn, response, parsed, route.template, requestID, keepAlive, startedAt, errorType)
+                return
+            }
+            let token = nextToken
+            nextToken &+= 1
+            let fd = conn.fd
+            let core = self.core
+            let remote = conn.remoteAddress
+            let handler = route.handler
+            let template = route.template
+            let accepted = core.pool.trySubmit { [self] context in
+                let (response, errorType) = core.invoke(handler, request)
+                let close = !keepAlive || core.isDraining
+                var out: [UInt8] = []
+                out.reserveCapacity(192 + response.body.count)
+                ResponseEncoder.encode(response, headRequest: isHead, requestID: requestID,
+                                       connection: Self.connectionHeader(close: close, minor: minor),
+                                       date: context.date.current(), into: &out)
+                self.complete(Completion(fd: fd, token: token, bytes: out, close: close))
+                core.log(method: request.method.rawValue, template: template, status: response.status,
+                         bytes: response.body.count, startedAt: startedAt, requestID: requestID,
+                         remote: remote, errorType: errorType)
+            }
+            if accepted {
+                conn.token = token
+                conn.phase = .processing
+                conn.inflight = (parsed.method.rawValue, template, requestID, startedAt)
+                arm(conn, .handler, core.configuration.handlerTimeout)
+            } else {
+                var headers = HTTPHeaders()
+                headers.add("Retry-After", String(core.configuration.retryAfterSeconds))
+                let r = Response.error(503, message: "Server busy", code: "OVERLOADED",
+                                       suggestion: "Retry after the Retry-After delay.", headers: headers)
+                finishInline(conn, r, parsed, template, requestID, keepAlive, startedAt)
+            }
+        }
+    }
+
+    private func finishInline(
+        _ conn: Connection, _ response: Response, _ parsed: ParsedRequest, _ template: String,
+        _ requestID: String, _ keepAlive: Bool, _ startedAt: UInt64, _ errorType: String? = nil
+    ) {
+        writeInline(conn, response, headRequest: parsed.method == .head, requestID: requestID,
+                    keepAlive: keepAlive, versionMinor: parsed.versionMinor)
+        if !keepAlive { conn.phase = .closing }
+        core.log(method: parsed.method.rawValue, template: template, status: response.status,
+                 bytes: response.body.count, startedAt: startedAt, requestID: requestID,
+                 remote: conn.remoteAddress, errorType: errorType)
+    }
+
+    private func writeInline(
+        _ conn: Connection, _ response: Response, headRequest: Bool, requestID: String, keepAlive: Bool, versionMinor: Int
+    ) {
+        ResponseEncoder.encode(response, headRequest: headRequest, requestID: requestID,
+                               connection: Self.connectionHeader(close: !keepAlive, minor: versionMinor),
+                               date: dateCache.current(), into: &conn.outbuf)
+    }
+
+    static func connectionHeader(close: Bool, minor: Int) -> ResponseEncoder.ConnectionHeader {
+        if close { return .close }
+        return minor == 0 ? .keepAlive10 : .default
+    }
+
+    private func handleCompletions() {
+        let items = completions.withLock { pending -> [Completion] in
+            let taken = pending
+            pending.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for item in items {
+            guard let conn = connections[item.fd], !conn.closed, conn.token == item.token,
+                  conn.phase == .processing else { continue }  // stale: timed out or closed meanwhile
+            conn.outbuf.append(contentsOf: item.bytes)
+            conn.phase = item.close ? .closing : .reading
+            conn.inflight = nil
+            conn.deadlineKind = .none
+            drive(conn)
+        }
+    }
+
+    /// Sends queued output; on completion of a `.closing` connection, closes or lingers.
+    private func flush(_ conn: Connection) {
+        while conn.outIndex < conn.outbuf.count {
+            let start = conn.outIndex
+            let n = conn.outbuf.withUnsafeBytes { p -> Int in
+                guard let base = p.baseAddress else { return 0 }
+                return bouncer_send(conn.fd, base + start, p.count - start)
+            }
+            if n > 0 {
+                conn.outIndex += n
+                continue
+            }
+            let e = bouncer_errno()
+            if n < 0 && e == EINTR { continue }
+            if n < 0 && (e == EAGAIN || e == EWOULDBLOCK) {
+                if !conn.waitingWritable {
+                    conn.waitingWritable = true
+                    arm(conn, .write, core.configuration.writeTimeout)
+                }
+                return
+            }
+            close(conn)
+            return
+        }
+        if conn.outbuf.capacity > 64 * 1024 { conn.outbuf = [] } else { conn.outbuf.removeAll(keepingCapacity: true) }
+        conn.outIndex = 0
+        conn.waitingWritable = false
+        if conn.deadlineKind == .write {
+            // The write deadline replaced whatever applied before; restore the handler's if one is running.
+            conn.deadlineKind = .none
+            if conn.phase == .processing { arm(conn, .handler, core.configuration.handlerTimeout) }
+        }
+        if conn.phase == .closing {
+            if conn.hasBufferedInput || conn.readable {
+                // Closing with unread input makes the kernel send RST, which can destroy the
+                // response before the client reads it; half-close and discard input briefly instead.
+                _ = Glibc.shutdown(conn.fd, Int32(SHUT_WR))
+                conn.phase = .lingering
+                conn.inbuf = []
+                conn.readIndex = 0
+                arm(conn, .linger, .seconds(2))
+            } else {
+                close(conn)
+            }
+        }
+    }
+
+    private func close(_ conn: Connection) {
+        guard !conn.closed else { return }
+        conn.closed = true
+        Glibc.close(conn.fd)  // also removes it from the epoll set
+        connections[conn.fd] = nil
+        core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
+    }
+
+    // MARK: deadlines
+
+    private func arm(_ conn: Connection, _ kind: Connection.DeadlineKind, _ after: Duration) {
+        conn.deadlineKind = kind
+        conn.deadline = monotonicNanos() &+ after.nanoseconds
+    }
+
+    /// Picks the deadline that applies to the connection's current state.
+    private func rearm(_ conn: Connection) {
+        guard conn.phase == .reading, !conn.waitingWritable else { return }
+        let c = core.configuration
+        if conn.parser.isReadingBody {
+            if conn.deadlineKind != .body { arm(conn, .body, c.bodyTimeout) }
+        } else if conn.parser.isMidRequest || conn.hasBufferedInput {
+            if conn.deadlineKind != .head { arm(conn, .head, c.headerTimeout) }
+        } else if conn.requestsServed == 0 && conn.deadlineKind == .head {
+            // A fresh connection that has sent nothing keeps the head deadline armed at accept.
+        } else if conn.deadlineKind != .idle {
+            arm(conn, .idle, c.idleTimeout)
+        }
+    }
+
+    private func sweep(_ now: UInt64) {
+        if acceptPaused && !core.isDraining {
+            if bouncer_epoll_add(epfd, listenFD, bouncer_EPOLLIN | bouncer_EPOLLEXCLUSIVE, Self.listenToken) == 0 {
+                listening = true
+                acceptPaused = false
+            }
+        }
+        let expired = connections.values.filter { $0.deadline <= now && $0.deadlineKind != .none }
+        for conn in expired where !conn.closed {
+            switch conn.deadlineKind {
+            case .head, .body:
+                // 408 then close (RFC 9110 §15.5.9); the slowloris client loses its slot.
+                conn.outbuf.removeAll()
+                conn.outIndex = 0
+                let id = core.nextRequestID()
+                let r = Response.error(408, message: "Request not received in time", code: "REQUEST_TIMEOUT",
+                                       suggestion: "Send the whole request promptly.")
+                writeInline(conn, r, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
+                core.log(method: "-", template: "-", status: 408, bytes: r.body.count, startedAt: now,
+                         requestID: id, remote: conn.remoteAddress)
+                conn.phase = .closing
+                conn.readable = false
+                conn.inbuf = []
+                conn.readIndex = 0
+                conn.deadlineKind = .none
+                flush(conn)
+                if !conn.closed && conn.phase != .lingering { arm(conn, .write, core.configuration.writeTimeout) }
+            case .handler:
+                // The worker cannot be pre-empted; the client gets 503 now and the late result is dropped.
+                conn.token = 0
+                let info = conn.inflight
+                conn.inflight = nil
+                let id = info?.requestID ?? core.nextRequestID()
+                let r = Response.error(503, message: "The request took too long", code: "HANDLER_TIMEOUT",
+                                       suggestion: "Retry later.", headers: ["Retry-After": String(core.configuration.retryAfterSeconds)])
+                writeInline(conn, r, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
+                core.log(method: info?.method ?? "-", template: info?.template ?? "-", status: 503,
+                         bytes: r.body.count, startedAt: info?.startedAt ?? now, requestID: id, remote: conn.remoteAddress)
+                conn.phase = .closing
+                conn.deadlineKind = .none
+                flush(conn)
+            case .idle, .write, .linger, .none:
+                close(conn)
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Glibc
+
+extension HTTPServer {
+    /// Every limit, deadline and size of the server in one place; defaults are production values.
+    public struct Configuration: Sendable {
+        /// Interface to bind; default `127.0.0.1`.
+        public var host: String = "127.0.0.1"
+        /// TCP port; `0` picks a free one (`start()` returns it). Default 8080.
+        public var port: Int = 8080
+        /// I/O threads running epoll loops (they share the listener via EPOLLEXCLUSIVE); default one
+        /// per core, at most 4. On the 2-core bench box two loops served ~30% more than one.
+        public var eventLoopCount: Int = min(4, HTTPServer.Configuration.cpuCount)
+        /// Worker threads that run `.workerPool` handlers; default max(4, 2 × cores), since
+        /// handlers block on the database.
+        public var workerCount: Int = max(4, 2 * HTTPServer.Configuration.cpuCount)
+        /// Requests waiting for a worker; beyond it the server answers 503 + `Retry-After`. Default 1024.
+        public var queueDepth: Int = 1024
+        /// Open client connections; beyond it new ones get a canned 503 and are closed. Default 10,000.
+        public var maxConnections: Int = 10_000
+        /// `listen(2)` backlog. Default 512.
+        public var listenBacklog: Int = 512
+        /// Request line bytes; longer → 414. Default 8 KiB.
+        public var maxRequestLineBytes: Int = 8 * 1024
+        /// Header section bytes; larger → 431. Default 16 KiB.
+        public var maxHeaderBytes: Int = 16 * 1024
+        /// Header fields; more → 431. Default 100.
+        public var maxHeaderCount: Int = 100
+        /// Decoded request body bytes; larger → 413. Default 64 KiB.
+        public var maxBodyBytes: Int = 64 * 1024
+        /// Time from a request's first byte (or accept) until its head is complete; a client that
+        /// trickles bytes is still cut off (slowloris) with 408. Default 30 s.
+        public var headerTimeout: Duration = .seconds(30)
+        /// Time from the end of the head until the body is complete; then 408. Default 30 s.
+        public var bodyTimeout: Duration = .seconds(30)
+        /// How long a keep-alive connection may sit idle between requests. Default 65 s
+        /// (longer than common load balancers' 60 s, so the balancer closes first).
+        public var idleTimeout: Duration = .seconds(65)
+        /// How long a handler may run before the client gets 503 and the connection closes
+        /// (the handler thread itself cannot be pre-empted). Default 10 s.
+        public var handlerTimeout: Duration = .seconds(10)
+        /// How long a response may wait for a slow reader before the connection is dropped. Default 10 s.
+        public var writeTimeout: Duration = .seconds(10)
+        /// Requests served per connection before `Connection: close`. Default 10,000.
+        public var maxRequestsPerConnection: Int = 10_000
+        /// Seconds sent in `Retry-After` with overload 503s. Default 1.
+        public var retryAfterSeconds: Int = 1
+
+        /// Defaults as documented on each property.
+        public init() {}
+
+        var parserLimits: ParserLimits {
+            ParserLimits(maxRequestLineBytes: maxRequestLineBytes, maxHeaderBytes: maxHeaderBytes,
+                         maxHeaderCount: maxHeaderCount, maxBodyBytes: maxBodyBytes, maxChunkLineBytes: 1024)
+        }
+
+        /// Online CPUs, at least 1.
+        public static var cpuCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, saturating at Int64.max.
+    var nanoseconds: UInt64 {
+        let (s, a) = components
+        guard s >= 0 else { return 0 }
+        let (ns, overflow) = UInt64(s).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return UInt64(Int64.max) }
+        return ns &+ UInt64(max(0, a / 1_000_000_000))
+    }
+}
+
+/// Monotonic time in nanoseconds (CLOCK_MONOTONIC: immune to wall-clock jumps).
+func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}

@@ -1,0 +1,106 @@
+import CSystem
+import Foundation
+import Glibc
+import Synchronization
+
+/// A failure to start the server (bind, epoll); `description` names the step and errno text.
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    /// What failed, e.g. `bind 127.0.0.1:8080: Address already in use`.
+    public let description: String
+
+    init(_ description: String) { self.description = description }
+
+    static func errno(_ step: String) -> HTTPServerError {
+        HTTPServerError("\(step): \(String(cString: strerror(bouncer_errno())))")
+    }
+}
+
+/// The HTTP/1.1 server: epoll I/O threads parse and write; a bounded worker pool runs handlers.
+///
+/// Lifecycle: `init` → `start()` (binds, spawns threads, returns the port) → `shutdown(gracePeriod:)`
+/// (stop accepting, finish in-flight requests, close idle connections). Thread-safe.
+public final class HTTPServer: Sendable {
+    private enum Lifecycle {
+        case idle
+        case running(listenFD: Int32, loops: [EventLoop])
+        case stopped
+    }
+
+    private let core: ServerCore
+    private let lifecycle = Mutex<Lifecycle>(.idle)
+
+    /// Prepares a server; nothing is bound until `start()`.
+    /// - Parameter accessLog: receives one JSON line per request; nil disables access logging.
+    public init(configuration: Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?) {
+        core = ServerCore(configuration: configuration, router: router, accessLog: accessLog)
+    }
+
+    /// The configuration the server runs with.
+    public var configuration: Configuration { core.configuration }
+
+    /// True once `shutdown` has begun: readiness checks should report not-ready.
+    public var isDraining: Bool { core.isDraining }
+
+    /// Open client connections right now (for metrics and tests).
+    public var connectionCount: Int { core.connectionCount.load(ordering: .relaxed) }
+
+    /// Binds, starts the I/O and worker threads and returns the bound port (useful with port 0).
+    /// SIGPIPE is set to ignored process-wide: a vanished peer must never kill the process.
+    public func start() throws -> Int {
+        try lifecycle.withLock { state -> Int in
+            guard case .idle = state else { throw HTTPServerError("server already started") }
+            bouncer_ignore_sigpipe()
+            let c = core.configuration
+            guard (0...65535).contains(c.port) else { throw HTTPServerError("port \(c.port) out of range") }
+            var gaiError: Int32 = 0
+            let fd = c.host.withCString { bouncer_listen($0, Int32(c.port), Int32(c.listenBacklog), &gaiError) }
+            if fd == -2 {
+                throw HTTPServerError("resolve \(c.host): \(String(cString: gai_strerror(gaiError)))")
+            }
+            guard fd >= 0 else { throw HTTPServerError.errno("bind \(c.host):\(c.port)") }
+            let port = Int(bouncer_local_port(fd))
+            var loops: [EventLoop] = []
+            do {
+                for _ in 0..<max(1, c.eventLoopCount) { loops.append(try EventLoop(core: core, listenFD: fd)) }
+            } catch {
+                Glibc.close(fd)
+                throw error
+            }
+            core.pool.start()
+            for (index, loop) in loops.enumerated() {
+                let thread = Thread { loop.run() }
+                thread.name = "bouncer-io-\(index)"
+                thread.start()
+            }
+            state = .running(listenFD: fd, loops: loops)
+            return port
+        }
+    }
+
+    /// Stops accepting, lets in-flight requests finish (their responses carry `Connection: close`),
+    /// closes idle keep-alive connections, and returns when all are done or `gracePeriod` elapsed
+    /// (then the rest are closed). Safe to call more than once.
+    public func shutdown(gracePeriod: Duration) {
+        let taken = lifecycle.withLock { state -> (Int32, [EventLoop])? in
+            guard case .running(let fd, let loops) = state else { return nil }
+            state = .stopped
+            return (fd, loops)
+        }
+        guard let (listenFD, loops) = taken else { return }
+        let deadline = monotonicNanos() &+ gracePeriod.nanoseconds
+        core.drainDeadline.store(deadline, ordering: .releasing)
+        core.draining.store(true, ordering: .releasing)
+        // shutdown(2) on a listener stops it at once (pending connections are reset), so no new
+        // client waits in the backlog while we drain; the fd itself is closed after the loops stop.
+        _ = Glibc.shutdown(listenFD, Int32(SHUT_RDWR))
+        for loop in loops { loop.wake() }
+        for loop in loops {
+            // Loops enforce the deadline themselves; the extra second only guards against a stuck loop.
+            let now = monotonicNanos()
+            let wait = (deadline > now ? deadline - now : 0) &+ 1_000_000_000
+            _ = loop.stopped.wait(timeout: .now() + .nanoseconds(Int(min(wait, UInt64(Int.max / 2)))))
+        }
+        Glibc.close(listenFD)
+        core.pool.shutdown(deadline: max(deadline, monotonicNanos() &+ 100_000_000))
+    }
+}

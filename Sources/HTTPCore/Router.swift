@@ -1,0 +1,99 @@
+/// A request handler: runs on a worker thread (or the event loop for `.eventLoop` routes) and
+/// may block; a thrown error becomes a generic 500 carrying the request id.
+public typealias Handler = @Sendable (Request) throws -> Response
+
+/// Maps (method, path) to handlers; patterns use `:name` segments, e.g. `/v1/receipts/:publicKey`.
+public struct Router: Sendable {
+    /// Where a route's handler runs.
+    public enum Placement: Sendable, Equatable {
+        /// On the bounded worker pool (the default): handlers that block on the database or do crypto.
+        case workerPool
+        /// Inline on the I/O thread: only for handlers that never block and finish in microseconds
+        /// (health checks, the benchmark route); saves two thread hand-offs per request.
+        case eventLoop
+    }
+
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    struct Route: Sendable {
+        var method: HTTPMethod
+        var template: String
+        var segments: [Segment]
+        var literalCount: Int
+        var placement: Placement
+        var handler: Handler
+    }
+
+    enum Match: Sendable {
+        case found(Route, parameters: [String: String])
+        case methodNotAllowed(allow: [String])
+        case notFound
+        case badPath(String)
+    }
+
+    var routes: [Route] = []
+
+    /// An empty router: every request is 404.
+    public init() {}
+
+    /// Registers `handler` for `method` requests matching `pattern`; `GET` routes also answer `HEAD`.
+    /// Literal segments win over parameters when two patterns match the same path.
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, placement: Placement = .workerPool, _ handler: @escaping Handler
+    ) {
+        let segments = Self.split(pattern).map { raw -> Segment in
+            raw.hasPrefix(":") ? .parameter(String(raw.dropFirst())) : .literal(String(raw))
+        }
+        let literalCount = segments.reduce(0) { if case .literal = $1 { $0 + 1 } else { $0 } }
+        routes.append(Route(method: method, template: pattern, segments: segments, literalCount: literalCount,
+                            placement: placement, handler: handler))
+    }
+
+    /// Every registered (method, pattern), for diagnostics and tests.
+    public var registeredRoutes: [(method: HTTPMethod, pattern: String)] {
+        routes.map { (method: $0.method, pattern: $0.template) }
+    }
+
+    static func split(_ path: String) -> [Substring] {
+        let trimmed = path.hasPrefix("/") ? path.dropFirst() : path[...]
+        return trimmed.split(separator: "/", omittingEmptySubsequences: false)
+    }
+
+    func match(_ method: HTTPMethod, _ path: String) -> Match {
+        let segments = Self.split(path)
+        var best: Route? = nil
+        var allowed: [HTTPMethod] = []
+        for route in routes where route.segments.count == segments.count {
+            var ok = true
+            for (pattern, actual) in zip(route.segments, segments) {
+                if case .literal(let literal) = pattern, literal != actual { ok = false; break }
+            }
+            guard ok else { continue }
+            if !allowed.contains(route.method) { allowed.append(route.method) }
+            let methodMatches = route.method == method || (method == .head && route.method == .get)
+            if methodMatches, best.map({ route.literalCount > $0.literalCount }) ?? true { best = route }
+        }
+        guard let route = best else {
+            if allowed.isEmpty { return .notFound }
+            if allowed.contains(.get), !allowed.contains(.head) { allowed.append(.head) }
+            let order: [HTTPMethod] = [.get, .head, .post, .put, .patch, .delete, .options]
+            let sorted = order.filter { allowed.contains($0) }.map(\.rawValue)
+                + allowed.filter { !order.contains($0) }.map(\.rawValue)
+            return .methodNotAllowed(allow: sorted)
+        }
+        var parameters: [String: String] = [:]
+        for (pattern, actual) in zip(route.segments, segments) {
+            guard case .parameter(let name) = pattern else { continue }
+            // A decoded "/" or NUL would let a parameter smuggle path structure or C-string cuts.
+            guard let value = PercentDecoding.decode(actual.utf8, plusIsSpace: false),
+                  !value.utf8.contains(0), !value.utf8.contains(UInt8(ascii: "/")) else {
+                return .badPath("Path segment for :\(name) is not valid percent-encoded UTF-8")
+            }
+            parameters[name] = value
+        }
+        return .found(route, parameters: parameters)
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import XCTest
+@testable import AppStoreJWS
+
+final class Base64AndRootsTests: XCTestCase {
+    func decodeURL(_ text: String) -> [UInt8]? { Fixture.b64urlDecode(text) }
+    func decodeStandard(_ text: String) -> [UInt8]? { Base64.decodeStandard(text) }
+
+    func testBase64URL() {
+        XCTAssertEqual(decodeURL(""), [])
+        XCTAssertEqual(decodeURL("QQ"), [0x41])
+        XCTAssertEqual(decodeURL("QQ=="), [0x41])
+        XCTAssertEqual(decodeURL("QUI"), [0x41, 0x42])
+        XCTAssertEqual(decodeURL("QUI="), [0x41, 0x42])
+        XCTAssertEqual(decodeURL("QUJD"), [0x41, 0x42, 0x43])
+        XCTAssertEqual(decodeURL("-_-_"), [0xFB, 0xFF, 0xBF])
+        XCTAssertNil(decodeURL("+/+/"))        // standard alphabet is not base64url
+        XCTAssertNil(decodeURL("Q"))           // dangling symbol
+        XCTAssertNil(decodeURL("QR"))          // non-zero trailing bits (non-canonical)
+        XCTAssertNil(decodeURL("QQ="))         // padding that does not complete a quad
+        XCTAssertNil(decodeURL("Q==="))
+        XCTAssertNil(decodeURL("QU I"))
+        XCTAssertNil(decodeURL("QQ==QQ=="))
+        for length in 0..<40 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            XCTAssertEqual(decodeURL(Base64.encodeURL(bytes)), bytes)
+        }
+    }
+
+    func testBase64Standard() {
+        XCTAssertEqual(decodeStandard("QUJD"), [0x41, 0x42, 0x43])
+        XCTAssertEqual(decodeStandard("+/+/"), [0xFB, 0xFF, 0xBF])
+        XCTAssertEqual(decodeStandard("QQ=="), [0x41])
+        XCTAssertNil(decodeStandard("QQ"))     // x5c is padded standard base64
+        XCTAssertNil(decodeStandard("-_-_"))
+        XCTAssertNil(decodeStandard("QUJD\n"))
+    }
+
+    func testDERSignatureEncoding() {
+        let raw = [UInt8](repeating: 0x80, count: 32) + [0x00, 0x00, 0x01] + [UInt8](repeating: 0x7F, count: 29)
+        let der = PublicKey.derSignature(raw)
+        XCTAssertEqual(Array(der.prefix(4)), [0x30, 67, 0x02, 33])
+        XCTAssertEqual(der[4], 0x00)                    // sign byte before a high-bit r
+        XCTAssertEqual(Array(der[37...39]), [0x02, 30, 0x01])   // s with leading zeros stripped
+        XCTAssertEqual(der.count, 2 + 35 + 32)
+        XCTAssertEqual(PublicKey.derSignature([UInt8](repeating: 0, count: 64)), [0x30, 6, 0x02, 1, 0, 0x02, 1, 0])
+    }
+
+    func testTrustedRootsLoading() throws {
+        let pem = Fixture.pkiCert("root.pem"), der = Fixture.pkiCert("root.der")
+        let fromPEM = try TrustedRoots(contentsOf: [pem])
+        let fromDER = try TrustedRoots(contentsOf: [der])
+        XCTAssertEqual(fromPEM.fingerprints, fromDER.fingerprints)
+        XCTAssertThrowsError(try TrustedRoots(contentsOf: [])) { XCTAssertTrue("\($0)".contains("at least one")) }
+        XCTAssertThrowsError(try TrustedRoots(contentsOf: ["/nonexistent/root.pem"])) { XCTAssertTrue("\($0)".contains("cannot read")) }
+        XCTAssertThrowsError(try TrustedRoots(contentsOf: [Fixture.pkiCert("leaf.key")]))
+        XCTAssertThrowsError(try TrustedRoots(derCertificates: [[0x30, 0x03, 0x02, 0x01, 0x00]]))
+        XCTAssertEqual(TrustedRoots.paths(fromEnvironmentValue: "/a.pem::/b.der:"), ["/a.pem", "/b.der"])
+    }
+
+    func testUnknownEnumValuesArePreserved() {
+        XCTAssertEqual(NotificationType(rawValue: "SOMETHING_NEW").rawValue, "SOMETHING_NEW")
+        XCTAssertEqual(NotificationType(rawValue: "DID_RENEW"), .didRenew)
+        XCTAssertEqual(AppStoreEnvironment(rawValue: "Production"), .production)
+        XCTAssertEqual(OfferType(rawValue: 4), .winBack)
+        XCTAssertEqual(ProductType.nonRenewing.rawValue, "Non-Renewing Subscription")
+    }
+
+    func testErrorDescriptionsAreStable() {
+        let error = VerificationError(code: .bundleIdMismatch, step: .claims, reason: "r", debugDetail: "openssl detail")
+        XCTAssertEqual(error.description, "BUNDLE_ID_MISMATCH (claims): r")
+        XCTAssertEqual(error.debugDescription, "BUNDLE_ID_MISMATCH (claims): r [openssl detail]")
+        XCTAssertEqual([VerificationError.Code.invalidJWSFormat, .unsupportedAlgorithm, .verificationFailed, .bundleIdMismatch,
+                        .environmentNotAllowed, .appAppleIdMismatch].map(\.rawValue),
+                       ["INVALID_JWS_FORMAT", "JWS_UNSUPPORTED_ALGORITHM", "JWS_VERIFICATION_FAILED", "BUNDLE_ID_MISMATCH",
+                        "ENVIRONMENT_NOT_ALLOWED", "APP_APPLE_ID_MISMATCH"])
+    }
+}

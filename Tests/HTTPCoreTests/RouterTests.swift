@@ -1,0 +1,115 @@
+import XCTest
+@testable import HTTPCore
+
+final class RouterTests: XCTestCase {
+    func makeRouter() -> Router {
+        var r = Router()
+        r.add(.get, "/v1/receipts/:publicKey") { _ in .json(200, []) }
+        r.add(.post, "/v1/receipts/:publicKey") { _ in .json(201, []) }
+        r.add(.get, "/v1/subscriptions/:publicKey/:user") { _ in .json(200, []) }
+        r.add(.get, "/v1/subscriptions/:publicKey/current") { _ in .json(200, []) }
+        r.add(.delete, "/v1/things") { _ in .json(204, []) }
+        r.add(.get, "/") { _ in .json(200, []) }
+        return r
+    }
+
+    func testParametersArePercentDecoded() {
+        guard case .found(let route, let params) = makeRouter().match(.get, "/v1/receipts/ab%20c%C3%A9") else {
+            return XCTFail("no match")
+        }
+        XCTAssertEqual(route.template, "/v1/receipts/:publicKey")
+        XCTAssertEqual(params, ["publicKey": "ab cé"])
+    }
+
+    func testLiteralBeatsParameter() {
+        guard case .found(let route, let params) = makeRouter().match(.get, "/v1/subscriptions/k/current") else {
+            return XCTFail("no match")
+        }
+        XCTAssertEqual(route.template, "/v1/subscriptions/:publicKey/current")
+        XCTAssertEqual(params, ["publicKey": "k"])
+        guard case .found(let other, let p2) = makeRouter().match(.get, "/v1/subscriptions/k/u1") else {
+            return XCTFail("no match")
+        }
+        XCTAssertEqual(other.template, "/v1/subscriptions/:publicKey/:user")
+        XCTAssertEqual(p2, ["publicKey": "k", "user": "u1"])
+    }
+
+    func testHeadUsesGetAndMethodNotAllowedListsMethods() {
+        guard case .found(let route, _) = makeRouter().match(.head, "/v1/receipts/x") else { return XCTFail("no match") }
+        XCTAssertEqual(route.method, .get)
+        guard case .methodNotAllowed(let allow) = makeRouter().match(.put, "/v1/receipts/x") else {
+            return XCTFail("expected 405")
+        }
+        XCTAssertEqual(allow, ["GET", "HEAD", "POST"])
+        guard case .methodNotAllowed(let allow2) = makeRouter().match(.get, "/v1/things") else { return XCTFail("expected 405") }
+        XCTAssertEqual(allow2, ["DELETE"])
+    }
+
+    func testNotFoundAndBadSegments() {
+        let r = makeRouter()
+        if case .notFound = r.match(.get, "/v1/receipts") {} else { XCTFail("expected 404") }
+        if case .notFound = r.match(.get, "/v1/receipts/a/b") {} else { XCTFail("expected 404") }
+        if case .notFound = r.match(.get, "/v1/receipts/a/") {} else { XCTFail("expected 404 for trailing slash") }
+        if case .found = r.match(.get, "/") {} else { XCTFail("root should match") }
+        for bad in ["/v1/receipts/a%2Fb", "/v1/receipts/a%00", "/v1/receipts/%zz", "/v1/receipts/%C3", "/v1/receipts/%4"] {
+            if case .badPath = r.match(.get, bad) {} else { XCTFail("expected 400 for \(bad)") }
+        }
+    }
+
+    func testQueryItemsDecode() {
+        let request = Request(method: .get, path: "/", query: "a=1&b=x%20y&c=p+q&empty=&flag&bad=%zz")
+        let items = request.queryItems()
+        XCTAssertEqual(items.map(\.name), ["a", "b", "c", "empty", "flag"])
+        XCTAssertEqual(items.map(\.value), ["1", "x y", "p q", "", ""])
+    }
+
+    func testHeadersAreCaseInsensitiveAndOrdered() {
+        var h: HTTPHeaders = ["Content-Type": "a", "X-One": "1"]
+        h.add("x-one", "2")
+        XCTAssertEqual(h["CONTENT-TYPE"], "a")
+        XCTAssertEqual(h.values(for: "X-ONE"), ["1", "2"])
+        h.set("X-One", "3")
+        XCTAssertEqual(h.values(for: "x-one"), ["3"])
+        h["content-type"] = nil
+        XCTAssertEqual(h.map(\.name), ["X-One"])
+        XCTAssertFalse(HTTPHeaders.equalsIgnoringASCIICase("a-b", "a\rb"))
+        XCTAssertFalse(HTTPHeaders.equalsIgnoringASCIICase("[", "{"))
+    }
+
+    func testResponseEncodingHasFramingAndDropsUnsafeHeaders() {
+        var out: [UInt8] = []
+        var headers: HTTPHeaders = ["X-Ok": "v", "X-Bad": "a\r\nInjected: 1", "Content-Length": "999"]
+        headers.add("Bad Name", "x")
+        ResponseEncoder.encode(.json(200, Array("{}".utf8), headers: headers), headRequest: false, requestID: "rid",
+                               connection: .close, date: Array("DATE".utf8), into: &out)
+        XCTAssertEqual(String(decoding: out, as: UTF8.self),
+                       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: DATE\r\nX-Request-Id: rid\r\nConnection: close\r\n"
+                       + "X-Ok: v\r\nContent-Type: application/json\r\n\r\n{}")
+        out = []
+        ResponseEncoder.encode(.json(200, Array("{}".utf8)), headRequest: true, requestID: "", connection: .keepAlive10,
+                               date: Array("D".utf8), into: &out)
+        XCTAssertEqual(String(decoding: out, as: UTF8.self),
+                       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: D\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n\r\n")
+    }
+
+    func testDateFormatAndRequestIDSanity() {
+        XCTAssertEqual(String(decoding: DateCache.format(784111777), as: UTF8.self), "Sun, 06 Nov 1994 08:49:37 GMT")
+        XCTAssertTrue(RequestID.isSane("abc-123_x.y:z"))
+        XCTAssertFalse(RequestID.isSane(""))
+        XCTAssertFalse(RequestID.isSane("a\"b"))
+        XCTAssertFalse(RequestID.isSane(String(repeating: "a", count: 129)))
+    }
+
+    func testLogDecimalsKeepThreeFractionDigits() {
+        XCTAssertEqual(ServerCore.decimal(1, fraction: 5), "1.005")
+        XCTAssertEqual(ServerCore.decimal(0, fraction: 120), "0.120")
+        XCTAssertEqual(ServerCore.decimal(1795308354, fraction: 999), "1795308354.999")
+    }
+
+    func testErrorBodyShape() {
+        let r = Response.error(404, message: "No \"x\"\n", code: "NOT_FOUND", suggestion: "s", details: "d")
+        XCTAssertEqual(String(decoding: r.body, as: UTF8.self),
+                       #"{"error":"No \"x\"\n","code":"NOT_FOUND","suggestion":"s","details":"d"}"#)
+        XCTAssertEqual(r.headers["content-type"], "application/json")
+    }
+}
