@@ -55,12 +55,15 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
     public var reason: String
     /// True only when the failure was ours (e.g. a revocation check could not be reached), not the data's.
     public var isRetryable: Bool
+    /// The verification step that failed (`split`, `chain`, `signature`, `claims`, …), when known.
+    public var step: String?
 
     /// Creates a failure.
-    public init(code: String, reason: String, isRetryable: Bool = false) {
+    public init(code: String, reason: String, isRetryable: Bool = false, step: String? = nil) {
         self.code = code
         self.reason = reason
         self.isRetryable = isRetryable
+        self.step = step
     }
 
     /// See `reason`.

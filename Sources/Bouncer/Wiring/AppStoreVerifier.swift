@@ -1,0 +1,103 @@
+import AppStoreJWS
+import Domain
+import Foundation
+
+/// Adapts `AppStoreJWS.SignedDataVerifier` to the Domain port: project settings become a verification policy,
+/// verified payloads become Domain facts, verifier errors become `VerificationFailure` with the same code.
+struct AppStoreVerifier: SignedDataVerifying {
+    let verifier: SignedDataVerifier
+
+    func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
+        do {
+            return Self.facts(try verifier.verifyTransaction(jws, policy: Self.policy(for: project)))
+        } catch {
+            throw Self.failure(error)
+        }
+    }
+
+    func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts {
+        let verified: VerifiedNotification
+        do {
+            verified = try verifier.verifyNotification(jws, policy: Self.policy(for: project))
+        } catch {
+            throw Self.failure(error)
+        }
+        let n = verified.notification
+        guard let uuid = UUID(uuidString: n.notificationUUID) else {
+            throw VerificationFailure(
+                code: VerificationError.Code.invalidJWSFormat.rawValue,
+                reason: "notificationUUID is not a UUID", step: VerificationError.Step.payload.rawValue)
+        }
+        let environment = n.data?.environment ?? n.summary?.environment ?? n.appData?.environment
+            ?? n.externalPurchaseToken.map { $0.environment }
+        return NotificationFacts(
+            notificationUUID: uuid,
+            type: n.notificationType.rawValue,
+            subtype: n.subtype?.rawValue,
+            signedDate: n.signedDate,
+            environment: environment.map { StoreEnvironment(rawValue: $0.rawValue) },
+            transaction: verified.transaction.map(Self.facts),
+            renewal: verified.renewalInfo.flatMap(Self.facts),
+            payloadJSON: verified.payloadString)
+    }
+
+    static func policy(for project: Project) -> VerificationPolicy {
+        VerificationPolicy(
+            bundleId: project.bundleId,
+            environments: Set(project.environments.map { AppStoreEnvironment(rawValue: $0.rawValue) }),
+            appAppleId: project.appAppleId,
+            allowXcode: project.allowXcode)
+    }
+
+    static func failure(_ error: VerificationError) -> VerificationFailure {
+        VerificationFailure(
+            code: error.code.rawValue, reason: error.reason, isRetryable: error.isRetryable, step: error.step.rawValue)
+    }
+
+    static func facts(_ v: VerifiedTransaction) -> TransactionFacts {
+        let t = v.transaction
+        return TransactionFacts(
+            transactionId: t.transactionId,
+            originalTransactionId: t.originalTransactionId,
+            productId: t.productId,
+            type: Domain.ProductType(rawValue: t.type.rawValue),
+            environment: StoreEnvironment(rawValue: t.environment.rawValue),
+            purchaseDate: t.purchaseDate,
+            originalPurchaseDate: t.originalPurchaseDate,
+            expiresDate: t.expiresDate,
+            revocationDate: t.revocationDate,
+            revocationReason: t.revocationReason.map { Int(truncatingIfNeeded: $0.rawValue) },
+            appAccountToken: t.appAccountToken.flatMap { UUID(uuidString: $0) },
+            ownershipType: t.inAppOwnershipType.map { OwnershipType(rawValue: $0.rawValue) },
+            signedDate: t.signedDate,
+            isUpgraded: t.isUpgraded ?? false,
+            payloadJSON: v.payloadString)
+    }
+
+    /// Renewal info without an `originalTransactionId` cannot be tied to a purchase; it is dropped (the outer
+    /// notification is still stored).
+    static func facts(_ v: VerifiedRenewalInfo) -> RenewalFacts? {
+        let r = v.renewalInfo
+        guard let original = r.originalTransactionId else { return nil }
+        return RenewalFacts(
+            originalTransactionId: original,
+            productId: r.productId,
+            autoRenewProductId: r.autoRenewProductId,
+            autoRenewStatus: r.autoRenewStatus.map { Int(truncatingIfNeeded: $0.rawValue) },
+            expirationIntent: r.expirationIntent.map { Int(truncatingIfNeeded: $0.rawValue) },
+            gracePeriodExpiresDate: r.gracePeriodExpiresDate,
+            isInBillingRetryPeriod: r.isInBillingRetryPeriod,
+            priceIncreaseStatus: r.priceIncreaseStatus.map { Int(truncatingIfNeeded: $0.rawValue) },
+            offerType: r.offerType.map { Int(truncatingIfNeeded: $0.rawValue) },
+            offerIdentifier: r.offerIdentifier,
+            renewalDate: r.renewalDate,
+            environment: StoreEnvironment(rawValue: r.environment.rawValue),
+            signedDate: r.signedDate,
+            payloadJSON: v.payloadString)
+    }
+}
+
+/// SHA-256 of secret keys, through the module that owns OpenSSL.
+struct SHA256SecretHasher: SecretKeyHashing {
+    func hash(_ secret: String) -> [UInt8] { Digest.sha256(secret.utf8) }
+}
