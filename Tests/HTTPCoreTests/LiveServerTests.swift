@@ -362,4 +362,33 @@ final class LiveServerTests: XCTestCase {
         XCTAssertEqual(group.wait(timeout: .now() + 20), .success)
         XCTAssertEqual(failures.withLock { $0 }, 0)
     }
+
+    func testRandomGarbageNeverHurtsOtherClients() throws {
+        try start { $0.headerTimeout = .milliseconds(300) }
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt64 {
+            seed ^= seed << 13
+            seed ^= seed >> 7
+            seed ^= seed << 17
+            return seed
+        }
+        let prefixes = ["", "GET / HTTP/1.1\r\n", "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n",
+                        "GET /items/x HTTP/1.1\r\nHost: t\r\nContent-Length: "]
+        var clients: [TestClient] = []
+        for i in 0..<200 {
+            let c = try TestClient(port: port, timeout: 2)
+            var bytes = Array(prefixes[i % prefixes.count].utf8)
+            for _ in 0..<(Int(next() % 300)) { bytes.append(UInt8(truncatingIfNeeded: next())) }
+            try? c.send(bytes)
+            clients.append(c)
+        }
+        let good = try TestClient(port: port)
+        try good.send(get("/items/ok"))
+        XCTAssertEqual(try good.readResponse().text, "ok")
+        clients.removeAll()
+        try good.send(get("/items/again"))
+        XCTAssertEqual(try good.readResponse().text, "again")
+        for _ in 0..<100 where server?.connectionCount != 1 { usleep(20_000) }
+        XCTAssertEqual(server?.connectionCount, 1, "every garbage connection was closed")
+    }
 }
