@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// No `.package(...)` dependencies, by design: only the toolchain plus libpq and OpenSSL,
+// No Swift package dependencies, by design: only the toolchain plus libpq and OpenSSL,
 // each wrapped by exactly one target (Postgres owns CPostgres, AppStoreJWS owns COpenSSL).
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
