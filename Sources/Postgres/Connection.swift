@@ -180,6 +180,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Runs `body` inside BEGIN … COMMIT; rolls back and rethrows when `body` throws. No retry here:
     /// `ConnectionPool.transaction` retries serialization failures on a fresh transaction.
+    @discardableResult
     public func transaction<T>(isolation: IsolationLevel = .readCommitted, _ body: (Connection) throws -> T) throws -> T {
         try execute(Query(unsafeSQL: isolation.sql))
         let value: T
