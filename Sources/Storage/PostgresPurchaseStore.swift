@@ -167,7 +167,9 @@ public final class PostgresPurchaseStore: PurchaseStore {
     }
 
     /// Creates the purchase row from its first known transaction; true when this call created it (a
-    /// concurrent creator makes this wait for its commit, then do nothing).
+    /// concurrent creator makes this wait for its commit, then do nothing). Creating it also takes the
+    /// hand-over lock (in `RETURNING`, so only a created row pays for it, without another round trip): the
+    /// next statement, `adoptPendingRenewal`, then sees any pending renewal committed before.
     private static func insertPurchaseIfMissing(
         _ s: PurchaseState, projectId: UUID, now: Date, on connection: Connection
     ) throws -> Bool {
@@ -180,7 +182,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
                 \(Bind.date(s.revocationDate)), \(Bind.int(s.revocationReason)), \(Bind.text(s.ownershipType?.rawValue)),
                 \(s.latestSignedDate), \(now), \(now))
             ON CONFLICT (project_id, original_transaction_id) DO NOTHING
-            RETURNING 1 AS created
+            RETURNING pg_advisory_xact_lock(16978, hashtext(project_id::text || '/' || original_transaction_id))
             """)
         return !rows.isEmpty
     }
@@ -249,23 +251,22 @@ public final class PostgresPurchaseStore: PurchaseStore {
 
     /// Serialises the hand-over of renewal facts between `recordRenewal` (no purchase yet) and the
     /// `recordTransaction` that creates the purchase. Transaction-scoped: released at COMMIT/ROLLBACK.
-    /// The two-key form keeps these locks apart from the single-bigint-key locks (the migrator's).
+    /// The two-key form keeps these locks apart from the single-bigint-key locks (the migrator's); the first
+    /// key, 16978 (0x4252, "BR"), is this lock's namespace. `insertPurchaseIfMissing` takes the same lock
+    /// (same key expression) in its `RETURNING` clause.
     private static func lockHandOver(_ originalTransactionId: String, projectId: UUID, on connection: Connection)
         throws
     {
         try connection.execute("""
-            SELECT pg_advisory_xact_lock(\(handOverLockSpace), hashtext(\(projectId)::text || '/' || \(originalTransactionId)::text))
+            SELECT pg_advisory_xact_lock(16978, hashtext(\(projectId)::uuid::text || '/' || \(originalTransactionId)::text))
             """)
     }
 
-    /// The first key of the hand-over advisory locks ("BR" for Bouncer renewals).
-    private static let handOverLockSpace: Int32 = 0x4252
-
-    /// Applies renewal info that arrived before the purchase's first transaction, and forgets it.
+    /// Applies renewal info that arrived before the purchase's first transaction, and forgets it. Runs right
+    /// after `insertPurchaseIfMissing` created the row and took the hand-over lock.
     private static func adoptPendingRenewal(
         of created: PurchaseState, projectId: UUID, now: Date, on connection: Connection
     ) throws {
-        try lockHandOver(created.originalTransactionId, projectId: projectId, on: connection)
         let rows = try connection.query("""
             DELETE FROM pending_renewals
             WHERE project_id = \(projectId) AND original_transaction_id = \(created.originalTransactionId)
