@@ -129,23 +129,18 @@ public final class PostgresProjectStore: ProjectStore {
 
     /// Creates or replaces a mapping; `.projectNotFound` when the project does not exist.
     public func setProduct(projectId: UUID, _ mapping: ProductMapping, now: Date) throws -> ProductMapping {
-        do {
-            return try StorageErrors.mapping("set product") {
-                try pool.withConnection { connection in
-                    let rows = try connection.query("""
-                        INSERT INTO products (project_id, product_id, entitlements, created_at, updated_at)
-                        VALUES (\(projectId), \(mapping.productId), \(mapping.entitlements), \(now), \(now))
-                        ON CONFLICT (project_id, product_id)
-                        DO UPDATE SET entitlements = EXCLUDED.entitlements, updated_at = EXCLUDED.updated_at
-                        RETURNING product_id, entitlements
-                        """)
-                    guard let row = rows.first else { throw Self.missingRow("INSERT … RETURNING products") }
-                    return try Self.product(from: row)
-                }
+        try StorageErrors.mapping("set product") {
+            try pool.withConnection { connection in
+                let rows = try connection.query("""
+                    INSERT INTO products (project_id, product_id, entitlements, created_at, updated_at)
+                    VALUES (\(projectId), \(mapping.productId), \(mapping.entitlements), \(now), \(now))
+                    ON CONFLICT (project_id, product_id)
+                    DO UPDATE SET entitlements = EXCLUDED.entitlements, updated_at = EXCLUDED.updated_at
+                    RETURNING product_id, entitlements
+                    """)
+                guard let row = rows.first else { throw Self.missingRow("INSERT … RETURNING products") }
+                return try Self.product(from: row)
             }
-        } catch let error as PGError where error.sqlState == "23503" {
-            // foreign_key_violation: the only foreign key of `products` is its project.
-            throw DomainError(.projectNotFound, "No project with that id.", underlying: String(reflecting: error))
         }
     }
 

@@ -5,9 +5,12 @@ import Postgres
 ///
 /// Server text and SQL go only into `underlying` (for logs): clients see a fixed sentence per code.
 enum StorageErrors {
-    /// Runs `body`, mapping `PGError`s: unreachable or overloaded database → `.serviceUnavailable`;
-    /// unique violation → `.conflict`; anything else is rethrown untouched (the API turns it into a 500
-    /// with a request id: it is a bug, not a verdict). `DomainError`s pass through.
+    /// Runs `body`, mapping `PGError`s: unreachable or overloaded database → `.serviceUnavailable`; unique
+    /// violation → `.conflict`; foreign key violation → `.projectNotFound`; anything else is rethrown untouched
+    /// (the API turns it into a 500 with a request id: it is a bug, not a verdict). `DomainError`s pass through.
+    ///
+    /// Every foreign key of the schema leads to `projects` (directly or through `purchases`), so a foreign key
+    /// violation (23503) means the project is gone (never created, or deleted concurrently): `.projectNotFound`.
     static func mapping<T>(_ action: StaticString, _ body: () throws -> T) throws -> T {
         do {
             return try body()
@@ -25,6 +28,9 @@ enum StorageErrors {
         }
         if error.isUniqueViolation {
             return DomainError(.conflict, "The value conflicts with existing data.", underlying: underlying)
+        }
+        if error.sqlState == "23503" {
+            return DomainError(.projectNotFound, "No project with that id.", underlying: underlying)
         }
         return error
     }
