@@ -1,0 +1,294 @@
+internal import CPostgres
+import Foundation
+
+/// Owns one `PGconn`: `PQfinish` runs in `deinit` unconditionally, also after a failed connect
+/// (libpq allocates the object even then and requires it to be freed).
+final class ConnectionHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { PQfinish(pointer) }
+}
+
+/// Owns one `PGresult`: `PQclear` in `deinit`. Lives only while a result is copied out.
+final class ResultHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { PQclear(pointer) }
+
+    var status: ExecStatusType { PQresultStatus(pointer) }
+
+    func field(_ code: UInt8) -> String? {
+        guard let c = PQresultErrorField(pointer, Int32(code)) else { return nil }
+        return String(cString: c)
+    }
+
+    /// Copies every cell into one byte buffer so the `PGresult` can be freed right away.
+    func copyRows() -> ResultStorage {
+        let columnCount = Int(PQnfields(pointer))
+        let rowCount = Int(PQntuples(pointer))
+        let affected = PQcmdTuples(pointer).flatMap { Int(String(cString: $0)) } ?? rowCount
+        if columnCount == 0 {
+            return ResultStorage(columns: [], types: [], rowCount: 0, affectedRows: affected, data: [], starts: [], lengths: [])
+        }
+        var columns: [String] = []
+        var types: [UInt32] = []
+        columns.reserveCapacity(columnCount)
+        types.reserveCapacity(columnCount)
+        for c in 0..<Int32(columnCount) {
+            columns.append(PQfname(pointer, c).map { String(cString: $0) } ?? "?column?")
+            types.append(PQftype(pointer, c))
+        }
+        let cells = rowCount * columnCount
+        var starts: [Int] = []
+        var lengths: [Int32] = []
+        starts.reserveCapacity(cells)
+        lengths.reserveCapacity(cells)
+        var data: [UInt8] = []
+        for r in 0..<Int32(rowCount) {
+            for c in 0..<Int32(columnCount) {
+                starts.append(data.count)
+                if PQgetisnull(pointer, r, c) != 0 {
+                    lengths.append(-1)
+                    continue
+                }
+                let length = PQgetlength(pointer, r, c)
+                lengths.append(length)
+                if length > 0, let value = PQgetvalue(pointer, r, c) {
+                    data.append(contentsOf: UnsafeRawBufferPointer(start: value, count: Int(length)))
+                }
+            }
+        }
+        return ResultStorage(columns: columns, types: types, rowCount: rowCount, affectedRows: affected,
+                             data: data, starts: starts, lengths: lengths)
+    }
+}
+
+/// Transaction isolation levels (PostgreSQL docs, "Transaction Isolation").
+public struct IsolationLevel: Sendable, Hashable {
+    let sql: String
+    /// PostgreSQL's default.
+    public static let readCommitted = IsolationLevel(sql: "BEGIN")
+    /// Snapshot per transaction; concurrent updates of the same row fail with 40001.
+    public static let repeatableRead = IsolationLevel(sql: "BEGIN ISOLATION LEVEL REPEATABLE READ")
+    /// True serializability; anomalies fail with 40001 and are retried by `ConnectionPool.transaction`.
+    public static let serializable = IsolationLevel(sql: "BEGIN ISOLATION LEVEL SERIALIZABLE")
+}
+
+/// One PostgreSQL session over libpq.
+///
+/// Not thread-safe: use it from one thread at a time (it may move between threads, which is why it
+/// is `@unchecked Sendable`; the pool hands it to exactly one borrower at a time). Every call blocks
+/// the calling thread, so call it from our own worker threads, never from Swift's cooperative pool.
+public final class Connection: @unchecked Sendable {
+    private let handle: ConnectionHandle
+    private var conn: OpaquePointer { handle.pointer }
+
+    private struct StatementKey: Hashable {
+        let sql: String
+        let types: [UInt32]
+    }
+    /// Prepared statements of this session, by SQL text and parameter types (the types are part of
+    /// the key because the server fixes them at prepare time).
+    private var statements: [StatementKey: String] = [:]
+    private var statementCounter = 0
+    /// Beyond this many distinct statements, further ones run unprepared (bounds server memory).
+    static let statementCacheLimit = 256
+
+    /// Connects (blocking) and applies the session settings (`statement_timeout`).
+    public init(settings: ConnectionSettings) throws(PGError) {
+        var parameters = settings.resolvedParameters()
+        parameters.append(("client_encoding", "UTF8"))
+        let keys = parameters.map { strdup($0.0) }
+        let values = parameters.map { strdup($0.1) }
+        // The arrays and their strings must outlive PQconnectdbParams; they are freed right after it.
+        defer {
+            keys.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let keyPointers: [UnsafePointer<CChar>?] = keys.map { $0.map { UnsafePointer($0) } } + [nil]
+        let valuePointers: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } } + [nil]
+        guard let raw = PQconnectdbParams(keyPointers, valuePointers, settings.expandsDatabaseName ? 1 : 0) else {
+            throw PGError(code: .connectionFailed, message: "libpq could not allocate a connection")
+        }
+        handle = ConnectionHandle(raw)
+        guard PQstatus(raw) == CONNECTION_OK else {
+            throw PGError(code: .connectionFailed, message: Self.trimmed(PQerrorMessage(raw)))
+        }
+        // Notices (e.g. "relation already exists, skipping") would go to stderr by default.
+        PQsetNoticeProcessor(raw, { _, _ in }, nil)
+        if let timeout = settings.statementTimeout {
+            let ms = max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+            try executeScript(unsafeSQL: "SET statement_timeout = \(ms)")
+        }
+    }
+
+    private static func trimmed(_ c: UnsafePointer<CChar>?) -> String {
+        guard let c else { return "unknown libpq error" }
+        return String(cString: c).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// True once the session is unusable (server gone, protocol failure); the pool discards it.
+    public var isBroken: Bool { PQstatus(conn) != CONNECTION_OK }
+
+    /// True while a transaction block is open (or aborted) on this session.
+    public var isInTransaction: Bool { PQtransactionStatus(conn) != PQTRANS_IDLE }
+
+    /// The server's version number, e.g. 150004.
+    public var serverVersion: Int { Int(PQserverVersion(conn)) }
+
+    /// A health check without a round trip: reads whatever the server sent while we were idle. A
+    /// restarted server has closed the socket (after a FATAL 57P01), which this notices.
+    func checkAlive() -> Bool {
+        guard PQstatus(conn) == CONNECTION_OK, PQtransactionStatus(conn) == PQTRANS_IDLE else { return false }
+        // Twice: the first read may return the server's goodbye message, the second then sees EOF.
+        for _ in 0..<2 {
+            guard PQconsumeInput(conn) == 1, PQstatus(conn) == CONNECTION_OK else { return false }
+            _ = PQisBusy(conn)
+        }
+        return PQstatus(conn) == CONNECTION_OK
+    }
+
+    /// Runs a statement and returns its rows (binary results, decoded on access).
+    @discardableResult
+    public func query(_ query: Query) throws(PGError) -> Rows {
+        Rows(storage: try run(query).copyRows())
+    }
+
+    /// Runs a statement and returns the number of rows it affected.
+    @discardableResult
+    public func execute(_ query: Query) throws(PGError) -> Int {
+        let result = try run(query)
+        guard let c = PQcmdTuples(result.pointer) else { return 0 }
+        return Int(String(cString: c)) ?? 0
+    }
+
+    /// Runs several `;`-separated statements with the simple query protocol (migrations, DDL).
+    /// No parameters: the caller vouches the text holds nothing untrusted.
+    public func executeScript(unsafeSQL sql: String) throws(PGError) {
+        var last: ResultHandle?
+        guard PQsendQuery(conn, sql) == 1 else { throw connectionError() }
+        var firstError: PGError?
+        while let raw = PQgetResult(conn) {
+            let result = ResultHandle(raw)
+            if firstError == nil, let error = error(from: result) { firstError = error }
+            last = result
+        }
+        _ = last
+        if let firstError { throw firstError }
+        if isBroken { throw connectionError() }
+    }
+
+    /// Runs `body` inside BEGIN … COMMIT; rolls back and rethrows when `body` throws. No retry here:
+    /// `ConnectionPool.transaction` retries serialization failures on a fresh transaction.
+    @discardableResult
+    public func transaction<T>(isolation: IsolationLevel = .readCommitted, _ body: (Connection) throws -> T) throws -> T {
+        try execute(Query(unsafeSQL: isolation.sql))
+        let value: T
+        do {
+            value = try body(self)
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+        do {
+            try execute("COMMIT")
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+        return value
+    }
+
+    /// Rolls back if a transaction is open, swallowing errors (the original error matters more; a
+    /// broken connection is discarded by the pool anyway).
+    func rollbackQuietly() {
+        guard !isBroken, isInTransaction else { return }
+        _ = try? execute("ROLLBACK")
+    }
+
+    // MARK: - Execution
+
+    private func run(_ query: Query) throws(PGError) -> ResultHandle {
+        let binds = query.binds
+        var types: [UInt32] = []
+        var formats: [Int32] = []
+        var lengths: [Int32] = []
+        var offsets: [Int] = []
+        types.reserveCapacity(binds.count)
+        formats.reserveCapacity(binds.count)
+        lengths.reserveCapacity(binds.count)
+        offsets.reserveCapacity(binds.count)
+        // All parameter bytes in one buffer, each value followed by a NUL (libpq reads text-format
+        // parameters with strlen). A NUL inside text would silently truncate it, so it is refused.
+        var blob: [UInt8] = []
+        for (i, bind) in binds.enumerated() {
+            types.append(bind.typeOID)
+            formats.append(bind.isBinary ? 1 : 0)
+            if let bytes = bind.bytes {
+                if !bind.isBinary && bytes.contains(0) {
+                    throw PGError(code: .server, message: "text parameter $\(i + 1) contains a NUL byte", sqlState: "22021")
+                }
+                offsets.append(blob.count)
+                lengths.append(Int32(truncatingIfNeeded: bytes.count))
+                blob.append(contentsOf: bytes)
+            } else {
+                offsets.append(-1)
+                lengths.append(0)
+            }
+            blob.append(0)
+        }
+        blob.append(0)
+
+        let key = StatementKey(sql: query.sql, types: types)
+        var name = statements[key]
+        if name == nil && statements.count < Self.statementCacheLimit {
+            statementCounter &+= 1
+            let newName = "s\(statementCounter)"
+            let prepared: OpaquePointer? = types.withUnsafeBufferPointer { t in
+                PQprepare(conn, newName, query.sql, Int32(truncatingIfNeeded: t.count), t.baseAddress)
+            }
+            guard let prepared else { throw connectionError() }
+            let result = ResultHandle(prepared)
+            if let error = error(from: result) { throw error }
+            statements[key] = newName
+            name = newName
+        }
+
+        let raw: OpaquePointer? = blob.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            guard let base = buffer.baseAddress else { return nil }
+            let values: [UnsafePointer<CChar>?] = offsets.map { offset in
+                offset < 0 ? nil : UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
+            }
+            let count = Int32(truncatingIfNeeded: binds.count)
+            if let name {
+                return PQexecPrepared(conn, name, count, values, lengths, formats, 1)
+            }
+            return PQexecParams(conn, query.sql, count, types, values, lengths, formats, 1)
+        }
+        guard let raw else { throw connectionError() }
+        let result = ResultHandle(raw)
+        if let error = error(from: result) { throw error }
+        return result
+    }
+
+    /// The error carried by a result, or nil when it succeeded.
+    private func error(from result: ResultHandle) -> PGError? {
+        let status = result.status
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
+            return nil
+        }
+        let sqlState = result.field(UInt8(ascii: "C"))
+        let message = result.field(UInt8(ascii: "M")) ?? Self.trimmed(PQresultErrorMessage(result.pointer))
+        let lost = PQstatus(conn) != CONNECTION_OK
+        return PGError(code: lost ? .connectionLost : .server,
+                       message: message,
+                       sqlState: sqlState,
+                       detail: result.field(UInt8(ascii: "D")),
+                       constraint: result.field(UInt8(ascii: "n")),
+                       hint: result.field(UInt8(ascii: "H")))
+    }
+
+    private func connectionError() -> PGError {
+        PGError(code: isBroken ? .connectionLost : .server, message: Self.trimmed(PQerrorMessage(conn)))
+    }
+}

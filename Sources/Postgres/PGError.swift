@@ -1,0 +1,96 @@
+/// An error from the PostgreSQL layer: a connection problem, a pool timeout, a server error with its
+/// SQLSTATE, or a value that could not be decoded.
+///
+/// `description` is safe to show a client (no SQL, no values, no server text); `debugDescription`
+/// carries everything for the log.
+public struct PGError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// A stable, extensible error category (static members over a private enum, so it can grow).
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case invalidSettings, connectionFailed, connectionLost, poolTimeout, closed, server, decoding, cluster
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The settings or URL are malformed; nothing was attempted.
+        public static let invalidSettings = Code(.invalidSettings)
+        /// A new connection could not be established.
+        public static let connectionFailed = Code(.connectionFailed)
+        /// An established connection broke (server restart, network); the connection is discarded.
+        public static let connectionLost = Code(.connectionLost)
+        /// No pooled connection became free before the acquire timeout.
+        public static let poolTimeout = Code(.poolTimeout)
+        /// The pool or connection was shut down.
+        public static let closed = Code(.closed)
+        /// The server rejected the statement; see `sqlState`.
+        public static let server = Code(.server)
+        /// A result value could not be decoded into the requested Swift type.
+        public static let decoding = Code(.decoding)
+        /// Starting, stopping or initialising a local cluster failed.
+        public static let cluster = Code(.cluster)
+
+        /// The code's stable name, e.g. `poolTimeout`.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// The five-character SQLSTATE for server errors (e.g. `23505`), otherwise nil.
+    public var sqlState: String?
+    /// The primary message (server text for server errors). May contain data: log it, do not return it.
+    public var message: String
+    /// The server's DETAIL field, which often contains row values. Log only.
+    public var detail: String?
+    /// The violated constraint's name, for integrity errors.
+    public var constraint: String?
+    /// The server's HINT field.
+    public var hint: String?
+
+    /// Creates an error; the layer creates these, callers usually only inspect them.
+    public init(code: Code, message: String, sqlState: String? = nil, detail: String? = nil,
+                constraint: String? = nil, hint: String? = nil) {
+        self.code = code
+        self.message = message
+        self.sqlState = sqlState
+        self.detail = detail
+        self.constraint = constraint
+        self.hint = hint
+    }
+
+    /// True when the database is unreachable or overloaded rather than the statement being wrong:
+    /// the API answers 503 with `Retry-After` and never a verdict about the caller's data.
+    public var isUnavailable: Bool {
+        if code == .connectionFailed || code == .connectionLost || code == .poolTimeout || code == .closed {
+            return true
+        }
+        guard let state = sqlState else { return false }
+        // Class 08: connection exception. 57P01-57P03: admin/crash shutdown, cannot connect now.
+        // 53300: too many connections. 57014 (statement timeout) is deliberately excluded: the query ran.
+        return state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03" || state == "53300"
+    }
+
+    /// True for serialization failures and deadlocks (40001, 40P01): rerunning the whole transaction
+    /// is the documented remedy (PostgreSQL docs, "Serialization Failure Handling").
+    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+
+    /// True for a unique-constraint violation (23505).
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+
+    /// A client-safe summary: the category and SQLSTATE, never server text or values.
+    public var description: String {
+        if isUnavailable { return "database unavailable (\(code))" }
+        if let sqlState { return "database error \(code) (SQLSTATE \(sqlState))" }
+        return "database error \(code)"
+    }
+
+    /// Everything known, for logs.
+    public var debugDescription: String {
+        var s = "PGError(\(code)"
+        if let sqlState { s += ", sqlState: \(sqlState)" }
+        s += ", message: \(message)"
+        if let detail { s += ", detail: \(detail)" }
+        if let constraint { s += ", constraint: \(constraint)" }
+        if let hint { s += ", hint: \(hint)" }
+        return s + ")"
+    }
+}
