@@ -1,7 +1,10 @@
 import Dispatch
 import Foundation
 import Glibc
+import API
+import AppStoreJWS
 import HTTPCore
+import Storage
 import Synchronization
 
 /// `bouncer serve`: configuration from the environment, the HTTP server, signals, graceful drain.
@@ -21,8 +24,44 @@ enum ServeCommand {
             CLI.err("bouncer serve: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
             return 2
         case .success(let settings):
-            return run(settings: settings, router: Router(), readiness: { true })
+            return serveAPI(settings: settings)
         }
+    }
+
+    /// Opens the database (embedded or `DATABASE_URL`), applies migrations, builds the verifier and the API,
+    /// serves until a signal, then closes everything in reverse order.
+    static func serveAPI(settings: ServeSettings) -> Int32 {
+        let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
+        let roots: TrustedRoots
+        do {
+            roots = settings.rootCertificatePaths.isEmpty
+                ? TrustedRoots.apple : try TrustedRoots(contentsOf: settings.rootCertificatePaths)
+        } catch {
+            CLI.err("bouncer serve: BOUNCER_ROOT_CERTIFICATES: \(error)\n")
+            return 2
+        }
+        let database: Database
+        do {
+            database = try Database.open(settings.database, log: log)
+        } catch {
+            CLI.err("bouncer serve: database: \(error)\n")
+            return 1
+        }
+        let monitor = ReadinessMonitor(pool: database.pool)
+        let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
+        let dependencies = APIDependencies(
+            projects: PostgresProjectStore(pool: database.pool),
+            purchases: PostgresPurchaseStore(pool: database.pool),
+            verifier: AppStoreVerifier(verifier: verifier),
+            hasher: SHA256SecretHasher(),
+            adminToken: settings.adminToken,
+            log: log)
+        var router = Router()
+        Routes.register(on: &router, dependencies)
+        let status = run(settings: settings, router: router, readiness: { monitor.isReady })
+        monitor.stop()
+        database.close(log: log)
+        return status
     }
 
     /// Adds the operational routes to `router`, serves until SIGTERM/SIGINT, drains, returns the exit status.
@@ -80,11 +119,11 @@ enum ServeCommand {
         router.add(.get, "/healthz", placement: .eventLoop) { _ in .json(200, ok) }
         router.add(.get, "/readyz", placement: .eventLoop) { _ in
             if lifecycle.draining.load(ordering: .acquiring) {
-                return .error(503, message: "Draining", code: "NOT_READY", suggestion: "Use another instance.",
+                return .error(503, message: "Draining", code: "SERVICE_UNAVAILABLE", suggestion: "Use another instance.",
                               headers: ["Retry-After": "1"])
             }
             guard readiness() else {
-                return .error(503, message: "Not ready", code: "NOT_READY", suggestion: "Retry shortly.",
+                return .error(503, message: "Not ready", code: "SERVICE_UNAVAILABLE", suggestion: "Retry shortly.",
                               headers: ["Retry-After": "1"])
             }
             return .json(200, ready)

@@ -7,6 +7,14 @@ struct ServeSettings: Sendable {
     var shutdownGrace: Duration = .seconds(10)
     /// JSON access log on stderr. `BOUNCER_ACCESS_LOG` (on/off), default on.
     var accessLog = true
+    /// Where the data lives: `DATABASE_URL`, or else an embedded cluster under `BOUNCER_DATA_DIR`.
+    var database = DatabaseSettings()
+    /// `BOUNCER_ADMIN_TOKEN`: enables the admin API; unset = disabled.
+    var adminToken: String?
+    /// `BOUNCER_ROOT_CERTIFICATES`: colon-separated DER/PEM files replacing the bundled Apple roots.
+    var rootCertificatePaths: [String] = []
+    /// `BOUNCER_CHAIN_CACHE_SIZE`: verified certificate chains kept (0 disables the cache).
+    var chainCacheSize = 64
 
     /// One documented variable: name, meaning and how it lands in the settings.
     struct Variable: Sendable {
@@ -56,6 +64,41 @@ struct ServeSettings: Sendable {
             $0.server.writeTimeout = $1
         },
         seconds("BOUNCER_SHUTDOWN_GRACE_SECONDS", "drain time on SIGTERM/SIGINT (default 10)") { $0.shutdownGrace = $1 },
+        Variable(name: "DATABASE_URL", help: "postgres:// URL; unset = start an embedded PostgreSQL under BOUNCER_DATA_DIR") {
+            s, v in
+            guard !v.isEmpty else { return "must not be empty (unset it to use the embedded database)" }
+            s.database.url = v
+            return nil
+        },
+        Variable(name: "BOUNCER_DATA_DIR", help: "embedded PostgreSQL's home when DATABASE_URL is unset (default ./.bouncer)") {
+            s, v in
+            guard !v.isEmpty, !v.utf8.contains(0) else { return "must be a directory path" }
+            s.database.dataDirectory = v
+            return nil
+        },
+        int("BOUNCER_DB_POOL_SIZE", "PostgreSQL connections (default 8)", 1...1000) { $0.database.poolSize = $1 },
+        seconds("BOUNCER_DB_ACQUIRE_TIMEOUT_SECONDS", "wait for a free connection before 503 (default 2)") {
+            $0.database.acquireTimeout = $1
+        },
+        seconds("BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS", "PostgreSQL statement_timeout (default 10)") {
+            $0.database.statementTimeout = $1
+        },
+        Variable(name: "BOUNCER_ADMIN_TOKEN", help: "bearer token for /v1/admin (unset = admin API disabled; >= 16 chars)") {
+            s, v in
+            guard v.utf8.count >= 16 else { return "must be at least 16 characters" }
+            s.adminToken = v
+            return nil
+        },
+        Variable(name: "BOUNCER_ROOT_CERTIFICATES", help: "colon-separated root certificate files (default: bundled Apple roots)") {
+            s, v in
+            let paths = v.split(separator: ":").map(String.init).filter { !$0.isEmpty }
+            guard !paths.isEmpty else { return "must list at least one file" }
+            s.rootCertificatePaths = paths
+            return nil
+        },
+        int("BOUNCER_CHAIN_CACHE_SIZE", "verified certificate chains cached (default 64, 0 = off)", 0...100_000) {
+            $0.chainCacheSize = $1
+        },
         Variable(name: "BOUNCER_ACCESS_LOG", help: "JSON access log on stderr: on|off (default on)") { s, v in
             switch v.lowercased() {
             case "on", "true", "1", "yes": s.accessLog = true
@@ -90,6 +133,8 @@ struct ServeSettings: Sendable {
         }
     }
 
+    static let secretVariables: Set<String> = ["BOUNCER_ADMIN_TOKEN", "DATABASE_URL"]
+
     /// Reads every known variable; returns all problems at once so an operator fixes them in one go.
     static func fromEnvironment(_ environment: [String: String]) -> Result<ServeSettings, ConfigurationProblems> {
         var settings = ServeSettings()
@@ -97,7 +142,9 @@ struct ServeSettings: Sendable {
         for variable in variables {
             guard let value = environment[variable.name] else { continue }
             if let problem = variable.apply(&settings, value) {
-                problems.append("\(variable.name)=\(value.debugDescription): \(problem)")
+                // Secrets (and URLs that may carry a password) are never echoed.
+                let shown = secretVariables.contains(variable.name) ? "<redacted>" : value.debugDescription
+                problems.append("\(variable.name)=\(shown): \(problem)")
             }
         }
         return problems.isEmpty ? .success(settings) : .failure(ConfigurationProblems(messages: problems))

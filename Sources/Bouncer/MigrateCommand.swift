@@ -1,0 +1,32 @@
+import Foundation
+
+/// `bouncer migrate`: applies pending schema migrations (the embedded database is started, then stopped).
+enum MigrateCommand {
+    static let usage = """
+        usage: bouncer migrate
+
+        Applies pending migrations from schema/ (embedded in the binary), each in its own transaction, under a
+        PostgreSQL advisory lock. Uses DATABASE_URL, or else the embedded PostgreSQL under BOUNCER_DATA_DIR
+        (default ./.bouncer), which it starts and stops again.
+
+        """
+
+    static let command = Command(name: "migrate", summary: "Apply pending database migrations", usage: usage) { args in
+        if let status = CLI.handleHelpOrReject(args, usage: usage) { return status }
+        switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
+        case .failure(let problems):
+            CLI.err("bouncer migrate: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
+            return 2
+        case .success(let settings):
+            let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
+            do {
+                let database = try Database.open(settings.database, log: log)
+                database.close(log: log)
+                return 0
+            } catch {
+                CLI.err("bouncer migrate: \(error)\n")
+                return 1
+            }
+        }
+    }
+}

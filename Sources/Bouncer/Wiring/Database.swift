@@ -1,0 +1,89 @@
+import Foundation
+import Postgres
+import Storage
+
+/// Where Bouncer's PostgreSQL is and how many connections to keep.
+struct DatabaseSettings: Sendable {
+    /// `DATABASE_URL`; nil = start (or reuse) an embedded cluster.
+    var url: String?
+    /// `BOUNCER_DATA_DIR`: the embedded cluster lives in `<dir>/postgres`.
+    var dataDirectory = ".bouncer"
+    /// `BOUNCER_DB_POOL_SIZE`.
+    var poolSize = 8
+    /// `BOUNCER_DB_ACQUIRE_TIMEOUT_SECONDS`.
+    var acquireTimeout: Duration = .seconds(2)
+    /// `BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS`.
+    var statementTimeout: Duration = .seconds(10)
+}
+
+/// An open database: the pool, migrations applied, and the embedded cluster if this process started one.
+final class Database: Sendable {
+    let pool: ConnectionPool
+    private let cluster: LocalCluster?
+
+    private init(pool: ConnectionPool, cluster: LocalCluster?) {
+        self.pool = pool
+        self.cluster = cluster
+    }
+
+    /// Connects (starting the embedded cluster when no URL is given) and applies pending migrations under an
+    /// advisory lock, so several instances starting together never race.
+    static func open(_ settings: DatabaseSettings, log: @escaping @Sendable (String) -> Void) throws -> Database {
+        let connection: ConnectionSettings
+        var cluster: LocalCluster?
+        if let url = settings.url {
+            connection = try ConnectionSettings(url: url)
+        } else {
+            let started = try LocalCluster.startOrReuse(
+                directory: settings.dataDirectory + "/postgres", durable: true, log: { log(jsonLine("database", $0)) })
+            try started.createDatabase("bouncer")  // idempotent
+            connection = started.settings.database("bouncer")
+            cluster = started.startedByThisProcess ? started : nil
+        }
+        var configuration = ConnectionPool.Configuration()
+        configuration.size = settings.poolSize
+        configuration.acquireTimeout = settings.acquireTimeout
+        configuration.statementTimeout = settings.statementTimeout
+        let pool = ConnectionPool(settings: connection, configuration: configuration)
+        do {
+            let applied = try Migrator(pool: pool).migrate()
+            log(jsonLine("migrations", applied.isEmpty ? "schema up to date" : "applied \(applied)"))
+        } catch {
+            pool.shutdown()
+            try? cluster?.stop()
+            throw error
+        }
+        return Database(pool: pool, cluster: cluster)
+    }
+
+    /// Closes the pool, then stops the embedded cluster if this process started it.
+    func close(log: @Sendable (String) -> Void) {
+        pool.shutdown()
+        if let cluster {
+            do {
+                try cluster.stop()
+                log(jsonLine("database", "stopped the embedded PostgreSQL"))
+            } catch {
+                log(jsonLine("database", "could not stop the embedded PostgreSQL: \(error)"))
+            }
+        }
+    }
+}
+
+/// One structured log line: `{"event": …, "message": …}`.
+func jsonLine(_ event: String, _ message: String) -> String {
+    func escape(_ s: String) -> String {
+        var out = ""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+    return "{\"event\":\"\(escape(event))\",\"message\":\"\(escape(message))\"}"
+}
