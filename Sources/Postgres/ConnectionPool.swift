@@ -99,6 +99,7 @@ public final class ConnectionPool: Sendable {
 
     /// Lends a connection to `body` and takes it back afterwards; a connection left broken or inside
     /// a transaction that cannot be rolled back is discarded instead of reused.
+    @discardableResult
     public func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
         let connection = try acquire()
         defer { release(connection) }
@@ -108,6 +109,7 @@ public final class ConnectionPool: Sendable {
     /// Runs `body` in a transaction on a pooled connection: COMMIT on return, ROLLBACK on throw.
     /// Serialization failures and deadlocks (40001/40P01) rerun `body` from the start, at most
     /// `maxTransactionRetries` times, so `body` must be safe to repeat (no side effects outside the database).
+    @discardableResult
     public func transaction<T>(isolation: IsolationLevel = .readCommitted, _ body: (Connection) throws -> T) throws -> T {
         var attempt = 0
         while true {

@@ -1,0 +1,221 @@
+import Foundation
+import Postgres
+import Synchronization
+import TestSupport
+import XCTest
+
+/// Pool behaviour against a real server: transactions, retries, exhaustion, concurrency, restarts.
+final class PoolTests: XCTestCase {
+    var settings: ConnectionSettings!
+
+    override func setUpWithError() throws {
+        settings = try TestDatabase.create(label: name)
+    }
+
+    /// Runs `body` on `count` threads at once and waits for all of them.
+    private func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let group = DispatchGroup()
+        for i in 0..<count {
+            group.enter()
+            Thread.detachNewThread {
+                body(i)
+                group.leave()
+            }
+        }
+        group.wait()
+    }
+
+    func testTransactionCommitsOnReturnAndRollsBackOnThrow() throws {
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: 2))
+        defer { pool.shutdown() }
+        try pool.withConnection { try $0.execute("CREATE TABLE t (id int PRIMARY KEY)") }
+        struct Boom: Error {}
+        XCTAssertThrowsError(try pool.transaction { c in
+            try c.execute("INSERT INTO t VALUES (\(1))")
+            throw Boom()
+        }) { XCTAssertTrue($0 is Boom) }
+        let committed = try pool.transaction { c -> Int in
+            try c.execute("INSERT INTO t VALUES (\(2))")
+        }
+        XCTAssertEqual(committed, 1)
+        // A failing statement aborts the transaction; the connection goes back clean.
+        XCTAssertThrowsError(try pool.transaction { c in
+            try c.execute("INSERT INTO t VALUES (\(3))")
+            try c.execute("INSERT INTO t VALUES (\(2))")
+        }) { XCTAssertEqual(($0 as? PGError)?.sqlState, "23505") }
+        let ids = try pool.withConnection { c in
+            try c.query("SELECT id FROM t ORDER BY id").map { try $0.decode("id", as: Int.self) }
+        }
+        XCTAssertEqual(ids, [2])
+        XCTAssertEqual(pool.statistics.inUse, 0)
+    }
+
+    func testSerializationFailureIsRetried() throws {
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: 2))
+        defer { pool.shutdown() }
+        try pool.withConnection { c in
+            try c.execute("CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL)")
+            try c.execute("INSERT INTO counter VALUES (1, 0)")
+        }
+        let other = try Connection(settings: settings)
+        var attempts = 0
+        let result = try pool.transaction(isolation: .repeatableRead) { c -> Int in
+            attempts += 1
+            let n = try c.query("SELECT n FROM counter WHERE id = 1")[0].decode("n", as: Int.self)
+            if attempts == 1 {
+                // A concurrent committed update after our snapshot: our UPDATE must fail with 40001.
+                try other.execute("UPDATE counter SET n = n + 100 WHERE id = 1")
+            }
+            try c.execute("UPDATE counter SET n = \(n + 1) WHERE id = 1")
+            return n + 1
+        }
+        XCTAssertEqual(attempts, 2)
+        XCTAssertEqual(result, 101)
+        XCTAssertEqual(try other.query("SELECT n FROM counter")[0].decode("n", as: Int.self), 101)
+
+        // Bounded: a conflict on every attempt gives up after maxTransactionRetries reruns.
+        let bounded = ConnectionPool(settings: settings, configuration: .init(size: 1, maxTransactionRetries: 2))
+        defer { bounded.shutdown() }
+        var runs = 0
+        XCTAssertThrowsError(try bounded.transaction(isolation: .repeatableRead) { c in
+            runs += 1
+            _ = try c.query("SELECT n FROM counter WHERE id = 1")
+            try other.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+            try c.execute("UPDATE counter SET n = 0 WHERE id = 1")
+        }) { XCTAssertEqual(($0 as? PGError)?.sqlState, "40001") }
+        XCTAssertEqual(runs, 3)
+    }
+
+    func testExhaustedPoolGivesATimelyTypedError() throws {
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: 1, acquireTimeout: .milliseconds(300)))
+        defer { pool.shutdown() }
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? pool.withConnection { _ in
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+        let start = Date()
+        XCTAssertThrowsError(try pool.withConnection { _ in }) { error in
+            XCTAssertEqual((error as? PGError)?.code, .poolTimeout)
+            XCTAssertEqual((error as? PGError)?.isUnavailable, true)
+        }
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertGreaterThanOrEqual(elapsed, 0.29)
+        XCTAssertLessThan(elapsed, 2.0)
+        XCTAssertEqual(pool.statistics.timeouts, 1)
+        release.signal()
+        // The connection comes back and serves the next caller.
+        XCTAssertEqual(try pool.withConnection { try $0.query("SELECT 1 AS one")[0].decode("one", as: Int.self) }, 1)
+        XCTAssertEqual(pool.statistics.opened, 1)
+    }
+
+    func testSixteenThreadsUpsertingOneKeyLeaveOneRow() throws {
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: 8))
+        defer { pool.shutdown() }
+        try pool.withConnection { try $0.execute("CREATE TABLE kv (k text PRIMARY KEY, n int NOT NULL)") }
+        let failures = Mutex(0)
+        concurrently(16) { _ in
+            for _ in 0..<25 {
+                do {
+                    try pool.withConnection { c in
+                        try c.execute("INSERT INTO kv (k, n) VALUES (\("same"), 1) ON CONFLICT (k) DO UPDATE SET n = kv.n + 1")
+                    }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, 0)
+        let rows = try pool.withConnection { try $0.query("SELECT k, n FROM kv") }
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(try rows[0].decode("n", as: Int.self), 16 * 25)
+        XCTAssertLessThanOrEqual(pool.statistics.opened, 8)
+        XCTAssertEqual(pool.statistics.inUse, 0)
+    }
+
+    func testPoolRecoversAfterPostgresRestart() throws {
+        let cluster = try TestDatabase.cluster()
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: 3))
+        defer { pool.shutdown() }
+        // Open three idle connections, and keep one checked out across the restart.
+        concurrently(3) { _ in _ = try? pool.withConnection { c in _ = try c.query("SELECT pg_sleep(0.05)") } }
+        XCTAssertEqual(pool.statistics.idle, 3)
+
+        try pool.withConnection { c in
+            XCTAssertEqual(try c.query("SELECT 1 AS one")[0].decode("one", as: Int.self), 1)
+            try cluster.restart()
+            // The session held across the restart is dead: a typed "unavailable" error, no crash.
+            XCTAssertThrowsError(try c.query("SELECT 1")) { error in
+                XCTAssertEqual((error as? PGError)?.isUnavailable, true, "\(error)")
+            }
+            XCTAssertTrue(c.isBroken)
+        }
+        // Every later checkout gets a working connection: dead idle ones are noticed and replaced.
+        for i in 0..<6 {
+            XCTAssertEqual(try pool.withConnection { try $0.query("SELECT \(i) AS n")[0].decode("n", as: Int.self) }, i)
+        }
+        concurrently(3) { _ in _ = try? pool.withConnection { c in _ = try c.query("SELECT pg_sleep(0.05)") } }
+        XCTAssertTrue(pool.ping())
+        XCTAssertGreaterThanOrEqual(pool.statistics.discarded, 3)
+        XCTAssertEqual(pool.statistics.inUse, 0)
+    }
+
+    func testShutdownFailsCheckoutsWithClosed() throws {
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: 1))
+        XCTAssertTrue(pool.ping())
+        pool.shutdown()
+        XCTAssertThrowsError(try pool.withConnection { _ in }) { XCTAssertEqual(($0 as? PGError)?.code, .closed) }
+        XCTAssertFalse(pool.ping())
+        XCTAssertEqual(pool.statistics.idle, 0)
+    }
+
+    func testUnreachableServerIsUnavailableAndPingFalse() {
+        let pool = ConnectionPool(settings: .init(parameters: [("host", "/nonexistent-socket-dir"), ("user", "postgres")]),
+                                  configuration: .init(size: 1))
+        defer { pool.shutdown() }
+        XCTAssertFalse(pool.ping())
+        XCTAssertThrowsError(try pool.withConnection { _ in }) { error in
+            XCTAssertEqual((error as? PGError)?.code, .connectionFailed)
+            XCTAssertEqual((error as? PGError)?.isUnavailable, true)
+        }
+        XCTAssertEqual(pool.statistics.inUse, 0)
+    }
+}
+
+/// The self-starting cluster: reuse and stale lock files.
+final class LocalClusterTests: XCTestCase {
+    func testStartOrReuseIsIdempotent() throws {
+        let cluster = try TestDatabase.cluster()
+        let again = try LocalCluster.startOrReuse(directory: cluster.directory, durable: false)
+        XCTAssertFalse(again.startedByThisProcess)
+        XCTAssertEqual(again.socketDirectory, cluster.socketDirectory)
+        let c = try Connection(settings: again.settings)
+        XCTAssertEqual(try c.query("SELECT current_user::text AS u")[0].decode("u", as: String.self), "postgres")
+    }
+
+    func testStalePostmasterPidIsRecovered() throws {
+        let directory = NSTemporaryDirectory() + "bouncer-stale-\(getpid())-\(UInt32.random(in: 0...UInt32.max))/pg"
+        defer { try? FileManager.default.removeItem(atPath: (directory as NSString).deletingLastPathComponent) }
+        let lines = Mutex<[String]>([])
+        let first = try LocalCluster.startOrReuse(directory: directory, durable: false) { line in lines.withLock { $0.append(line) } }
+        XCTAssertTrue(first.startedByThisProcess)
+        let pidFile = first.dataDirectory + "/postmaster.pid"
+        let original = try String(contentsOfFile: pidFile, encoding: .utf8)
+        try first.stop()
+        // Simulate a crash whose PID was reused by an unrelated live process (this test process).
+        var pidLines = original.split(separator: "\n", omittingEmptySubsequences: false)
+        pidLines[0] = Substring(String(getpid()))
+        try pidLines.joined(separator: "\n").write(toFile: pidFile, atomically: false, encoding: .utf8)
+        let second = try LocalCluster.startOrReuse(directory: directory, durable: false) { line in lines.withLock { $0.append(line) } }
+        defer { try? second.stop(immediate: true) }
+        XCTAssertTrue(second.startedByThisProcess)
+        XCTAssertTrue(lines.withLock { $0 }.contains { $0.hasPrefix("postgres: removing stale") })
+        try second.createDatabase("after_stale")
+        let c = try Connection(settings: second.settings.database("after_stale"))
+        XCTAssertEqual(try c.query("SELECT current_database()::text AS d")[0].decode("d", as: String.self), "after_stale")
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import Postgres
+import Storage
+import Synchronization
+import TestSupport
+import XCTest
+
+final class MigrationTests: XCTestCase {
+    var settings: ConnectionSettings!
+    var pool: ConnectionPool!
+
+    override func setUpWithError() throws {
+        settings = try TestDatabase.create(label: name)
+        pool = ConnectionPool(settings: settings, configuration: .init(size: 2))
+    }
+
+    override func tearDown() {
+        pool?.shutdown()
+    }
+
+    private static var schemaDirectory: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("schema")
+    }
+
+    func testEmbeddedMigrationsMatchSchemaFiles() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.schemaDirectory.path)
+            .filter { $0.hasSuffix(".sql") }.sorted()
+        XCTAssertFalse(files.isEmpty)
+        var expected: [Migration] = []
+        for file in files {
+            let base = String(file.dropLast(4))
+            let parts = base.split(separator: "_", maxSplits: 1)
+            let version = try XCTUnwrap(Int(parts[0]), "\(file) must start with a number")
+            let sql = try String(contentsOf: Self.schemaDirectory.appendingPathComponent(file), encoding: .utf8)
+            expected.append(Migration(version: version, name: String(parts[1]), sql: sql))
+        }
+        XCTAssertEqual(Migration.embedded, expected,
+                       "Sources/Storage/Migrations/EmbeddedMigrations.swift is stale: run bash schema/embed.sh")
+        XCTAssertEqual(Migration.embedded.first?.version, 1)
+    }
+
+    func testMigrateAppliesEverythingOnceAndIsIdempotent() throws {
+        let lines = Mutex<[String]>([])
+        let migrator = Migrator(pool: pool) { line in lines.withLock { $0.append(line) } }
+        XCTAssertEqual(try migrator.appliedVersions(), [])
+        XCTAssertEqual(try migrator.migrate(), Migration.embedded.map(\.version))
+        XCTAssertEqual(try migrator.migrate(), [])
+        XCTAssertEqual(try migrator.appliedVersions(), Migration.embedded.map(\.version))
+        XCTAssertEqual(lines.withLock { $0 }.first, "migrate: applied 0001_init")
+        let tables = try pool.withConnection { c in
+            try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
+        }
+        XCTAssertEqual(tables, ["notifications", "ownership_events", "products", "projects", "purchases",
+                                "schema_migrations", "subscriptions", "transactions"])
+    }
+
+    func testTenantKeysStartWithProjectID() throws {
+        try Migrator(pool: pool).migrate()
+        try pool.withConnection { c in
+            // First primary-key column of every table except projects and the migration log.
+            let pks = try c.query("""
+                SELECT cl.relname::text AS tbl, a.attname::text AS col
+                FROM pg_constraint con
+                JOIN pg_class cl ON cl.oid = con.conrelid
+                JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
+                WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
+                  AND cl.relname NOT IN ('projects', 'schema_migrations')
+                """)
+            XCTAssertEqual(pks.count, 6)
+            for row in pks {
+                let table = try row.decode("tbl", as: String.self)
+                XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)
+            }
+            // Every foreign key includes project_id (or is projects.id itself).
+            let fks = try c.query("""
+                SELECT con.conname::text AS name,
+                       bool_or(a.attname = 'project_id') AS has_project
+                FROM pg_constraint con
+                JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = ANY (con.conkey)
+                WHERE con.contype = 'f' AND con.connamespace = 'public'::regnamespace
+                GROUP BY con.conname
+                """)
+            XCTAssertGreaterThanOrEqual(fks.count, 6)
+            for row in fks {
+                let name = try row.decode("name", as: String.self)
+                XCTAssertTrue(try row.decode("has_project", as: Bool.self), name)
+            }
+        }
+    }
+
+    func testEditedAppliedMigrationIsRejected() throws {
+        let original = [Migration(version: 1, name: "one", sql: "CREATE TABLE one (project_id uuid PRIMARY KEY);")]
+        XCTAssertEqual(try Migrator(pool: pool, migrations: original).migrate(), [1])
+        let edited = [Migration(version: 1, name: "one", sql: "CREATE TABLE one (project_id uuid PRIMARY KEY, x int);")]
+        XCTAssertThrowsError(try Migrator(pool: pool, migrations: edited).migrate()) { error in
+            XCTAssertEqual((error as? MigrationError)?.code, .checksumMismatch)
+            XCTAssertEqual((error as? MigrationError)?.version, 1)
+        }
+        // The advisory lock was released despite the error: the original still migrates (no-op).
+        XCTAssertEqual(try Migrator(pool: pool, migrations: original).migrate(), [])
+    }
+
+    func testFailingMigrationRollsBackOnlyItself() throws {
+        let migrations = [
+            Migration(version: 1, name: "good", sql: "CREATE TABLE good (id int);"),
+            Migration(version: 2, name: "bad", sql: "CREATE TABLE half (id int); SELECT 1 / 0;"),
+        ]
+        XCTAssertThrowsError(try Migrator(pool: pool, migrations: migrations).migrate()) {
+            XCTAssertEqual(($0 as? PGError)?.sqlState, "22012")
+        }
+        XCTAssertEqual(try Migrator(pool: pool, migrations: migrations).appliedVersions(), [1])
+        let half = try pool.withConnection { try $0.query("SELECT to_regclass('half') IS NULL AS gone")[0].decode("gone", as: Bool.self) }
+        XCTAssertTrue(half)
+    }
+
+    func testConcurrentMigratorsApplyEachMigrationOnce() throws {
+        // Not idempotent on purpose: a second application would fail with "already exists".
+        let migrations = [
+            Migration(version: 1, name: "a", sql: "CREATE TABLE a (id int); SELECT pg_sleep(0.2);"),
+            Migration(version: 2, name: "b", sql: "CREATE TABLE b (id int);"),
+        ]
+        let results = Mutex<[Result<[Int], any Error>]>([])
+        let group = DispatchGroup()
+        let settings = self.settings!
+        for _ in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                let pool = ConnectionPool(settings: settings, configuration: .init(size: 1))
+                let result = Result { try Migrator(pool: pool, migrations: migrations).migrate() }
+                pool.shutdown()
+                results.withLock { $0.append(result) }
+                group.leave()
+            }
+        }
+        group.wait()
+        let all = results.withLock { $0 }
+        XCTAssertEqual(all.count, 4)
+        let applied = try all.map { try $0.get() }
+        XCTAssertEqual(applied.filter { !$0.isEmpty }, [[1, 2]])
+        XCTAssertEqual(try Migrator(pool: pool, migrations: migrations).appliedVersions(), [1, 2])
+    }
+}
