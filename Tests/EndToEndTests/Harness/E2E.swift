@@ -41,6 +41,7 @@ enum E2E {
     /// A compact ES256 JWS over `payload`, signed by the test PKI through `Tests/Fixtures/pki/sign-jws`.
     static func mint(_ payload: JSONValue, key: String? = nil, x5c: [String] = [], alg: String? = nil) throws -> String {
         var arguments: [String] = []
+        if key == nil, x5c.isEmpty, alg == nil, let header = try defaultHeaderFile() { arguments += ["--header", header] }
         if let key { arguments += ["--key", key] }
         for cert in x5c { arguments += ["--x5c", cert] }
         if let alg { arguments += ["--alg", alg] }
@@ -62,6 +63,25 @@ enum E2E {
             throw HarnessFailure(description: "sign-jws failed (\(p.terminationStatus)): \(String(decoding: err, as: UTF8.self))")
         }
         return String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private static let headerFile = Mutex<String?>(nil)
+
+    /// The default chain's JWS header, written once: `sign-jws --header` then skips three certificate
+    /// conversions per JWS (minting dominates this suite's time on a busy machine).
+    private static func defaultHeaderFile() throws -> String? {
+        if let path = headerFile.withLock({ $0 }) { return path }
+        let jws = try mint(["probe": true], x5c: [E2EPaths.pki.appendingPathComponent("leaf.pem").path,
+                                                  E2EPaths.pki.appendingPathComponent("intermediate.pem").path,
+                                                  E2EPaths.pki.appendingPathComponent("root.pem").path])
+        guard let first = jws.split(separator: ".").first else { return nil }
+        var b64 = first.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while b64.count % 4 != 0 { b64 += "=" }
+        guard let data = Data(base64Encoded: b64) else { return nil }
+        let path = NSTemporaryDirectory() + "bouncer-e2e-header-\(getpid()).json"
+        try data.write(to: URL(fileURLWithPath: path))
+        headerFile.withLock { $0 = path }
+        return path
     }
 
     /// The JSON payload of a compact JWS (the middle part, base64url).
