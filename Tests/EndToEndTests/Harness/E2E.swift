@@ -7,6 +7,12 @@ import TestSupport
 import XCTest
 
 /// Shared helpers for the end-to-end suite: tokens, ids, JWS minting, dates.
+///
+/// The suite drives the real `bouncer` binary (`.build/<config>/bouncer`, built by `swift build --build-tests`) over
+/// real HTTP against real PostgreSQL (the process-wide throwaway cluster from `TestSupport`; the outage test starts
+/// its own so it can stop it). Receipts are signed by the committed test PKI through `Tests/Fixtures/pki/sign-jws`
+/// and trusted via `BOUNCER_ROOT_CERTIFICATES`; `AppleRootsE2ETests` instead runs with the bundled Apple roots and a
+/// real sandbox transaction from `../shared/test-vectors`. Run: `swift test --disable-swift-testing --filter EndToEndTests`.
 enum E2E {
     static let adminToken = "e2e-admin-token-0123456789abcdef"
     static var admin: [String: String] { ["Authorization": "Bearer \(adminToken)"] }
