@@ -121,6 +121,10 @@ enum AdminCommands {
                 }
             }
             guard !new.name.isEmpty, !new.bundleId.isEmpty else { throw UsageError(message: "--name and --bundle-id are required") }
+            // The admin API's limits (POST /v1/admin/projects): name up to 200 scalars, bundle id up to 255.
+            guard new.name.unicodeScalars.count <= 200, new.bundleId.unicodeScalars.count <= 255 else {
+                throw UsageError(message: "--name must be at most 200 characters and --bundle-id at most 255")
+            }
             if !environments.isEmpty { new.environments = environments }
             let project = new
             return { store in
