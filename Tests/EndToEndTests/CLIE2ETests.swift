@@ -52,8 +52,10 @@ extension ContractE2ETests {
         XCTAssertTrue(bad.stderr.contains("usage: bouncer project"), bad.stderr)
         XCTAssertEqual(try cli(["project", "create", "--name", "x"]).status, 2)
         XCTAssertEqual(try cli(["project", "create", "--name", "x", "--bundle-id", "com.x", "--transfer-policy", "steal"]).status, 2)
+        XCTAssertEqual(try cli(["project", "create", "--name", String(repeating: "n", count: 201), "--bundle-id", "com.x"]).status, 2)
+        XCTAssertEqual(try cli(["project", "create", "--name", "x", "--bundle-id", "com.x" + String(repeating: "b", count: 251)]).status, 2)
         XCTAssertEqual(try db.count("products", project: tenant.id), 0)
-        XCTAssertEqual(try db.query("SELECT 1 FROM projects WHERE bundle_id = 'com.x'").count, 0)
+        XCTAssertEqual(try db.query("SELECT 1 FROM projects WHERE bundle_id LIKE 'com.x%'").count, 0)
     }
 
     /// The CLI claims the admin API's rules: an entitlement must be 1 to 128 characters there.
