@@ -62,6 +62,13 @@ public struct TrustedRoots: Sendable {
         try self.init(derCertificates: ders)
     }
 
+    /// The roots named by `BOUNCER_ROOT_CERTIFICATES` in `environment` (colon-separated DER/PEM paths),
+    /// or `.apple` when the variable is unset or empty.
+    public static func fromEnvironment(_ environment: [String: String]) throws(RootCertificateError) -> TrustedRoots {
+        guard let value = environment["BOUNCER_ROOT_CERTIFICATES"], !value.isEmpty else { return .apple }
+        return try TrustedRoots(contentsOf: paths(fromEnvironmentValue: value))
+    }
+
     /// Parses `BOUNCER_ROOT_CERTIFICATES`-style text: colon-separated paths, empty entries ignored.
     public static func paths(fromEnvironmentValue value: String) -> [String] {
         value.split(separator: ":").map(String.init).filter { !$0.isEmpty }
