@@ -193,7 +193,10 @@ public final class SignedDataVerifier: Sendable {
         } else {
             throw .format(.payload, "payload field \(kind.dateField) is required (it is the effective date for certificate validity)")
         }
-        let seconds = Int64(effective.timeIntervalSince1970.rounded(.down))
+        // Clamped to years 1...9999: a caller's `at:` may be any Date, Int64(Double) traps outside
+        // Int64's range, and OpenSSL cannot compare certificate times beyond year 9999.
+        let interval = effective.timeIntervalSince1970.rounded(.down)
+        let seconds = interval.isNaN ? 0 : Int64(max(-62_135_596_800, min(253_402_300_799, interval)))
         let signingInput = 0..<dots[1]
 
         // Steady state: same header, effective date inside the verified window, not Xcode.

@@ -176,6 +176,8 @@ final class TrustStore: @unchecked Sendable {
                         return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate expired at the effective date", debug: debug))
                     case X509_V_ERR_CERT_NOT_YET_VALID:
                         return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate not yet valid at the effective date", debug: debug))
+                    case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD:
+                        return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate validity cannot be compared with the effective date", debug: debug))
                     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
                          X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
                          X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
