@@ -140,6 +140,17 @@ final class GeneratedPKITests: XCTestCase {
                               code: .invalidJWSFormat, step: .x5c)
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(payload, header: #"{"alg":"ES256","x5c":["!!","QQ==","QQ=="]}"#), policy: policy),
                               code: .invalidJWSFormat, step: .x5c, reasonContains: "x5c[0]")
+        // Not a certificate: OpenSSL's reason goes to debugDetail, and the thread's error queue is left empty.
+        do {
+            _ = try verifier.verifyTransaction(try Fixture.sign(payload, header: #"{"alg":"ES256","x5c":["MAMCAQA=","MAMCAQA=","MAMCAQA="]}"#), policy: policy)
+            XCTFail("accepted a non-certificate")
+        } catch let error as VerificationError {
+            XCTAssertEqual(error.code, .invalidJWSFormat)
+            XCTAssertEqual(error.step, .x5c)
+            XCTAssertTrue(error.debugDetail.contains("error:"), error.debugDetail)
+            XCTAssertFalse(error.description.contains("error:"))   // OpenSSL internals never reach the client text
+        }
+        XCTAssertEqual(OpenSSLErrors.drain(), "")
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(payload, header: #"["alg","ES256"]"#), policy: policy),
                               code: .invalidJWSFormat, step: .header)
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(payload, header: #"{"alg":"ES256""#), policy: policy),
