@@ -13,7 +13,25 @@ public struct JSONObject: Sendable, Equatable, Sequence, ExpressibleByDictionary
     /// Member count above which a key → position index is kept.
     static let indexThreshold = 32
 
-    private var members: [Element]
+    /// Storage element. A struct rather than the `Element` tuple so the array's value witnesses
+    /// are specialized (tuple arrays go through the runtime's generic tuple code).
+    struct Member: Sendable {
+        let key: String
+        var value: JSONValue
+    }
+
+    /// Iterates members in order as `(key, value)`.
+    public struct Iterator: IteratorProtocol {
+        private var base: IndexingIterator<[Member]>
+        init(_ members: [Member]) { base = members.makeIterator() }
+        /// The next member, or `nil` at the end.
+        public mutating func next() -> Element? {
+            guard let member = base.next() else { return nil }
+            return (member.key, member.value)
+        }
+    }
+
+    private var members: [Member]
     private var index: [String: Int]
 
     /// An empty object.
@@ -23,7 +41,7 @@ public struct JSONObject: Sendable, Equatable, Sequence, ExpressibleByDictionary
     }
 
     /// Members from the parser, already known to have unique keys; `index` built when large.
-    init(uniqueMembers: [Element], index: [String: Int]) {
+    init(uniqueMembers: [Member], index: [String: Int]) {
         self.members = uniqueMembers
         self.index = index
     }
@@ -52,7 +70,7 @@ public struct JSONObject: Sendable, Equatable, Sequence, ExpressibleByDictionary
     public var values: [JSONValue] { members.map(\.value) }
 
     /// Iterates members in order.
-    public func makeIterator() -> IndexingIterator<[Element]> { members.makeIterator() }
+    public func makeIterator() -> Iterator { Iterator(members) }
 
     /// The value for `key`, or `nil`. Setting replaces in place or appends; setting `nil` removes.
     public subscript(key: String) -> JSONValue? {
@@ -66,7 +84,7 @@ public struct JSONObject: Sendable, Equatable, Sequence, ExpressibleByDictionary
             case (let position?, let value?):
                 members[position].value = value
             case (nil, let value?):
-                members.append((key, value))
+                members.append(Member(key: key, value: value))
                 if !index.isEmpty {
                     index[key] = members.count - 1
                 } else if members.count > Self.indexThreshold {

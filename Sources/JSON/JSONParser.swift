@@ -9,8 +9,9 @@
 public enum JSONParser {
     /// Resource limits applied while parsing.
     public struct Limits: Sendable, Equatable {
-        /// Hard ceiling on `maxDepth`: the parser recurses once per level, and this keeps the
-        /// deepest document within a small thread stack (a few hundred KiB).
+        /// Hard ceiling on `maxDepth`. Parsing (and writing) recurses once per level, about
+        /// 0.5 KiB of stack per level in release builds (~2 KiB in debug), so even the ceiling
+        /// fits a 256 KiB thread stack in release; the default 64 fits one in debug too.
         public static let depthCeiling = 512
 
         /// Maximum nesting of arrays/objects (a scalar document has depth 0, `[]` depth 1).
@@ -80,6 +81,11 @@ private struct Parser {
     var depth = 0
     /// Reused buffer for strings that contain escapes.
     var scratch: [UInt8] = []
+    /// Key fingerprints of the objects being parsed (a stack shared by all nesting levels).
+    var keyPrints: [UInt64] = []
+    /// Elements of the open arrays and members of the open objects, innermost on top.
+    let elements = MoveStack<JSONValue>()
+    let members = MoveStack<JSONObject.Member>()
 
     init(base: UnsafePointer<UInt8>, end: Int, limits: JSONParser.Limits) {
         self.base = base
@@ -87,6 +93,7 @@ private struct Parser {
         self.maxDepth = min(limits.maxDepth, JSONParser.Limits.depthCeiling)
         self.maxStringBytes = limits.maxStringBytes
         self.maxNumberBytes = limits.maxNumberBytes
+        keyPrints.reserveCapacity(64)
     }
 
     mutating func parseDocument() throws(JSONError) -> JSONValue {
@@ -144,14 +151,14 @@ private struct Parser {
 
     mutating func parseArray() throws(JSONError) -> [JSONValue] {
         try enterContainer()
-        var elements: [JSONValue] = []
         if pos < end, base[pos] == UInt8(ascii: "]") {
             pos &+= 1
             depth &-= 1
-            return elements
+            return []
         }
+        let start = elements.count
         while true {
-            elements.append(try parseValue())
+            elements.push(try parseValue())
             skipWhitespace()
             guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
             let separator = base[pos]
@@ -166,32 +173,40 @@ private struct Parser {
             }
         }
         depth &-= 1
-        return elements
+        return elements.popArray(from: start)
     }
 
     mutating func parseObject() throws(JSONError) -> JSONObject {
         try enterContainer()
-        var members: [JSONObject.Element] = []
         var index: [String: Int] = [:]
         if pos < end, base[pos] == UInt8(ascii: "}") {
             pos &+= 1
             depth &-= 1
-            return JSONObject(uniqueMembers: members, index: index)
+            return JSONObject(uniqueMembers: [], index: index)
         }
+        let start = members.count
+        // This object's key fingerprints live at keyPrints[printsStart...]; nested objects push
+        // above them and pop before we continue.
+        let printsStart = keyPrints.count
         while true {
             guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
             guard base[pos] == UInt8(ascii: "\"") else { throw JSONError(.unexpectedCharacter, at: pos) }
             let keyOffset = pos
-            let key = try parseString()
-            // Duplicate check: linear while small (cheap for ~25 short keys), indexed beyond.
-            if members.count < JSONObject.indexThreshold {
-                for member in members where member.key == key { throw JSONError(.duplicateKey, at: keyOffset) }
+            let (key, print) = try parseString(fingerprint: true)
+            // Duplicate check: compare fingerprints (then strings on a match) while small,
+            // hash beyond that so hostile objects with many keys stay linear.
+            let memberCount = members.count &- start
+            if memberCount < JSONObject.indexThreshold {
+                for position in keyPrints.indices[printsStart...] where keyPrints[position] == print {
+                    if members[start &+ position &- printsStart].key == key { throw JSONError(.duplicateKey, at: keyOffset) }
+                }
+                keyPrints.append(print)
             } else {
                 if index.isEmpty {
-                    index.reserveCapacity(members.count * 2)
-                    for (position, member) in members.enumerated() { index[member.key] = position }
+                    index.reserveCapacity(memberCount * 2)
+                    for position in 0..<memberCount { index[members[start &+ position].key] = position }
                 }
-                if index.updateValue(members.count, forKey: key) != nil {
+                if index.updateValue(memberCount, forKey: key) != nil {
                     throw JSONError(.duplicateKey, at: keyOffset)
                 }
             }
@@ -201,7 +216,7 @@ private struct Parser {
             pos &+= 1
             skipWhitespace()
             let value = try parseValue()
-            members.append((key, value))
+            members.push(JSONObject.Member(key: key, value: value))
             skipWhitespace()
             guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
             let separator = base[pos]
@@ -215,8 +230,9 @@ private struct Parser {
                 throw JSONError(.unexpectedCharacter, at: pos)
             }
         }
+        keyPrints.removeSubrange(printsStart...)
         depth &-= 1
-        return JSONObject(uniqueMembers: members, index: index)
+        return JSONObject(uniqueMembers: members.popArray(from: start), index: index)
     }
 
     mutating func parseNumber() throws(JSONError) -> JSONNumber {
@@ -230,7 +246,15 @@ private struct Parser {
     // MARK: Strings
 
     /// Parses the string whose opening quote is at `pos`.
+    @inline(__always)
     mutating func parseString() throws(JSONError) -> String {
+        try parseString(fingerprint: false).string
+    }
+
+    /// Parses the string whose opening quote is at `pos`; with `fingerprint`, also returns a cheap
+    /// 64-bit digest of its decoded bytes for duplicate-key checks (equal strings, equal digests).
+    @inline(__always)
+    mutating func parseString(fingerprint: Bool) throws(JSONError) -> (string: String, print: UInt64) {
         let quoteOffset = pos
         let start = pos &+ 1
         var stop = try scanRun(from: start)
@@ -238,7 +262,8 @@ private struct Parser {
             // Fast path: no escapes, the bytes are the string.
             guard stop &- start <= maxStringBytes else { throw JSONError(.tooLarge, at: quoteOffset) }
             pos = stop &+ 1
-            return String(decoding: UnsafeBufferPointer(start: base + start, count: stop &- start), as: UTF8.self)
+            let bytes = UnsafeBufferPointer(start: base + start, count: stop &- start)
+            return (String(decoding: bytes, as: UTF8.self), fingerprint ? Self.fingerprint(bytes) : 0)
         }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: UnsafeBufferPointer(start: base + start, count: stop &- start))
@@ -249,37 +274,63 @@ private struct Parser {
         }
         guard stop &- start <= maxStringBytes else { throw JSONError(.tooLarge, at: quoteOffset) }
         pos = stop &+ 1
-        return String(decoding: scratch, as: UTF8.self)
+        return scratch.withUnsafeBufferPointer { bytes in
+            (String(decoding: bytes, as: UTF8.self), fingerprint ? Self.fingerprint(bytes) : 0)
+        }
     }
 
-    /// Scans string content from `i` to the next `"` or `\` and returns its index (always `< end`).
-    /// Validates UTF-8 and rejects raw control characters on the way.
+    /// Length, first and last eight bytes, mixed. Not a hash table hash: a fast filter in front of
+    /// string equality, so colliding keys only cost a string compare.
+    @inline(__always)
+    static func fingerprint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let count = bytes.count
+        var head: UInt64 = 0, tail: UInt64 = 0
+        if let base = bytes.baseAddress, count >= 8 {
+            let raw = UnsafeRawPointer(base)
+            head = raw.loadUnaligned(as: UInt64.self)
+            tail = raw.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+        } else {
+            for byte in bytes { head = head << 8 | UInt64(byte) }
+        }
+        return (head ^ (tail &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(truncatingIfNeeded: count)) &* 0xFF51_AFD7_ED55_8CCD
+    }
+
+    /// Scans string content from `start` to the next `"` or `\` and returns its index (always
+    /// `< end`). Validates UTF-8 and rejects raw control characters on the way.
     @inline(__always)
     func scanRun(from start: Int) throws(JSONError) -> Int {
         var i = start
         let raw = UnsafeRawPointer(base)
         while true {
-            // Eight bytes at a time while none is `"`, `\`, < 0x20 or >= 0x80 (SWAR; exact as a
-            // yes/no test, so a hit just falls through to the byte loop).
-            while i &+ 8 <= end {
-                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if Self.wordNeedsAttention(word) { break }
-                i &+= 8
+            if i &+ 8 <= end {
+                // Eight bytes at a time (SWAR): jump straight to the first byte that is `"`, `\`,
+                // < 0x20 or >= 0x80, if any.
+                let mask = Self.attentionMask(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                if mask == 0 {
+                    i &+= 8
+                    continue
+                }
+                i &+= mask.trailingZeroBitCount &>> 3  // little-endian: low byte first
+            } else {
+                guard i < end else { throw JSONError(.unexpectedEnd, at: end) }
+                let byte = base[i]
+                if byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") {
+                    i &+= 1
+                    continue
+                }
             }
-            guard i < end else { throw JSONError(.unexpectedEnd, at: end) }
             let byte = base[i]
             if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return i }
             if byte < 0x20 { throw JSONError(.controlCharacter, at: i) }
-            if byte < 0x80 {
-                i &+= 1
-            } else {
-                i &+= try utf8SequenceLength(at: i)
-            }
+            i &+= try utf8SequenceLength(at: i)
         }
     }
 
+    /// High bit set in each byte lane of `word` that is `"`, `\`, < 0x20 or >= 0x80. Classic
+    /// "has zero / has less" bit tricks: borrows can only set lanes *above* a true hit, so the
+    /// lowest set lane is always exact, which is all `scanRun` uses.
     @inline(__always)
-    static func wordNeedsAttention(_ word: UInt64) -> Bool {
+    static func attentionMask(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quotes = word ^ (ones &* 0x22)
@@ -288,7 +339,7 @@ private struct Parser {
             | ((backslashes &- ones) & ~backslashes)
             | ((word &- ones &* 0x20) & ~word)
             | word
-        return flagged & highs != 0
+        return flagged & highs
     }
 
     /// Length of the well-formed UTF-8 sequence starting with the non-ASCII byte at `i`

@@ -63,28 +63,69 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
         var text = string
         text.withUTF8 { utf8 in
+            guard let base = utf8.baseAddress else { return }
+            let count = utf8.count
+            let raw = UnsafeRawPointer(base)
             var runStart = 0
-            for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
-                runStart = i + 1
-                bytes.append(UInt8(ascii: "\\"))
-                switch byte {
-                case 0x22: bytes.append(UInt8(ascii: "\""))
-                case 0x5C: bytes.append(UInt8(ascii: "\\"))
-                case 0x08: bytes.append(UInt8(ascii: "b"))
-                case 0x0C: bytes.append(UInt8(ascii: "f"))
-                case 0x0A: bytes.append(UInt8(ascii: "n"))
-                case 0x0D: bytes.append(UInt8(ascii: "r"))
-                case 0x09: bytes.append(UInt8(ascii: "t"))
-                default:
-                    let hex: StaticString = "0123456789abcdef"
-                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                              hex.utf8Start[Int(byte >> 4)], hex.utf8Start[Int(byte & 0xF)]])
+            var i = 0
+            while i < count {
+                if i &+ 8 <= count {
+                    // Eight bytes at a time to the first byte that needs escaping, if any.
+                    let mask = Self.escapeMask(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                    if mask == 0 {
+                        i &+= 8
+                        continue
+                    }
+                    i &+= mask.trailingZeroBitCount &>> 3
+                } else {
+                    let byte = base[i]
+                    if byte >= 0x20, byte != 0x22, byte != 0x5C {
+                        i &+= 1
+                        continue
+                    }
                 }
+                bytes.append(contentsOf: UnsafeBufferPointer(start: base + runStart, count: i &- runStart))
+                appendEscape(for: base[i])
+                i &+= 1
+                runStart = i
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base + runStart, count: count &- runStart))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// High bit set in each byte lane of `word` that is `"`, `\` or < 0x20 (exact for the lowest
+    /// lane, which is all `writeString` uses; see `Parser.attentionMask`).
+    @inline(__always)
+    private static func escapeMask(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        let flagged = ((quotes &- ones) & ~quotes)
+            | ((backslashes &- ones) & ~backslashes)
+            | ((word &- ones &* 0x20) & ~word)
+        return flagged & 0x8080_8080_8080_8080
+    }
+
+    /// RFC 8259 §7: short forms where they exist, else `\u00XX`.
+    private mutating func appendEscape(for byte: UInt8) {
+        bytes.append(UInt8(ascii: "\\"))
+        switch byte {
+        case 0x22: bytes.append(UInt8(ascii: "\""))
+        case 0x5C: bytes.append(UInt8(ascii: "\\"))
+        case 0x08: bytes.append(UInt8(ascii: "b"))
+        case 0x0C: bytes.append(UInt8(ascii: "f"))
+        case 0x0A: bytes.append(UInt8(ascii: "n"))
+        case 0x0D: bytes.append(UInt8(ascii: "r"))
+        case 0x09: bytes.append(UInt8(ascii: "t"))
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            bytes.append(UInt8(ascii: "u"))
+            bytes.append(UInt8(ascii: "0"))
+            bytes.append(UInt8(ascii: "0"))
+            bytes.append(hex.utf8Start[Int(byte &>> 4)])
+            bytes.append(hex.utf8Start[Int(byte & 0xF)])
+        }
     }
 
     private mutating func newline() {

@@ -1,5 +1,6 @@
 import XCTest
 @testable import JSON
+import Synchronization
 
 final class JSONParserTests: XCTestCase {
     func testScalarsParseToExactValues() throws {
@@ -233,5 +234,39 @@ func assertRejects(
     } catch {
         XCTAssertEqual(error.code, code, "\(String(decoding: Array(input), as: UTF8.self).debugDescription)", file: file, line: line)
         XCTAssertEqual(error.offset, offset, "\(String(decoding: Array(input), as: UTF8.self).debugDescription)", file: file, line: line)
+    }
+}
+
+final class JSONStackDepthTests: XCTestCase {
+    /// Parses (and re-serializes) the deepest documents `limits` allows on a thread with
+    /// `stackKiB` of stack; returns [arrays parsed, objects parsed, objects written back].
+    private func parseDeepest(limits: JSONParser.Limits, stackKiB: Int) -> [Bool] {
+        let depth = min(limits.maxDepth, JSONParser.Limits.depthCeiling)
+        let arrays = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        let objects = String(repeating: #"{"k":"#, count: depth) + "1" + String(repeating: "}", count: depth)
+        let results = Mutex<[Bool]>([])
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let ok = [arrays, objects].map { (try? JSONParser.parse($0, limits: limits)) != nil }
+            let written = (try? JSONParser.parse(objects, limits: limits))?.serialized().count == objects.utf8.count
+            results.withLock { $0 = ok + [written] }
+            done.signal()
+        }
+        thread.stackSize = stackKiB * 1024
+        thread.start()
+        done.wait()
+        return results.withLock { $0 }
+    }
+
+    /// Default limits on a small worker stack, even in a debug build (~2 KiB per level there).
+    func testDefaultDepthFitsIn256KiBStack() {
+        XCTAssertEqual(parseDeepest(limits: JSONParser.Limits(), stackKiB: 256), [true, true, true])
+    }
+
+    /// The ceiling (512 levels) on a 4 MiB stack: release builds need ~0.5 KiB per level
+    /// (measured: fine at 256 KiB), debug builds ~2 KiB (fine at 2 MiB).
+    func testDepthCeilingFitsIn4MiBStack() {
+        let limits = JSONParser.Limits(maxDepth: JSONParser.Limits.depthCeiling)
+        XCTAssertEqual(parseDeepest(limits: limits, stackKiB: 4096), [true, true, true])
     }
 }

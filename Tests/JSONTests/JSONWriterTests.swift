@@ -31,6 +31,30 @@ final class JSONWriterTests: XCTestCase {
         XCTAssertEqual(JSONValue.string("").serializedString(), #""""#)
     }
 
+    /// Escapes at every position relative to the 8-byte scanning window, against a plain reference.
+    func testEscapingAtEveryAlignmentMatchesReference() {
+        func reference(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\u{1}": out += "\\u0001"
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        for k in 0..<17 {
+            for special in ["\"", "\\", "\n", "\u{1}", "é", "😀"] {
+                let text = String(repeating: "a", count: k) + special + "é" + String(repeating: "b", count: 17 - k) + special
+                XCTAssertEqual(JSONValue.string(text).serializedString(), reference(text), "\(k) \(special.debugDescription)")
+                XCTAssertEqual(try JSONParser.parse(JSONValue.string(text).serialized()).stringValue, text)
+            }
+        }
+    }
+
     func testKeysAreEscapedToo() {
         let value: JSONValue = ["a\"\n": 1]
         XCTAssertEqual(value.serializedString(), #"{"a\"\n":1}"#)

@@ -13,7 +13,8 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     do {
         value = try JSONParser.parse(input, limits: limits)
     } catch {
-        guard error.offset >= 0, error.offset <= max(size, limits.maxBytes) else { fatalError("offset out of range: \(error)") }
+        // Offsets point into the input (or just past it, for a premature end).
+        guard error.offset >= 0, error.offset <= size else { fatalError("offset out of range: \(error)") }
         return 0
     }
     let compact = value.serialized()
@@ -54,9 +55,17 @@ private func checkNumbers(in value: JSONValue) {
     case .array(let elements):
         for element in elements { checkNumbers(in: element) }
     case .object(let object):
+        var rebuilt = JSONObject()
         for (key, member) in object {
             guard object[key] == member else { fatalError("lookup of \(key) disagrees with iteration") }
+            rebuilt[key] = member
             checkNumbers(in: member)
+        }
+        // Building the same members through the mutation API gives the same object, same order.
+        guard rebuilt.orderedEquals(object), rebuilt == object else { fatalError("rebuilt object differs") }
+        if let first = object.keys.first {
+            rebuilt[first] = nil
+            guard rebuilt.count == object.count - 1, rebuilt[first] == nil else { fatalError("removal failed") }
         }
     default:
         break
