@@ -218,3 +218,39 @@ extension ContractE2ETests {
         assertError(try otherAPI.postReceipt(newKey, try production.mint()), 401, "AUTH_INVALID_PUBLIC_KEY")
     }
 }
+
+extension ContractE2ETests {
+    /// SDKs reuse connections: successes and every kind of 4xx in sequence on one keep-alive connection.
+    func testOneKeepAliveConnectionCarriesSuccessesAndErrors() throws {
+        let api = try api
+        let tenant = try api.createProject()
+        try api.mapProduct(tenant)
+        let connection = try KeepAliveConnection(port: try server.port)
+        let json = ["Content-Type": "application/json"]
+        let path = "/v1/receipts/\(tenant.publicKey)"
+        let payload = TransactionPayload(bundleId: tenant.bundleId)
+        let good = Array(E2E.receiptBody(try payload.mint(), user: "kept").serializedString().utf8)
+        let steps: [(String, String, [String: String], [UInt8]?, Int)] = [
+            ("POST", path, json, good, 201),
+            ("POST", path, json, Array(#"{"signed_transaction_info":"#.utf8), 400),
+            ("POST", path, ["Content-Type": "text/plain"], good, 400),
+            ("POST", path, json, Array(#"{"signed_transaction_info":"a.b"}"#.utf8), 400),
+            ("POST", "/v1/receipts/pk_nope", json, good, 401),
+            ("GET", "/v1/subscriptions/\(tenant.publicKey)/kept", [:], nil, 200),
+            ("GET", "/v1/admin/projects", [:], nil, 401),
+            ("POST", path, json, good, 201),
+            ("GET", "/v1/nope", [:], nil, 404),
+            ("GET", "/v1/subscriptions/\(tenant.publicKey)/kept", [:], nil, 200),
+        ]
+        var bodies: [Int: [UInt8]] = [:]
+        for (i, step) in steps.enumerated() {
+            let r = try connection.request(step.0, step.1, headers: step.2, body: step.3)
+            XCTAssertEqual(r.status, step.4, "step \(i) \(step.0) \(step.1): \(r)")
+            XCTAssertNotEqual(r.header("Connection")?.lowercased(), "close", "step \(i)")
+            XCTAssertNotNil(try? r.json(), "step \(i)")
+            bodies[i] = r.body
+        }
+        XCTAssertEqual(bodies[0], bodies[7], "the same receipt gives the same answer")
+        XCTAssertEqual(try JSONParser.parse(bodies[9] ?? [])["entitlements"], ["pro"])
+    }
+}

@@ -118,3 +118,69 @@ struct HTTPClient: Sendable {
         return HTTPResponse(status: status, headers: headers, body: body)
     }
 }
+
+/// One persistent HTTP/1.1 connection (keep-alive), as SDKs and backends use: requests in sequence on one socket,
+/// each response framed by Content-Length.
+final class KeepAliveConnection {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int, timeout: Int = 15) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HarnessFailure(description: "socket: errno \(errno)") }
+        var tv = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            close(fd)
+            throw HarnessFailure(description: "connect: errno \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func request(_ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8]? = nil) throws -> HTTPResponse {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: e2e\r\n"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
+        if let body { head += "Content-Length: \(body.count)\r\n" }
+        let bytes = Array((head + "\r\n").utf8) + (body ?? [])
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw HarnessFailure(description: "send: errno \(errno)") }
+            offset += n
+        }
+        return try readResponse(method: method, path: path)
+    }
+
+    private func readResponse(method: String, path: String) throws -> HTTPResponse {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        while true {
+            if buffer.count >= 4, let end = (0...(buffer.count - 4)).first(where: { Array(buffer[$0..<($0 + 4)]) == separator }) {
+                let head = String(decoding: buffer[0..<end], as: UTF8.self).lowercased()
+                let lengthLine = head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+                let length = lengthLine.flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                while buffer.count < end + 4 + length { try fill(method, path) }
+                let response = try HTTPClient.parse(Array(buffer[0..<(end + 4 + length)]), method: method, path: path)
+                buffer.removeFirst(end + 4 + length)
+                return response
+            }
+            try fill(method, path)
+        }
+    }
+
+    private func fill(_ method: String, _ path: String) throws {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else {
+            throw HarnessFailure(description: "\(method) \(path): connection closed or timed out (n=\(n), errno \(errno))")
+        }
+        buffer += chunk[0..<n]
+    }
+}
