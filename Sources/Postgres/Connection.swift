@@ -165,15 +165,13 @@ public final class Connection: @unchecked Sendable {
     /// Runs several `;`-separated statements with the simple query protocol (migrations, DDL).
     /// No parameters: the caller vouches the text holds nothing untrusted.
     public func executeScript(unsafeSQL sql: String) throws(PGError) {
-        var last: ResultHandle?
         guard PQsendQuery(conn, sql) == 1 else { throw connectionError() }
+        // Drain every result (one per statement) so the connection is ready for the next command.
         var firstError: PGError?
         while let raw = PQgetResult(conn) {
             let result = ResultHandle(raw)
             if firstError == nil, let error = error(from: result) { firstError = error }
-            last = result
         }
-        _ = last
         if let firstError { throw firstError }
         if isBroken { throw connectionError() }
     }

@@ -113,14 +113,21 @@ public final class ConnectionPool: Sendable {
     public func transaction<T>(isolation: IsolationLevel = .readCommitted, _ body: (Connection) throws -> T) throws -> T {
         var attempt = 0
         while true {
+            var bodyStarted = false
             do {
                 return try withConnection { connection in
-                    try connection.transaction(isolation: isolation, body)
+                    try connection.transaction(isolation: isolation) { connection in
+                        bodyStarted = true
+                        return try body(connection)
+                    }
                 }
             } catch let error as PGError where error.isRetryable && attempt < configuration.maxTransactionRetries {
                 attempt += 1
                 // Short jittered backoff so the conflicting transactions do not collide again in lockstep.
                 usleep(UInt32.random(in: 0...(UInt32(min(attempt, 6)) * 2_000)))
+            } catch let error as PGError where error.code == .connectionLost && !bodyStarted && attempt == 0 {
+                // The connection died before BEGIN completed (nothing ran): one fresh connection may try.
+                attempt += 1
             }
         }
     }

@@ -162,6 +162,11 @@ final class PoolTests: XCTestCase {
         XCTAssertTrue(pool.ping())
         XCTAssertGreaterThanOrEqual(pool.statistics.discarded, 3)
         XCTAssertEqual(pool.statistics.inUse, 0)
+
+        // Idle connections across a second restart: the very first transaction afterwards succeeds.
+        try cluster.restart()
+        XCTAssertEqual(try pool.transaction { try $0.query("SELECT 2 AS n")[0].decode("n", as: Int.self) }, 2)
+        XCTAssertEqual(pool.statistics.inUse, 0)
     }
 
     func testShutdownFailsCheckoutsWithClosed() throws {

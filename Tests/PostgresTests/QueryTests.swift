@@ -21,7 +21,7 @@ final class QueryTests: XCTestCase {
                 CREATE TABLE t (id int PRIMARY KEY, s text, i8 bigint, i4 int, b bool, d float8, u uuid,
                                 ts timestamptz, arr text[], raw bytea, doc jsonb)
                 """)
-            let id = UUID(uuidString: "6F1C2E1A-4B5D-4C3E-9A8B-7C6D5E4F3A2B")!
+            let id = try XCTUnwrap(UUID(uuidString: "6F1C2E1A-4B5D-4C3E-9A8B-7C6D5E4F3A2B"))
             let date = Date(timeIntervalSince1970: 1_700_000_000.123456)
             let text = "héllo wörld ✓ 🍏 'quoted' \"double\" \\ back"
             let array = ["a", "with,comma", "{brace}", "quote\"", "", "ünï 🍏", "NULL"]

@@ -51,8 +51,8 @@ final class MigrationTests: XCTestCase {
         let tables = try pool.withConnection { c in
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
-        XCTAssertEqual(tables, ["notifications", "ownership_events", "pending_renewals", "products", "projects", "purchases",
-                                "schema_migrations", "subscriptions", "transactions"])
+        XCTAssertEqual(tables, ["notifications", "ownership_events", "pending_renewals", "products", "projects",
+                                "purchases", "schema_migrations", "subscriptions", "transactions"])
     }
 
     func testTenantKeysStartWithProjectID() throws {

@@ -49,14 +49,13 @@ do {
             Thread.detachNewThread {
                 var count = 0
                 do {
-                    try pool.withConnection { c in
-                        try upsert(c)
-                        ready.leave()
-                        go.wait()
-                        while !stop.load(ordering: .relaxed) {
-                            try upsert(c)
-                            count += 1
-                        }
+                    try pool.withConnection { c in try upsert(c) }
+                    ready.leave()
+                    go.wait()
+                    // A pool checkout (with its health check) per statement, as a request handler does.
+                    while !stop.load(ordering: .relaxed) {
+                        try pool.withConnection { c in try upsert(c) }
+                        count += 1
                     }
                 } catch {
                     errors.add(1, ordering: .relaxed)

@@ -1,0 +1,104 @@
+import Domain
+import Foundation
+import Postgres
+import Storage
+import TestSupport
+import XCTest
+
+/// A fresh, migrated database with both stores over one pool. Call `close()` when done.
+struct TestStores {
+    let pool: ConnectionPool
+    let projects: PostgresProjectStore
+    let purchases: PostgresPurchaseStore
+
+    static func make(label: String = "storage", poolSize: Int = 4) throws -> TestStores {
+        let settings = try TestDatabase.create(label: label)
+        let pool = ConnectionPool(
+            settings: settings, configuration: .init(size: poolSize, acquireTimeout: .seconds(20)))
+        try Migrator(pool: pool).migrate()
+        return TestStores(
+            pool: pool, projects: PostgresProjectStore(pool: pool), purchases: PostgresPurchaseStore(pool: pool))
+    }
+
+    func close() { pool.shutdown() }
+
+    /// Runs a query outside the stores, to check the exact rows they wrote.
+    func rows(_ query: Query) throws -> Rows {
+        try pool.withConnection { try $0.query(query) }
+    }
+
+    /// `SELECT count(*)` of a query's rows.
+    func count(_ query: Query) throws -> Int {
+        let rows = try pool.withConnection { try $0.query(query) }
+        return try XCTUnwrap(rows.first).decode(at: 0, as: Int.self)
+    }
+
+    /// A project with a fixed key pair derived from `n`, and the given policy.
+    func makeProject(_ n: Int = 1, policy: TransferPolicy = .transfer) throws -> Project {
+        try projects.createProject(
+            NewProject(name: "App \(n)", bundleId: "com.example.app\(n)", transferPolicy: policy),
+            publicKey: Fixtures.publicKey(n), secretKeyHash: Fixtures.hash(n), now: Fixtures.t0)
+    }
+}
+
+/// Fixed instants and fact builders. Whole seconds, so timestamptz (microseconds) round-trips exactly.
+enum Fixtures {
+    static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+    static let day: TimeInterval = 86_400
+
+    static func at(_ days: Double) -> Date { t0.addingTimeInterval(days * day) }
+
+    static func publicKey(_ n: Int) -> String { "pk_" + String(repeating: String(n % 10), count: 32) }
+    static func hash(_ n: Int) -> [UInt8] { (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ n) } }
+
+    /// A monthly subscription transaction: purchased `start` days after t0, expiring 30 days later,
+    /// signed `signed` days after t0 (default: at purchase).
+    static func monthly(
+        _ id: String, original: String = "1000", product: String = "pro.monthly", start: Double,
+        signed: Double? = nil, revokedAt: Double? = nil, environment: StoreEnvironment = .production
+    ) -> TransactionFacts {
+        TransactionFacts(
+            transactionId: id, originalTransactionId: original, productId: product, type: .autoRenewable,
+            environment: environment, purchaseDate: at(start), originalPurchaseDate: at(0),
+            expiresDate: at(start + 30), revocationDate: revokedAt.map(at), revocationReason: revokedAt.map { _ in 0 },
+            appAccountToken: UUID(uuidString: "6F1C2D3E-4A5B-4C6D-8E7F-8091A2B3C4D5"),
+            ownershipType: .purchased, signedDate: at(signed ?? start),
+            // Canonical jsonb text (one key), so the stored payload reads back byte-identical.
+            payloadJSON: "{\"transactionId\": \"\(id)\"}")
+    }
+
+    /// A lifetime (non-consumable) transaction.
+    static func lifetime(_ id: String, product: String = "lifetime") -> TransactionFacts {
+        TransactionFacts(
+            transactionId: id, originalTransactionId: id, productId: product, type: .nonConsumable,
+            environment: .production, purchaseDate: at(0), signedDate: at(0), payloadJSON: "{\"transactionId\": \"\(id)\"}")
+    }
+
+    static func renewal(
+        original: String = "1000", signed: Double, autoRenew: Int = 1, grace: Double? = nil, retry: Bool? = nil
+    ) -> RenewalFacts {
+        RenewalFacts(
+            originalTransactionId: original, productId: "pro.monthly", autoRenewProductId: "pro.yearly",
+            autoRenewStatus: autoRenew, expirationIntent: autoRenew == 0 ? 1 : nil,
+            gracePeriodExpiresDate: grace.map(at), isInBillingRetryPeriod: retry, priceIncreaseStatus: nil,
+            offerType: 2, offerIdentifier: "spring", renewalDate: at(30), environment: .production,
+            signedDate: at(signed), payloadJSON: "{\"signedDate\": \(Int(signed))}")
+    }
+}
+
+/// Asserts that `body` throws a `DomainError` with `code`, and returns it.
+@discardableResult
+func assertDomainError<T>(
+    _ code: DomainError.Code, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T
+) -> DomainError? {
+    do {
+        _ = try body()
+        XCTFail("expected DomainError \(code), got a value", file: file, line: line)
+    } catch let error as DomainError {
+        XCTAssertEqual(error.code, code, String(reflecting: error), file: file, line: line)
+        return error
+    } catch {
+        XCTFail("expected DomainError \(code), got \(String(reflecting: error))", file: file, line: line)
+    }
+    return nil
+}
