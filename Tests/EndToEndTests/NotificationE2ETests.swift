@@ -64,9 +64,11 @@ final class NotificationE2ETests: XCTestCase {
     }
 
     func subscriber(expired: Bool = false, ownership: String = "PURCHASED", bind: Bool = true,
-                    file: StaticString = #filePath, line: UInt = #line) throws -> Subscriber {
+                    bundle: String = E2E.uniqueBundle(), file: StaticString = #filePath, line: UInt = #line)
+        throws -> Subscriber
+    {
         let api = try api
-        let tenant = try api.createProject(file: file, line: line)
+        let tenant = try api.createProject(bundleId: bundle, file: file, line: line)
         try api.mapProduct(tenant, "com.e2e.pro.monthly", ["pro"], file: file, line: line)
         try api.mapProduct(tenant, "com.e2e.pro.yearly", ["pro", "yearly"], file: file, line: line)
         try api.mapProduct(tenant, "com.e2e.lifetime", ["lifetime"], file: file, line: line)
@@ -459,21 +461,20 @@ final class NotificationE2ETests: XCTestCase {
             anchor.initial.originalPurchaseDate = anchor.initial.purchaseDate
             anchor.initial.expiresDate = E2E.ms(-60 * Self.day)
             anchor.initial.signedDate = anchor.initial.purchaseDate
-            let template = lifecycle(anchor, refund: refund)
+            // Minted once: every order's project is the same app (bundle id), so the same JWS serve them all.
+            let template = try lifecycle(anchor, refund: refund).map { ($0.uuid, try $0.mint()) }
+            let receipt = try anchor.initial.mint()
             let orders: [[Int]] = [Array(template.indices), Array(template.indices.reversed()),
                                    template.indices.shuffled(using: &generator),
                                    template.indices.shuffled(using: &generator)]
             for order in orders {
-                var s = try subscriber(bind: false)
+                var s = try subscriber(bind: false, bundle: anchor.bundle)
                 s.initial = anchor.initial
-                s.initial.bundleId = s.bundle
-                let bound = try api.postReceipt(s.tenant.publicKey, try s.initial.mint(), user: s.user)
+                let bound = try api.postReceipt(s.tenant.publicKey, receipt, user: s.user)
                 XCTAssertEqual(bound.status, 201, bound.description)
                 for i in order {
-                    var n = template[i]
-                    n.bundleId = s.bundle
-                    n.transaction?.bundleId = s.bundle
-                    try api.deliver(s.tenant.publicKey, n)
+                    let r = try api.notify(s.tenant.publicKey, template[i].1)
+                    XCTAssertEqual(try r.json(), ["status": "processed", "notification_uuid": .string(template[i].0)])
                 }
                 let (status, answered) = try answer(s)
                 var subscription = answered
@@ -489,7 +490,9 @@ final class NotificationE2ETests: XCTestCase {
             }
             XCTAssertEqual(answers[0]["in_grace_period"], false)
             XCTAssertEqual(answers[0]["in_billing_retry"], false)
-            XCTAssertEqual(answers[0]["current_period_end"], .string(E2E.iso(template[4].transaction?.expiresDate ?? 0)))
+            let recovered = try E2E.payload(ofJWS: template[4].1)["data"]?["signedTransactionInfo"]?.stringValue ?? ""
+            XCTAssertEqual(answers[0]["current_period_end"],
+                           .string(E2E.iso(try E2E.payload(ofJWS: recovered)["expiresDate"]?.int64Value ?? 0)))
         }
     }
 
