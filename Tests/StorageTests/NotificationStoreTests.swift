@@ -2,6 +2,7 @@ import Domain
 import Foundation
 import Postgres
 import Storage
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -284,7 +285,7 @@ final class NotificationStoreTests: XCTestCase {
     }
 
     func testUnknownProjectIsProjectNotFoundAndStoresNothing() throws {
-        var ghost = project!
+        var ghost = try XCTUnwrap(project)
         ghost.id = UUID()
         let n = Self.notification(8, "SUBSCRIBED", signed: Self.t0, transaction: Self.transaction("t1", start: Self.t0))
         XCTAssertThrowsError(try store.recordNotification(n, project: ghost, now: Self.t0)) { error in
@@ -300,6 +301,50 @@ final class NotificationStoreTests: XCTestCase {
         XCTAssertThrowsError(try store.recordNotification(n, project: project, now: Self.t0)) { error in
             XCTAssertEqual((error as? DomainError)?.code, .serviceUnavailable)
         }
+    }
+
+    func testConcurrentRedeliveriesApplyExactlyOnce() throws {
+        pool.shutdown()
+        pool = ConnectionPool(settings: try TestDatabase.create(label: "notifyrace"), configuration: .init(size: 8))
+        try Migrator(pool: pool).migrate()
+        store = PostgresNotificationStore(pool: pool)
+        let projects = PostgresProjectStore(pool: pool)
+        project = try projects.createProject(
+            NewProject(name: "Race", bundleId: "com.example.race"),
+            publicKey: "pk_" + String(repeating: "2", count: 32), secretKeyHash: [1], now: Self.t0)
+
+        // Eight copies of one notification plus eight distinct ones for the same purchase, all at once.
+        let refundedAt = Self.t0.addingTimeInterval(Self.day)
+        let refund = Self.notification(
+            10, "REFUND", signed: refundedAt,
+            transaction: Self.transaction("t1", start: Self.t0, signed: refundedAt, revoked: refundedAt))
+        let store = try XCTUnwrap(self.store), project = try XCTUnwrap(self.project)
+        let outcomes = Mutex<[String]>([])
+        let start = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        for i in 0..<16 {
+            group.enter()
+            Thread {
+                start.wait()
+                let n = i < 8 ? refund : Self.notification(
+                    100 + i, "DID_CHANGE_RENEWAL_STATUS", signed: Self.t0.addingTimeInterval(Double(i)),
+                    transaction: Self.transaction("t1", start: Self.t0),
+                    renewal: Self.renewal(signed: Self.t0.addingTimeInterval(Double(i)), autoRenew: i % 2))
+                let outcome: String
+                do { outcome = try store.recordNotification(n, project: project, now: Self.t0).rawValue } catch {
+                    outcome = String(reflecting: error)
+                }
+                outcomes.withLock { $0.append(i < 8 ? "same:" + outcome : "other:" + outcome) }
+                group.leave()
+            }.start()
+        }
+        for _ in 0..<16 { start.signal() }
+        group.wait()
+        let counted = Dictionary(outcomes.withLock { $0 }.map { ($0, 1) }, uniquingKeysWith: +)
+        XCTAssertEqual(counted, ["same:processed": 1, "same:duplicate": 7, "other:processed": 8])
+        XCTAssertEqual(try count("notifications"), 9)
+        // The refund (newest transaction statement) and the newest renewal info (i = 15: auto-renew 1) won.
+        XCTAssertEqual(try purchaseRow().prefix(4), ["t1", "2026-05-29 20:26:40+00", "2026-06-27 20:26:40+00", "1"])
     }
 
     private func ownedAfterBinding(_ user: String) throws -> [OwnedPurchase] {
