@@ -121,6 +121,10 @@ enum AdminCommands {
                 }
             }
             guard !new.name.isEmpty, !new.bundleId.isEmpty else { throw UsageError(message: "--name and --bundle-id are required") }
+            // The admin API's limits (POST /v1/admin/projects): name up to 200 scalars, bundle id up to 255.
+            guard new.name.unicodeScalars.count <= 200, new.bundleId.unicodeScalars.count <= 255 else {
+                throw UsageError(message: "--name must be at most 200 characters and --bundle-id at most 255")
+            }
             if !environments.isEmpty { new.environments = environments }
             let project = new
             return { store in
@@ -157,6 +161,13 @@ enum AdminCommands {
         case "set":
             guard args.count >= 4 else { throw UsageError(message: "set needs PROJECT_ID PRODUCT_ID ENTITLEMENT...") }
             let id = try projectId(args)
+            // The admin API's limits (PUT …/products/:productId): product id 1–256, each entitlement 1–128 scalars.
+            guard (1...256).contains(args[2].unicodeScalars.count) else {
+                throw UsageError(message: "PRODUCT_ID must be 1 to 256 characters")
+            }
+            guard args.dropFirst(3).allSatisfy({ (1...128).contains($0.unicodeScalars.count) }) else {
+                throw UsageError(message: "each ENTITLEMENT must be 1 to 128 characters")
+            }
             let mapping = ProductMapping(productId: args[2], entitlements: Array(args.dropFirst(3)))
             return { store in
                 guard try store.project(id: id) != nil else { throw DomainError(.projectNotFound, "no project \(id)") }

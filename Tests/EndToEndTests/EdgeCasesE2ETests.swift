@@ -171,3 +171,50 @@ extension ContractE2ETests {
         assertError(upper, 401, "AUTH_INVALID_PUBLIC_KEY")
     }
 }
+
+/// Settings changes take effect at once, on every process serving the database.
+extension ContractE2ETests {
+    func testSettingsChangesApplyAtOnceAcrossProcesses() throws {
+        let api = try api
+        let db = try db
+        let other = try BouncerProcess(databaseURL: db.url)
+        defer { other.stopAndAssertCleanExit() }
+        let otherAPI = API(client: other.client)
+        let tenant = try api.createProject()
+        try api.mapProduct(tenant)
+        let payload = TransactionPayload(bundleId: tenant.bundleId)
+        XCTAssertEqual(try otherAPI.postReceipt(tenant.publicKey, try payload.mint(), user: "u").status, 201)
+        XCTAssertEqual(try otherAPI.user(tenant.publicKey, "u").json()["entitlements"], ["pro"])
+
+        // Re-mapping the product changes what the user is entitled to now; deleting it leaves nothing.
+        try api.mapProduct(tenant, "com.e2e.pro.monthly", ["gold", "pro"])
+        XCTAssertEqual(try otherAPI.user(tenant.publicKey, "u").json()["entitlements"], ["gold", "pro"])
+        XCTAssertEqual(try api.client.delete("/v1/admin/projects/\(tenant.id)/products/com.e2e.pro.monthly", headers: E2E.admin).status, 204)
+        let unmapped = try otherAPI.user(tenant.publicKey, "u").json()
+        XCTAssertEqual(unmapped["status"], "active")
+        XCTAssertEqual(unmapped["entitlements"], [])
+
+        // A new bundle id and environment list apply to the next post on the other process.
+        let newBundle = E2E.uniqueBundle()
+        let patch = try api.client.send("PATCH", "/v1/admin/projects/\(tenant.id)",
+                                        json: ["bundle_id": .string(newBundle), "environments": ["Production"]], headers: E2E.admin)
+        XCTAssertEqual(patch.status, 200, patch.description)
+        assertError(try otherAPI.postReceipt(tenant.publicKey, try TransactionPayload(bundleId: tenant.bundleId).mint()),
+                    400, "BUNDLE_ID_MISMATCH")
+        assertError(try otherAPI.postReceipt(tenant.publicKey, try TransactionPayload(bundleId: newBundle).mint()),
+                    400, "ENVIRONMENT_NOT_ALLOWED")
+        var production = TransactionPayload(bundleId: newBundle)
+        production.environment = "Production"
+        XCTAssertEqual(try otherAPI.postReceipt(tenant.publicKey, try production.mint()).status, 201)
+
+        // Rotated keys and a deleted project are refused by the other process at once.
+        let rotate = try api.client.request("POST", "/v1/admin/projects/\(tenant.id)/rotate-keys", headers: E2E.admin)
+        XCTAssertEqual(rotate.status, 200)
+        let newKey = try XCTUnwrap(rotate.json()["public_key"]?.stringValue)
+        assertError(try otherAPI.user(tenant.publicKey, "u"), 401, "AUTH_INVALID_PUBLIC_KEY")
+        XCTAssertEqual(try otherAPI.user(newKey, "u").status, 200)
+        XCTAssertEqual(try api.client.delete("/v1/admin/projects/\(tenant.id)", headers: E2E.admin).status, 204)
+        assertError(try otherAPI.user(newKey, "u"), 401, "AUTH_INVALID_PUBLIC_KEY")
+        assertError(try otherAPI.postReceipt(newKey, try production.mint()), 401, "AUTH_INVALID_PUBLIC_KEY")
+    }
+}

@@ -7,6 +7,12 @@ import TestSupport
 import XCTest
 
 /// Shared helpers for the end-to-end suite: tokens, ids, JWS minting, dates.
+///
+/// The suite drives the real `bouncer` binary (`.build/<config>/bouncer`, built by `swift build --build-tests`) over
+/// real HTTP against real PostgreSQL (the process-wide throwaway cluster from `TestSupport`; the outage test starts
+/// its own so it can stop it). Receipts are signed by the committed test PKI through `Tests/Fixtures/pki/sign-jws`
+/// and trusted via `BOUNCER_ROOT_CERTIFICATES`; `AppleRootsE2ETests` instead runs with the bundled Apple roots and a
+/// real sandbox transaction from `../shared/test-vectors`. Run: `swift test --disable-swift-testing --filter EndToEndTests`.
 enum E2E {
     static let adminToken = "e2e-admin-token-0123456789abcdef"
     static var admin: [String: String] { ["Authorization": "Bearer \(adminToken)"] }
@@ -41,6 +47,7 @@ enum E2E {
     /// A compact ES256 JWS over `payload`, signed by the test PKI through `Tests/Fixtures/pki/sign-jws`.
     static func mint(_ payload: JSONValue, key: String? = nil, x5c: [String] = [], alg: String? = nil) throws -> String {
         var arguments: [String] = []
+        if key == nil, x5c.isEmpty, alg == nil, let header = try defaultHeaderFile() { arguments += ["--header", header] }
         if let key { arguments += ["--key", key] }
         for cert in x5c { arguments += ["--x5c", cert] }
         if let alg { arguments += ["--alg", alg] }
@@ -62,6 +69,25 @@ enum E2E {
             throw HarnessFailure(description: "sign-jws failed (\(p.terminationStatus)): \(String(decoding: err, as: UTF8.self))")
         }
         return String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private static let headerFile = Mutex<String?>(nil)
+
+    /// The default chain's JWS header, written once: `sign-jws --header` then skips three certificate
+    /// conversions per JWS (minting dominates this suite's time on a busy machine).
+    private static func defaultHeaderFile() throws -> String? {
+        if let path = headerFile.withLock({ $0 }) { return path }
+        let jws = try mint(["probe": true], x5c: [E2EPaths.pki.appendingPathComponent("leaf.pem").path,
+                                                  E2EPaths.pki.appendingPathComponent("intermediate.pem").path,
+                                                  E2EPaths.pki.appendingPathComponent("root.pem").path])
+        guard let first = jws.split(separator: ".").first else { return nil }
+        var b64 = first.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while b64.count % 4 != 0 { b64 += "=" }
+        guard let data = Data(base64Encoded: b64) else { return nil }
+        let path = NSTemporaryDirectory() + "bouncer-e2e-header-\(getpid()).json"
+        try data.write(to: URL(fileURLWithPath: path))
+        headerFile.withLock { $0 = path }
+        return path
     }
 
     /// The JSON payload of a compact JWS (the middle part, base64url).
