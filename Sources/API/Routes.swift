@@ -17,7 +17,7 @@ public enum Routes {
         }
         add(.post, "/v1/receipts/:publicKey") { try $0.postReceipt($1) }
         add(.get, "/v1/subscriptions/:publicKey/:userId") { try $0.getSubscriptions($1) }
-        add(.post, "/v1/notifications/:publicKey") { try $0.postNotification($1) }
+        add(.post, ErrorResponse.notificationRoute) { try $0.postNotification($1) }
 
         add(.post, "/v1/admin/projects") { try $0.createProject($1) }
         add(.get, "/v1/admin/projects") { try $0.listProjects($1) }

@@ -198,8 +198,14 @@ final class NotificationWebhookTests: XCTestCase {
     func testVerificationFailuresAre400AndStoreNothing() {
         assertError(notify("h.forged.s"), status: 400, code: "JWS_VERIFICATION_FAILED",
                     error: "JWS verification failed: signature does not verify")
+        assertError(notify("h.forged.s"), status: 400, code: "JWS_VERIFICATION_FAILED",
+                    suggestion: "Only App Store Server Notifications V2 signed by Apple are accepted: send Apple's body "
+                        + "{\"signedPayload\": \"...\"} unchanged.")
         assertError(notify("h.foreign.s"), status: 400, code: "BUNDLE_ID_MISMATCH",
-                    error: "Bundle ID mismatch: bundleId com.other.app is not com.example.app")
+                    error: "Bundle ID mismatch: bundleId com.other.app is not com.example.app",
+                    suggestion: "This notification is for another app or environment: in App Store Connect, use the "
+                        + "URL with the public key of the project whose bundle_id, app_apple_id and environments "
+                        + "match the app.")
         XCTAssertEqual(notifications.storedUUIDs, [])
     }
 
