@@ -135,7 +135,7 @@ enum AdminCommands {
             }
         case "list":
             guard args.count == 1 else { throw UsageError(message: "list takes no arguments") }
-            return { store in try store.allProjects().map { Representations.project($0) } }
+            return { store in [wrap("projects", try store.allProjects().map { Representations.project($0) })] }
         case "show":
             let id = try projectId(args)
             return { store in
@@ -176,7 +176,7 @@ enum AdminCommands {
         case "list":
             guard args.count == 2 else { throw UsageError(message: "list needs PROJECT_ID") }
             let id = try projectId(args)
-            return { store in try store.products(projectId: id).map(Representations.product) }
+            return { store in [wrap("products", try store.products(projectId: id).map(Representations.product))] }
         case "delete":
             guard args.count == 3 else { throw UsageError(message: "delete needs PROJECT_ID PRODUCT_ID") }
             let id = try projectId(args)
@@ -190,6 +190,17 @@ enum AdminCommands {
         default:
             throw UsageError(message: "unknown product command '\(args.first ?? "")'")
         }
+    }
+
+    /// `{"<key>": [items…]}`, the admin API's list shape, so scripts parse one document.
+    private static func wrap(_ key: String, _ items: [[UInt8]]) -> [UInt8] {
+        var out = Array("{\"\(key)\":[".utf8)
+        for (i, item) in items.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: item)
+        }
+        out.append(contentsOf: Array("]}".utf8))
+        return out
     }
 
     private static func projectId(_ args: [String]) throws(UsageError) -> UUID {

@@ -25,7 +25,13 @@ extension ContractE2ETests {
 
         let products = try cli(["product", "list", tenant.id])
         XCTAssertEqual(products.status, 0, products.stderr)
-        XCTAssertEqual(try JSONParser.parse(products.stdout), ["product_id": "com.e2e.pro.monthly", "entitlements": ["pro"]])
+        // Same list shape as GET /v1/admin/projects/:id/products.
+        XCTAssertEqual(try JSONParser.parse(products.stdout),
+                       ["products": [["product_id": "com.e2e.pro.monthly", "entitlements": ["pro"]]]])
+        let list = try cli(["project", "list"])
+        XCTAssertEqual(list.status, 0, list.stderr)
+        let listed = try XCTUnwrap(JSONParser.parse(list.stdout)["projects"]?.arrayValue)
+        XCTAssertTrue(listed.contains { $0["id"]?.stringValue == tenant.id }, list.stdout)
 
         // Rotation through the CLI: the running server refuses the old key at once and accepts the new one.
         let rotate = try cli(["project", "rotate-keys", tenant.id])
