@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """deploy/check's end-to-end smoke test against a running `bouncer serve` (admin token deploy-check-admin-token).
 
-usage: check_smoke.py PORT SANDBOX_TRANSACTION_JWS_FILE
-Creates a project for the vector's bundle id, posts the Apple-signed sandbox transaction, reads the user back.
+usage: check_smoke.py PORT SANDBOX_TRANSACTION_JWS_FILE [SANDBOX_NOTIFICATION_JWS_FILE]
+Creates a project for the vectors' bundle id, posts the Apple-signed sandbox transaction, reads the user back, and
+delivers the notification to the webhook twice (Apple retries; the second must be a harmless 200).
 """
 import json
 import sys
@@ -39,3 +40,11 @@ if status != 200 or read.get("user_id") != "deploy-check-user" or len(read.get("
     sys.exit(f"get subscriptions: {status} {read}")
 print(f"     receipt 201: transaction {receipt['transaction_id']}, status {receipt.get('status')}; "
       f"user status {read.get('status')}")
+
+# The App Store Server Notifications webhook, as App Store Connect will call it: twice, as Apple retries.
+if len(sys.argv) > 3:
+    signed = open(sys.argv[3]).read().strip()
+    answers = [call("POST", f"/v1/notifications/{project['public_key']}", {"signedPayload": signed}) for _ in range(2)]
+    if any(status != 200 for status, _ in answers):
+        sys.exit(f"post notification: {answers}")
+    print(f"     webhook 200 twice: {answers[0][1].get('status')}, then {answers[1][1].get('status')}")
