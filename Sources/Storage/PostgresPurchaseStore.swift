@@ -202,9 +202,13 @@ public final class PostgresPurchaseStore: PurchaseStore {
                 \(Bind.date(s.revocationDate)), \(Bind.int(s.revocationReason)), \(Bind.text(s.ownershipType?.rawValue)),
                 \(s.latestSignedDate), \(now), \(now))
             ON CONFLICT (project_id, original_transaction_id) DO NOTHING
-            RETURNING pg_advisory_xact_lock(16978, hashtext(project_id::text || '/' || original_transaction_id))
+            RETURNING true
             """)
-        return !rows.isEmpty
+        guard !rows.isEmpty else { return false }
+        // The hand-over lock is taken in its own statement, not in RETURNING: Citus refuses volatile functions in
+        // RETURNING on distributed tables. Same transaction, so the race with recordRenewal stays closed.
+        try lockHandOver(s.originalTransactionId, projectId: projectId, on: connection)
+        return true
     }
 
     /// Locks the purchase row (`FOR UPDATE OF p`: the products row is only read) and returns its state, plus
@@ -273,7 +277,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
     /// `recordTransaction` that creates the purchase. Transaction-scoped: released at COMMIT/ROLLBACK.
     /// The two-key form keeps these locks apart from the single-bigint-key locks (the migrator's); the first
     /// key, 16978 (0x4252, "BR"), is this lock's namespace. `insertPurchaseIfMissing` takes the same lock
-    /// (same key expression) in its `RETURNING` clause.
+    /// right after creating a purchase row.
     private static func lockHandOver(_ originalTransactionId: String, projectId: UUID, on connection: Connection)
         throws
     {
