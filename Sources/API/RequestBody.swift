@@ -91,6 +91,11 @@ struct FieldValidator {
             fail(path, "String must contain at most \(maxLength) character(s)")
             return nil
         }
+        // PostgreSQL text cannot hold U+0000; refuse it here rather than fail in storage.
+        if string.utf8.contains(0) {
+            fail(path, "String must not contain NUL characters")
+            return nil
+        }
         return string
     }
 

@@ -28,6 +28,10 @@ import JSON
 /// signature must verify with x5c[0]'s P-256 key, but no chain, validity or marker OID is checked
 /// (anyone can mint such data: only development projects should allow it). Data claiming any other
 /// environment always takes the full path, so Xcode data can never satisfy a policy that did not opt in.
+///
+/// **Online revocation (OCSP)** is not implemented: verification is offline and every failure is final
+/// (`isRetryable == false`). The seam for it is the cache-miss path (`validateChain`), where an OCSP
+/// check of leaf and intermediate would run and a network failure would surface as a retryable error.
 public final class SignedDataVerifier: Sendable {
     /// Upper bound on one compact JWS (a notification with both nested JWS is about 19 KB).
     public static let maxJWSBytes = 64 * 1024
@@ -146,6 +150,10 @@ public final class SignedDataVerifier: Sendable {
     static let intermediateMarkerOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x63, 0x64, 0x06, 0x02, 0x01]
 
     func verifySigned(_ jws: String, kind: Kind, policy: VerificationPolicy, at override: Date?) throws(VerificationError) -> Verified {
+        // OpenSSL's error queue is per thread: start clean, and leave nothing behind for the next request
+        // (failures drain what they need into `debugDetail` first).
+        OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
         // split
         let length = jws.utf8.count
         guard length <= Self.maxJWSBytes else {
@@ -193,7 +201,10 @@ public final class SignedDataVerifier: Sendable {
         } else {
             throw .format(.payload, "payload field \(kind.dateField) is required (it is the effective date for certificate validity)")
         }
-        let seconds = Int64(effective.timeIntervalSince1970.rounded(.down))
+        // Clamped to years 1...9999: a caller's `at:` may be any Date, Int64(Double) traps outside
+        // Int64's range, and OpenSSL cannot compare certificate times beyond year 9999.
+        let interval = effective.timeIntervalSince1970.rounded(.down)
+        let seconds = interval.isNaN ? 0 : Int64(max(-62_135_596_800, min(253_402_300_799, interval)))
         let signingInput = 0..<dots[1]
 
         // Steady state: same header, effective date inside the verified window, not Xcode.
@@ -311,10 +322,10 @@ public final class SignedDataVerifier: Sendable {
     func validateChain(leaf leafBase64: String, intermediate intermediateBase64: String, at seconds: Int64,
                        effective: Date, source: VerificationDetails.DateSource) throws(VerificationError) -> ValidatedLeaf {
         guard let leafDER = Base64.decodeStandard(leafBase64), let leaf = Certificate(der: leafDER) else {
-            throw .format(.x5c, "x5c[0] is not a base64 DER certificate")
+            throw VerificationError(code: .invalidJWSFormat, step: .x5c, reason: "x5c[0] is not a base64 DER certificate", debugDetail: OpenSSLErrors.drain())
         }
         guard let intermediateDER = Base64.decodeStandard(intermediateBase64), let intermediate = Certificate(der: intermediateDER) else {
-            throw .format(.x5c, "x5c[1] is not a base64 DER certificate")
+            throw VerificationError(code: .invalidJWSFormat, step: .x5c, reason: "x5c[1] is not a base64 DER certificate", debugDetail: OpenSSLErrors.drain())
         }
         let window: TrustStore.ValidatedChain
         switch roots.store.validate(leaf: leaf, intermediate: intermediate, at: seconds, strict: strictX509) {

@@ -62,6 +62,13 @@ public struct TrustedRoots: Sendable {
         try self.init(derCertificates: ders)
     }
 
+    /// The roots named by `BOUNCER_ROOT_CERTIFICATES` in `environment` (colon-separated DER/PEM paths),
+    /// or `.apple` when the variable is unset or empty.
+    public static func fromEnvironment(_ environment: [String: String]) throws(RootCertificateError) -> TrustedRoots {
+        guard let value = environment["BOUNCER_ROOT_CERTIFICATES"], !value.isEmpty else { return .apple }
+        return try TrustedRoots(contentsOf: paths(fromEnvironmentValue: value))
+    }
+
     /// Parses `BOUNCER_ROOT_CERTIFICATES`-style text: colon-separated paths, empty entries ignored.
     public static func paths(fromEnvironmentValue value: String) -> [String] {
         value.split(separator: ":").map(String.init).filter { !$0.isEmpty }
@@ -169,6 +176,8 @@ final class TrustStore: @unchecked Sendable {
                         return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate expired at the effective date", debug: debug))
                     case X509_V_ERR_CERT_NOT_YET_VALID:
                         return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate not yet valid at the effective date", debug: debug))
+                    case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD:
+                        return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate validity cannot be compared with the effective date", debug: debug))
                     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
                          X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
                          X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:

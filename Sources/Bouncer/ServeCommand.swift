@@ -55,6 +55,7 @@ enum ServeCommand {
             verifier: AppStoreVerifier(verifier: verifier),
             hasher: SHA256SecretHasher(),
             adminToken: settings.adminToken,
+            notifications: PostgresNotificationStore(pool: database.pool),
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)

@@ -69,10 +69,8 @@ enum VerifyCommand {
         do {
             if !options.roots.isEmpty {
                 roots = try TrustedRoots(contentsOf: options.roots)
-            } else if let variable = ProcessInfo.processInfo.environment["BOUNCER_ROOT_CERTIFICATES"], !variable.isEmpty {
-                roots = try TrustedRoots(contentsOf: TrustedRoots.paths(fromEnvironmentValue: variable))
             } else {
-                roots = .apple
+                roots = try TrustedRoots.fromEnvironment(ProcessInfo.processInfo.environment)
             }
         } catch {
             write("bouncer verify: root certificate: \(error)\n", to: .standardError)

@@ -140,7 +140,15 @@ public final class Connection: @unchecked Sendable {
     /// restarted server has closed the socket (after a FATAL 57P01), which this notices.
     func checkAlive() -> Bool {
         guard PQstatus(conn) == CONNECTION_OK, PQtransactionStatus(conn) == PQTRANS_IDLE else { return false }
-        // Twice: the first read may return the server's goodbye message, the second then sees EOF.
+        // Fast path, one syscall: nothing to read on an idle session means it is alive.
+        let fd = PQsocket(conn)
+        guard fd >= 0 else { return false }
+        var byte: UInt8 = 0
+        let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
+        if peeked == 0 { return false }  // EOF: the server closed the session
+        // Data while idle (a goodbye FATAL, a notice, a parameter change): let libpq read it. Twice:
+        // the first read may return the server's goodbye message, the second then sees EOF.
         for _ in 0..<2 {
             guard PQconsumeInput(conn) == 1, PQstatus(conn) == CONNECTION_OK else { return false }
             _ = PQisBusy(conn)

@@ -34,7 +34,7 @@ final class ContractTests: XCTestCase {
         let h = Harness()
         let registered = Set(h.router.registeredRoutes.map { $0.method.rawValue + " " + $0.pattern })
         let documented = try Self.documentedOperations().filter { !$0.hasSuffix("/healthz") && !$0.hasSuffix("/readyz") }
-        XCTAssertEqual(documented.count, 11)
+        XCTAssertEqual(documented.count, 13)
         XCTAssertEqual(registered, documented)
     }
 

@@ -143,6 +143,14 @@ final class ReceiptsTests: XCTestCase {
                     details: [["path": ["user_id"], "message": "String must contain at most 256 character(s)"]])
     }
 
+    func testNULInAStoredStringIsAValidationErrorNotAStorageFailure() {
+        let h = Harness()
+        let response = h.postJSON("/v1/receipts/\(Harness.publicKey)",
+                                  #"{"signed_transaction_info":"a.b.c","user_id":"u\u0000x"}"#)
+        assertError(response, status: 400, code: "VALIDATION_ERROR",
+                    details: [["path": ["user_id"], "message": "String must not contain NUL characters"]])
+    }
+
     func testBodyMustBeAnObject() {
         let h = Harness()
         assertError(h.postJSON("/v1/receipts/\(Harness.publicKey)", #"["a.b.c"]"#), status: 400,

@@ -56,6 +56,9 @@ final class Base64AndRootsTests: XCTestCase {
         XCTAssertThrowsError(try TrustedRoots(contentsOf: [Fixture.pkiCert("leaf.key")]))
         XCTAssertThrowsError(try TrustedRoots(derCertificates: [[0x30, 0x03, 0x02, 0x01, 0x00]]))
         XCTAssertEqual(TrustedRoots.paths(fromEnvironmentValue: "/a.pem::/b.der:"), ["/a.pem", "/b.der"])
+        XCTAssertEqual(try TrustedRoots.fromEnvironment([:]).fingerprints, TrustedRoots.apple.fingerprints)
+        XCTAssertEqual(try TrustedRoots.fromEnvironment(["BOUNCER_ROOT_CERTIFICATES": "\(pem):\(der)"]).fingerprints.count, 2)
+        XCTAssertThrowsError(try TrustedRoots.fromEnvironment(["BOUNCER_ROOT_CERTIFICATES": "/missing.pem"]))
     }
 
     func testUnknownEnumValuesArePreserved() {

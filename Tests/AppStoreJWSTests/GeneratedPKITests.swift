@@ -115,7 +115,10 @@ final class GeneratedPKITests: XCTestCase {
         }
         XCTAssertVerification(try verifier.verifyTransaction(jws + "\n", policy: policy), code: .invalidJWSFormat, step: .split)
         XCTAssertVerification(try verifier.verifyTransaction(" " + jws, policy: policy), code: .invalidJWSFormat, step: .split)
-        XCTAssertVerification(try verifier.verifyTransaction(jws.replacingOccurrences(of: "-", with: "+"), policy: policy), code: .invalidJWSFormat, step: .split)
+        // A standard-base64 character inside a segment (not every signature contains "-", so insert one).
+        var standardAlphabet = jws
+        standardAlphabet.insert("+", at: standardAlphabet.index(standardAlphabet.startIndex, offsetBy: 5))
+        XCTAssertVerification(try verifier.verifyTransaction(standardAlphabet, policy: policy), code: .invalidJWSFormat, step: .split)
     }
 
     func testAlgorithmConfusion() throws {
@@ -140,6 +143,17 @@ final class GeneratedPKITests: XCTestCase {
                               code: .invalidJWSFormat, step: .x5c)
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(payload, header: #"{"alg":"ES256","x5c":["!!","QQ==","QQ=="]}"#), policy: policy),
                               code: .invalidJWSFormat, step: .x5c, reasonContains: "x5c[0]")
+        // Not a certificate: OpenSSL's reason goes to debugDetail, and the thread's error queue is left empty.
+        do {
+            _ = try verifier.verifyTransaction(try Fixture.sign(payload, header: #"{"alg":"ES256","x5c":["MAMCAQA=","MAMCAQA=","MAMCAQA="]}"#), policy: policy)
+            XCTFail("accepted a non-certificate")
+        } catch let error as VerificationError {
+            XCTAssertEqual(error.code, .invalidJWSFormat)
+            XCTAssertEqual(error.step, .x5c)
+            XCTAssertTrue(error.debugDetail.contains("error:"), error.debugDetail)
+            XCTAssertFalse(error.description.contains("error:"))   // OpenSSL internals never reach the client text
+        }
+        XCTAssertEqual(OpenSSLErrors.drain(), "")
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(payload, header: #"["alg","ES256"]"#), policy: policy),
                               code: .invalidJWSFormat, step: .header)
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(payload, header: #"{"alg":"ES256""#), policy: policy),
@@ -159,6 +173,8 @@ final class GeneratedPKITests: XCTestCase {
         let missingProduct = Fixture.transactionPayload().replacingOccurrences(of: #""productId":"pro.monthly","#, with: "")
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(missingProduct), policy: policy),
                               code: .invalidJWSFormat, step: .payload, reasonContains: "productId")
+        XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(Fixture.transactionPayload(transactionId: "")), policy: policy),
+                              code: .invalidJWSFormat, step: .payload, reasonContains: "transactionId must not be empty")
         let wrongType = Fixture.transactionPayload().replacingOccurrences(of: #""price":1990"#, with: #""price":"1990""#)
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(wrongType), policy: policy),
                               code: .invalidJWSFormat, step: .payload, reasonContains: "price")
@@ -194,6 +210,45 @@ final class GeneratedPKITests: XCTestCase {
         let badNested = try Fixture.sign(Fixture.transactionPayload(bundleId: "com.bouncer.other", environment: "Production"))
         XCTAssertVerification(try verifier.verifyNotification(try Fixture.sign(notification(appAppleId: #","appAppleId":42"#, nested: badNested)), policy: policy),
                               code: .bundleIdMismatch, step: .claims, reasonContains: "nested data.signedTransactionInfo")
+    }
+
+    func testAppTransactionUsesReceiptCreationDateAndAppAppleId() throws {
+        let verifier = try verifier()
+        func app(_ fields: String) -> String {
+            #"{"receiptType":"Production","bundleId":"com.bouncer.test","applicationVersion":"7","receiptCreationDate":1760000000000.5,"originalPurchaseDate":1700000000000,"originalPlatform":"visionOS","appTransactionId":"704"\#(fields)}"#
+        }
+        let result = try verifier.verifyAppTransaction(try Fixture.sign(app(#","appAppleId":42"#)), policy: policy)
+        XCTAssertEqual(result.appTransaction.receiptType, .production)
+        XCTAssertEqual(result.appTransaction.originalPlatform, .visionOS)
+        XCTAssertEqual(result.details.effectiveDateSource, .receiptCreationDate)
+        XCTAssertEqual(result.details.effectiveDate, Date(appleMilliseconds: 1_760_000_000_000))
+        XCTAssertVerification(try verifier.verifyAppTransaction(try Fixture.sign(app("")), policy: policy), code: .appAppleIdMismatch, step: .claims)
+        XCTAssertVerification(try verifier.verifyAppTransaction(try Fixture.sign(app(#","appAppleId":41"#)), policy: policy), code: .appAppleIdMismatch, step: .claims)
+        // The app transaction's effective date is receiptCreationDate, not signedDate.
+        let noDate = #"{"receiptType":"Sandbox","bundleId":"com.bouncer.test","signedDate":1760000000000}"#
+        XCTAssertVerification(try verifier.verifyAppTransaction(try Fixture.sign(noDate), policy: policy), code: .invalidJWSFormat, step: .payload,
+                              reasonContains: "receiptCreationDate")
+    }
+
+    func testNotificationClaimSourcesAndMissingSignedDate() throws {
+        let fixedNow = Date(timeIntervalSince1970: 1_760_000_000)
+        let verifier = SignedDataVerifier(roots: try Fixture.testRoots(), now: { fixedNow })
+        // externalPurchaseToken: no environment field; the id prefix decides (Apple's rule).
+        let token = #"{"notificationType":"EXTERNAL_PURCHASE_TOKEN","subtype":"UNREPORTED","notificationUUID":"u-2","externalPurchaseToken":{"externalPurchaseId":"SANDBOX_abc","tokenCreationDate":1760000000000,"appAppleId":42,"bundleId":"com.bouncer.test"}}"#
+        let result = try verifier.verifyNotification(try Fixture.sign(token), policy: policy)
+        XCTAssertEqual(result.details.environment, .sandbox)
+        XCTAssertEqual(result.details.effectiveDateSource, .now)          // no signedDate: Apple's fallback
+        XCTAssertEqual(result.details.effectiveDate, fixedNow)
+        XCTAssertEqual(result.notification.externalPurchaseToken?.environment, .sandbox)
+        XCTAssertVerification(try verifier.verifyNotification(try Fixture.sign(token), policy: VerificationPolicy(bundleId: "com.bouncer.test")),
+                              code: .environmentNotAllowed, step: .claims)
+        // summary carries the claims for RENEWAL_EXTENSION/SUMMARY.
+        let summary = #"{"notificationType":"RENEWAL_EXTENSION","subtype":"SUMMARY","notificationUUID":"u-3","signedDate":1760000000000,"summary":{"environment":"Production","appAppleId":42,"bundleId":"com.bouncer.other","productId":"p","requestIdentifier":"r","storefrontCountryCodes":["USA"],"succeededCount":5,"failedCount":0}}"#
+        XCTAssertVerification(try verifier.verifyNotification(try Fixture.sign(summary), policy: policy), code: .bundleIdMismatch, step: .claims,
+                              reasonContains: "summary.bundleId")
+        // Nothing to read the claims from.
+        let bare = #"{"notificationType":"TEST","notificationUUID":"u-4","signedDate":1760000000000}"#
+        XCTAssertVerification(try verifier.verifyNotification(try Fixture.sign(bare), policy: policy), code: .bundleIdMismatch, step: .claims)
     }
 
     func testGarbageAndHugeInputsNeverCrash() throws {

@@ -143,6 +143,10 @@ final class RealVectorTests: XCTestCase {
                               reasonContains: "leaf certificate expired at the effective date")
         // The cached entry from the first call must not extend the leaf's validity.
         XCTAssertEqual(verifier.cachedChainCount, 1)
+        // Absurd caller dates are clamped, not trapped on.
+        for seconds in [1e19, -1e19, Double.infinity] {
+            XCTAssertVerification(try verifier.verifyTransaction(jws, policy: policy, at: Date(timeIntervalSince1970: seconds)), code: .verificationFailed, step: .validity)
+        }
     }
 
     func testRealChainIsRejectedByAnotherRoot() throws {

@@ -32,10 +32,18 @@ do {
         guard args.count >= 5, let workers = Int(args[3]), let seconds = Double(args[4]), workers > 0 else {
             fail("usage: bench-db run DIR WORKERS SECONDS")
         }
-        let pool = ConnectionPool(settings: cluster.settings.database("bench"), configuration: .init(size: workers))
+        var settings = cluster.settings.database("bench")
+        // Same session options as pgbench gets through PGOPTIONS (e.g. "-c synchronous_commit=off").
+        if let options = ProcessInfo.processInfo.environment["PGOPTIONS"], !options.isEmpty {
+            settings.parameters.append(("options", options))
+        }
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: workers))
         // Open every connection (and prepare the statement) before the clock starts, as pgbench does.
-        let upsert: @Sendable (Connection) throws -> Void = { c in
-            try c.execute("INSERT INTO bench_kv (k, v) VALUES (\(Int32.random(in: 1...100_000)), 1) ON CONFLICT (k) DO UPDATE SET v = bench_kv.v + 1")
+        // Keys from a per-thread xorshift, like pgbench's own PRNG (Int32.random costs a getrandom syscall).
+        let upsert: @Sendable (Connection, inout UInt64) throws -> Void = { c, state in
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            let k = Int32(truncatingIfNeeded: state % 100_000) + 1
+            try c.execute("INSERT INTO bench_kv (k, v) VALUES (\(k), 1) ON CONFLICT (k) DO UPDATE SET v = bench_kv.v + 1")
         }
         let stop = Atomic<Bool>(false)
         let total = Atomic<Int>(0)
@@ -48,13 +56,14 @@ do {
             done.enter()
             Thread.detachNewThread {
                 var count = 0
+                var rng = UInt64.random(in: 1...UInt64.max)
                 do {
-                    try pool.withConnection { c in try upsert(c) }
+                    try pool.withConnection { c in try upsert(c, &rng) }
                     ready.leave()
                     go.wait()
                     // A pool checkout (with its health check) per statement, as a request handler does.
                     while !stop.load(ordering: .relaxed) {
-                        try pool.withConnection { c in try upsert(c) }
+                        try pool.withConnection { c in try upsert(c, &rng) }
                         count += 1
                     }
                 } catch {

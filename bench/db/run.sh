@@ -8,6 +8,9 @@
 # rounds at each concurrency and the medians are compared.
 #
 #   bash bench/db/run.sh      # 4 s per measurement, 3 rounds; BENCH_SECONDS / BENCH_ROUNDS to change
+#   BENCH_ASYNC_COMMIT=1 bash bench/db/run.sh   # sessions with synchronous_commit=off (both sides):
+#                                               # takes the disk's fsync latency out, so the CPU cost
+#                                               # of the client layer shows
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${BENCH_SECONDS:-4}
@@ -24,6 +27,7 @@ swiftc -O -module-name BenchDB -I Sources/CPostgres "${cflags[@]}" -lpq \
     bench/db/main.swift Sources/Postgres/*.swift -o "$bin"
 
 socket=$("$bin" start "$dir")
+if [ "${BENCH_ASYNC_COMMIT:-0}" = 1 ]; then export PGOPTIONS="-c synchronous_commit=off"; echo "sessions: synchronous_commit=off" >&2; fi
 pgbench_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pgbench
 [ -x "$pgbench_bin" ] || pgbench_bin=pgbench
 trap '"$bin" stop "$dir" >/dev/null 2>&1 || true' EXIT

@@ -44,16 +44,21 @@ final class Database: Sendable {
         configuration.size = settings.poolSize
         configuration.acquireTimeout = settings.acquireTimeout
         configuration.statementTimeout = settings.statementTimeout
-        let pool = ConnectionPool(settings: connection, configuration: configuration)
+        // Migrations get their own single connection without the serving statement timeout: a migration on a
+        // large table may legitimately run for minutes.
+        var migrationConfiguration = ConnectionPool.Configuration()
+        migrationConfiguration.size = 1
+        migrationConfiguration.statementTimeout = nil
+        let migrationPool = ConnectionPool(settings: connection, configuration: migrationConfiguration)
+        defer { migrationPool.shutdown() }
         do {
-            let applied = try Migrator(pool: pool).migrate()
+            let applied = try Migrator(pool: migrationPool).migrate()
             log(jsonLine("migrations", applied.isEmpty ? "schema up to date" : "applied \(applied)"))
         } catch {
-            pool.shutdown()
             try? cluster?.stop()
             throw error
         }
-        return Database(pool: pool, cluster: cluster)
+        return Database(pool: ConnectionPool(settings: connection, configuration: configuration), cluster: cluster)
     }
 
     /// Closes the pool, then stops the embedded cluster if this process started it.
