@@ -29,6 +29,15 @@ SEMANTIC_REJECTIONS = {
         (400, "APP_APPLE_ID_MISMATCH"),     # ... or its app Apple id
         (409, "PURCHASE_OWNED_BY_ANOTHER_USER"),  # ... or its transfer policy to "block"
     },
+    # Same for a notification: any non-empty signedPayload is schema-valid; only Apple's verifies.
+    "POST /v1/notifications/{publicKey}": {
+        (400, "INVALID_JWS_FORMAT"),
+        (400, "JWS_UNSUPPORTED_ALGORITHM"),
+        (400, "JWS_VERIFICATION_FAILED"),
+        (400, "BUNDLE_ID_MISMATCH"),
+        (400, "ENVIRONMENT_NOT_ALLOWED"),
+        (400, "APP_APPLE_ID_MISMATCH"),
+    },
 }
 
 
