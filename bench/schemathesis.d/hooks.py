@@ -41,6 +41,19 @@ SEMANTIC_REJECTIONS = {
 }
 
 
+def _contains_nul(case) -> bool:
+    """True if any generated string (body, path, query) carries U+0000."""
+    def walk(value) -> bool:
+        if isinstance(value, str):
+            return "\x00" in value
+        if isinstance(value, dict):
+            return any(walk(k) or walk(v) for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return any(walk(v) for v in value)
+        return False
+    return any(walk(getattr(case, name, None)) for name in ("body", "path_parameters", "query"))
+
+
 def _code(response):
     try:
         body = response.json()
@@ -60,6 +73,10 @@ def positive_data_accepted_or_semantically_rejected(ctx, response, case):
         return None
     allowed = SEMANTIC_REJECTIONS["*"] | SEMANTIC_REJECTIONS.get(case.operation.label, set())
     code = _code(response)
+    if status == 400 and code in ("VALIDATION_ERROR", "BAD_REQUEST") and _contains_nul(case):
+        # PostgreSQL text cannot hold U+0000, so the server refuses it (openapi.yaml's description says so);
+        # JSON Schema has no tidy way to forbid one character in every string.
+        return None
     if (status, code) not in allowed:
         raise AssertionError(
             f"Schema-valid request rejected with {status} {code}: neither accepted nor a documented semantic "
