@@ -48,6 +48,7 @@ final class ServiceMetrics: Sendable {
             labels: ["scope"])
         for scope in Self.rateLimitScopes { rateLimited.increment([scope], by: 0) }
         for result in ["hit", "miss"] { chainCache.increment([result], by: 0) }
+        for kind in ["transaction", "notification"] { verifications.increment([kind, "ok"], by: 0) }
 
         if let poolStatistics {
             registry.callback(
