@@ -7,6 +7,8 @@ public struct APIDependencies: Sendable {
     public var projects: any ProjectStore
     /// Transactions, purchases and user bindings.
     public var purchases: any PurchaseStore
+    /// App Store Server Notifications: the audit log and their facts, applied once.
+    public var notifications: any NotificationStore
     /// Verifies signed App Store data for a project.
     public var verifier: any SignedDataVerifying
     /// Hashes secret keys (for storage and comparison).
@@ -18,18 +20,35 @@ public struct APIDependencies: Sendable {
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public var log: @Sendable (String) -> Void
 
-    /// Creates the dependencies.
+    /// Creates the dependencies. Without `notifications`, the webhook answers 503 (Apple keeps retrying), so
+    /// wiring that forgets it loses nothing.
     public init(
         projects: any ProjectStore, purchases: any PurchaseStore, verifier: any SignedDataVerifying,
-        hasher: any SecretKeyHashing, adminToken: String?, now: @escaping @Sendable () -> Date = { Date() },
-        log: @escaping @Sendable (String) -> Void
+        hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
         self.purchases = purchases
+        self.notifications = notifications ?? UnconfiguredNotificationStore()
         self.verifier = verifier
         self.hasher = hasher
         self.adminToken = adminToken
         self.now = now
         self.log = log
+    }
+}
+
+/// Stands in when no notification store was wired: every call is "unavailable, retry", never a verdict.
+struct UnconfiguredNotificationStore: NotificationStore {
+    func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
+        -> NotificationOutcome
+    {
+        throw DomainError(.serviceUnavailable, "Notification storage is not configured.",
+                          underlying: "APIDependencies.notifications was not wired")
+    }
+
+    func notifications(projectId: UUID, originalTransactionId: String?, limit: Int) throws -> [StoredNotification] {
+        throw DomainError(.serviceUnavailable, "Notification storage is not configured.",
+                          underlying: "APIDependencies.notifications was not wired")
     }
 }

@@ -75,7 +75,11 @@ enum ErrorResponse {
                     + "retryable verification failure: \(String(reflecting: failure))")
                 return serviceUnavailable(request)
             }
-            let (title, suggestion) = verificationText(failure.code)
+            var (title, suggestion) = verificationText(failure.code)
+            if request.routeTemplate == notificationRoute {
+                // Only Apple calls the webhook: point the operator at App Store Connect, not at StoreKit.
+                suggestion = notificationVerificationSuggestion(failure.code)
+            }
             return render(status: 400, code: failure.code, message: "\(title): \(failure.reason)",
                           suggestion: suggestion)
         case let error as DomainError:
@@ -160,6 +164,22 @@ enum ErrorResponse {
                     "Set the project's app_apple_id to the app's Apple ID, or clear it.")
         default:
             return ("Signed data rejected", "Send the signed data exactly as Apple returned it.")
+        }
+    }
+
+    /// The App Store Server Notifications webhook's route template.
+    static let notificationRoute = "/v1/notifications/:publicKey"
+
+    /// The webhook's suggestion per verifier code: the caller is Apple (or someone pretending to be), and the
+    /// person reading the error is the operator who configured App Store Connect.
+    static func notificationVerificationSuggestion(_ code: String) -> String {
+        switch code {
+        case "BUNDLE_ID_MISMATCH", "APP_APPLE_ID_MISMATCH", "ENVIRONMENT_NOT_ALLOWED":
+            return "This notification is for another app or environment: in App Store Connect, use the URL with the "
+                + "public key of the project whose bundle_id, app_apple_id and environments match the app."
+        default:
+            return "Only App Store Server Notifications V2 signed by Apple are accepted: send Apple's body "
+                + "{\"signedPayload\": \"...\"} unchanged."
         }
     }
 

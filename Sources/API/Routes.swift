@@ -1,7 +1,7 @@
 import Domain
 import HTTPCore
 
-/// The public HTTP API: receipts, subscriptions and admin provisioning (see `openapi.yaml`).
+/// The public HTTP API: receipts, subscriptions, the App Store notification webhook and admin provisioning (see `openapi.yaml`).
 public enum Routes {
     /// Registers every API route on `router`. Health routes belong to the executable.
     public static func register(on router: inout Router, _ deps: APIDependencies) {
@@ -17,6 +17,7 @@ public enum Routes {
         }
         add(.post, "/v1/receipts/:publicKey") { try $0.postReceipt($1) }
         add(.get, "/v1/subscriptions/:publicKey/:userId") { try $0.getSubscriptions($1) }
+        add(.post, ErrorResponse.notificationRoute) { try $0.postNotification($1) }
 
         add(.post, "/v1/admin/projects") { try $0.createProject($1) }
         add(.get, "/v1/admin/projects") { try $0.listProjects($1) }
@@ -27,6 +28,7 @@ public enum Routes {
         add(.get, "/v1/admin/projects/:id/products") { try $0.listProducts($1) }
         add(.put, "/v1/admin/projects/:id/products/:productId") { try $0.putProduct($1) }
         add(.delete, "/v1/admin/projects/:id/products/:productId") { try $0.deleteProduct($1) }
+        add(.get, "/v1/admin/projects/:id/notifications") { try $0.listNotifications($1) }
     }
 }
 

@@ -36,8 +36,10 @@ struct PayloadReader {
         return string
     }
 
+    /// A required string must also be non-empty: an empty id or bundle would key rows to nothing.
     func requiredString(_ key: String) throws(VerificationError) -> String {
         guard let value = try string(key) else { throw missing(key) }
+        guard !value.isEmpty else { throw .format(.payload, "payload field \(path)\(key) must not be empty") }
         return value
     }
 

@@ -121,6 +121,10 @@ enum AdminCommands {
                 }
             }
             guard !new.name.isEmpty, !new.bundleId.isEmpty else { throw UsageError(message: "--name and --bundle-id are required") }
+            // The admin API's limits (POST /v1/admin/projects): name up to 200 scalars, bundle id up to 255.
+            guard new.name.unicodeScalars.count <= 200, new.bundleId.unicodeScalars.count <= 255 else {
+                throw UsageError(message: "--name must be at most 200 characters and --bundle-id at most 255")
+            }
             if !environments.isEmpty { new.environments = environments }
             let project = new
             return { store in
@@ -131,7 +135,7 @@ enum AdminCommands {
             }
         case "list":
             guard args.count == 1 else { throw UsageError(message: "list takes no arguments") }
-            return { store in try store.allProjects().map { Representations.project($0) } }
+            return { store in [wrap("projects", try store.allProjects().map { Representations.project($0) })] }
         case "show":
             let id = try projectId(args)
             return { store in
@@ -157,6 +161,13 @@ enum AdminCommands {
         case "set":
             guard args.count >= 4 else { throw UsageError(message: "set needs PROJECT_ID PRODUCT_ID ENTITLEMENT...") }
             let id = try projectId(args)
+            // The admin API's limits (PUT …/products/:productId): product id 1–256, each entitlement 1–128 scalars.
+            guard (1...256).contains(args[2].unicodeScalars.count) else {
+                throw UsageError(message: "PRODUCT_ID must be 1 to 256 characters")
+            }
+            guard args.dropFirst(3).allSatisfy({ (1...128).contains($0.unicodeScalars.count) }) else {
+                throw UsageError(message: "each ENTITLEMENT must be 1 to 128 characters")
+            }
             let mapping = ProductMapping(productId: args[2], entitlements: Array(args.dropFirst(3)))
             return { store in
                 guard try store.project(id: id) != nil else { throw DomainError(.projectNotFound, "no project \(id)") }
@@ -165,7 +176,7 @@ enum AdminCommands {
         case "list":
             guard args.count == 2 else { throw UsageError(message: "list needs PROJECT_ID") }
             let id = try projectId(args)
-            return { store in try store.products(projectId: id).map(Representations.product) }
+            return { store in [wrap("products", try store.products(projectId: id).map(Representations.product))] }
         case "delete":
             guard args.count == 3 else { throw UsageError(message: "delete needs PROJECT_ID PRODUCT_ID") }
             let id = try projectId(args)
@@ -179,6 +190,17 @@ enum AdminCommands {
         default:
             throw UsageError(message: "unknown product command '\(args.first ?? "")'")
         }
+    }
+
+    /// `{"<key>": [items…]}`, the admin API's list shape, so scripts parse one document.
+    private static func wrap(_ key: String, _ items: [[UInt8]]) -> [UInt8] {
+        var out = Array("{\"\(key)\":[".utf8)
+        for (i, item) in items.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: item)
+        }
+        out.append(contentsOf: Array("]}".utf8))
+        return out
     }
 
     private static func projectId(_ args: [String]) throws(UsageError) -> UUID {

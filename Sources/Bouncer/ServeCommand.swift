@@ -58,6 +58,7 @@ enum ServeCommand {
             verifier: AppStoreVerifier(verifier: verifier, metrics: metrics),
             hasher: SHA256SecretHasher(),
             adminToken: settings.adminToken,
+            notifications: PostgresNotificationStore(pool: database.pool),
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)

@@ -123,3 +123,60 @@ public protocol PurchaseStore: Sendable {
     /// The purchases currently bound to `userId`, with their products' entitlements.
     func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase]
 }
+
+/// What storing a notification did.
+public enum NotificationOutcome: String, Sendable, Equatable {
+    /// First delivery: stored, and its facts applied in the same database transaction.
+    case processed
+    /// A redelivery (same project and `notificationUUID`): nothing changed.
+    case duplicate
+}
+
+/// A stored notification as the admin API lists it (the raw payload stays in the database).
+public struct StoredNotification: Sendable, Equatable {
+    /// Apple's id for the notification.
+    public var notificationUUID: UUID
+    /// `notificationType`, raw.
+    public var type: String
+    /// `subtype`, raw.
+    public var subtype: String?
+    /// The purchase it is about, when it carried one.
+    public var originalTransactionId: String?
+    /// The environment it is about.
+    public var environment: StoreEnvironment?
+    /// When Apple signed it.
+    public var signedDate: Date?
+    /// When Bouncer first stored it.
+    public var receivedAt: Date
+    /// When its facts were applied (`nil` only for rows written outside `recordNotification`).
+    public var processedAt: Date?
+
+    /// Creates a value.
+    public init(
+        notificationUUID: UUID, type: String, subtype: String? = nil, originalTransactionId: String? = nil,
+        environment: StoreEnvironment? = nil, signedDate: Date? = nil, receivedAt: Date, processedAt: Date? = nil
+    ) {
+        self.notificationUUID = notificationUUID
+        self.type = type
+        self.subtype = subtype
+        self.originalTransactionId = originalTransactionId
+        self.environment = environment
+        self.signedDate = signedDate
+        self.receivedAt = receivedAt
+        self.processedAt = processedAt
+    }
+}
+
+/// App Store Server Notifications: stored once each, their facts applied exactly once.
+///
+/// Throws `DomainError` (`.serviceUnavailable` when the store cannot be reached: Apple then retries).
+public protocol NotificationStore: Sendable {
+    /// Stores the verified notification keyed by (project, `notificationUUID`) and, on first delivery, applies
+    /// its transaction and renewal facts (`NotificationRules.effect`) under the same newer-fact-wins rules as
+    /// receipts, binding no user — all in one database transaction. A redelivery changes nothing.
+    func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
+        -> NotificationOutcome
+    /// The project's stored notifications, newest first (by `receivedAt`), at most `limit`, optionally only those
+    /// about `originalTransactionId`.
+    func notifications(projectId: UUID, originalTransactionId: String?, limit: Int) throws -> [StoredNotification]
+}

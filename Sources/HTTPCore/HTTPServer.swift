@@ -36,7 +36,8 @@ public final class HTTPServer: Sendable {
     ///     and before the handler runs or is queued; a non-nil response is sent instead (e.g. 429). It must
     ///     be cheap and never block: it delays every other connection of its loop.
     ///   - observer: called once per response, on whichever thread finished it, with the values of the
-    ///     access-log line (e.g. for metrics). Same rules: cheap, never blocking.
+    ///     access-log line (e.g. for metrics). Same rules: cheap, never blocking. A handler that outlives
+    ///     `handlerTimeout` is reported twice, like in the access log: the 503 sent, then its discarded result.
     public init(
         configuration: Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?,
         admission: (@Sendable (Request) -> Response?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil

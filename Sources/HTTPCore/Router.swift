@@ -87,9 +87,10 @@ public struct Router: Sendable {
         var parameters: [String: String] = [:]
         for (pattern, actual) in zip(route.segments, segments) {
             guard case .parameter(let name) = pattern else { continue }
-            // A decoded "/" or NUL would let a parameter smuggle path structure or C-string cuts.
+            // Segments were split on the raw "/" before decoding, so a decoded "/" (from %2F) is data, not path
+            // structure: user ids may contain it. A decoded NUL would cut C strings downstream: refused.
             guard let value = PercentDecoding.decode(actual.utf8, plusIsSpace: false),
-                  !value.utf8.contains(0), !value.utf8.contains(UInt8(ascii: "/")) else {
+                  !value.utf8.contains(0) else {
                 return .badPath("Path segment for :\(name) is not valid percent-encoded UTF-8")
             }
             parameters[name] = value

@@ -40,33 +40,8 @@ public final class PostgresPurchaseStore: PurchaseStore {
     ) throws -> RecordedTransaction {
         try StorageErrors.mapping("record transaction") {
             try pool.transaction { connection in
-                try Self.upsertTransaction(transaction, projectId: project.id, now: now, on: connection)
-                let first = PurchaseState(first: transaction)
-                if try Self.insertPurchaseIfMissing(first, projectId: project.id, now: now, on: connection) {
-                    try Self.adoptPendingRenewal(of: first, projectId: project.id, now: now, on: connection)
-                }
-                guard
-                    let locked = try Self.lockPurchase(
-                        transaction.originalTransactionId, projectId: project.id,
-                        entitlementsOf: transaction.productId, on: connection)
-                else {
-                    // Cannot happen: the row was inserted or already present in this transaction.
-                    throw PGError(code: .decoding, message: "purchases row vanished after INSERT … ON CONFLICT")
-                }
-                let (stored, entitlements) = locked
-                var purchase = stored
-                if let next = stored.applying(transaction) {
-                    try Self.writeTransactionFacts(of: next, projectId: project.id, now: now, on: connection)
-                    purchase = next
-                }
-                var ownership: OwnershipDecision?
-                if let userId {
-                    ownership = try Self.bind(
-                        purchase.originalTransactionId, to: userId, deviceId: deviceId, project: project, now: now,
-                        on: connection)
-                }
-                return RecordedTransaction(
-                    transaction: transaction, purchase: purchase, entitlements: entitlements, ownership: ownership)
+                try Self.apply(transaction, userId: userId, deviceId: deviceId, project: project, now: now,
+                               on: connection)
             }
         }
     }
@@ -104,22 +79,67 @@ public final class PostgresPurchaseStore: PurchaseStore {
     public func recordRenewal(_ renewal: RenewalFacts, project: Project, now: Date) throws -> RenewalOutcome {
         try StorageErrors.mapping("record renewal") {
             try pool.transaction { connection in
-                let id = renewal.originalTransactionId
-                var locked = try Self.lockPurchase(id, projectId: project.id, entitlementsOf: nil, on: connection)
-                if locked == nil {
-                    try Self.lockHandOver(id, projectId: project.id, on: connection)
-                    // A new statement sees whatever the purchase's creator committed before we got the lock.
-                    locked = try Self.lockPurchase(id, projectId: project.id, entitlementsOf: nil, on: connection)
-                }
-                guard let stored = locked?.0 else {
-                    try Self.keepPendingRenewal(renewal, projectId: project.id, now: now, on: connection)
-                    return .pending
-                }
-                guard let next = stored.applying(renewal) else { return .unchanged(stored) }
-                try Self.writeRenewal(of: next, projectId: project.id, now: now, on: connection)
-                return .applied(next)
+                try Self.apply(renewal, projectId: project.id, now: now, on: connection)
             }
         }
+    }
+
+    // MARK: - Steps, each inside the caller's database transaction
+
+    /// Records `transaction` (and binds `userId`, when given) on `connection`, which must be inside a database
+    /// transaction: the body of `recordTransaction`, shared with the notification store.
+    static func apply(
+        _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date,
+        on connection: Connection
+    ) throws -> RecordedTransaction {
+        try Self.upsertTransaction(transaction, projectId: project.id, now: now, on: connection)
+        let first = PurchaseState(first: transaction)
+        if try Self.insertPurchaseIfMissing(first, projectId: project.id, now: now, on: connection) {
+            try Self.adoptPendingRenewal(of: first, projectId: project.id, now: now, on: connection)
+        }
+        guard
+            let locked = try Self.lockPurchase(
+                transaction.originalTransactionId, projectId: project.id,
+                entitlementsOf: transaction.productId, on: connection)
+        else {
+            // Cannot happen: the row was inserted or already present in this transaction.
+            throw PGError(code: .decoding, message: "purchases row vanished after INSERT … ON CONFLICT")
+        }
+        let (stored, entitlements) = locked
+        var purchase = stored
+        if let next = stored.applying(transaction) {
+            try Self.writeTransactionFacts(of: next, projectId: project.id, now: now, on: connection)
+            purchase = next
+        }
+        var ownership: OwnershipDecision?
+        if let userId {
+            ownership = try Self.bind(
+                purchase.originalTransactionId, to: userId, deviceId: deviceId, project: project, now: now,
+                on: connection)
+        }
+        return RecordedTransaction(
+            transaction: transaction, purchase: purchase, entitlements: entitlements, ownership: ownership)
+    }
+
+    /// Records `renewal` on `connection`, which must be inside a database transaction: the body of
+    /// `recordRenewal`, shared with the notification store.
+    static func apply(_ renewal: RenewalFacts, projectId: UUID, now: Date, on connection: Connection) throws
+        -> RenewalOutcome
+    {
+        let id = renewal.originalTransactionId
+        var locked = try Self.lockPurchase(id, projectId: projectId, entitlementsOf: nil, on: connection)
+        if locked == nil {
+            try Self.lockHandOver(id, projectId: projectId, on: connection)
+            // A new statement sees whatever the purchase's creator committed before we got the lock.
+            locked = try Self.lockPurchase(id, projectId: projectId, entitlementsOf: nil, on: connection)
+        }
+        guard let stored = locked?.0 else {
+            try Self.keepPendingRenewal(renewal, projectId: projectId, now: now, on: connection)
+            return .pending
+        }
+        guard let next = stored.applying(renewal) else { return .unchanged(stored) }
+        try Self.writeRenewal(of: next, projectId: projectId, now: now, on: connection)
+        return .applied(next)
     }
 
     // MARK: - Statements

@@ -115,7 +115,10 @@ final class GeneratedPKITests: XCTestCase {
         }
         XCTAssertVerification(try verifier.verifyTransaction(jws + "\n", policy: policy), code: .invalidJWSFormat, step: .split)
         XCTAssertVerification(try verifier.verifyTransaction(" " + jws, policy: policy), code: .invalidJWSFormat, step: .split)
-        XCTAssertVerification(try verifier.verifyTransaction(jws.replacingOccurrences(of: "-", with: "+"), policy: policy), code: .invalidJWSFormat, step: .split)
+        // A standard-base64 character inside a segment (not every signature contains "-", so insert one).
+        var standardAlphabet = jws
+        standardAlphabet.insert("+", at: standardAlphabet.index(standardAlphabet.startIndex, offsetBy: 5))
+        XCTAssertVerification(try verifier.verifyTransaction(standardAlphabet, policy: policy), code: .invalidJWSFormat, step: .split)
     }
 
     func testAlgorithmConfusion() throws {
@@ -170,6 +173,8 @@ final class GeneratedPKITests: XCTestCase {
         let missingProduct = Fixture.transactionPayload().replacingOccurrences(of: #""productId":"pro.monthly","#, with: "")
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(missingProduct), policy: policy),
                               code: .invalidJWSFormat, step: .payload, reasonContains: "productId")
+        XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(Fixture.transactionPayload(transactionId: "")), policy: policy),
+                              code: .invalidJWSFormat, step: .payload, reasonContains: "transactionId must not be empty")
         let wrongType = Fixture.transactionPayload().replacingOccurrences(of: #""price":1990"#, with: #""price":"1990""#)
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.sign(wrongType), policy: policy),
                               code: .invalidJWSFormat, step: .payload, reasonContains: "price")

@@ -274,7 +274,7 @@ final class LiveServerTests: XCTestCase {
         let b = try c.readResponse()
         XCTAssertEqual(b.status, 405)
         XCTAssertEqual(b.header("Allow"), "POST")
-        try c.send(get("/items/a%2Fb"))
+        try c.send(get("/items/a%00b"))
         XCTAssertEqual(try c.readResponse().status, 400)
     }
 
@@ -388,7 +388,7 @@ final class LiveServerTests: XCTestCase {
         clients.removeAll()
         try good.send(get("/items/again"))
         XCTAssertEqual(try good.readResponse().text, "again")
-        for _ in 0..<100 where server?.connectionCount != 1 { usleep(20_000) }
+        for _ in 0..<500 where server?.connectionCount != 1 { usleep(20_000) }
         XCTAssertEqual(server?.connectionCount, 1, "every garbage connection was closed")
     }
 }

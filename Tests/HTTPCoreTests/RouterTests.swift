@@ -51,7 +51,12 @@ final class RouterTests: XCTestCase {
         if case .notFound = r.match(.get, "/v1/receipts/a/b") {} else { XCTFail("expected 404") }
         if case .notFound = r.match(.get, "/v1/receipts/a/") {} else { XCTFail("expected 404 for trailing slash") }
         if case .found = r.match(.get, "/") {} else { XCTFail("root should match") }
-        for bad in ["/v1/receipts/a%2Fb", "/v1/receipts/a%00", "/v1/receipts/%zz", "/v1/receipts/%C3", "/v1/receipts/%4"] {
+        if case .found(_, let parameters) = r.match(.get, "/v1/receipts/a%2Fb") {
+            XCTAssertEqual(parameters["publicKey"], "a/b", "an encoded slash is data inside one segment")
+        } else {
+            XCTFail("expected a match for an encoded slash")
+        }
+        for bad in ["/v1/receipts/a%00", "/v1/receipts/%zz", "/v1/receipts/%C3", "/v1/receipts/%4"] {
             if case .badPath = r.match(.get, bad) {} else { XCTFail("expected 400 for \(bad)") }
         }
     }

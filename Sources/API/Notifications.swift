@@ -1,0 +1,129 @@
+import Domain
+import Foundation
+import HTTPCore
+
+extension APIHandlers {
+    static let notificationSuggestion =
+        "Request body requires signedPayload (string): the body App Store Server Notifications V2 sends."
+    static let notificationKeySuggestion =
+        "Use the project's public key (pk_...) in the URL you enter in App Store Connect: "
+        + "https://HOST/v1/notifications/:public_key."
+    static let notificationListSuggestion =
+        "Optional query parameters: original_transaction_id (1 to 256 characters), limit (integer 1 to 1000, "
+        + "default 100)."
+    /// Rows a list returns when `limit` is absent, and the most it may ask for.
+    static let notificationListDefaultLimit = 100
+    static let notificationListMaxLimit = 1000
+
+    /// `POST /v1/notifications/:publicKey`: the URL a tenant gives App Store Connect.
+    ///
+    /// Apple retries any non-200 answer for days, so the status says exactly one thing: 200 once the notification
+    /// is durably stored (or was already), 4xx when the data is not genuinely Apple's for this project (nothing is
+    /// stored), 503 with `Retry-After` when it could not be stored. The verifier checks the outer JWS and every
+    /// nested one (`signedTransactionInfo`, `signedRenewalInfo`) against the project before anything is written.
+    func postNotification(_ request: Request) throws -> Response {
+        let project = try Auth.project(
+            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.notificationKeySuggestion)
+
+        var request = request
+        if request.headers["Content-Type"] == nil {
+            // Only Apple calls this URL and its body has one fixed shape; a missing media type is not worth a
+            // 400 that Apple would retry for days. A declared non-JSON type is still refused.
+            request.headers.set("Content-Type", "application/json")
+        }
+        let body = try RequestBody.object(request, suggestion: Self.notificationSuggestion)
+        var fields = FieldValidator(body)
+        let payload = fields.string("signedPayload", required: true)
+        try fields.check(suggestion: Self.notificationSuggestion)
+        guard let payload, Self.hasThreeParts(payload) else {
+            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts")
+        }
+
+        let facts = try deps.verifier.verifyNotification(payload, for: project)
+        let outcome = try deps.notifications.recordNotification(facts, project: project, now: deps.now())
+        var out = JSONBody(capacity: 96)
+        out.raw(#"{"status":"#)
+        out.string(outcome.rawValue)
+        out.raw(#","notification_uuid":"#)
+        out.string(facts.notificationUUID.uuidString.lowercased())
+        out.raw("}")
+        return Response.json(200, out.bytes)
+    }
+
+    /// `GET /v1/admin/projects/:id/notifications?original_transaction_id=…&limit=…`: what Apple sent, newest
+    /// first, for support.
+    func listNotifications(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let (originalTransactionId, limit) = try Self.notificationListQuery(request)
+        guard try deps.projects.project(id: id) != nil else { return ErrorResponse.projectNotFound }
+        let stored = try deps.notifications.notifications(
+            projectId: id, originalTransactionId: originalTransactionId, limit: limit)
+        var body = JSONBody(capacity: 32 + 320 * stored.count)
+        body.raw(#"{"notifications":["#)
+        for (i, notification) in stored.enumerated() {
+            if i > 0 { body.raw(",") }
+            Self.writeNotification(notification, into: &body)
+        }
+        body.raw("]}")
+        return Response.json(200, body.bytes)
+    }
+
+    /// The list's query parameters, validated; unknown parameters are ignored, a repeated one is the last.
+    static func notificationListQuery(_ request: Request) throws(APIError) -> (String?, Int) {
+        var originalTransactionId: String?
+        var limit = notificationListDefaultLimit
+        var details: [ValidationDetail] = []
+        for item in request.queryItems() {
+            switch item.name {
+            case "original_transaction_id":
+                let scalars = item.value.unicodeScalars.count
+                if scalars < 1 || scalars > 256 {
+                    details.append(ValidationDetail(
+                        path: ["original_transaction_id"],
+                        message: scalars < 1 ? "String must contain at least 1 character(s)"
+                            : "String must contain at most 256 character(s)"))
+                } else {
+                    originalTransactionId = item.value
+                }
+            case "limit":
+                // At most 4 digits: anything longer is out of range anyway, and Int(...) never sees a huge value.
+                guard item.value.utf8.count <= 4, let value = Int(item.value) else {
+                    details.append(ValidationDetail(path: ["limit"], message: "Expected integer"))
+                    continue
+                }
+                if value < 1 || value > notificationListMaxLimit {
+                    details.append(ValidationDetail(
+                        path: ["limit"], message: value < 1 ? "Number must be greater than or equal to 1"
+                            : "Number must be less than or equal to \(notificationListMaxLimit)"))
+                } else {
+                    limit = value
+                }
+            default:
+                continue
+            }
+        }
+        if !details.isEmpty { throw APIError.validation(details, suggestion: notificationListSuggestion) }
+        return (originalTransactionId, limit)
+    }
+
+    static func writeNotification(_ n: StoredNotification, into body: inout JSONBody) {
+        body.raw(#"{"notification_uuid":"#)
+        body.string(n.notificationUUID.uuidString.lowercased())
+        body.raw(#","type":"#)
+        body.string(n.type)
+        body.raw(#","subtype":"#)
+        body.stringOrNull(n.subtype)
+        body.raw(#","original_transaction_id":"#)
+        body.stringOrNull(n.originalTransactionId)
+        body.raw(#","environment":"#)
+        body.stringOrNull(n.environment?.rawValue)
+        body.raw(#","signed_date":"#)
+        body.dateOrNull(n.signedDate)
+        body.raw(#","received_at":"#)
+        body.date(n.receivedAt)
+        body.raw(#","processed_at":"#)
+        body.dateOrNull(n.processedAt)
+        body.raw("}")
+    }
+}

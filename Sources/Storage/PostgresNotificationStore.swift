@@ -1,0 +1,109 @@
+import Domain
+import Foundation
+import Postgres
+
+/// App Store Server Notifications in PostgreSQL: the raw audit log plus their facts, applied exactly once.
+///
+/// One database transaction per notification: the `notifications` row is inserted with `ON CONFLICT DO
+/// NOTHING`, and only the delivery that inserted it applies the facts — through the same statements as the
+/// receipts path (`PostgresPurchaseStore.apply`), so the newer-fact-wins rules are the Domain's, not SQL's.
+/// A concurrent redelivery blocks on the primary key until the first commits, then finds the row: exactly
+/// one of them applies. If anything fails, nothing is stored and Apple's retry starts over.
+public final class PostgresNotificationStore: NotificationStore {
+    private let pool: ConnectionPool
+
+    /// A store over `pool`; the pool's lifetime is the caller's.
+    public init(pool: ConnectionPool) {
+        self.pool = pool
+    }
+
+    /// Stores the notification and, on first delivery, applies its transaction (no user binding: users are
+    /// bound by `POST /v1/receipts`, and every bound user reads the shared purchase state) and renewal info.
+    public func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
+        -> NotificationOutcome
+    {
+        try StorageErrors.mapping("record notification") {
+            try pool.transaction { connection in
+                guard try Self.insert(notification, projectId: project.id, now: now, on: connection) else {
+                    return .duplicate
+                }
+                if NotificationRules.effect(of: notification) == .applyFacts {
+                    // Transaction first: it may create the purchase (adopting pending renewal info), so the
+                    // renewal info that follows finds the row instead of waiting in pending_renewals.
+                    if let transaction = notification.transaction {
+                        _ = try PostgresPurchaseStore.apply(
+                            transaction, userId: nil, deviceId: nil, project: project, now: now, on: connection)
+                    }
+                    if let renewal = notification.renewal {
+                        _ = try PostgresPurchaseStore.apply(renewal, projectId: project.id, now: now, on: connection)
+                    }
+                }
+                try connection.execute("""
+                    UPDATE notifications SET processed_at = \(now)
+                    WHERE project_id = \(project.id) AND notification_uuid = \(notification.notificationUUID)
+                    """)
+                return .processed
+            }
+        }
+    }
+
+    /// Newest first by `received_at` (then Apple's `signed_date`, then the UUID, so the order is total).
+    public func notifications(projectId: UUID, originalTransactionId: String?, limit: Int) throws
+        -> [StoredNotification]
+    {
+        let limit = Int64(max(0, limit))
+        return try StorageErrors.mapping("list notifications") {
+            try pool.withConnection { connection in
+                let rows: Rows
+                if let originalTransactionId {
+                    rows = try connection.query("""
+                        SELECT \(unsafeSQL: Self.listColumns) FROM notifications
+                        WHERE project_id = \(projectId) AND original_transaction_id = \(originalTransactionId)
+                        ORDER BY received_at DESC, signed_date DESC NULLS LAST, notification_uuid DESC
+                        LIMIT \(limit)
+                        """)
+                } else {
+                    rows = try connection.query("""
+                        SELECT \(unsafeSQL: Self.listColumns) FROM notifications
+                        WHERE project_id = \(projectId)
+                        ORDER BY received_at DESC, signed_date DESC NULLS LAST, notification_uuid DESC
+                        LIMIT \(limit)
+                        """)
+                }
+                return try rows.map { row in
+                    StoredNotification(
+                        notificationUUID: try row.decode("notification_uuid", as: UUID.self),
+                        type: try row.decode("notification_type", as: String.self),
+                        subtype: try row.decode("subtype", as: String?.self),
+                        originalTransactionId: try row.decode("original_transaction_id", as: String?.self),
+                        environment: try row.decode("environment", as: String?.self)
+                            .map(StoreEnvironment.init(rawValue:)),
+                        signedDate: try row.decode("signed_date", as: Date?.self),
+                        receivedAt: try row.decode("received_at", as: Date.self),
+                        processedAt: try row.decode("processed_at", as: Date?.self))
+                }
+            }
+        }
+    }
+
+    private static let listColumns = """
+        notification_uuid, notification_type, subtype, original_transaction_id, environment, signed_date,
+        received_at, processed_at
+        """
+
+    /// Inserts the audit row; true when this delivery is the first (the row was not there).
+    private static func insert(
+        _ n: NotificationFacts, projectId: UUID, now: Date, on connection: Connection
+    ) throws -> Bool {
+        let rows = try connection.query("""
+            INSERT INTO notifications (project_id, notification_uuid, notification_type, subtype,
+                original_transaction_id, environment, signed_date, payload, received_at)
+            VALUES (\(projectId), \(n.notificationUUID), \(n.type), \(Bind.text(n.subtype)),
+                \(Bind.text(n.originalTransactionId)), \(Bind.text(n.environment?.rawValue)),
+                \(Bind.date(n.signedDate)), \(n.payloadJSON), \(now))
+            ON CONFLICT (project_id, notification_uuid) DO NOTHING
+            RETURNING notification_uuid
+            """)
+        return !rows.isEmpty
+    }
+}
