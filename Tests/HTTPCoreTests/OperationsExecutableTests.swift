@@ -28,7 +28,8 @@ final class OperationsExecutableTests: XCTestCase {
             "BOUNCER_PORT": "0", "BOUNCER_HOST": "127.0.0.1", "BOUNCER_DATA_DIR": dir.appendingPathComponent("data").path,
             "BOUNCER_ACCESS_LOG": "off", "BOUNCER_METRICS_TOKEN": metricsToken,
             "BOUNCER_RATE_LIMIT_PUBLIC_KEY": "1", "BOUNCER_RATE_LIMIT_PUBLIC_KEY_BURST": "2",
-            "BOUNCER_RATE_LIMIT_CLIENT": "1000",
+            "BOUNCER_RATE_LIMIT_CLIENT": "1000", "BOUNCER_ADMIN_TOKEN": "admin-token-0123456789",
+            "BOUNCER_RATE_LIMIT_ADMIN": "0.5", "BOUNCER_RATE_LIMIT_ADMIN_BURST": "1",
         ]) { $1 }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
@@ -61,6 +62,13 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(try get("/v1/subscriptions/\(key)/u1", "Authorization: Bearer sk_\(String(repeating: "0", count: 64))\r\n").status, 401)
         // Operational routes are never limited.
         for _ in 0..<5 { XCTAssertEqual(try get("/healthz").status, 200) }
+        // All admin traffic shares one bucket: 1 at once, then one per 2 s.
+        let admin = "Authorization: Bearer admin-token-0123456789\r\n"
+        XCTAssertEqual(try get("/v1/admin/projects", admin).status, 200)
+        let adminLimited = try get("/v1/admin/projects", admin)
+        XCTAssertEqual(adminLimited.status, 429)
+        XCTAssertEqual(adminLimited.header("Retry-After"), "2")
+        XCTAssertEqual(try get("/v1/ping").status, 200, "the benchmark route is never limited")
         // After the refill interval the key is served again.
         usleep(1_100_000)
         XCTAssertEqual(try get("/v1/subscriptions/\(key)/u4").status, 401)
@@ -81,6 +89,9 @@ final class OperationsExecutableTests: XCTestCase {
             #"bouncer_http_request_duration_seconds_count{route="/healthz",method="GET"} 5"#,
             #"bouncer_rate_limited_total{scope="public_key"} 1"#,
             #"bouncer_rate_limited_total{scope="client"} 0"#,
+            #"bouncer_rate_limited_total{scope="admin"} 1"#,
+            #"bouncer_rate_limited_total{scope="secret_key"} 0"#,
+            #"bouncer_http_requests_total{route="/v1/admin/projects",method="GET",status="429"} 1"#,
             #"bouncer_http_open_connections 1"#,
             #"bouncer_db_pool_timeouts_total 0"#,
             "# TYPE bouncer_http_request_duration_seconds histogram",
