@@ -30,6 +30,7 @@ final class OperationsExecutableTests: XCTestCase {
             "BOUNCER_RATE_LIMIT_PUBLIC_KEY": "1", "BOUNCER_RATE_LIMIT_PUBLIC_KEY_BURST": "2",
             "BOUNCER_RATE_LIMIT_CLIENT": "1000", "BOUNCER_ADMIN_TOKEN": "admin-token-0123456789",
             "BOUNCER_RATE_LIMIT_ADMIN": "0.5", "BOUNCER_RATE_LIMIT_ADMIN_BURST": "1",
+            "BOUNCER_ROOT_CERTIFICATES": TestPaths.repoRoot.appendingPathComponent("Tests/Fixtures/pki/root.pem").path,
         ]) { $1 }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
@@ -62,13 +63,25 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(try get("/v1/subscriptions/\(key)/u1", "Authorization: Bearer sk_\(String(repeating: "0", count: 64))\r\n").status, 401)
         // Operational routes are never limited.
         for _ in 0..<5 { XCTAssertEqual(try get("/healthz").status, 200) }
-        // All admin traffic shares one bucket: 1 at once, then one per 2 s.
+        // All admin traffic shares one bucket: 1 at once (creating the project), then one per 2 s.
         let admin = "Authorization: Bearer admin-token-0123456789\r\n"
-        XCTAssertEqual(try get("/v1/admin/projects", admin).status, 200)
+        let create = #"{"name":"ops","bundle_id":"com.example.ops"}"#
+        try c.send("POST /v1/admin/projects HTTP/1.1\r\nHost: t\r\n\(admin)Content-Type: application/json\r\n"
+                   + "Content-Length: \(create.utf8.count)\r\n\r\n\(create)")
+        let project = try c.readResponse()
+        XCTAssertEqual(project.status, 201, project.text)
+        let projectKey = try XCTUnwrap(project.text.range(of: #""public_key":"(pk_[0-9a-f]+)""#, options: .regularExpression)
+            .map { String(project.text[$0].dropFirst(14).dropLast()) })
         let adminLimited = try get("/v1/admin/projects", admin)
         XCTAssertEqual(adminLimited.status, 429)
         XCTAssertEqual(adminLimited.header("Retry-After"), "2")
         XCTAssertEqual(try get("/v1/ping").status, 200, "the benchmark route is never limited")
+        // A notification signed by the test PKI (chain to the configured test root) is counted by type.
+        let notification = try signedNotification(bundleId: "com.example.ops")
+        try c.send("POST /v1/notifications/\(projectKey) HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                   + "Content-Length: \(notification.utf8.count)\r\n\r\n\(notification)")
+        let stored = try c.readResponse()
+        XCTAssertEqual(stored.status, 200, stored.text)
         // After the refill interval the key is served again.
         usleep(1_100_000)
         XCTAssertEqual(try get("/v1/subscriptions/\(key)/u4").status, 401)
@@ -93,6 +106,10 @@ final class OperationsExecutableTests: XCTestCase {
             #"bouncer_rate_limited_total{scope="secret_key"} 0"#,
             #"bouncer_http_requests_total{route="/v1/admin/projects",method="GET",status="429"} 1"#,
             #"bouncer_http_open_connections 1"#,
+            #"bouncer_notifications_total{type="SUBSCRIBED"} 1"#,
+            #"bouncer_verifications_total{kind="notification",result="ok"} 1"#,
+            #"bouncer_chain_cache_total{result="miss"} 1"#,
+            #"bouncer_chain_cache_total{result="hit"} 0"#,
             #"bouncer_db_pool_timeouts_total 0"#,
             "# TYPE bouncer_http_request_duration_seconds histogram",
         ] {
@@ -102,10 +119,36 @@ final class OperationsExecutableTests: XCTestCase {
         let rss = lines.first { $0.hasPrefix("bouncer_process_resident_memory_bytes ") }.flatMap { Int($0.split(separator: " ")[1]) }
         XCTAssertGreaterThan(rss ?? 0, 1_000_000)
         XCTAssertFalse(metrics.text.contains(key), "no keys in labels")
+        XCTAssertFalse(metrics.text.contains(projectKey), "no keys in labels")
 
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
         XCTAssertEqual(p.terminationStatus, 0)
         _ = err.fileHandleForReading.readDataToEndOfFile()
+    }
+
+    /// `{"signedPayload": …}` for a SUBSCRIBED notification with a nested transaction, both signed by
+    /// `Tests/Fixtures/pki/sign-jws` (the committed test PKI, Apple's JWS shape).
+    func signedNotification(bundleId: String) throws -> String {
+        let now = Int(Date().timeIntervalSince1970 * 1000)
+        let transaction = try signJWS(#"{"transactionId":"7000000000000001","originalTransactionId":"7000000000000001","bundleId":"\#(bundleId)","productId":"ops.monthly","purchaseDate":\#(now - 1000),"originalPurchaseDate":\#(now - 1000),"expiresDate":\#(now + 86_400_000),"type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\#(now),"environment":"Sandbox","quantity":1}"#)
+        let outer = try signJWS(#"{"notificationType":"SUBSCRIBED","subtype":"INITIAL_BUY","notificationUUID":"\#(UUID().uuidString.lowercased())","version":"2.0","signedDate":\#(now),"data":{"bundleId":"\#(bundleId)","environment":"Sandbox","signedTransactionInfo":"\#(transaction)"}}"#)
+        return #"{"signedPayload":"\#(outer)"}"#
+    }
+
+    func signJWS(_ payload: String) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = [TestPaths.repoRoot.appendingPathComponent("Tests/Fixtures/pki/sign-jws").path, "-"]
+        let input = Pipe(), output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        try p.run()
+        input.fileHandleForWriting.write(Data(payload.utf8))
+        try input.fileHandleForWriting.close()
+        let jws = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        return jws.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
