@@ -482,7 +482,7 @@ def check_guide(repo, variables):
     for line in text.splitlines():
         if line.startswith("|"):
             for name in re.findall(r"`((?:BOUNCER_[A-Z_]+)|DATABASE_URL)`", line.split("|")[1] if line.count("|") > 2 else ""):
-                rows[name] = line
+                rows.setdefault(name, line)  # the configuration table comes first
     missing = sorted(v for v in variables if v not in rows)
     check(f"deploy/README.md documents all {len(variables)} serve variables", not missing, str(missing))
     wrong = []
@@ -495,8 +495,8 @@ def check_guide(repo, variables):
     extra = sorted(set(re.findall(r"`(BOUNCER_[A-Z_]+)`", text)) - set(variables))
     check("deploy/README.md names no variable that does not exist", not extra, str(extra))
     for heading in ("/metrics", "Rate limits"):
-        check(f"deploy/README.md has a TODO section for {heading}",
-              re.search(r"^#+ .*" + re.escape(heading) + r".*TODO", text, re.M | re.I) is not None)
+        check(f"deploy/README.md has a section for {heading}",
+              re.search(r"^#+ .*" + re.escape(heading), text, re.M | re.I) is not None)
 
 
 def main():

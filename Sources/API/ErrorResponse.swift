@@ -71,8 +71,7 @@ enum ErrorResponse {
                           suggestion: error.suggestion, details: error.details)
         case let failure as VerificationFailure:
             if failure.isRetryable {
-                log("request_id=\(request.requestID) route=\(request.routeTemplate) status=503 "
-                    + "retryable verification failure: \(String(reflecting: failure))")
+                log(logLine(request, status: 503, "retryable verification failure: \(String(reflecting: failure))"))
                 return serviceUnavailable(request)
             }
             var (title, suggestion) = verificationText(failure.code)
@@ -85,8 +84,7 @@ enum ErrorResponse {
         case let error as DomainError:
             switch error.code {
             case .serviceUnavailable:
-                log("request_id=\(request.requestID) route=\(request.routeTemplate) status=503 "
-                    + String(reflecting: error))
+                log(logLine(request, status: 503, String(reflecting: error)))
                 return serviceUnavailable(request)
             case .purchaseOwnedByAnotherUser:
                 return render(
@@ -128,10 +126,19 @@ enum ErrorResponse {
         return response
     }
 
+    /// One structured (JSON) log line for a failed request, like the access log: the error value only, never the
+    /// body, keys or JWS.
+    static func logLine(_ request: Request, status: Int, _ error: String) -> String {
+        JSONValue.object(JSONObject([
+            ("event", "request_error"), ("request_id", .string(request.requestID)),
+            ("route", .string(request.routeTemplate)), ("status", JSONValue(status)), ("error", .string(error)),
+        ])).serializedString()
+    }
+
     private static func internalError(
         _ error: any Error, request: Request, log: @Sendable (String) -> Void
     ) -> Response {
-        log("request_id=\(request.requestID) route=\(request.routeTemplate) status=500 " + String(reflecting: error))
+        log(logLine(request, status: 500, String(reflecting: error)))
         return render(status: 500, code: "INTERNAL_ERROR", message: "Internal server error.",
                       suggestion: "Retry later; if it persists, report the request_id to the operator.",
                       requestID: request.requestID)

@@ -13,7 +13,9 @@ enum ServeCommand {
         usage: bouncer serve
 
         Runs the HTTP API. Prints `listening on http://HOST:PORT` once ready; SIGTERM or SIGINT
-        drains in-flight requests and exits 0. Configuration comes from the environment:
+        drains in-flight requests and exits 0. GET /metrics serves Prometheus text. Rate limits
+        (BOUNCER_RATE_LIMIT_*) are token buckets kept per process: N instances behind a load
+        balancer allow up to N times the configured rate. Configuration comes from the environment:
 
         """ + ServeSettings.helpText
 
@@ -49,17 +51,18 @@ enum ServeCommand {
         }
         let monitor = ReadinessMonitor(pool: database.pool)
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
+        let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
         let dependencies = APIDependencies(
             projects: PostgresProjectStore(pool: database.pool),
             purchases: PostgresPurchaseStore(pool: database.pool),
-            verifier: AppStoreVerifier(verifier: verifier),
+            verifier: AppStoreVerifier(verifier: verifier, metrics: metrics),
             hasher: SHA256SecretHasher(),
             adminToken: settings.adminToken,
             notifications: PostgresNotificationStore(pool: database.pool),
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)
-        let status = run(settings: settings, router: router, readiness: { monitor.isReady })
+        let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
         monitor.stop()
         database.close(log: log)
         return status
@@ -67,10 +70,16 @@ enum ServeCommand {
 
     /// Adds the operational routes to `router`, serves until SIGTERM/SIGINT, drains, returns the exit status.
     /// The lead wires API routes into `router` and a database check into `readiness` before calling this.
-    static func run(settings: ServeSettings, router: Router, readiness: @escaping @Sendable () -> Bool) -> Int32 {
+    /// `metrics` feeds `GET /metrics` and the rate limiter's counts (`Operations/`).
+    static func run(
+        settings: ServeSettings, router: Router, readiness: @escaping @Sendable () -> Bool,
+        metrics: ServiceMetrics = ServiceMetrics(poolStatistics: nil)
+    ) -> Int32 {
         let lifecycle = ServeLifecycle()
         var router = router
         addOperationalRoutes(to: &router, lifecycle: lifecycle, readiness: readiness)
+        MetricsRoute.add(to: &router, metrics: metrics, token: settings.operations.metricsToken)
+        let limits = RateLimitAdmission(settings: settings.operations, metrics: metrics)
 
         // Block the signals' default action before any thread starts, then observe them on a queue.
         signal(SIGTERM, SIG_IGN)
@@ -88,7 +97,11 @@ enum ServeCommand {
         defer { logWriter.close() }
         let writeLine: @Sendable (String) -> Void = { logWriter.write($0) }
         let log: (@Sendable (String) -> Void)? = settings.accessLog ? writeLine : nil
-        let server = HTTPServer(configuration: settings.server, router: router, accessLog: log)
+        var admission: (@Sendable (Request) -> Response?)? = nil
+        if let limits { admission = { limits.admit($0) } }
+        let server = HTTPServer(configuration: settings.server, router: router, accessLog: log,
+                                admission: admission, observer: { metrics.observe($0) })
+        metrics.attach(openConnections: { server.connectionCount })
         let port: Int
         do {
             port = try server.start()

@@ -15,6 +15,8 @@ struct ServeSettings: Sendable {
     var rootCertificatePaths: [String] = []
     /// `BOUNCER_CHAIN_CACHE_SIZE`: verified certificate chains kept (0 disables the cache).
     var chainCacheSize = 64
+    /// `/metrics` token and rate limits (`Operations/OperationsSettings.swift`).
+    var operations = OperationsSettings()
 
     /// One documented variable: name, meaning and how it lands in the settings.
     struct Variable: Sendable {
@@ -107,7 +109,7 @@ struct ServeSettings: Sendable {
             }
             return nil
         },
-    ]
+    ] + operationsVariables
 
     private static func int(
         _ name: String, _ help: String, _ range: ClosedRange<Int>, _ set: @escaping @Sendable (inout ServeSettings, Int) -> Void
@@ -133,7 +135,7 @@ struct ServeSettings: Sendable {
         }
     }
 
-    static let secretVariables: Set<String> = ["BOUNCER_ADMIN_TOKEN", "DATABASE_URL"]
+    static let secretVariables: Set<String> = ["BOUNCER_ADMIN_TOKEN", "DATABASE_URL", "BOUNCER_METRICS_TOKEN"]
 
     /// Reads every known variable; returns all problems at once so an operator fixes them in one go.
     static func fromEnvironment(_ environment: [String: String]) -> Result<ServeSettings, ConfigurationProblems> {

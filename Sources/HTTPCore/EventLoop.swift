@@ -289,6 +289,10 @@ final class EventLoop: @unchecked Sendable {
                 method: parsed.method, path: parsed.path, query: parsed.query, headers: parsed.headers,
                 body: parsed.body, pathParameters: parameters, routeTemplate: route.template,
                 requestID: requestID, remoteAddress: conn.remoteAddress, versionMinor: minor)
+            if let admission = core.admission, let rejected = admission(request) {
+                finishInline(conn, rejected, parsed, route.template, requestID, keepAlive, startedAt)
+                return
+            }
             if route.placement == .eventLoop {
                 let (response, errorType) = core.invoke(route.handler, request)
                 finishInline(conn, response, parsed, route.template, requestID, keepAlive, startedAt, errorType)

@@ -6,6 +6,10 @@ final class ServerCore: Sendable {
     let configuration: HTTPServer.Configuration
     let router: Router
     let accessLog: (@Sendable (String) -> Void)?
+    /// Runs after routing, before the handler is queued; a response returned here is sent instead.
+    let admission: (@Sendable (Request) -> Response?)?
+    /// Told once per response (on the access-log path), e.g. for metrics.
+    let observer: (@Sendable (RequestRecord) -> Void)?
     let pool: WorkerPool
     let draining = Atomic<Bool>(false)
     /// Monotonic ns after which loops force-close what is left; set by `shutdown`.
@@ -14,10 +18,15 @@ final class ServerCore: Sendable {
     private let requestCounter = Atomic<UInt64>(0)
     private let requestIDPrefix: String
 
-    init(configuration: HTTPServer.Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?) {
+    init(
+        configuration: HTTPServer.Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?,
+        admission: (@Sendable (Request) -> Response?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.router = router
         self.accessLog = accessLog
+        self.admission = admission
+        self.observer = observer
         self.pool = WorkerPool(threads: configuration.workerCount, capacity: configuration.queueDepth)
         var rng = SystemRandomNumberGenerator()
         let random: UInt64 = rng.next()
@@ -52,13 +61,19 @@ final class ServerCore: Sendable {
         }
     }
 
-    /// One JSON access-log line per request (never bodies, keys or raw paths: only the template).
+    /// One JSON access-log line per request (never bodies, keys or raw paths: only the template),
+    /// and the same values to the observer: every response passes through here exactly once.
     func log(
         method: String, template: String, status: Int, bytes: Int, startedAt: UInt64,
         requestID: String, remote: String, errorType: String? = nil
     ) {
+        guard accessLog != nil || observer != nil else { return }
+        let now = monotonicNanos()
+        let nanos = now > startedAt ? now - startedAt : 0
+        observer?(RequestRecord(method: method, routeTemplate: template, status: status, bytes: bytes,
+                                durationNanoseconds: nanos, requestID: requestID, remoteAddress: remote))
         guard let accessLog else { return }
-        let micros = (monotonicNanos() &- startedAt) / 1000
+        let micros = nanos / 1000
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         var line = #"{"ts":"# + Self.decimal(Int(wall.tv_sec), fraction: Int(wall.tv_nsec / 1_000_000))

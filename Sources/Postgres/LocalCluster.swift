@@ -222,7 +222,17 @@ public final class LocalCluster: Sendable {
         guard kill(pid, 0) == 0 || errno == EPERM else { return nil }
         // A PID reused by an unrelated process (common in containers) is not our server.
         let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
-        return comm.hasPrefix("postgres") || comm.hasPrefix("postmaster") ? pid : nil
+        guard comm.hasPrefix("postgres") || comm.hasPrefix("postmaster") else { return nil }
+        // A killed postmaster lingers as a zombie until its parent reaps it: dead, not "alive but slow".
+        return isZombie(pid) ? nil : pid
+    }
+
+    /// Whether `/proc/<pid>/stat` reports state `Z`. The state follows the parenthesised command name, which may
+    /// itself contain spaces or parentheses, so it is read after the last ")".
+    private static func isZombie(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 
     private static func removeStaleLockFiles(data: String, socketDirectory: String, port: Int, log: (String) -> Void) {

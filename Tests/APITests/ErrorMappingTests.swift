@@ -2,6 +2,7 @@ import API
 import Domain
 import Foundation
 import HTTPCore
+import JSON
 import XCTest
 
 final class ErrorMappingTests: XCTestCase {
@@ -23,7 +24,7 @@ final class ErrorMappingTests: XCTestCase {
             XCTAssertEqual(response.json?["request_id"]?.stringValue, "req-test-1")
             XCTAssertFalse(response.text.contains("connection refused"), "no internals in the body")
         }
-        XCTAssertTrue(h.log.all.allSatisfy { $0.contains("request_id=req-test-1") && $0.contains("status=503") })
+        XCTAssertTrue(h.log.all.allSatisfy { $0.contains(#""request_id":"req-test-1""#) && $0.contains(#""status":503"#) })
         XCTAssertEqual(h.log.all.count, responses.count)
     }
 
@@ -48,8 +49,11 @@ final class ErrorMappingTests: XCTestCase {
             + #""request_id":"req-test-1"}"#)
         XCTAssertEqual(h.log.all.count, 1)
         let line = h.log.all.first ?? ""
-        XCTAssertTrue(line.contains("request_id=req-test-1"), line)
-        XCTAssertTrue(line.contains("route=/v1/receipts/:publicKey"), line)
+        let logged = try? JSONParser.parse(line)
+        XCTAssertEqual(logged?["event"], "request_error", line)
+        XCTAssertEqual(logged?["request_id"], "req-test-1", line)
+        XCTAssertEqual(logged?["route"], "/v1/receipts/:publicKey", line)
+        XCTAssertEqual(logged?["status"], 500, line)
         XCTAssertTrue(line.contains("SQLSTATE 42P01"), "the log keeps the cause: \(line)")
         XCTAssertFalse(line.contains("a.b.c"), "never the JWS")
         XCTAssertFalse(line.contains(Harness.publicKey), "never the key")

@@ -6,11 +6,16 @@ import Foundation
 /// verified payloads become Domain facts, verifier errors become `VerificationFailure` with the same code.
 struct AppStoreVerifier: SignedDataVerifying {
     let verifier: SignedDataVerifier
+    /// Counts outcomes, chain-cache use and notification types for `/metrics` (`Operations/`).
+    var metrics: ServiceMetrics? = nil
 
     func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
         do {
-            return Self.facts(try verifier.verifyTransaction(jws, policy: Self.policy(for: project)))
+            let verified = try verifier.verifyTransaction(jws, policy: Self.policy(for: project))
+            metrics?.verified(kind: "transaction", verified.details)
+            return Self.facts(verified)
         } catch {
+            metrics?.verification(kind: "transaction", result: error.code.rawValue)
             throw Self.failure(error)
         }
     }
@@ -19,7 +24,9 @@ struct AppStoreVerifier: SignedDataVerifying {
         let verified: VerifiedNotification
         do {
             verified = try verifier.verifyNotification(jws, policy: Self.policy(for: project))
+            metrics?.verified(kind: "notification", verified.details, notificationType: verified.notification.notificationType.rawValue)
         } catch {
+            metrics?.verification(kind: "notification", result: error.code.rawValue)
             throw Self.failure(error)
         }
         let n = verified.notification

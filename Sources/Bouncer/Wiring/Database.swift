@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Postgres
 import Storage
 
@@ -77,18 +78,5 @@ final class Database: Sendable {
 
 /// One structured log line: `{"event": …, "message": …}`.
 func jsonLine(_ event: String, _ message: String) -> String {
-    func escape(_ s: String) -> String {
-        var out = ""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-    return "{\"event\":\"\(escape(event))\",\"message\":\"\(escape(message))\"}"
+    JSONValue.object(JSONObject([("event", .string(event)), ("message", .string(message))])).serializedString()
 }

@@ -1,0 +1,124 @@
+import AppStoreJWS
+import Foundation
+import HTTPCore
+import Metrics
+import Postgres
+import Synchronization
+
+/// Every series `GET /metrics` exposes, and the recording calls the server, the verifier adapter and the
+/// rate limiter make. Labels carry route templates, methods, statuses, error codes and notification types:
+/// never keys, user ids, tokens or raw paths.
+final class ServiceMetrics: Sendable {
+    let registry = MetricsRegistry()
+    private let requests: Counter
+    private let durations: Histogram
+    private let verifications: Counter
+    private let notifications: Counter
+    private let chainCache: Counter
+    private let rateLimited: Counter
+    private let openConnections = Mutex<(@Sendable () -> Int)?>(nil)
+
+    /// The scopes `bouncer_rate_limited_total` starts with at zero (so `rate()` has a series to work on).
+    static let rateLimitScopes = ["public_key", "client", "admin", "secret_key"]
+
+    /// Seconds; from a sub-millisecond health check to the 10 s handler timeout.
+    static let durationBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    /// - Parameter poolStatistics: read at scrape time (in memory, one short lock); nil without a database.
+    init(poolStatistics: (@Sendable () -> ConnectionPool.Statistics)?) {
+        requests = registry.counter(
+            "bouncer_http_requests_total", help: "HTTP responses by route template, method and status.",
+            labels: ["route", "method", "status"])
+        durations = registry.histogram(
+            "bouncer_http_request_duration_seconds",
+            help: "Time from a request's arrival to its response being ready, by route template and method.",
+            labels: ["route", "method"], buckets: Self.durationBuckets)
+        verifications = registry.counter(
+            "bouncer_verifications_total",
+            help: "Signed-data verifications by kind (transaction, notification) and result (ok or the error code).",
+            labels: ["kind", "result"])
+        notifications = registry.counter(
+            "bouncer_notifications_total", help: "Verified App Store Server Notifications by notificationType.",
+            labels: ["type"])
+        chainCache = registry.counter(
+            "bouncer_chain_cache_total", help: "Verified certificate-chain cache lookups (hit or miss).",
+            labels: ["result"])
+        rateLimited = registry.counter(
+            "bouncer_rate_limited_total", help: "Requests answered 429 by the per-process rate limits, by scope.",
+            labels: ["scope"])
+        for scope in Self.rateLimitScopes { rateLimited.increment([scope], by: 0) }
+        for result in ["hit", "miss"] { chainCache.increment([result], by: 0) }
+        for kind in ["transaction", "notification"] { verifications.increment([kind, "ok"], by: 0) }
+
+        if let poolStatistics {
+            registry.callback(
+                "bouncer_db_pool_connections", help: "PostgreSQL pool connections by state.", type: .gauge,
+                labels: ["state"]) {
+                    let s = poolStatistics()
+                    return [MetricSample(["idle"], Double(s.idle)), MetricSample(["in_use"], Double(s.inUse))]
+                }
+            registry.callback(
+                "bouncer_db_pool_waiting", help: "Threads waiting for a PostgreSQL connection right now.",
+                type: .gauge) { [MetricSample([], Double(poolStatistics().waiting))] }
+            registry.callback(
+                "bouncer_db_pool_waits_total", help: "Connection checkouts that had to wait.", type: .counter) {
+                    [MetricSample([], Double(poolStatistics().waits))]
+                }
+            registry.callback(
+                "bouncer_db_pool_timeouts_total", help: "Connection checkouts that gave up (answered 503).",
+                type: .counter) { [MetricSample([], Double(poolStatistics().timeouts))] }
+        }
+        registry.callback(
+            "bouncer_process_resident_memory_bytes", help: "Resident set size of this process.", type: .gauge) {
+                Self.residentMemoryBytes().map { [MetricSample([], Double($0))] } ?? []
+            }
+        registry.callback(
+            "bouncer_http_open_connections", help: "Open client connections.", type: .gauge) { [weak self] in
+                self?.openConnections.withLock { $0 }.map { [MetricSample([], Double($0()))] } ?? []
+            }
+    }
+
+    /// Where `bouncer_http_open_connections` reads from (the server exists only after the routes are built).
+    func attach(openConnections source: @escaping @Sendable () -> Int) {
+        openConnections.withLock { $0 = source }
+    }
+
+    /// The HTTP server's observer: one call per response.
+    func observe(_ record: RequestRecord) {
+        requests.increment([record.routeTemplate, record.method, String(record.status)])
+        durations.observe(record.durationSeconds, [record.routeTemplate, record.method])
+    }
+
+    /// One verification by the App Store adapter; `result` is `ok` or the error code.
+    func verification(kind: String, result: String) { verifications.increment([kind, result]) }
+
+    /// One chain-cache lookup (Xcode-signed data has no chain and is not counted).
+    func chainCacheLookup(hit: Bool) { chainCache.increment([hit ? "hit" : "miss"]) }
+
+    /// One verified notification.
+    func notification(type: String) { notifications.increment([type]) }
+
+    /// One 429.
+    func rateLimited(scope: String) { rateLimited.increment([scope]) }
+
+    /// The text exposition of every series.
+    func render() -> String { registry.render() }
+
+    /// `/proc/self/statm`'s resident pages × page size (procfs: no disk I/O).
+    static func residentMemoryBytes() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        let (bytes, overflow) = pages.multipliedReportingOverflow(by: Int(sysconf(Int32(_SC_PAGESIZE))))
+        return overflow ? nil : bytes
+    }
+}
+
+extension ServiceMetrics {
+    /// A successful verification: `ok`, the chain cache's part (Xcode data has no chain), the notification type.
+    func verified(kind: String, _ details: VerificationDetails, notificationType: String? = nil) {
+        verification(kind: kind, result: "ok")
+        if !details.isXcodeSigned { chainCacheLookup(hit: details.chainCacheHit) }
+        if let notificationType { notification(type: notificationType) }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Synchronization
+import XCTest
+@testable import HTTPCore
+
+/// Collects observer records from the server's threads.
+final class Records: Sendable {
+    private let items = Mutex<[RequestRecord]>([])
+    func append(_ r: RequestRecord) { items.withLock { $0.append(r) } }
+    var all: [RequestRecord] { items.withLock { $0 } }
+}
+
+/// The generic `admission` and `observer` hooks of `HTTPServer`.
+final class ServerHooksTests: XCTestCase {
+    var server: HTTPServer?
+
+    override func tearDown() {
+        server?.shutdown(gracePeriod: .seconds(2))
+        server = nil
+    }
+
+    func start(
+        admission: (@Sendable (Request) -> Response?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+    ) throws -> Int {
+        var c = HTTPServer.Configuration()
+        c.host = "127.0.0.1"
+        c.port = 0
+        c.workerCount = 2
+        c.eventLoopCount = 1
+        var r = Router()
+        r.add(.get, "/inline", placement: .eventLoop) { _ in .json(200, Array("inline".utf8)) }
+        r.add(.get, "/items/:id") { req in .json(200, Array((req.pathParameters["id"] ?? "?").utf8)) }
+        r.add(.post, "/items/:id") { _ in Response(status: 201, body: Array("created".utf8)) }
+        let s = HTTPServer(configuration: c, router: r, accessLog: nil, admission: admission, observer: observer)
+        let port = try s.start()
+        server = s
+        return port
+    }
+
+    func testAdmissionSeesRoutingAndItsResponseReplacesTheHandler() throws {
+        let seen = Mutex<[String]>([])
+        let port = try start(admission: { request in
+            seen.withLock { $0.append("\(request.method.rawValue) \(request.routeTemplate) id=\(request.pathParameters["id"] ?? "-")") }
+            guard request.pathParameters["id"] == "blocked" else { return nil }
+            return .error(429, message: "Too many requests.", code: "RATE_LIMITED", suggestion: "Later.",
+                          headers: ["Retry-After": "7"])
+        })
+        let c = try TestClient(port: port)
+        try c.send("GET /items/ok HTTP/1.1\r\nHost: t\r\n\r\n")
+        let ok = try c.readResponse()
+        XCTAssertEqual(ok.status, 200)
+        XCTAssertEqual(ok.text, "ok")
+        try c.send("POST /items/blocked HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi")
+        let blocked = try c.readResponse()
+        XCTAssertEqual(blocked.status, 429)
+        XCTAssertEqual(blocked.header("Retry-After"), "7")
+        XCTAssertEqual(blocked.text, #"{"error":"Too many requests.","code":"RATE_LIMITED","suggestion":"Later."}"#)
+        XCTAssertNil(blocked.header("Connection"), "a rejection keeps the connection alive")
+        try c.send("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n")
+        XCTAssertEqual(try c.readResponse().text, "inline")
+        try c.send("GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n")
+        XCTAssertEqual(try c.readResponse().status, 404)
+        XCTAssertEqual(seen.withLock { $0 }, ["GET /items/:id id=ok", "POST /items/:id id=blocked", "GET /inline id=-"],
+                       "called after routing, for matched routes only (404s never reach it)")
+    }
+
+    func testObserverGetsOneRecordPerResponse() throws {
+        let records = Records()
+        let port = try start(admission: { $0.pathParameters["id"] == "no" ? Response(status: 429) : nil },
+                             observer: { records.append($0) })
+        let c = try TestClient(port: port)
+        for (i, request) in ["GET /items/abc", "GET /inline", "GET /missing", "GET /items/no", "DELETE /inline"].enumerated() {
+            try c.send("\(request) HTTP/1.1\r\nHost: t\r\nX-Request-Id: r-\(i)\r\n\r\n")
+            _ = try c.readResponse()
+            // A worker records after handing its response to the loop: wait, so the order is the request order.
+            for _ in 0..<200 where records.all.count <= i { usleep(5_000) }
+        }
+        try c.send("BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n")  // unparseable: 501 and close
+        XCTAssertEqual(try c.readResponse().status, 501)
+        for _ in 0..<100 where records.all.count < 6 { usleep(10_000) }
+        let all = records.all
+        XCTAssertEqual(all.map(\.routeTemplate), ["/items/:id", "/inline", "<unmatched>", "/items/:id", "<unmatched>", "-"])
+        XCTAssertEqual(all.map(\.method), ["GET", "GET", "GET", "GET", "DELETE", "-"])
+        XCTAssertEqual(all.map(\.status), [200, 200, 404, 429, 405, 501])
+        XCTAssertEqual(all.first?.bytes, 3)
+        XCTAssertEqual(all.first?.remoteAddress, "127.0.0.1")
+        XCTAssertEqual(all.prefix(5).map(\.requestID), ["r-0", "r-1", "r-2", "r-3", "r-4"])
+        for r in all { XCTAssertLessThan(r.durationNanoseconds, 2_000_000_000) }
+    }
+}
