@@ -78,7 +78,10 @@ extension APIHandlers {
             switch item.name {
             case "original_transaction_id":
                 let scalars = item.value.unicodeScalars.count
-                if scalars < 1 || scalars > 256 {
+                if item.value.utf8.contains(0) {
+                    details.append(ValidationDetail(
+                        path: ["original_transaction_id"], message: "String must not contain NUL characters"))
+                } else if scalars < 1 || scalars > 256 {
                     details.append(ValidationDetail(
                         path: ["original_transaction_id"],
                         message: scalars < 1 ? "String must contain at least 1 character(s)"

@@ -35,18 +35,19 @@ extension APIHandlers {
 
     /// Compact JWS (RFC 7515 §7.1): three non-empty parts separated by two dots. The verifier checks the rest.
     static func hasThreeParts(_ jws: String) -> Bool {
-        var dots = 0
-        var partLength = 0
-        for byte in jws.utf8 {
-            if byte == UInt8(ascii: ".") {
-                guard partLength > 0 else { return false }
+        // Scans the contiguous UTF-8 storage directly: iterating `String.utf8` costs ~30 instructions a byte,
+        // and a JWS is ~4.4 KB (this was 6% of a POST's instructions).
+        var text = jws
+        return text.withUTF8 { bytes -> Bool in
+            var dots = 0
+            var partStart = 0
+            for i in 0..<bytes.count where bytes[i] == UInt8(ascii: ".") {
+                guard i > partStart, dots < 2 else { return false }
                 dots += 1
-                partLength = 0
-            } else {
-                partLength += 1
+                partStart = i + 1
             }
+            return dots == 2 && bytes.count > partStart
         }
-        return dots == 2 && partLength > 0
     }
 
     /// The 201 body. Status is the purchase's when the posted transaction is its latest (so grace periods and

@@ -33,6 +33,8 @@ struct PayloadReader {
     func string(_ key: String) throws(VerificationError) -> String? {
         guard let value = present(key) else { return nil }
         guard let string = value.stringValue else { throw wrongType(key, "a string") }
+        // Signed or not, U+0000 has no place in an App Store field, and PostgreSQL text cannot store it.
+        guard !string.utf8.contains(0) else { throw .format(.payload, "payload field \(path)\(key) contains U+0000") }
         return string
     }
 

@@ -2,7 +2,13 @@ import HTTPCore
 
 /// Everything `bouncer serve` reads from `BOUNCER_*` environment variables.
 struct ServeSettings: Sendable {
-    var server = HTTPServer.Configuration()
+    /// Handler threads default to 16 (not HTTPCore's generic max(4, 2 × cores)): handlers mostly wait on PostgreSQL
+    /// commits, and bench/api reached the CPU limit only from 16 workers with 16 connections on 2 cores.
+    var server: HTTPServer.Configuration = {
+        var configuration = HTTPServer.Configuration()
+        configuration.workerCount = 16
+        return configuration
+    }()
     /// How long SIGTERM/SIGINT waits for in-flight requests. `BOUNCER_SHUTDOWN_GRACE_SECONDS`, default 10.
     var shutdownGrace: Duration = .seconds(10)
     /// JSON access log on stderr. `BOUNCER_ACCESS_LOG` (on/off), default on.
@@ -33,7 +39,7 @@ struct ServeSettings: Sendable {
         },
         int("BOUNCER_PORT", "TCP port, 0 = pick a free one (default 8080)", 0...65535) { $0.server.port = $1 },
         int("BOUNCER_EVENT_LOOPS", "I/O threads (default: cores, at most 4)", 1...64) { $0.server.eventLoopCount = $1 },
-        int("BOUNCER_WORKERS", "handler threads (default max(4, 2 x cores))", 1...1024) { $0.server.workerCount = $1 },
+        int("BOUNCER_WORKERS", "handler threads (default 16)", 1...1024) { $0.server.workerCount = $1 },
         int("BOUNCER_QUEUE_DEPTH", "requests waiting for a worker before 503 (default 1024)", 1...1_000_000) {
             $0.server.queueDepth = $1
         },
@@ -78,7 +84,7 @@ struct ServeSettings: Sendable {
             s.database.dataDirectory = v
             return nil
         },
-        int("BOUNCER_DB_POOL_SIZE", "PostgreSQL connections (default 8)", 1...1000) { $0.database.poolSize = $1 },
+        int("BOUNCER_DB_POOL_SIZE", "PostgreSQL connections (default 16)", 1...1000) { $0.database.poolSize = $1 },
         seconds("BOUNCER_DB_ACQUIRE_TIMEOUT_SECONDS", "wait for a free connection before 503 (default 2)") {
             $0.database.acquireTimeout = $1
         },

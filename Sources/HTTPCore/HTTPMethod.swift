@@ -1,9 +1,9 @@
-/// An HTTP request method (RFC 9110 §9); the server accepts the seven below and answers others 501.
+/// An HTTP request method (RFC 9110 §9); the router serves the seven below and answers other tokens 405/404.
 public struct HTTPMethod: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
     /// The method token as sent on the wire, e.g. `"GET"`.
     public let rawValue: String
 
-    /// Wraps any method token; the parser only produces the supported ones.
+    /// Wraps any method token.
     public init(rawValue: String) { self.rawValue = rawValue }
 
     /// `GET`.
@@ -42,6 +42,12 @@ public struct HTTPMethod: Hashable, Sendable, RawRepresentable, CustomStringConv
         default:
             break
         }
-        return nil
+        // Any other token (TRACE, PROPFIND, …) is a method we don't route: the router answers 405 with `Allow` on
+        // a known path, 404 elsewhere (RFC 9110 §15.5.6). Only absurdly long tokens are refused with 501.
+        guard bytes.count <= maxUnknownMethodLength else { return nil }
+        return HTTPMethod(rawValue: String(decoding: bytes, as: UTF8.self))
     }
+
+    /// The longest unregistered method token accepted (IANA's longest registered method is 17 bytes).
+    static let maxUnknownMethodLength = 20
 }

@@ -274,6 +274,11 @@ final class LiveServerTests: XCTestCase {
         let b = try c.readResponse()
         XCTAssertEqual(b.status, 405)
         XCTAssertEqual(b.header("Allow"), "POST")
+        // An unrouted but well-formed method (RFC 9110's TRACE) is 405 with Allow, not 501.
+        try c.send("TRACE /echo HTTP/1.1\r\nHost: t\r\n\r\n")
+        let trace = try c.readResponse()
+        XCTAssertEqual(trace.status, 405)
+        XCTAssertEqual(trace.header("Allow"), "POST")
         try c.send(get("/items/a%00b"))
         XCTAssertEqual(try c.readResponse().status, 400)
     }

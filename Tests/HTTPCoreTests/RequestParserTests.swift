@@ -178,8 +178,8 @@ final class RequestParserTests: XCTestCase {
 
     func testInvalidMethodsTargetsAndVersions() {
         assertRejected("G@T / HTTP/1.1\r\nHost: h\r\n\r\n", 400)
-        assertRejected("FOO / HTTP/1.1\r\nHost: h\r\n\r\n", 501)
-        assertRejected("CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", 501)
+        assertRejected("ABCDEFGHIJKLMNOPQRSTU / HTTP/1.1\r\nHost: h\r\n\r\n", 501)  // 21-byte token
+        assertRejected("CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", 400)  // authority-form: not a server of proxies
         assertRejected("GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400)
         assertRejected("GET / HTTP/1.1 \r\nHost: h\r\n\r\n", 400)
         assertRejected("GET foo HTTP/1.1\r\nHost: h\r\n\r\n", 400)

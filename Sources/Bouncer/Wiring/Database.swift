@@ -10,7 +10,7 @@ struct DatabaseSettings: Sendable {
     /// `BOUNCER_DATA_DIR`: the embedded cluster lives in `<dir>/postgres`.
     var dataDirectory = ".bouncer"
     /// `BOUNCER_DB_POOL_SIZE`.
-    var poolSize = 8
+    var poolSize = 16
     /// `BOUNCER_DB_ACQUIRE_TIMEOUT_SECONDS`.
     var acquireTimeout: Duration = .seconds(2)
     /// `BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS`.
