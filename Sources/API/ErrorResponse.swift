@@ -95,6 +95,15 @@ enum ErrorResponse {
                 return projectNotFound
             case .productNotFound:
                 return productNotFound
+            case .transactionConflict:
+                // Logged (project, transaction id, the differing fields: `underlying`), never the JWS.
+                log(logLine(request, status: 409, String(reflecting: error)))
+                return render(
+                    status: 409, code: error.code.rawValue,
+                    message: "Transaction conflict: the transaction id is already recorded with a different identity.",
+                    suggestion: "This transaction id is already recorded with a different original_transaction_id, "
+                        + "product_id or bundle_id in the same environment; nothing was written. Send the "
+                        + "transaction exactly as StoreKit 2 returned it.")
             case .conflict:
                 return render(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",

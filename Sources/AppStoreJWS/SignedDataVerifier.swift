@@ -24,10 +24,12 @@ import JSON
 ///
 /// **Xcode** (StoreKit Testing): Apple's libraries skip all cryptography for it. Here, data whose
 /// environment (or `receiptType`) is `Xcode` is rejected with ENVIRONMENT_NOT_ALLOWED unless the policy
-/// sets `allowXcode`; if it does, steps 1–3 still apply, `x5c` must hold 1–3 certificates, and the
-/// signature must verify with x5c[0]'s P-256 key, but no chain, validity or marker OID is checked
-/// (anyone can mint such data: only development projects should allow it). Data claiming any other
-/// environment always takes the full path, so Xcode data can never satisfy a policy that did not opt in.
+/// sets `allowXcode` and allows Sandbox (test data never counts for a Production-only project); if it
+/// does, steps 1–3 still apply, `x5c` must hold 1–3 certificates, and the signature must verify with
+/// x5c[0]'s P-256 key, but no chain, validity or marker OID is checked (anyone can mint such data: only
+/// development projects should allow it, and Bouncer stores it apart from Apple-signed purchases).
+/// Data claiming any other environment always takes the full path, so Xcode data can never satisfy a
+/// policy that did not opt in.
 ///
 /// **Online revocation (OCSP)** is not implemented: verification is offline and every failure is final
 /// (`isRetryable == false`). The seam for it is the cache-miss path (`validateChain`), where an OCSP
@@ -405,6 +407,10 @@ public final class SignedDataVerifier: Sendable {
         }
         guard let environment = claims.environment else {
             throw VerificationError(code: .environmentNotAllowed, step: .claims, reason: "payload \(claims.path)environment is missing")
+        }
+        if environment == .xcode || environment == .localTesting, !policy.allows(environment) {
+            throw VerificationError(code: .environmentNotAllowed, step: .claims,
+                                    reason: "\(environment.rawValue) (StoreKit Testing) data needs allow_xcode and Sandbox among the project's environments")
         }
         guard policy.allows(environment) else {
             let allowed = policy.environments.map(\.rawValue).sorted().joined(separator: ", ")

@@ -7,8 +7,8 @@ public struct VerificationPolicy: Sendable, Hashable {
     /// The tenant's App Store app id. When set, a Production payload must carry exactly this id, and
     /// any payload that carries an appAppleId must carry this one (Sandbox payloads may omit it).
     public var appAppleId: Int64?
-    /// Accept StoreKit-Testing-in-Xcode data (signed locally, never by Apple). Off by default; see
-    /// `SignedDataVerifier` for exactly what is checked on that path.
+    /// Accept StoreKit-Testing-in-Xcode data (signed locally, never by Apple), only together with `.sandbox` in
+    /// `environments`. Off by default; see `SignedDataVerifier` for exactly what is checked on that path.
     public var allowXcode: Bool
 
     /// Creates a policy; `environments` defaults to Production only.
@@ -19,10 +19,11 @@ public struct VerificationPolicy: Sendable, Hashable {
         self.allowXcode = allowXcode
     }
 
-    /// Whether data claiming `environment` may pass. Xcode needs the explicit flag, so Xcode data can
-    /// never satisfy a policy that did not opt in (in particular a Production-only one).
+    /// Whether data claiming `environment` may pass. Xcode and LocalTesting (StoreKit testing data) need the
+    /// explicit flag AND Sandbox among `environments`: test data never satisfies a policy that did not opt in,
+    /// nor a Production-only one even with the flag.
     func allows(_ environment: AppStoreEnvironment) -> Bool {
-        if environment == .xcode { return allowXcode }
+        if environment == .xcode || environment == .localTesting { return allowXcode && environments.contains(.sandbox) }
         return environments.contains(environment)
     }
 }

@@ -18,6 +18,9 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let productNotFound = Code("PRODUCT_NOT_FOUND")
         /// The request conflicts with stored data (e.g. a duplicate key).
         public static let conflict = Code("CONFLICT")
+        /// Signed data names a transaction id already recorded (same project and environment) with another
+        /// identity (`originalTransactionId`, `productId` or `bundleId`): refused, nothing written.
+        public static let transactionConflict = Code("TRANSACTION_CONFLICT")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

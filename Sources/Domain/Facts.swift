@@ -30,6 +30,9 @@ public struct TransactionFacts: Sendable, Equatable {
     public var ownershipType: OwnershipType?
     /// When Apple signed this statement of facts: newer statements about the same transaction win.
     public var signedDate: Date
+    /// The app the transaction is for, as signed; `nil` means the project's (the verifier has checked they match).
+    /// With `originalTransactionId`, `productId` and `environment`, an identity field that never changes.
+    public var bundleId: String?
     /// Whether the user upgraded to another subscription (this one then ends).
     public var isUpgraded: Bool
     /// The verified payload exactly as signed (JSON text), kept as the audit record.
@@ -40,7 +43,8 @@ public struct TransactionFacts: Sendable, Equatable {
         transactionId: String, originalTransactionId: String, productId: String, type: ProductType,
         environment: StoreEnvironment, purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil,
         revocationDate: Date? = nil, revocationReason: Int? = nil, appAccountToken: UUID? = nil,
-        ownershipType: OwnershipType? = nil, signedDate: Date, isUpgraded: Bool = false, payloadJSON: String
+        ownershipType: OwnershipType? = nil, signedDate: Date, bundleId: String? = nil, isUpgraded: Bool = false,
+        payloadJSON: String
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -55,6 +59,7 @@ public struct TransactionFacts: Sendable, Equatable {
         self.appAccountToken = appAccountToken
         self.ownershipType = ownershipType
         self.signedDate = signedDate
+        self.bundleId = bundleId
         self.isUpgraded = isUpgraded
         self.payloadJSON = payloadJSON
     }

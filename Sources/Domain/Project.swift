@@ -14,7 +14,8 @@ public struct Project: Sendable, Equatable {
     public var environments: [StoreEnvironment]
     /// What happens when a purchase is restored on another account.
     public var transferPolicy: TransferPolicy
-    /// Whether Xcode / LocalTesting data (not signed by Apple) is accepted, tagged as such.
+    /// Whether Xcode / LocalTesting data (not signed by Apple) is accepted, when Sandbox is also among
+    /// `environments` (see `accepts`); it is stored apart from Apple-signed purchases.
     public var allowXcode: Bool
     /// Whether reading subscriptions requires the secret key (public keys ship inside apps).
     public var requireSecretKeyForReads: Bool
@@ -47,9 +48,11 @@ public struct Project: Sendable, Equatable {
 
     /// Whether data from `environment` is accepted for this project.
     ///
-    /// Xcode and LocalTesting data are accepted only with `allowXcode`, and never count as Production.
+    /// Xcode and LocalTesting data (which anyone can sign) are accepted only with `allowXcode` AND Sandbox among
+    /// `environments`: they are test data, so a Production-only project never takes them. Even then they are
+    /// stored as their own purchases and never change a Sandbox or Production one.
     public func accepts(_ environment: StoreEnvironment) -> Bool {
-        if environment == .xcode || environment == .localTesting { return allowXcode }
+        if environment.isLocalTesting { return allowXcode && environments.contains(.sandbox) }
         return environments.contains(environment)
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 /// State is rebuilt from signed facts, never from the order they arrived in: `applying` ignores a fact that is
 /// older than what is already known, so duplicate and out-of-order deliveries are harmless.
 public struct PurchaseState: Sendable, Equatable {
-    /// The purchase's key.
+    /// The purchase's key, with `environment`.
     public var originalTransactionId: String
     /// The transaction that currently describes the purchase.
     public var latestTransactionId: String
@@ -13,7 +13,8 @@ public struct PurchaseState: Sendable, Equatable {
     public var productId: String
     /// The product type of the latest transaction.
     public var type: ProductType
-    /// Where the latest transaction was signed.
+    /// Where the purchase's transactions were signed: part of its identity. Anyone can sign Xcode data, so a
+    /// fact from another environment never changes this purchase (it belongs to another purchase with the same id).
     public var environment: StoreEnvironment
     /// Purchase date of the latest transaction (start of the current period).
     public var purchaseDate: Date
@@ -70,11 +71,14 @@ public struct PurchaseState: Sendable, Equatable {
 
     /// Whether `transaction` says something newer about this purchase than what is known.
     ///
+    /// A fact about another purchase, or from another environment, is never newer.
     /// - The same transaction again: newer only if Apple signed it later (a refund, a reversal, an extension).
     /// - Another transaction: newer if it starts later (a renewal, an upgrade); on a tie, the later signature wins,
     ///   then the larger transaction id, so every replica picks the same one.
     public func isSuperseded(by transaction: TransactionFacts) -> Bool {
-        guard transaction.originalTransactionId == originalTransactionId else { return false }
+        guard transaction.originalTransactionId == originalTransactionId, transaction.environment == environment else {
+            return false
+        }
         if transaction.transactionId == latestTransactionId {
             return transaction.signedDate > latestSignedDate
         }
@@ -93,7 +97,9 @@ public struct PurchaseState: Sendable, Equatable {
 
     /// The state after `renewal`, or `nil` when it is not newer than the renewal info already known.
     public func applying(_ renewal: RenewalFacts) -> PurchaseState? {
-        guard renewal.originalTransactionId == originalTransactionId else { return nil }
+        guard renewal.originalTransactionId == originalTransactionId, renewal.environment == environment else {
+            return nil
+        }
         if let known = self.renewal, renewal.signedDate <= known.signedDate { return nil }
         var next = self
         next.renewal = renewal

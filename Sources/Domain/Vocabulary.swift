@@ -20,6 +20,8 @@ public struct StoreEnvironment: RawRepresentable, Hashable, Sendable, CustomStri
 
     /// The environments Apple itself signs.
     public var isSignedByApple: Bool { self == .production || self == .sandbox }
+    /// Xcode or LocalTesting: StoreKit testing data, which anyone can sign.
+    public var isLocalTesting: Bool { self == .xcode || self == .localTesting }
     /// See `rawValue`.
     public var description: String { rawValue }
 }

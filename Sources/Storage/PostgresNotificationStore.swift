@@ -9,16 +9,32 @@ import Postgres
 /// receipts path (`PostgresPurchaseStore.apply`), so the newer-fact-wins rules are the Domain's, not SQL's.
 /// A concurrent redelivery blocks on the primary key until the first commits, then finds the row: exactly
 /// one of them applies. If anything fails, nothing is stored and Apple's retry starts over.
+///
+/// Deduplication is per environment (project, environment, `notificationUUID`): a forged Xcode notification
+/// reusing a real UUID cannot make Apple's delivery look like a redelivery. Xcode and LocalTesting notifications,
+/// which anyone can sign, are capped per project (`localTestingNotificationLimit`): the oldest are deleted in
+/// the same database transaction, so forgeries cannot grow the table without bound.
 public final class PostgresNotificationStore: NotificationStore {
-    private let pool: ConnectionPool
+    /// The default number of Xcode/LocalTesting notification rows kept per project (newest by `received_at`).
+    public static let defaultLocalTestingNotificationLimit = 1_000
 
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
+    private let pool: ConnectionPool
+    private let localTestingNotificationLimit: Int
+
+    /// A store over `pool`; the pool's lifetime is the caller's. `localTestingNotificationLimit` bounds the
+    /// Xcode/LocalTesting notification rows kept per project (older ones are deleted; a redelivery of a deleted
+    /// one is then applied again, which is harmless: facts only win when newer).
+    public init(
+        pool: ConnectionPool, localTestingNotificationLimit: Int = PostgresNotificationStore.defaultLocalTestingNotificationLimit
+    ) {
         self.pool = pool
+        self.localTestingNotificationLimit = max(1, localTestingNotificationLimit)
     }
 
     /// Stores the notification and, on first delivery, applies its transaction (no user binding: users are
-    /// bound by `POST /v1/receipts`, and every bound user reads the shared purchase state) and renewal info.
+    /// bound by `POST /v1/receipts`, and every bound user reads the shared purchase state) and renewal info, each
+    /// in its own environment's purchase. A nested transaction that conflicts with a stored one throws
+    /// `.transactionConflict` and nothing, not even the notification, is stored.
     public func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
         -> NotificationOutcome
     {
@@ -26,6 +42,9 @@ public final class PostgresNotificationStore: NotificationStore {
             try pool.transaction { connection in
                 guard try Self.insert(notification, projectId: project.id, now: now, on: connection) else {
                     return .duplicate
+                }
+                if notification.environment?.isLocalTesting == true {
+                    try Self.trimLocalTesting(projectId: project.id, keep: localTestingNotificationLimit, on: connection)
                 }
                 if NotificationRules.effect(of: notification) == .applyFacts {
                     // Transaction first: it may create the purchase (adopting pending renewal info), so the
@@ -40,7 +59,8 @@ public final class PostgresNotificationStore: NotificationStore {
                 }
                 try connection.execute("""
                     UPDATE notifications SET processed_at = \(now)
-                    WHERE project_id = \(project.id) AND notification_uuid = \(notification.notificationUUID)
+                    WHERE project_id = \(project.id) AND environment = \(Self.dedupEnvironment(notification))
+                      AND notification_uuid = \(notification.notificationUUID)
                     """)
                 return .processed
             }
@@ -76,8 +96,8 @@ public final class PostgresNotificationStore: NotificationStore {
                         type: try row.decode("notification_type", as: String.self),
                         subtype: try row.decode("subtype", as: String?.self),
                         originalTransactionId: try row.decode("original_transaction_id", as: String?.self),
-                        environment: try row.decode("environment", as: String?.self)
-                            .map(StoreEnvironment.init(rawValue:)),
+                        environment: try row.decode("environment", as: String.self)
+                            .nonEmpty.map(StoreEnvironment.init(rawValue:)),
                         signedDate: try row.decode("signed_date", as: Date?.self),
                         receivedAt: try row.decode("received_at", as: Date.self),
                         processedAt: try row.decode("processed_at", as: Date?.self))
@@ -91,6 +111,9 @@ public final class PostgresNotificationStore: NotificationStore {
         received_at, processed_at
         """
 
+    /// The environment part of the dedup key: '' for a notification without one (verification requires one).
+    private static func dedupEnvironment(_ n: NotificationFacts) -> String { n.environment?.rawValue ?? "" }
+
     /// Inserts the audit row; true when this delivery is the first (the row was not there).
     private static func insert(
         _ n: NotificationFacts, projectId: UUID, now: Date, on connection: Connection
@@ -99,11 +122,30 @@ public final class PostgresNotificationStore: NotificationStore {
             INSERT INTO notifications (project_id, notification_uuid, notification_type, subtype,
                 original_transaction_id, environment, signed_date, payload, received_at)
             VALUES (\(projectId), \(n.notificationUUID), \(n.type), \(Bind.text(n.subtype)),
-                \(Bind.text(n.originalTransactionId)), \(Bind.text(n.environment?.rawValue)),
+                \(Bind.text(n.originalTransactionId)), \(dedupEnvironment(n)),
                 \(Bind.date(n.signedDate)), \(n.payloadJSON), \(now))
-            ON CONFLICT (project_id, notification_uuid) DO NOTHING
+            ON CONFLICT (project_id, environment, notification_uuid) DO NOTHING
             RETURNING notification_uuid
             """)
         return !rows.isEmpty
     }
+
+    /// Deletes the project's Xcode/LocalTesting notifications beyond the newest `keep` (through the partial
+    /// index `notifications_local_received_idx`, so it reads at most `keep` + a few index entries).
+    private static func trimLocalTesting(projectId: UUID, keep: Int, on connection: Connection) throws {
+        try connection.execute("""
+            DELETE FROM notifications n USING (
+                SELECT environment, notification_uuid FROM notifications
+                WHERE project_id = \(projectId) AND environment IN ('Xcode', 'LocalTesting')
+                ORDER BY received_at DESC, notification_uuid DESC
+                OFFSET \(Int64(keep))) old
+            WHERE n.project_id = \(projectId) AND n.environment = old.environment
+              AND n.notification_uuid = old.notification_uuid
+            """)
+    }
+}
+
+extension String {
+    /// `nil` for the empty string.
+    fileprivate var nonEmpty: String? { isEmpty ? nil : self }
 }

@@ -77,6 +77,7 @@ struct AppStoreVerifier: SignedDataVerifying {
             appAccountToken: t.appAccountToken.flatMap { UUID(uuidString: $0) },
             ownershipType: t.inAppOwnershipType.map { OwnershipType(rawValue: $0.rawValue) },
             signedDate: t.signedDate,
+            bundleId: t.bundleId,
             isUpgraded: t.isUpgraded ?? false,
             payloadJSON: v.payloadString)
     }
