@@ -65,6 +65,31 @@ final class ErrorMappingTests: XCTestCase {
         XCTAssertFalse(response.text.contains("23505"))
     }
 
+    func testTransactionConflictIs409AndLogsTheDifferingFieldsButNotTheJWS() throws {
+        let h = Harness()
+        h.register("a.b.c", facts())
+        h.purchases.failure = .transactionConflict
+        let response = h.postReceipt("a.b.c", userId: "u")
+        XCTAssertEqual(response.status, 409)
+        XCTAssertEqual(response.json?["code"]?.stringValue, "TRANSACTION_CONFLICT")
+        XCTAssertEqual(response.json?["error"]?.stringValue,
+                       "Transaction conflict: the transaction id is already recorded with a different identity.")
+        XCTAssertEqual(response.json?["suggestion"]?.stringValue,
+                       "This transaction id is already recorded with a different original_transaction_id, product_id or "
+                        + "bundle_id in the same environment; nothing was written. Send the transaction exactly as "
+                        + "StoreKit 2 returned it.")
+        XCTAssertNil(response.json?["details"])
+        XCTAssertEqual(h.log.all.count, 1)
+        let line = h.log.all.first ?? ""
+        let logged = try JSONParser.parse(line)
+        XCTAssertEqual(logged["event"], "request_error", line)
+        XCTAssertEqual(logged["status"], 409, line)
+        XCTAssertEqual(logged["error"]?.stringValue?.hasSuffix(
+            "(transaction conflict: project 00000000-0000-0000-0000-000000000001, environment Production, "
+                + "transaction 2000, differing fields: product_id)"), true, line)
+        XCTAssertFalse(line.contains("a.b.c"), "never the JWS")
+    }
+
     func testNotFoundCodesFromTheStoreAre404() {
         assertError(ErrorResponse_response(DomainError(.projectNotFound, "x")), status: 404, code: "PROJECT_NOT_FOUND")
         assertError(ErrorResponse_response(DomainError(.productNotFound, "x")), status: 404, code: "PRODUCT_NOT_FOUND")

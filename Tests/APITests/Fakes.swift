@@ -12,6 +12,8 @@ enum StoreFailure: Sendable {
     case none
     case unavailable
     case internalBug
+    /// What `PostgresPurchaseStore` throws when signed data disagrees with a stored transaction's identity.
+    case transactionConflict
 }
 
 struct SecretThatMustNotLeak: Error, CustomDebugStringConvertible {
@@ -24,6 +26,11 @@ func failIfNeeded(_ failure: StoreFailure) throws {
     case .unavailable:
         throw DomainError(.serviceUnavailable, "The database is unreachable.", underlying: "connection refused")
     case .internalBug: throw SecretThatMustNotLeak()
+    case .transactionConflict:
+        throw DomainError(
+            .transactionConflict, "This transaction id is already recorded with a different identity; nothing was written.",
+            underlying: "transaction conflict: project 00000000-0000-0000-0000-000000000001, environment Production, "
+                + "transaction 2000, differing fields: product_id")
     }
 }
 

@@ -116,6 +116,14 @@ final class SharedNegativeAndMockTests: XCTestCase {
         }
         XCTAssertVerification(try verifier.verifyAppTransaction(try xcode("xcode-signed-app-transaction"), policy: VerificationPolicy(bundleId: birds)),
                               code: .environmentNotAllowed, step: .claims)
+        // allow_xcode on a Production-only project: test data still never counts.
+        for environments: Set<AppStoreEnvironment> in [[.production], [.production, .xcode], []] {
+            let policy = VerificationPolicy(bundleId: birds, environments: environments, allowXcode: true)
+            XCTAssertVerification(try verifier.verifyTransaction(transaction, policy: policy), code: .environmentNotAllowed, step: .claims,
+                                  reasonContains: "Xcode (StoreKit Testing) data needs allow_xcode and Sandbox among the project's environments")
+            XCTAssertVerification(try verifier.verifyRenewalInfo(try xcode("xcode-signed-renewal-info"), policy: policy),
+                                  code: .environmentNotAllowed, step: .claims)
+        }
     }
 
     func testXcodeDataWithAllowXcode() throws {

@@ -65,8 +65,14 @@ final class ProjectTests: XCTestCase {
         XCTAssertFalse(p.accepts(.sandbox))
         XCTAssertFalse(p.accepts(.xcode))
         p.allowXcode = true
+        XCTAssertFalse(p.accepts(.xcode), "Xcode data never satisfies a Production-only project")
+        XCTAssertFalse(p.accepts(.localTesting))
+        p.environments = [.production, .sandbox]
         XCTAssertTrue(p.accepts(.xcode))
         XCTAssertTrue(p.accepts(.localTesting))
+        p.allowXcode = false
+        XCTAssertFalse(p.accepts(.xcode))
+        XCTAssertFalse(p.accepts(.localTesting))
         XCTAssertFalse(p.accepts(StoreEnvironment(rawValue: "Mars")))
     }
 

@@ -140,4 +140,81 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(applied.filter { !$0.isEmpty }, [[1, 2]])
         XCTAssertEqual(try Migrator(pool: pool, migrations: migrations).appliedVersions(), [1, 2])
     }
+
+    /// 0004 (environment identity) on a database holding 0003-era rows: every row is kept and gains its
+    /// environment in its key; transactions gain the signed bundle id (else the project's).
+    func testEnvironmentIdentityMigrationKeepsEarlierRows() throws {
+        let early = Migration.embedded.filter { $0.version <= 3 }
+        XCTAssertEqual(try Migrator(pool: pool, migrations: early).migrate(), [1, 2, 3])
+        let project = "0d5e7a52-8f43-4b8e-9a51-1c7b0b6c2f10"
+        try pool.withConnection { c in
+            try c.executeScript(unsafeSQL: """
+                INSERT INTO projects (id, name, bundle_id, public_key, secret_key_hash)
+                VALUES ('\(project)', 'Old', 'com.example.old', 'pk_old', '\\x00');
+                INSERT INTO transactions (project_id, transaction_id, original_transaction_id, product_id, type,
+                    environment, purchase_date, signed_date, payload)
+                VALUES ('\(project)', '2000', '1000', 'pro', 'Auto-Renewable Subscription', 'Production',
+                        '2026-01-01Z', '2026-01-01Z', '{"bundleId": "com.example.signed"}'),
+                       ('\(project)', '3000', '3000', 'life', 'Non-Consumable', 'Sandbox',
+                        '2026-01-01Z', '2026-01-01Z', '{}');
+                INSERT INTO purchases (project_id, original_transaction_id, latest_transaction_id, product_id, type,
+                    environment, latest_signed_date)
+                VALUES ('\(project)', '1000', '2000', 'pro', 'Auto-Renewable Subscription', 'Production', '2026-01-01Z'),
+                       ('\(project)', '3000', '3000', 'life', 'Non-Consumable', 'Sandbox', '2026-01-01Z');
+                INSERT INTO subscriptions (project_id, user_id, original_transaction_id)
+                VALUES ('\(project)', 'alice', '1000'), ('\(project)', 'bob', '3000');
+                INSERT INTO ownership_events (project_id, original_transaction_id, from_user_id, to_user_id, policy)
+                VALUES ('\(project)', '1000', 'carol', 'alice', 'transfer');
+                INSERT INTO pending_renewals (project_id, original_transaction_id, environment, signed_date, payload)
+                VALUES ('\(project)', '4000', 'Sandbox', '2026-01-01Z', '{}');
+                INSERT INTO notifications (project_id, notification_uuid, notification_type, environment, payload)
+                VALUES ('\(project)', '00000000-0000-4000-8000-000000000001', 'TEST', 'Sandbox', '{}'),
+                       ('\(project)', '00000000-0000-4000-8000-000000000002', 'TEST', NULL, '{}');
+                """)
+        }
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.map(\.version).filter { $0 > 3 })
+        func rows(_ sql: String) throws -> [String] {
+            try pool.withConnection { c in
+                try c.query(Query(unsafeSQL: sql)).map { try $0.decode(at: 0, as: String.self) }
+            }
+        }
+        XCTAssertEqual(try rows("""
+            SELECT concat_ws(' ', environment, transaction_id, original_transaction_id, bundle_id) FROM transactions
+            ORDER BY transaction_id
+            """), ["Production 2000 1000 com.example.signed", "Sandbox 3000 3000 com.example.old"])
+        XCTAssertEqual(try rows("""
+            SELECT concat_ws(' ', environment, original_transaction_id, latest_transaction_id) FROM purchases
+            ORDER BY 1
+            """), ["Production 1000 2000", "Sandbox 3000 3000"])
+        XCTAssertEqual(try rows("""
+            SELECT concat_ws(' ', user_id, environment, original_transaction_id) FROM subscriptions ORDER BY 1
+            """), ["alice Production 1000", "bob Sandbox 3000"])
+        XCTAssertEqual(try rows("""
+            SELECT concat_ws(' ', environment, original_transaction_id, from_user_id, to_user_id) FROM ownership_events
+            """), ["Production 1000 carol alice"])
+        XCTAssertEqual(try rows("SELECT concat_ws(' ', environment, original_transaction_id) FROM pending_renewals"),
+                       ["Sandbox 4000"])
+        XCTAssertEqual(try rows("""
+            SELECT concat_ws(' ', right(notification_uuid::text, 1), '[' || environment || ']') FROM notifications
+            ORDER BY 1
+            """), ["1 [Sandbox]", "2 []"])
+        // The new keys: the same ids in another environment are other rows; the FK follows the purchase.
+        try pool.withConnection { c in
+            try c.executeScript(unsafeSQL: """
+                INSERT INTO transactions (project_id, transaction_id, original_transaction_id, product_id, type,
+                    environment, bundle_id, purchase_date, signed_date, payload)
+                VALUES ('\(project)', '2000', '1000', 'pro', 'Auto-Renewable Subscription', 'Xcode', 'com.example.old',
+                        '2026-01-01Z', '2026-01-01Z', '{}');
+                INSERT INTO purchases (project_id, original_transaction_id, latest_transaction_id, product_id, type,
+                    environment, latest_signed_date)
+                VALUES ('\(project)', '1000', '2000', 'pro', 'Auto-Renewable Subscription', 'Xcode', '2026-01-01Z');
+                INSERT INTO subscriptions (project_id, user_id, environment, original_transaction_id)
+                VALUES ('\(project)', 'alice', 'Xcode', '1000');
+                """)
+            XCTAssertThrowsError(try c.execute("""
+                INSERT INTO subscriptions (project_id, user_id, environment, original_transaction_id)
+                VALUES (\(UUID(uuidString: project) ?? UUID()), 'alice', 'LocalTesting', '1000')
+                """)) { XCTAssertEqual(($0 as? PGError)?.sqlState, "23503") }
+        }
+    }
 }
