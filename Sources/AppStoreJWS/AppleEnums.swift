@@ -203,6 +203,16 @@ public struct NotificationType: RawRepresentable, Hashable, Sendable, CustomStri
     public static let migration = NotificationType(rawValue: "MIGRATION")
     /// `PRICE_CHANGE`.
     public static let priceChange = NotificationType(rawValue: "PRICE_CHANGE")
+    /// Every `notificationType` Apple documents (when this was written). Values outside it are kept in payloads but are
+    /// counted as `unknown` in metrics: Xcode-signed data can carry any string.
+    public static let documented: Set<NotificationType> = [
+        .subscribed, .didChangeRenewalPref, .didChangeRenewalStatus, .offerRedeemed, .didRenew, .expired,
+        .didFailToRenew, .gracePeriodExpired, .priceIncrease, .refund, .refundDeclined, .consumptionRequest,
+        .renewalExtended, .revoke, .test, .renewalExtension, .refundReversed, .externalPurchaseToken, .oneTimeCharge,
+        .rescindConsent, .metadataUpdate, .migration, .priceChange,
+    ]
+    /// Whether `rawValue` is one of `documented`.
+    public var isDocumented: Bool { Self.documented.contains(self) }
     /// The wire value as text.
     public var description: String { rawValue }
 }
@@ -247,6 +257,15 @@ public struct NotificationSubtype: RawRepresentable, Hashable, Sendable, CustomS
     public static let failure = NotificationSubtype(rawValue: "FAILURE")
     /// `UNREPORTED`.
     public static let unreported = NotificationSubtype(rawValue: "UNREPORTED")
+    /// Every `subtype` Apple documents (when this was written). Values outside it are kept in payloads but are
+    /// counted as `unknown` in metrics: Xcode-signed data can carry any string.
+    public static let documented: Set<NotificationSubtype> = [
+        .initialBuy, .resubscribe, .downgrade, .upgrade, .autoRenewEnabled, .autoRenewDisabled, .voluntary,
+        .billingRetry, .priceIncrease, .gracePeriod, .pending, .accepted, .billingRecovery, .productNotForSale,
+        .summary, .failure, .unreported,
+    ]
+    /// Whether `rawValue` is one of `documented`.
+    public var isDocumented: Bool { Self.documented.contains(self) }
     /// The wire value as text.
     public var description: String { rawValue }
 }

@@ -7,7 +7,9 @@ import Synchronization
 
 /// Every series `GET /metrics` exposes, and the recording calls the server, the verifier adapter and the
 /// rate limiter make. Labels carry route templates, methods, statuses, error codes and notification types:
-/// never keys, user ids, tokens or raw paths.
+/// never keys, user ids, tokens or raw paths. Every label takes values from a fixed set, whatever a client
+/// sends: a method outside the routed seven is `other`, and a notification type or subtype Apple does not
+/// document (Xcode-signed notifications can carry any string) is `unknown`, so forgeries add no series.
 final class ServiceMetrics: Sendable {
     let registry = MetricsRegistry()
     private let requests: Counter
@@ -38,8 +40,10 @@ final class ServiceMetrics: Sendable {
             help: "Signed-data verifications by kind (transaction, notification) and result (ok or the error code).",
             labels: ["kind", "result"])
         notifications = registry.counter(
-            "bouncer_notifications_total", help: "Verified App Store Server Notifications by notificationType.",
-            labels: ["type"])
+            "bouncer_notifications_total",
+            help: "Verified App Store Server Notifications by notificationType and subtype (none when absent; "
+                + "unknown for values Apple does not document).",
+            labels: ["type", "subtype"])
         chainCache = registry.counter(
             "bouncer_chain_cache_total", help: "Verified certificate-chain cache lookups (hit or miss).",
             labels: ["result"])
@@ -85,9 +89,17 @@ final class ServiceMetrics: Sendable {
 
     /// The HTTP server's observer: one call per response.
     func observe(_ record: RequestRecord) {
-        requests.increment([record.routeTemplate, record.method, String(record.status)])
-        durations.observe(record.durationSeconds, [record.routeTemplate, record.method])
+        let method = Self.methodLabel(record.method)
+        requests.increment([record.routeTemplate, method, String(record.status)])
+        durations.observe(record.durationSeconds, [record.routeTemplate, method])
     }
+
+    /// The methods the router serves, and `-` for unparseable requests: any other token (the parser accepts up to
+    /// 20 bytes of anything a client sends) is `other`.
+    static let methodLabels: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "-"]
+
+    /// `method` when it is one of `methodLabels`, else `other`.
+    static func methodLabel(_ method: String) -> String { methodLabels.contains(method) ? method : "other" }
 
     /// One verification by the App Store adapter; `result` is `ok` or the error code.
     func verification(kind: String, result: String) { verifications.increment([kind, result]) }
@@ -95,8 +107,11 @@ final class ServiceMetrics: Sendable {
     /// One chain-cache lookup (Xcode-signed data has no chain and is not counted).
     func chainCacheLookup(hit: Bool) { chainCache.increment([hit ? "hit" : "miss"]) }
 
-    /// One verified notification.
-    func notification(type: String) { notifications.increment([type]) }
+    /// One verified notification, by Apple's documented type and subtype (`unknown` otherwise, `none` when absent).
+    func notification(type: NotificationType, subtype: NotificationSubtype?) {
+        let subtypeLabel = subtype.map { $0.isDocumented ? $0.rawValue : "unknown" } ?? "none"
+        notifications.increment([type.isDocumented ? type.rawValue : "unknown", subtypeLabel])
+    }
 
     /// One 429.
     func rateLimited(scope: String) { rateLimited.increment([scope]) }
@@ -116,9 +131,9 @@ final class ServiceMetrics: Sendable {
 
 extension ServiceMetrics {
     /// A successful verification: `ok`, the chain cache's part (Xcode data has no chain), the notification type.
-    func verified(kind: String, _ details: VerificationDetails, notificationType: String? = nil) {
+    func verified(kind: String, _ details: VerificationDetails, notification payload: NotificationPayload? = nil) {
         verification(kind: kind, result: "ok")
         if !details.isXcodeSigned { chainCacheLookup(hit: details.chainCacheHit) }
-        if let notificationType { notification(type: notificationType) }
+        if let payload { notification(type: payload.notificationType, subtype: payload.subtype) }
     }
 }

@@ -24,7 +24,7 @@ struct AppStoreVerifier: SignedDataVerifying {
         let verified: VerifiedNotification
         do {
             verified = try verifier.verifyNotification(jws, policy: Self.policy(for: project))
-            metrics?.verified(kind: "notification", verified.details, notificationType: verified.notification.notificationType.rawValue)
+            metrics?.verified(kind: "notification", verified.details, notification: verified.notification)
         } catch {
             metrics?.verification(kind: "notification", result: error.code.rawValue)
             throw Self.failure(error)
