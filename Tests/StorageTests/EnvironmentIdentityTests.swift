@@ -57,6 +57,25 @@ final class EnvironmentIdentityTests: XCTestCase {
         XCTAssertEqual(try s.count("SELECT count(*) FROM ownership_events"), 0, "nobody lost anything")
     }
 
+    func testXcodePostForAnAttackerNeverRevokesOrBlocksTheRealBinding() throws {
+        for policy in TransferPolicy.allCases {
+            let s = try TestStores.make(label: "xcodebind")
+            defer { s.close() }
+            let p = try s.makeProject(policy: policy)
+            _ = try s.purchases.recordTransaction(
+                Fixtures.monthly("2000", start: 0), userId: "alice", deviceId: "a1", project: p, now: Fixtures.at(0.5))
+            let before = try snapshot(s, p, environment: "Production")
+            // An Xcode transaction naming the real original id, posted for the attacker.
+            let forged = Fixtures.monthly("6666", start: 1, signed: 1, environment: .xcode)
+            let result = try s.purchases.recordTransaction(
+                forged, userId: "attacker", deviceId: nil, project: p, now: Fixtures.at(1))
+            XCTAssertEqual(result.ownership, .bind, "\(policy): the Xcode purchase has no owner to block or transfer from")
+            XCTAssertEqual(try snapshot(s, p, environment: "Production"), before, "\(policy)")
+            XCTAssertEqual(try owned(s, p, "alice"), ["Production 1000 2000 revoked=false"], "\(policy)")
+            XCTAssertEqual(try owned(s, p, "attacker"), ["Xcode 1000 6666 revoked=false"], "\(policy)")
+        }
+    }
+
     func testProductionTransactionAfterAnXcodeForgeryIsStoredAsIfTheForgeryNeverHappened() throws {
         let s = try TestStores.make(label: "xcodefirst")
         defer { s.close() }

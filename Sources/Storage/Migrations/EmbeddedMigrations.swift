@@ -235,10 +235,9 @@ ALTER TABLE pending_renewals ADD PRIMARY KEY (project_id, environment, original_
 UPDATE notifications SET environment = '' WHERE environment IS NULL;
 ALTER TABLE notifications ALTER COLUMN environment SET NOT NULL;
 ALTER TABLE notifications DROP CONSTRAINT notifications_pkey;
+-- The per-project cap on Xcode/LocalTesting rows (PostgresNotificationStore) reads them through this key's
+-- (project_id, environment) prefix: at most the cap plus one rows, however many real notifications there are.
 ALTER TABLE notifications ADD PRIMARY KEY (project_id, environment, notification_uuid);
--- The per-project cap on Xcode/LocalTesting notification rows finds the oldest ones through this index.
-CREATE INDEX notifications_local_received_idx ON notifications (project_id, received_at DESC, notification_uuid DESC)
-    WHERE environment IN ('Xcode', 'LocalTesting');
 
 """####),
     ]
