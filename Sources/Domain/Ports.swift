@@ -113,7 +113,8 @@ public struct RecordedTransaction: Sendable, Equatable {
 /// Transactions, purchases and the users they are bound to.
 ///
 /// Each write is one database transaction: the transaction row, the purchase state and the user binding are
-/// written together or not at all. Throws `DomainError` (`.serviceUnavailable`, `.purchaseOwnedByAnotherUser`).
+/// written together or not at all. Throws `DomainError` (`.serviceUnavailable`, `.purchaseOwnedByAnotherUser`,
+/// `.transactionConflict`). A purchase is identified by its environment and original transaction id.
 public protocol PurchaseStore: Sendable {
     /// Records a verified transaction; when `userId` is given, binds the purchase to the user per the project's
     /// transfer policy (`OwnershipRules`). Idempotent: the same facts twice leave one row and the same answer.
@@ -171,9 +172,11 @@ public struct StoredNotification: Sendable, Equatable {
 ///
 /// Throws `DomainError` (`.serviceUnavailable` when the store cannot be reached: Apple then retries).
 public protocol NotificationStore: Sendable {
-    /// Stores the verified notification keyed by (project, `notificationUUID`) and, on first delivery, applies
-    /// its transaction and renewal facts (`NotificationRules.effect`) under the same newer-fact-wins rules as
-    /// receipts, binding no user — all in one database transaction. A redelivery changes nothing.
+    /// Stores the verified notification keyed by (project, environment, `notificationUUID`) and, on first
+    /// delivery, applies its transaction and renewal facts (`NotificationRules.effect`) under the same
+    /// newer-fact-wins rules as receipts, binding no user — all in one database transaction. A redelivery
+    /// changes nothing; a nested transaction contradicting a recorded one's identity throws `.transactionConflict`
+    /// and nothing is stored.
     func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
         -> NotificationOutcome
     /// The project's stored notifications, newest first (by `receivedAt`), at most `limit`, optionally only those
