@@ -43,10 +43,12 @@ extension APIHandlers {
         if let allowXcode = settings.allowXcode { new.allowXcode = allowXcode }
         if let require = settings.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
         if let tokenPolicy = settings.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
-        // The use case checks the rules too; asking it here reports type and rule problems in one answer.
-        fields.add(ProjectRules.problems(in: new).filter { problem in
-            problem.path.first.map { key in fields.parsed(key) } ?? true
-        })
+        // The use case checks the rules too; asking them here reports type and rule problems in one answer (only
+        // for fields that parsed: a missing name already says "Required").
+        let ruleProblems = ProjectRules.problems(in: new).filter { problem in
+            problem.path.first.map { fields.parsed($0) } ?? true
+        }
+        fields.add(ruleProblems)
         try fields.check(suggestion: Self.createSuggestion)
         let created = try Self.translating(suggestion: Self.createSuggestion) { try administration.createProject(new) }
         return Response.json(201, Self.projectBody(created))
@@ -131,9 +133,7 @@ extension APIHandlers {
         if let grace { fields.add(ProjectRules.problems(graceSeconds: grace)) }
         try fields.check(suggestion: rotateSuggestion)
         if let kind { return ProjectAdministration.Rotation(kind: kind, graceSeconds: grace) }
-        var both = ProjectAdministration.Rotation()
-        if let grace { both.graces = both.graces.map { ($0.kind, grace) } }
-        return both
+        return ProjectAdministration.Rotation(graceSeconds: grace)
     }
 
     /// `GET /v1/admin/projects/:id/products`.

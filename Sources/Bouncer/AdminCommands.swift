@@ -157,13 +157,8 @@ enum AdminCommands {
                 default: throw UsageError(message: "unknown option \(flag)")
                 }
             }
-            var rotation = ProjectAdministration.Rotation()
-            if let kind {
-                rotation = ProjectAdministration.Rotation(kind: kind, graceSeconds: grace)
-            } else if let grace {
-                rotation.graces = rotation.graces.map { ($0.kind, grace) }
-            }
-            let chosen = rotation
+            let chosen = kind.map { ProjectAdministration.Rotation(kind: $0, graceSeconds: grace) }
+                ?? ProjectAdministration.Rotation(graceSeconds: grace)
             return { admin in [Representations.project(try admin.rotateKeys(id: id, chosen))] }
         default:
             throw UsageError(message: "unknown project command '\(args.first ?? "")'")

@@ -191,22 +191,25 @@ public struct ProjectAdministration: Sendable {
 
     /// What to rotate: each kind with the grace (seconds) its replaced key keeps working.
     public struct Rotation: Sendable, Equatable {
-        /// Kinds to rotate with their grace; both kinds with their defaults when created by `init()`.
-        public var graces: [(kind: ProjectKeyKind, seconds: Int)]
+        /// One kind to rotate and its grace.
+        public struct Grace: Sendable, Equatable {
+            /// Public or secret.
+            public var kind: ProjectKeyKind
+            /// Seconds the replaced key keeps working; `0` retires it at once.
+            public var seconds: Int
+        }
 
-        /// Both keys, each with its default grace (30 days public, 24 h secret).
-        public init() {
-            graces = ProjectKeyKind.allCases.map { ($0, $0.defaultGraceSeconds) }
+        /// The kinds to rotate, in order.
+        public var graces: [Grace]
+
+        /// Both keys, with `graceSeconds` or else each kind's default (30 days public, 24 h secret).
+        public init(graceSeconds: Int? = nil) {
+            graces = ProjectKeyKind.allCases.map { Grace(kind: $0, seconds: graceSeconds ?? $0.defaultGraceSeconds) }
         }
 
         /// One key, with `graceSeconds` or its default.
         public init(kind: ProjectKeyKind, graceSeconds: Int?) {
-            graces = [(kind, graceSeconds ?? kind.defaultGraceSeconds)]
-        }
-
-        /// Equal when they rotate the same kinds with the same graces.
-        public static func == (a: Rotation, b: Rotation) -> Bool {
-            a.graces.map(\.kind) == b.graces.map(\.kind) && a.graces.map(\.seconds) == b.graces.map(\.seconds)
+            graces = [Grace(kind: kind, seconds: graceSeconds ?? kind.defaultGraceSeconds)]
         }
     }
 
@@ -217,14 +220,14 @@ public struct ProjectAdministration: Sendable {
         let keys = generateKeys()
         let at = now()
         var newSecret: String?
-        let replacements = rotation.graces.map { kind, seconds -> KeyReplacement in
-            switch kind {
+        let replacements = rotation.graces.map { grace -> KeyReplacement in
+            switch grace.kind {
             case .public:
-                return KeyReplacement(newKey: .current(publicKey: keys.publicKey, at: at), graceSeconds: seconds)
+                return KeyReplacement(newKey: .current(publicKey: keys.publicKey, at: at), graceSeconds: grace.seconds)
             case .secret:
                 newSecret = keys.secretKey
                 return KeyReplacement(newKey: .current(secretKey: keys.secretKey, hash: hasher.hash(keys.secretKey),
-                                                       at: at), graceSeconds: seconds)
+                                                       at: at), graceSeconds: grace.seconds)
             }
         }
         guard let project = try store.rotateKeys(id: id, replacements, now: at) else { throw Self.notFound(id) }

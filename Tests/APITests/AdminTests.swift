@@ -256,6 +256,11 @@ final class AdminTests: XCTestCase {
         XCTAssertNotNil(both.json?["secret_key"]?.stringValue)
         XCTAssertEqual(both.json?["public_keys"]?.arrayValue?.count, 2)
         XCTAssertEqual(both.json?["secret_keys"]?.arrayValue?.count, 2)
+        // A grace without a key applies to both: 0 cuts both old pairs at once.
+        let cut = h.admin(.post, path, body: #"{"grace_seconds":0}"#)
+        XCTAssertEqual(cut.json?["public_keys"]?.arrayValue?.count, 1)
+        XCTAssertEqual(cut.json?["secret_keys"]?.arrayValue?.count, 1)
+        assertError(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY")
     }
 
     func testProducts() {
