@@ -6,47 +6,63 @@ import JSON
 extension APIHandlers {
     static let createSuggestion = "Request body requires name (string) and bundle_id (string). Optional: app_apple_id "
         + "(integer or null), environments ([\"Production\", \"Sandbox\"]), transfer_policy (transfer, share, block), "
-        + "allow_xcode (boolean), require_secret_key_for_reads (boolean)."
+        + "allow_xcode (boolean), require_secret_key_for_reads (boolean), "
+        + "app_account_token_policy (ignore, require_match, prefer)."
     static let updateSuggestion = "Send at least one of: name, bundle_id, app_apple_id (integer or null), environments, "
-        + "transfer_policy (transfer, share, block), allow_xcode, require_secret_key_for_reads."
-    static let productSuggestion = "Request body requires entitlements (array of strings), e.g. {\"entitlements\": [\"pro\"]}."
+        + "transfer_policy (transfer, share, block), allow_xcode, require_secret_key_for_reads, "
+        + "app_account_token_policy (ignore, require_match, prefer)."
+    static let productSuggestion = "Request body requires entitlements (array of at most 100 strings), "
+        + "e.g. {\"entitlements\": [\"pro\"]}."
+    static let productIdSuggestion = "Put the App Store product id (1 to 256 characters) in the URL path."
+    static let rotateSuggestion = "Optional body: {\"key\": \"public\" | \"secret\", \"grace_seconds\": 0 to "
+        + "\(ProjectRules.maxGraceSeconds)}. Without key both keys rotate; the default grace is 2592000 (30 days) for "
+        + "the public key and 86400 (24 h) for the secret key; 0 retires the old key at once."
     static let projectIdSuggestion = "Use the project's id (a UUID) from GET /v1/admin/projects."
-    static let environmentNames = [StoreEnvironment.production.rawValue, StoreEnvironment.sandbox.rawValue]
+    static let environmentNames = ProjectRules.selectableEnvironments.map(\.rawValue)
     static let policyNames = TransferPolicy.allCases.map(\.rawValue)
+    static let tokenPolicyNames = AppAccountTokenPolicy.allCases.map(\.rawValue)
+    static let keyKindNames = ProjectKeyKind.allCases.map(\.rawValue)
+
+    /// The admin use cases (shared with the CLI), at this server's clock.
+    var administration: ProjectAdministration {
+        ProjectAdministration(store: deps.projects, hasher: deps.hasher, now: deps.now)
+    }
 
     /// `POST /v1/admin/projects`: create a tenant; the secret key appears only in this response.
     func createProject(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let body = try RequestBody.object(request, suggestion: Self.createSuggestion)
         var fields = FieldValidator(body)
-        let name = fields.string("name", required: true, maxLength: 200)
-        let bundleId = fields.string("bundle_id", required: true, maxLength: 255)
+        let name = fields.string("name", required: true, minLength: 0)
+        let bundleId = fields.string("bundle_id", required: true, minLength: 0)
         let settings = Self.settings(&fields)
-        try fields.check(suggestion: Self.createSuggestion)
-        guard let name, let bundleId else { throw APIError.validation([], suggestion: Self.createSuggestion) }
-
-        var new = NewProject(name: name, bundleId: bundleId)
+        var new = NewProject(name: name ?? "", bundleId: bundleId ?? "")
         if let appAppleId = settings.appAppleId { new.appAppleId = appAppleId }
         if let environments = settings.environments { new.environments = environments }
         if let policy = settings.transferPolicy { new.transferPolicy = policy }
         if let allowXcode = settings.allowXcode { new.allowXcode = allowXcode }
         if let require = settings.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
-
-        let keys = ProjectKeys.generate()
-        let project = try deps.projects.createProject(
-            new, publicKey: keys.publicKey, secretKeyHash: deps.hasher.hash(keys.secretKey), now: deps.now())
-        return Response.json(201, Self.projectBody(project, secretKey: keys.secretKey))
+        if let tokenPolicy = settings.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
+        // The use case checks the rules too; asking them here reports type and rule problems in one answer (only
+        // for fields that parsed: a missing name already says "Required").
+        let ruleProblems = ProjectRules.problems(in: new).filter { problem in
+            problem.path.first.map { fields.parsed($0) } ?? true
+        }
+        fields.add(ruleProblems)
+        try fields.check(suggestion: Self.createSuggestion)
+        let created = try Self.translating(suggestion: Self.createSuggestion) { try administration.createProject(new) }
+        return Response.json(201, Self.projectBody(created))
     }
 
     /// `GET /v1/admin/projects`.
     func listProjects(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
-        let projects = try deps.projects.allProjects()
-        var body = JSONBody(capacity: 64 + 400 * projects.count)
+        let projects = try administration.allProjects()
+        var body = JSONBody(capacity: 64 + 600 * projects.count)
         body.raw(#"{"projects":["#)
         for (i, project) in projects.enumerated() {
             if i > 0 { body.raw(",") }
-            Self.writeProject(project, secretKey: nil, into: &body)
+            Self.writeProject(project, into: &body)
         }
         body.raw("]}")
         return Response.json(200, body.bytes)
@@ -56,8 +72,7 @@ extension APIHandlers {
     func showProject(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
-        guard let project = try deps.projects.project(id: id) else { return ErrorResponse.projectNotFound }
-        return Response.json(200, Self.projectBody(project, secretKey: nil))
+        return Response.json(200, Self.projectBody(try administration.project(id: id)))
     }
 
     /// `PATCH /v1/admin/projects/:id`: a validated partial update; `app_apple_id: null` clears it.
@@ -71,46 +86,61 @@ extension APIHandlers {
         }
         var fields = FieldValidator(body)
         var changes = ProjectChanges()
-        changes.name = fields.string("name", required: false, maxLength: 200)
-        changes.bundleId = fields.string("bundle_id", required: false, maxLength: 255)
+        changes.name = fields.string("name", required: false, minLength: 0)
+        changes.bundleId = fields.string("bundle_id", required: false, minLength: 0)
         let settings = Self.settings(&fields)
-        try fields.check(suggestion: Self.updateSuggestion)
         changes.appAppleId = settings.appAppleId
         changes.environments = settings.environments
         changes.transferPolicy = settings.transferPolicy
         changes.allowXcode = settings.allowXcode
         changes.requireSecretKeyForReads = settings.requireSecretKeyForReads
-        guard let project = try deps.projects.updateProject(id: id, changes, now: deps.now()) else {
-            return ErrorResponse.projectNotFound
+        changes.appAccountTokenPolicy = settings.appAccountTokenPolicy
+        fields.add(ProjectRules.problems(in: changes))
+        try fields.check(suggestion: Self.updateSuggestion)
+        let updated = try Self.translating(suggestion: Self.updateSuggestion) {
+            try administration.updateProject(id: id, changes)
         }
-        return Response.json(200, Self.projectBody(project, secretKey: nil))
+        return Response.json(200, Self.projectBody(updated))
     }
 
     /// `DELETE /v1/admin/projects/:id`: the project and all its data.
     func deleteProject(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
-        guard try deps.projects.deleteProject(id: id) else { return ErrorResponse.projectNotFound }
+        try administration.deleteProject(id: id)
         return Response(status: 204)
     }
 
-    /// `POST /v1/admin/projects/:id/rotate-keys`: both keys change; the old ones stop working at once.
+    /// `POST /v1/admin/projects/:id/rotate-keys`: new keys; each replaced key keeps working for its grace
+    /// (`KeyRotationRules`). No body (or `{}`) rotates both keys with their default graces.
     func rotateKeys(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
-        let keys = ProjectKeys.generate()
-        guard let project = try deps.projects.rotateKeys(
-            id: id, publicKey: keys.publicKey, secretKeyHash: deps.hasher.hash(keys.secretKey), now: deps.now())
-        else { return ErrorResponse.projectNotFound }
-        return Response.json(200, Self.projectBody(project, secretKey: keys.secretKey))
+        let rotation = try Self.rotation(request)
+        let rotated = try Self.translating(suggestion: Self.rotateSuggestion) {
+            try administration.rotateKeys(id: id, rotation)
+        }
+        return Response.json(200, Self.projectBody(rotated))
+    }
+
+    /// The rotation a request asks for: an empty body means both keys with their defaults.
+    static func rotation(_ request: Request) throws(APIError) -> ProjectAdministration.Rotation {
+        if request.body.isEmpty { return ProjectAdministration.Rotation() }
+        let body = try RequestBody.object(request, suggestion: rotateSuggestion)
+        var fields = FieldValidator(body)
+        let kind = fields.enumeration("key", keyKindNames).flatMap(ProjectKeyKind.init(rawValue:))
+        let grace = fields.int("grace_seconds")
+        if let grace { fields.add(ProjectRules.problems(graceSeconds: grace)) }
+        try fields.check(suggestion: rotateSuggestion)
+        if let kind { return ProjectAdministration.Rotation(kind: kind, graceSeconds: grace) }
+        return ProjectAdministration.Rotation(graceSeconds: grace)
     }
 
     /// `GET /v1/admin/projects/:id/products`.
     func listProducts(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
-        guard try deps.projects.project(id: id) != nil else { return ErrorResponse.projectNotFound }
-        let products = try deps.projects.products(projectId: id)
+        let products = try administration.products(projectId: id)
         var body = JSONBody(capacity: 32 + 96 * products.count)
         body.raw(#"{"products":["#)
         for (i, product) in products.enumerated() {
@@ -128,13 +158,21 @@ extension APIHandlers {
         let productId = try Self.productId(request)
         let body = try RequestBody.object(request, suggestion: Self.productSuggestion)
         var fields = FieldValidator(body)
-        let entitlements = fields.array("entitlements", required: true, maxItems: 100) { fields, value, path in
-            fields.checkString(value, path: path, minLength: 1, maxLength: 128)
+        let entitlements = fields.array("entitlements", required: true) { fields, value, path in
+            guard let entitlement = fields.checkString(value, path: path, minLength: 0, maxLength: nil) else {
+                return nil
+            }
+            let problems = ProjectRules.problems(entitlement: entitlement, at: Int(path.last ?? "") ?? 0)
+            fields.add(problems)
+            return problems.isEmpty ? entitlement : nil
+        }
+        if let entitlements, entitlements.count > ProjectRules.maxEntitlements {
+            fields.add(ProjectRules.problems(entitlements: entitlements))
         }
         try fields.check(suggestion: Self.productSuggestion)
-        guard try deps.projects.project(id: id) != nil else { return ErrorResponse.projectNotFound }
-        let stored = try deps.projects.setProduct(
-            projectId: id, ProductMapping(productId: productId, entitlements: entitlements ?? []), now: deps.now())
+        let stored = try Self.translating(suggestion: Self.productSuggestion) {
+            try administration.setProduct(projectId: id, productId: productId, entitlements: entitlements ?? [])
+        }
         var out = JSONBody(capacity: 96)
         Self.writeProduct(stored, into: &out)
         return Response.json(200, out.bytes)
@@ -145,11 +183,19 @@ extension APIHandlers {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
         let productId = try Self.productId(request)
-        guard try deps.projects.project(id: id) != nil else { return ErrorResponse.projectNotFound }
-        guard try deps.projects.deleteProduct(projectId: id, productId: productId) else {
-            return ErrorResponse.productNotFound
-        }
+        try administration.deleteProduct(projectId: id, productId: productId)
         return Response(status: 204)
+    }
+
+    /// Runs a use case, giving its `.invalidInput` problems this route's suggestion (the rules are the use case's,
+    /// the words for this front end are ours).
+    static func translating<T>(suggestion: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DomainError where error.code == .invalidInput {
+            throw APIError.validation(error.details.map { ValidationDetail(path: $0.path, message: $0.message) },
+                                      suggestion: suggestion)
+        }
     }
 
     // MARK: - Parsing
@@ -161,13 +207,14 @@ extension APIHandlers {
         var transferPolicy: TransferPolicy?
         var allowXcode: Bool?
         var requireSecretKeyForReads: Bool?
+        var appAccountTokenPolicy: AppAccountTokenPolicy?
     }
 
     static func settings(_ fields: inout FieldValidator) -> Settings {
         var settings = Settings()
         // No maxItems for environments (the contract has none): duplicates collapse and the body limit bounds work.
         settings.appAppleId = fields.nullableInt("app_apple_id", minimum: 1)
-        if let names = fields.array("environments", required: false, minItems: 1, element: {
+        if let names = fields.array("environments", required: false, element: {
             fields, value, path in fields.checkEnum(value, path: path, environmentNames)
         }) {
             var unique: [StoreEnvironment] = []
@@ -179,6 +226,8 @@ extension APIHandlers {
         settings.transferPolicy = fields.enumeration("transfer_policy", policyNames).flatMap(TransferPolicy.init)
         settings.allowXcode = fields.bool("allow_xcode")
         settings.requireSecretKeyForReads = fields.bool("require_secret_key_for_reads")
+        settings.appAccountTokenPolicy = fields.enumeration("app_account_token_policy", tokenPolicyNames)
+            .flatMap(AppAccountTokenPolicy.init(rawValue:))
         return settings
     }
 
@@ -192,26 +241,25 @@ extension APIHandlers {
 
     static func productId(_ request: Request) throws(APIError) -> String {
         let productId = request.pathParameters["productId"] ?? ""
-        let scalars = productId.unicodeScalars.count
-        guard scalars >= 1, scalars <= 256 else {
-            throw APIError.validation(
-                [ValidationDetail(path: ["productId"], message: scalars == 0
-                    ? "String must contain at least 1 character(s)"
-                    : "String must contain at most 256 character(s)")],
-                suggestion: "Put the App Store product id (1 to 256 characters) in the URL path.")
+        let problems = ProjectRules.problems(productId: productId)
+        guard problems.isEmpty else {
+            throw APIError.validation(problems.map { ValidationDetail(path: $0.path, message: $0.message) },
+                                      suggestion: productIdSuggestion)
         }
         return productId
     }
 
     // MARK: - Rendering
 
-    static func projectBody(_ project: Project, secretKey: String?) -> [UInt8] {
-        var body = JSONBody(capacity: 448)
-        writeProject(project, secretKey: secretKey, into: &body)
+    static func projectBody(_ project: AdministeredProject) -> [UInt8] {
+        var body = JSONBody(capacity: 768)
+        writeProject(project, into: &body)
         return body.bytes
     }
 
-    static func writeProject(_ project: Project, secretKey: String?, into body: inout JSONBody) {
+    /// A project with its live keys; `secret_key` only when the use case just issued one.
+    static func writeProject(_ administered: AdministeredProject, into body: inout JSONBody) {
+        let project = administered.project
         body.raw(#"{"id":"#)
         body.string(project.id.uuidString.lowercased())
         body.raw(#","name":"#)
@@ -228,13 +276,37 @@ extension APIHandlers {
         body.bool(project.allowXcode)
         body.raw(#","require_secret_key_for_reads":"#)
         body.bool(project.requireSecretKeyForReads)
+        body.raw(#","app_account_token_policy":"#)
+        body.string(project.appAccountTokenPolicy.rawValue)
         body.raw(#","public_key":"#)
         body.string(project.publicKey)
-        body.raw(#","created_at":"#)
+        body.raw(#","public_keys":["#)
+        for (i, key) in administered.publicKeys.enumerated() {
+            if i > 0 { body.raw(",") }
+            body.raw(#"{"key":"#)
+            body.string(key.publicKey ?? "")
+            body.raw(#","created_at":"#)
+            body.date(key.createdAt)
+            body.raw(#","expires_at":"#)
+            body.dateOrNull(key.expiresAt)
+            body.raw("}")
+        }
+        body.raw(#"],"secret_keys":["#)
+        for (i, key) in administered.secretKeys.enumerated() {
+            if i > 0 { body.raw(",") }
+            body.raw(#"{"last4":"#)
+            body.stringOrNull(key.last4)
+            body.raw(#","created_at":"#)
+            body.date(key.createdAt)
+            body.raw(#","expires_at":"#)
+            body.dateOrNull(key.expiresAt)
+            body.raw("}")
+        }
+        body.raw(#"],"created_at":"#)
         body.date(project.createdAt)
         body.raw(#","updated_at":"#)
         body.date(project.updatedAt)
-        if let secretKey {
+        if let secretKey = administered.newSecretKey {
             body.raw(#","secret_key":"#)
             body.string(secretKey)
         }

@@ -9,14 +9,15 @@ enum Auth {
         guard let publicKey, ProjectKeys.isPublicKeySyntax(publicKey) else {
             throw APIError.invalidPublicKey(suggestion: suggestion)
         }
-        guard let project = try deps.projects.project(publicKey: publicKey) else {
+        guard let project = try deps.projects.project(publicKey: publicKey, at: deps.now()) else {
             throw APIError.invalidPublicKey(suggestion: suggestion)
         }
         return project
     }
 
     /// Enforces the project's read rule: a presented secret key must be right (even when not required);
-    /// with `requireSecretKeyForReads`, one must be presented.
+    /// with `requireSecretKeyForReads`, one must be presented. Right means the current secret key or one still in
+    /// its rotation grace.
     static func authorizeRead(_ request: Request, project: Project, deps: APIDependencies) throws {
         guard let header = request.headers["Authorization"] else {
             if project.requireSecretKeyForReads { throw APIError.secretKeyRequired }
@@ -25,10 +26,13 @@ enum Auth {
         guard let token = bearerToken(header), ProjectKeys.isSecretKeySyntax(token) else {
             throw APIError.invalidSecretKey
         }
-        guard let stored = try deps.projects.secretKeyHash(projectId: project.id),
-              ProjectKeys.constantTimeEquals(deps.hasher.hash(token), stored) else {
-            throw APIError.invalidSecretKey
+        let presented = deps.hasher.hash(token)
+        // Every live hash is compared (no early exit), so timing does not tell which key matched.
+        var matched = false
+        for stored in try deps.projects.liveSecretKeyHashes(projectId: project.id, at: deps.now()) {
+            matched = ProjectKeys.constantTimeEquals(presented, stored) || matched
         }
+        guard matched else { throw APIError.invalidSecretKey }
     }
 
     /// Admin routes: disabled without a configured token, else `Bearer <token>` compared in constant time.

@@ -104,6 +104,15 @@ enum ErrorResponse {
                     suggestion: "This transaction id is already recorded with a different original_transaction_id, "
                         + "product_id or bundle_id in the same environment; nothing was written. Send the "
                         + "transaction exactly as StoreKit 2 returned it.")
+            case .appAccountTokenMismatch:
+                return render(
+                    status: 403, code: error.code.rawValue, message: error.message,
+                    suggestion: appAccountTokenSuggestion)
+            case .invalidInput:
+                return render(
+                    status: 400, code: error.code.rawValue, message: "Validation error",
+                    suggestion: "Correct the fields named in details and retry.",
+                    details: error.details.map { ValidationDetail(path: $0.path, message: $0.message) })
             case .conflict:
                 return render(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
@@ -115,6 +124,12 @@ enum ErrorResponse {
             return internalError(error, request: request, log: log)
         }
     }
+
+    /// For `APP_ACCOUNT_TOKEN_MISMATCH`: how an app binds purchases to its accounts with StoreKit 2.
+    static let appAccountTokenSuggestion =
+        "This project's app_account_token_policy is require_match: the transaction's appAccountToken must equal the "
+        + "posted user_id. At purchase, pass the signed-in user's UUID with "
+        + "Product.PurchaseOption.appAccountToken(uuid) in StoreKit 2, and post that same UUID as user_id."
 
     static var projectNotFound: Response {
         render(status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",

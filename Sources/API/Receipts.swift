@@ -23,14 +23,19 @@ extension APIHandlers {
         }
 
         let facts = try deps.verifier.verifyTransaction(jws, for: project)
+        // Before anything is written: under require_match a mismatch refuses the whole request.
+        let bound = try AccountBindingRules.boundUser(
+            postedUserId: userId, appAccountToken: facts.appAccountToken, policy: project.appAccountTokenPolicy)
         let now = deps.now()
         let recorded = try deps.purchases.recordTransaction(
-            facts, userId: userId, deviceId: deviceId, project: project, now: now)
+            facts, userId: bound.userId, deviceId: deviceId, project: project, now: now)
         if case .block = recorded.ownership {
             // The store is expected to throw; never answer 201 for a refused binding either way.
             throw DomainError(.purchaseOwnedByAnotherUser, "The purchase is bound to another user.")
         }
-        return Response.json(201, Self.receiptBody(recorded, at: now))
+        // Projects that opted into a token policy learn which user the purchase went to, and why.
+        let binding = project.appAccountTokenPolicy == .ignore ? nil : bound
+        return Response.json(201, Self.receiptBody(recorded, at: now, binding: binding))
     }
 
     /// Compact JWS (RFC 7515 §7.1): three non-empty parts separated by two dots. The verifier checks the rest.
@@ -52,7 +57,13 @@ extension APIHandlers {
 
     /// The 201 body. Status is the purchase's when the posted transaction is its latest (so grace periods and
     /// revocations recorded for the purchase apply), else the posted transaction's own.
-    static func receiptBody(_ recorded: RecordedTransaction, at now: Date) -> [UInt8] {
+    ///
+    /// With `binding` (projects whose `app_account_token_policy` is not `ignore`), the body also names the bound
+    /// user (`user_id`, null when none) and where it came from (`user_id_source`).
+    static func receiptBody(
+        _ recorded: RecordedTransaction, at now: Date,
+        binding: (userId: String?, source: BoundUserSource?)? = nil
+    ) -> [UInt8] {
         let transaction = recorded.transaction
         let status = recorded.isLatest
             ? StatusRules.evaluate(recorded.purchase, at: now).status
@@ -72,6 +83,12 @@ extension APIHandlers {
         body.string(status.rawValue)
         body.raw(#","environment":"#)
         body.string(transaction.environment.rawValue)
+        if let binding {
+            body.raw(#","user_id":"#)
+            body.stringOrNull(binding.userId)
+            body.raw(#","user_id_source":"#)
+            body.stringOrNull(binding.source?.rawValue)
+        }
         body.raw("}")
         return body.bytes
     }

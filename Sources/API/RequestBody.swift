@@ -1,3 +1,4 @@
+import Domain
 import HTTPCore
 import JSON
 
@@ -62,6 +63,16 @@ struct FieldValidator {
         details.append(ValidationDetail(path: path, message: message))
     }
 
+    /// Adds the problems a use case's rules found (`ProjectRules`), after the ones found here.
+    mutating func add(_ problems: [FieldProblem]) {
+        details += problems.map { ValidationDetail(path: $0.path, message: $0.message) }
+    }
+
+    /// Whether `key` is present and was read without a problem (so a rule check on its value is meaningful).
+    func parsed(_ key: String) -> Bool {
+        has(key) && !details.contains { $0.path.first == key }
+    }
+
     /// Whether the object has `key` at all (for partial updates, where `null` may mean "clear").
     func has(_ key: String) -> Bool { object.contains(key: key) }
 
@@ -121,6 +132,16 @@ struct FieldValidator {
             return nil
         }
         return .some(int)
+    }
+
+    /// An integer field (not `null`); `nil` when absent or invalid.
+    mutating func int(_ key: String) -> Int? {
+        guard let value = object[key] else { return nil }
+        guard case .number(let number) = value, let int = number.int64Value, let small = Int(exactly: int) else {
+            fail([key], "Expected integer")
+            return nil
+        }
+        return small
     }
 
     /// A string field restricted to `allowed`.

@@ -4,17 +4,25 @@ import Foundation
 import JSON
 import Storage
 
-/// `bouncer project …` and `bouncer product …`: admin provisioning straight against the database (same rules and
-/// output as the admin API, no server needed).
+/// `bouncer project …` and `bouncer product …`: admin provisioning straight against the database. Both call the
+/// admin API's use cases (`ProjectAdministration`), so the rules and the JSON printed are the API's.
 enum AdminCommands {
     static let projectUsage = """
-        usage: bouncer project create --name NAME --bundle-id ID [--app-apple-id N] [--environment ENV]...
-                                      [--transfer-policy transfer|share|block] [--allow-xcode] [--require-secret-key]
+        usage: bouncer project create --name NAME --bundle-id ID [SETTINGS]
+               bouncer project update PROJECT_ID [--name NAME] [--bundle-id ID] [SETTINGS]
                bouncer project list
                bouncer project show PROJECT_ID
-               bouncer project rotate-keys PROJECT_ID
+               bouncer project delete PROJECT_ID
+               bouncer project rotate-keys PROJECT_ID [--key public|secret] [--grace-seconds N]
+
+        SETTINGS: [--app-apple-id N] [--environment Production|Sandbox]... [--transfer-policy transfer|share|block]
+                  [--allow-xcode] [--require-secret-key] [--app-account-token-policy ignore|require_match|prefer]
+
+        rotate-keys: without --key both keys rotate. The replaced key keeps working for --grace-seconds
+        (default 2592000 = 30 days for public, 86400 = 24 h for secret; 0 retires it at once; at most 31536000).
 
         Prints JSON as the admin API does. The secret key is shown only by create and rotate-keys.
+        Exit status: 0 done, 1 failed (unknown project, database), 2 invalid arguments (nothing changed).
         Uses DATABASE_URL, or else the embedded PostgreSQL under BOUNCER_DATA_DIR.
 
         """
@@ -24,11 +32,11 @@ enum AdminCommands {
                bouncer product list PROJECT_ID
                bouncer product delete PROJECT_ID PRODUCT_ID
 
-        Maps an App Store product to the entitlements it grants while active.
+        Maps an App Store product to the entitlements it grants while active (at most 100).
 
         """
 
-    static let projectCommand = Command(name: "project", summary: "Create, list, show projects; rotate keys",
+    static let projectCommand = Command(name: "project", summary: "Create, update, list, show, delete projects; rotate keys",
                                         usage: projectUsage) { args in
         run(args, usage: projectUsage) { args throws(UsageError) in try project(args) }
     }
@@ -42,7 +50,7 @@ enum AdminCommands {
 
     /// Parses a subcommand's arguments into what it does once the database is open (JSON lines to print).
     private typealias Parse = ([String]) throws(UsageError) -> Work
-    private typealias Work = (PostgresProjectStore) throws -> [[UInt8]]
+    private typealias Work = (ProjectAdministration) throws -> [[UInt8]]
 
     private static func run(_ args: [String], usage: String, _ parse: Parse) -> Int32 {
         if args.first == "--help" || args.first == "-h" || args.isEmpty {
@@ -73,13 +81,19 @@ enum AdminCommands {
             return 1
         }
         defer { database.close(log: log) }
-        let store = PostgresProjectStore(pool: database.pool)
+        let administration = ProjectAdministration(
+            store: PostgresProjectStore(pool: database.pool), hasher: SHA256SecretHasher(), now: { Date() })
         do {
-            for line in try work(store) {
+            for line in try work(administration) {
                 let pretty = (try? JSONParser.parse(line).serializedString(pretty: true)) ?? String(decoding: line, as: UTF8.self)
                 CLI.out(pretty + "\n")
             }
             return 0
+        } catch let error as DomainError where error.code == .invalidInput {
+            // The use case's rules refused the arguments before anything was written: a usage error.
+            let lines = error.details.map { "  \($0.path.joined(separator: ".")): \($0.message)\n" }.joined()
+            CLI.err("bouncer: \(error.message)\n" + lines + "\n" + usage)
+            return 2
         } catch {
             CLI.err("bouncer: \(error)\n")
             return 1
@@ -87,104 +101,131 @@ enum AdminCommands {
     }
 
     private static func project(_ args: [String]) throws(UsageError) -> Work {
-        let hasher = SHA256SecretHasher()
         switch args.first {
         case "create":
-            var new = NewProject(name: "", bundleId: "")
-            var environments: [StoreEnvironment] = []
-            var rest = ArraySlice(args.dropFirst())
-            func value(_ flag: String) throws(UsageError) -> String {
-                guard let v = rest.popFirst(), !v.isEmpty else { throw UsageError(message: "\(flag) needs a value") }
-                return v
+            let parsed = try settings(args.dropFirst())
+            guard let name = parsed.name, let bundleId = parsed.bundleId else {
+                throw UsageError(message: "--name and --bundle-id are required")
             }
-            while let flag = rest.popFirst() {
-                switch flag {
-                case "--name": new.name = try value(flag)
-                case "--bundle-id": new.bundleId = try value(flag)
-                case "--app-apple-id":
-                    guard let n = Int64(try value(flag)), n > 0 else { throw UsageError(message: "--app-apple-id must be a positive integer") }
-                    new.appAppleId = n
-                case "--environment":
-                    let env = StoreEnvironment(rawValue: try value(flag))
-                    guard env == .production || env == .sandbox else {
-                        throw UsageError(message: "--environment must be Production or Sandbox (use --allow-xcode for Xcode)")
-                    }
-                    environments.append(env)
-                case "--transfer-policy":
-                    guard let p = TransferPolicy(rawValue: try value(flag)) else {
-                        throw UsageError(message: "--transfer-policy must be transfer, share or block")
-                    }
-                    new.transferPolicy = p
-                case "--allow-xcode": new.allowXcode = true
-                case "--require-secret-key": new.requireSecretKeyForReads = true
-                default: throw UsageError(message: "unknown option \(flag)")
-                }
-            }
-            guard !new.name.isEmpty, !new.bundleId.isEmpty else { throw UsageError(message: "--name and --bundle-id are required") }
-            // The admin API's limits (POST /v1/admin/projects): name up to 200 scalars, bundle id up to 255.
-            guard new.name.unicodeScalars.count <= 200, new.bundleId.unicodeScalars.count <= 255 else {
-                throw UsageError(message: "--name must be at most 200 characters and --bundle-id at most 255")
-            }
-            if !environments.isEmpty { new.environments = environments }
+            var new = NewProject(name: name, bundleId: bundleId)
+            let changes = parsed.changes
+            if let appAppleId = changes.appAppleId { new.appAppleId = appAppleId }
+            if let environments = changes.environments { new.environments = environments }
+            if let policy = changes.transferPolicy { new.transferPolicy = policy }
+            if let allowXcode = changes.allowXcode { new.allowXcode = allowXcode }
+            if let require = changes.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
+            if let tokenPolicy = changes.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
             let project = new
-            return { store in
-                let keys = ProjectKeys.generate()
-                let created = try store.createProject(
-                    project, publicKey: keys.publicKey, secretKeyHash: hasher.hash(keys.secretKey), now: Date())
-                return [Representations.project(created, secretKey: keys.secretKey)]
-            }
+            return { admin in [Representations.project(try admin.createProject(project))] }
+        case "update":
+            let id = try projectId(args)
+            let parsed = try settings(args.dropFirst(2))
+            var changes = parsed.changes
+            changes.name = parsed.name
+            changes.bundleId = parsed.bundleId
+            guard changes != ProjectChanges() else { throw UsageError(message: "update needs at least one option") }
+            let change = changes
+            return { admin in [Representations.project(try admin.updateProject(id: id, change))] }
         case "list":
             guard args.count == 1 else { throw UsageError(message: "list takes no arguments") }
-            return { store in [wrap("projects", try store.allProjects().map { Representations.project($0) })] }
+            return { admin in [wrap("projects", try admin.allProjects().map(Representations.project))] }
         case "show":
+            guard args.count == 2 else { throw UsageError(message: "show needs PROJECT_ID") }
             let id = try projectId(args)
-            return { store in
-                guard let p = try store.project(id: id) else { throw DomainError(.projectNotFound, "no project \(id)") }
-                return [Representations.project(p)]
+            return { admin in [Representations.project(try admin.project(id: id))] }
+        case "delete":
+            guard args.count == 2 else { throw UsageError(message: "delete needs PROJECT_ID") }
+            let id = try projectId(args)
+            return { admin in
+                try admin.deleteProject(id: id)
+                return []
             }
         case "rotate-keys":
             let id = try projectId(args)
-            return { store in
-                let keys = ProjectKeys.generate()
-                guard let p = try store.rotateKeys(
-                    id: id, publicKey: keys.publicKey, secretKeyHash: hasher.hash(keys.secretKey), now: Date())
-                else { throw DomainError(.projectNotFound, "no project \(id)") }
-                return [Representations.project(p, secretKey: keys.secretKey)]
+            var kind: ProjectKeyKind?
+            var grace: Int?
+            var rest = ArraySlice(args.dropFirst(2))
+            while let flag = rest.popFirst() {
+                guard let value = rest.popFirst(), !value.isEmpty else { throw UsageError(message: "\(flag) needs a value") }
+                switch flag {
+                case "--key":
+                    guard let k = ProjectKeyKind(rawValue: value) else { throw UsageError(message: "--key must be public or secret") }
+                    kind = k
+                case "--grace-seconds":
+                    guard let n = Int(value) else { throw UsageError(message: "--grace-seconds must be an integer") }
+                    grace = n
+                default: throw UsageError(message: "unknown option \(flag)")
+                }
             }
+            let chosen = kind.map { ProjectAdministration.Rotation(kind: $0, graceSeconds: grace) }
+                ?? ProjectAdministration.Rotation(graceSeconds: grace)
+            return { admin in [Representations.project(try admin.rotateKeys(id: id, chosen))] }
         default:
             throw UsageError(message: "unknown project command '\(args.first ?? "")'")
         }
     }
 
+    /// The options `create` and `update` share, as a change set plus name and bundle id.
+    private static func settings(_ args: ArraySlice<String>) throws(UsageError)
+        -> (name: String?, bundleId: String?, changes: ProjectChanges)
+    {
+        var name: String?
+        var bundleId: String?
+        var changes = ProjectChanges()
+        var environments: [StoreEnvironment] = []
+        var rest = args
+        func value(_ flag: String) throws(UsageError) -> String {
+            guard let v = rest.popFirst(), !v.isEmpty else { throw UsageError(message: "\(flag) needs a value") }
+            return v
+        }
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "--name": name = try value(flag)
+            case "--bundle-id": bundleId = try value(flag)
+            case "--app-apple-id":
+                guard let n = Int64(try value(flag)) else { throw UsageError(message: "--app-apple-id must be an integer") }
+                changes.appAppleId = .some(n)
+            case "--environment":
+                environments.append(StoreEnvironment(rawValue: try value(flag)))
+            case "--transfer-policy":
+                guard let p = TransferPolicy(rawValue: try value(flag)) else {
+                    throw UsageError(message: "--transfer-policy must be transfer, share or block")
+                }
+                changes.transferPolicy = p
+            case "--app-account-token-policy":
+                guard let p = AppAccountTokenPolicy(rawValue: try value(flag)) else {
+                    throw UsageError(message: "--app-account-token-policy must be ignore, require_match or prefer")
+                }
+                changes.appAccountTokenPolicy = p
+            case "--allow-xcode": changes.allowXcode = true
+            case "--require-secret-key": changes.requireSecretKeyForReads = true
+            default: throw UsageError(message: "unknown option \(flag)")
+            }
+        }
+        if !environments.isEmpty { changes.environments = environments }
+        return (name, bundleId, changes)
+    }
+
     private static func product(_ args: [String]) throws(UsageError) -> Work {
         switch args.first {
         case "set":
-            guard args.count >= 4 else { throw UsageError(message: "set needs PROJECT_ID PRODUCT_ID ENTITLEMENT...") }
+            guard args.count >= 3 else { throw UsageError(message: "set needs PROJECT_ID PRODUCT_ID ENTITLEMENT...") }
             let id = try projectId(args)
-            // The admin API's limits (PUT …/products/:productId): product id 1–256, each entitlement 1–128 scalars.
-            guard (1...256).contains(args[2].unicodeScalars.count) else {
-                throw UsageError(message: "PRODUCT_ID must be 1 to 256 characters")
-            }
-            guard args.dropFirst(3).allSatisfy({ (1...128).contains($0.unicodeScalars.count) }) else {
-                throw UsageError(message: "each ENTITLEMENT must be 1 to 128 characters")
-            }
-            let mapping = ProductMapping(productId: args[2], entitlements: Array(args.dropFirst(3)))
-            return { store in
-                guard try store.project(id: id) != nil else { throw DomainError(.projectNotFound, "no project \(id)") }
-                return [Representations.product(try store.setProduct(projectId: id, mapping, now: Date()))]
+            let productId = args[2]
+            let entitlements = Array(args.dropFirst(3))
+            return { admin in
+                [Representations.product(try admin.setProduct(projectId: id, productId: productId, entitlements: entitlements))]
             }
         case "list":
             guard args.count == 2 else { throw UsageError(message: "list needs PROJECT_ID") }
             let id = try projectId(args)
-            return { store in [wrap("products", try store.products(projectId: id).map(Representations.product))] }
+            return { admin in [wrap("products", try admin.products(projectId: id).map(Representations.product))] }
         case "delete":
             guard args.count == 3 else { throw UsageError(message: "delete needs PROJECT_ID PRODUCT_ID") }
             let id = try projectId(args)
             let productId = args[2]
-            return { store in
-                guard try store.deleteProduct(projectId: id, productId: productId) else {
-                    throw DomainError(.productNotFound, "no product \(productId) in project \(id)")
-                }
+            return { admin in
+                try admin.deleteProduct(projectId: id, productId: productId)
                 return []
             }
         default:

@@ -21,6 +21,10 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         /// Signed data names a transaction id already recorded (same project and environment) with another
         /// identity (`originalTransactionId`, `productId` or `bundleId`): refused, nothing written.
         public static let transactionConflict = Code("TRANSACTION_CONFLICT")
+        /// Input breaks a rule of the use case (a length, a count, a range); `details` names each field.
+        public static let invalidInput = Code("VALIDATION_ERROR")
+        /// `require_match` policy: the transaction's `appAccountToken` names another user than the posted `user_id`.
+        public static let appAccountTokenMismatch = Code("APP_ACCOUNT_TOKEN_MISMATCH")
         /// See `rawValue`.
         public var description: String { rawValue }
     }
@@ -31,12 +35,15 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
     public var message: String
     /// Internal detail for logs (SQLSTATE, server message…); never sent to clients.
     public var underlying: String?
+    /// For `.invalidInput`: every field that broke a rule, safe for clients.
+    public var details: [FieldProblem]
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, underlying: String? = nil) {
+    public init(_ code: Code, _ message: String, underlying: String? = nil, details: [FieldProblem] = []) {
         self.code = code
         self.message = message
         self.underlying = underlying
+        self.details = details
     }
 
     /// Safe for clients.
@@ -44,6 +51,20 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
     /// Includes the underlying cause; for logs.
     public var debugDescription: String {
         underlying.map { "\(code): \(message) (\($0))" } ?? description
+    }
+}
+
+/// One field that broke a rule: its JSON path (array indices as strings) and a zod-style message.
+public struct FieldProblem: Sendable, Equatable {
+    /// E.g. `["entitlements", "3"]`; empty for the whole input.
+    public var path: [String]
+    /// E.g. `String must contain at most 128 character(s)`.
+    public var message: String
+
+    /// Creates a value.
+    public init(path: [String], message: String) {
+        self.path = path
+        self.message = message
     }
 }
 

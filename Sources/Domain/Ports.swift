@@ -61,28 +61,49 @@ public protocol SecretKeyHashing: Sendable {
 ///
 /// Every method throws `DomainError` with `.serviceUnavailable` when the store cannot be reached.
 public protocol ProjectStore: Sendable {
-    /// The project whose public key is `publicKey`.
-    func project(publicKey: String) throws -> Project?
+    /// The project that `publicKey` names, if that key is live at `now` (current, or retiring and not yet
+    /// expired). The one entry point of public-key authentication: a single indexed lookup.
+    func project(publicKey: String, at now: Date) throws -> Project?
     /// The project with `id`.
     func project(id: UUID) throws -> Project?
     /// All projects, oldest first.
     func allProjects() throws -> [Project]
-    /// Stores a new project with its keys (the secret only as a hash).
-    func createProject(_ new: NewProject, publicKey: String, secretKeyHash: [UInt8], now: Date) throws -> Project
+    /// Stores a new project with its first two keys (`StoredProjectKey.current`; the secret only as a hash).
+    func createProject(_ new: NewProject, keys: [StoredProjectKey], now: Date) throws -> Project
     /// Applies `changes`; `nil` when there is no such project.
     func updateProject(id: UUID, _ changes: ProjectChanges, now: Date) throws -> Project?
     /// Deletes the project and all its data; false when there was none.
     func deleteProject(id: UUID) throws -> Bool
-    /// Replaces both keys; `nil` when there is no such project.
-    func rotateKeys(id: UUID, publicKey: String, secretKeyHash: [UInt8], now: Date) throws -> Project?
-    /// The stored hash of the project's secret key.
-    func secretKeyHash(projectId: UUID) throws -> [UInt8]?
+    /// Replaces keys by `KeyRotationRules.apply(replacements, to: current keys, now:)`, atomically with respect to
+    /// other rotations of the project; `nil` when there is no such project.
+    func rotateKeys(id: UUID, _ replacements: [KeyReplacement], now: Date) throws -> Project?
+    /// The project's stored keys, live or not yet purged (callers filter with `isLive(at:)`), newest first.
+    func keys(projectId: UUID) throws -> [StoredProjectKey]
     /// Creates or replaces a product mapping.
     func setProduct(projectId: UUID, _ mapping: ProductMapping, now: Date) throws -> ProductMapping
     /// The project's product mappings, sorted by product id.
     func products(projectId: UUID) throws -> [ProductMapping]
     /// Deletes a product mapping; false when there was none.
     func deleteProduct(projectId: UUID, productId: String) throws -> Bool
+}
+
+extension ProjectStore {
+    /// Stores a new project with a fresh public key and the hash of a fresh secret key (tests and fixtures).
+    public func createProject(_ new: NewProject, publicKey: String, secretKeyHash: [UInt8], now: Date) throws
+        -> Project
+    {
+        try createProject(new, keys: [
+            .current(publicKey: publicKey, at: now),
+            StoredProjectKey(kind: .secret, secretKeyHash: secretKeyHash, createdAt: now),
+        ], now: now)
+    }
+
+    /// The hashes of the secret keys live at `now` (the current one and any retiring one).
+    public func liveSecretKeyHashes(projectId: UUID, at now: Date) throws -> [[UInt8]] {
+        try keys(projectId: projectId).compactMap { key in
+            key.kind == .secret && key.isLive(at: now) ? key.secretKeyHash : nil
+        }
+    }
 }
 
 /// The outcome of recording a verified transaction.

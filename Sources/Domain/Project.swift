@@ -19,7 +19,9 @@ public struct Project: Sendable, Equatable {
     public var allowXcode: Bool
     /// Whether reading subscriptions requires the secret key (public keys ship inside apps).
     public var requireSecretKeyForReads: Bool
-    /// The public key (`pk_…`), safe to embed in apps.
+    /// Whether a transaction's `appAccountToken` decides which user a posted purchase binds to.
+    public var appAccountTokenPolicy: AppAccountTokenPolicy
+    /// The current public key (`pk_…`), safe to embed in apps; retiring keys are in the store's key list.
     public var publicKey: String
     /// When the project was created.
     public var createdAt: Date
@@ -30,8 +32,8 @@ public struct Project: Sendable, Equatable {
     public init(
         id: UUID, name: String, bundleId: String, appAppleId: Int64? = nil,
         environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
-        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false, publicKey: String,
-        createdAt: Date, updatedAt: Date
+        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
+        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, publicKey: String, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.name = name
@@ -41,6 +43,7 @@ public struct Project: Sendable, Equatable {
         self.transferPolicy = transferPolicy
         self.allowXcode = allowXcode
         self.requireSecretKeyForReads = requireSecretKeyForReads
+        self.appAccountTokenPolicy = appAccountTokenPolicy
         self.publicKey = publicKey
         self.createdAt = createdAt
         self.updatedAt = updatedAt
@@ -73,12 +76,15 @@ public struct NewProject: Sendable, Equatable {
     public var allowXcode: Bool
     /// Require the secret key to read subscriptions.
     public var requireSecretKeyForReads: Bool
+    /// How `appAccountToken` binds purchases to users.
+    public var appAccountTokenPolicy: AppAccountTokenPolicy
 
     /// Creates the settings with the documented defaults.
     public init(
         name: String, bundleId: String, appAppleId: Int64? = nil,
         environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
-        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false
+        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
+        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore
     ) {
         self.name = name
         self.bundleId = bundleId
@@ -87,6 +93,7 @@ public struct NewProject: Sendable, Equatable {
         self.transferPolicy = transferPolicy
         self.allowXcode = allowXcode
         self.requireSecretKeyForReads = requireSecretKeyForReads
+        self.appAccountTokenPolicy = appAccountTokenPolicy
     }
 }
 
@@ -106,6 +113,8 @@ public struct ProjectChanges: Sendable, Equatable {
     public var allowXcode: Bool?
     /// New secret-key-for-reads setting.
     public var requireSecretKeyForReads: Bool?
+    /// New app-account-token policy.
+    public var appAccountTokenPolicy: AppAccountTokenPolicy?
 
     /// An empty change set.
     public init() {}
@@ -120,6 +129,7 @@ public struct ProjectChanges: Sendable, Equatable {
         if let transferPolicy { p.transferPolicy = transferPolicy }
         if let allowXcode { p.allowXcode = allowXcode }
         if let requireSecretKeyForReads { p.requireSecretKeyForReads = requireSecretKeyForReads }
+        if let appAccountTokenPolicy { p.appAccountTokenPolicy = appAccountTokenPolicy }
         return p
     }
 }

@@ -12,6 +12,7 @@ enum Bind {
     private static let boolOID: UInt32 = 16
     private static let timestamptzOID: UInt32 = 1184
     private static let uuidOID: UInt32 = 2950
+    private static let byteaOID: UInt32 = 17
 
     /// `int8` or a typed NULL (assignment casts it to an `int` column).
     static func int(_ value: Int?) -> PostgresValue {
@@ -36,6 +37,11 @@ enum Bind {
     /// `uuid` or a typed NULL.
     static func uuid(_ value: UUID?) -> PostgresValue {
         value.map(\.postgresValue) ?? PostgresValue(typeOID: uuidOID, isBinary: true, bytes: nil)
+    }
+
+    /// `bytea` or a typed NULL.
+    static func bytes(_ value: [UInt8]?) -> PostgresValue {
+        value.map(\.postgresValue) ?? PostgresValue(typeOID: byteaOID, isBinary: true, bytes: nil)
     }
 
     /// Text of server-inferred type; NULL is already consistent (text binds always have OID 0).

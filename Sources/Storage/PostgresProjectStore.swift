@@ -14,19 +14,27 @@ public final class PostgresProjectStore: ProjectStore {
         self.pool = pool
     }
 
-    /// The columns `project(from:)` reads, in one place so every query returns the same shape.
+    /// The columns `project(from:)` reads, in one place so every query returns the same shape; `public_key` is
+    /// the current public key (the one without an expiry).
     private static let columns = """
-        id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
-        require_secret_key_for_reads, public_key, created_at, updated_at
+        projects.id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
+        require_secret_key_for_reads, app_account_token_policy, projects.created_at, updated_at,
+        (SELECT k.public_key FROM project_keys k WHERE k.project_id = projects.id AND k.kind = 'public'
+            AND k.expires_at IS NULL ORDER BY k.created_at DESC LIMIT 1) AS public_key
         """
 
-    /// The project whose public key is `publicKey` (the hot path of every app request: one prepared statement).
-    public func project(publicKey: String) throws -> Project? {
+    /// The columns `key(from:)` reads.
+    private static let keyColumns = "id, kind, public_key, secret_key_hash, last4, created_at, expires_at"
+
+    /// The project whose public key is `publicKey`, live at `now` (the hot path of every app request: one
+    /// prepared statement through the unique index on `project_keys.public_key`).
+    public func project(publicKey: String, at now: Date) throws -> Project? {
         try StorageErrors.mapping("project by public key") {
             try pool.withConnection { connection in
-                try connection.query(
-                    "SELECT \(unsafeSQL: Self.columns) FROM projects WHERE public_key = \(publicKey)"
-                ).first.map(Self.project(from:))
+                try connection.query("""
+                    SELECT \(unsafeSQL: Self.columns) FROM project_keys pk JOIN projects ON projects.id = pk.project_id
+                    WHERE pk.public_key = \(publicKey) AND (pk.expires_at IS NULL OR pk.expires_at > \(now))
+                    """).first.map(Self.project(from:))
             }
         }
     }
@@ -51,21 +59,22 @@ public final class PostgresProjectStore: ProjectStore {
         }
     }
 
-    /// Stores a new project with a fresh random id. A public key already in use → `.conflict`.
-    public func createProject(_ new: NewProject, publicKey: String, secretKeyHash: [UInt8], now: Date) throws
-        -> Project
-    {
+    /// Stores a new project with a fresh random id and its keys, in one transaction. A public key already in use
+    /// → `.conflict`.
+    public func createProject(_ new: NewProject, keys: [StoredProjectKey], now: Date) throws -> Project {
         try StorageErrors.mapping("create project") {
-            try pool.withConnection { connection in
-                let rows = try connection.query("""
+            try pool.transaction { connection in
+                let id = UUID()
+                try connection.execute("""
                     INSERT INTO projects (id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
-                        require_secret_key_for_reads, public_key, secret_key_hash, created_at, updated_at)
-                    VALUES (\(UUID()), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
+                        require_secret_key_for_reads, app_account_token_policy, created_at, updated_at)
+                    VALUES (\(id), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
                         \(new.environments.map(\.rawValue)), \(new.transferPolicy.rawValue), \(new.allowXcode),
-                        \(new.requireSecretKeyForReads), \(publicKey), \(secretKeyHash), \(now), \(now))
-                    RETURNING \(unsafeSQL: Self.columns)
+                        \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue), \(now), \(now))
                     """)
-                guard let row = rows.first else { throw Self.missingRow("INSERT … RETURNING projects") }
+                for key in keys { try Self.insert(key, projectId: id, connection) }
+                let rows = try connection.query("SELECT \(unsafeSQL: Self.columns) FROM projects WHERE id = \(id)")
+                guard let row = rows.first else { throw Self.missingRow("INSERT projects") }
                 return try Self.project(from: row)
             }
         }
@@ -85,7 +94,8 @@ public final class PostgresProjectStore: ProjectStore {
                     UPDATE projects SET name = \(next.name), bundle_id = \(next.bundleId),
                         app_apple_id = \(Bind.int64(next.appAppleId)), environments = \(next.environments.map(\.rawValue)),
                         transfer_policy = \(next.transferPolicy.rawValue), allow_xcode = \(next.allowXcode),
-                        require_secret_key_for_reads = \(next.requireSecretKeyForReads), updated_at = \(now)
+                        require_secret_key_for_reads = \(next.requireSecretKeyForReads),
+                        app_account_token_policy = \(next.appAccountTokenPolicy.rawValue), updated_at = \(now)
                     WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
                     """)
@@ -104,25 +114,36 @@ public final class PostgresProjectStore: ProjectStore {
         }
     }
 
-    /// Replaces both keys at once: the old public key stops resolving as soon as this commits.
-    public func rotateKeys(id: UUID, publicKey: String, secretKeyHash: [UInt8], now: Date) throws -> Project? {
+    /// Applies `KeyRotationRules` under the project's row lock, so concurrent rotations of one project queue and
+    /// each sees the keys the previous one left. The key set is rewritten whole (it holds a few rows).
+    public func rotateKeys(id: UUID, _ replacements: [KeyReplacement], now: Date) throws -> Project? {
         try StorageErrors.mapping("rotate keys") {
-            try pool.withConnection { connection in
-                try connection.query("""
-                    UPDATE projects SET public_key = \(publicKey), secret_key_hash = \(secretKeyHash), updated_at = \(now)
-                    WHERE id = \(id)
+            try pool.transaction { connection in
+                guard try connection.query("SELECT 1 FROM projects WHERE id = \(id) FOR UPDATE").first != nil else {
+                    return nil
+                }
+                let current = try connection.query(
+                    "SELECT \(unsafeSQL: Self.keyColumns) FROM project_keys WHERE project_id = \(id)"
+                ).map(Self.key(from:))
+                let next = KeyRotationRules.apply(replacements, to: current, now: now)
+                try connection.execute("DELETE FROM project_keys WHERE project_id = \(id)")
+                for key in next { try Self.insert(key, projectId: id, connection) }
+                return try connection.query("""
+                    UPDATE projects SET updated_at = \(now) WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
                     """).first.map(Self.project(from:))
             }
         }
     }
 
-    /// The stored SHA-256 of the project's secret key.
-    public func secretKeyHash(projectId: UUID) throws -> [UInt8]? {
-        try StorageErrors.mapping("secret key hash") {
+    /// The project's stored keys, newest first.
+    public func keys(projectId: UUID) throws -> [StoredProjectKey] {
+        try StorageErrors.mapping("project keys") {
             try pool.withConnection { connection in
-                try connection.query("SELECT secret_key_hash FROM projects WHERE id = \(projectId)")
-                    .first?.decode("secret_key_hash", as: [UInt8].self)
+                try connection.query("""
+                    SELECT \(unsafeSQL: Self.keyColumns) FROM project_keys WHERE project_id = \(projectId)
+                    ORDER BY created_at DESC, id
+                    """).map(Self.key(from:))
             }
         }
     }
@@ -173,6 +194,11 @@ public final class PostgresProjectStore: ProjectStore {
         guard let policy = TransferPolicy(rawValue: policyName) else {
             throw PGError(code: .decoding, message: "projects.transfer_policy has unknown value \(policyName)")
         }
+        let tokenPolicyName = try row.decode("app_account_token_policy", as: String.self)
+        guard let tokenPolicy = AppAccountTokenPolicy(rawValue: tokenPolicyName) else {
+            throw PGError(code: .decoding,
+                          message: "projects.app_account_token_policy has unknown value \(tokenPolicyName)")
+        }
         return Project(
             id: try row.decode("id", as: UUID.self),
             name: try row.decode("name", as: String.self),
@@ -182,10 +208,34 @@ public final class PostgresProjectStore: ProjectStore {
             transferPolicy: policy,
             allowXcode: try row.decode("allow_xcode", as: Bool.self),
             requireSecretKeyForReads: try row.decode("require_secret_key_for_reads", as: Bool.self),
-            publicKey: try row.decode("public_key", as: String.self),
+            appAccountTokenPolicy: tokenPolicy,
+            // Every rotation leaves one current public key; "" only if rows were edited by hand.
+            publicKey: try row.decode("public_key", as: String?.self) ?? "",
             createdAt: try row.decode("created_at", as: Date.self),
             updatedAt: try row.decode("updated_at", as: Date.self)
         )
+    }
+
+    static func key(from row: Row) throws -> StoredProjectKey {
+        let kindName = try row.decode("kind", as: String.self)
+        guard let kind = ProjectKeyKind(rawValue: kindName) else {
+            throw PGError(code: .decoding, message: "project_keys.kind has unknown value \(kindName)")
+        }
+        return StoredProjectKey(
+            id: try row.decode("id", as: UUID.self), kind: kind,
+            publicKey: try row.decode("public_key", as: String?.self),
+            secretKeyHash: try row.decode("secret_key_hash", as: [UInt8]?.self),
+            last4: try row.decode("last4", as: String?.self),
+            createdAt: try row.decode("created_at", as: Date.self),
+            expiresAt: try row.decode("expires_at", as: Date?.self))
+    }
+
+    static func insert(_ key: StoredProjectKey, projectId: UUID, _ connection: Connection) throws {
+        try connection.execute("""
+            INSERT INTO project_keys (project_id, id, kind, public_key, secret_key_hash, last4, created_at, expires_at)
+            VALUES (\(projectId), \(key.id), \(key.kind.rawValue), \(Bind.text(key.publicKey)),
+                \(Bind.bytes(key.secretKeyHash)), \(Bind.text(key.last4)), \(key.createdAt), \(Bind.date(key.expiresAt)))
+            """)
     }
 
     static func product(from row: Row) throws -> ProductMapping {

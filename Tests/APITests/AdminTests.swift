@@ -28,10 +28,16 @@ final class AdminTests: XCTestCase {
         XCTAssertTrue(ProjectKeys.isSecretKeySyntax(secretKey))
         XCTAssertEqual(json.objectValue?.keys, ["id", "name", "bundle_id", "app_apple_id", "environments",
                                                  "transfer_policy", "allow_xcode", "require_secret_key_for_reads",
-                                                 "public_key", "created_at", "updated_at", "secret_key"])
+                                                 "app_account_token_policy", "public_key", "public_keys",
+                                                 "secret_keys", "created_at", "updated_at", "secret_key"])
+        XCTAssertEqual(json["app_account_token_policy"]?.stringValue, "ignore")
+        XCTAssertEqual(json["public_keys"], [["key": .string(publicKey), "created_at": "2026-06-01T00:00:00.000Z",
+                                              "expires_at": .null]])
+        XCTAssertEqual(json["secret_keys"], [["last4": .string(String(secretKey.suffix(4))),
+                                              "created_at": "2026-06-01T00:00:00.000Z", "expires_at": .null]])
         // Stored hashed; shown only once.
         let id = FakeProjectStore.uuid(1)
-        XCTAssertEqual(try h.projects.secretKeyHash(projectId: id), FakeHasher().hash(secretKey))
+        XCTAssertEqual(try h.projects.liveSecretKeyHashes(projectId: id, at: Harness.now), [FakeHasher().hash(secretKey)])
         let shown = h.admin(.get, "/v1/admin/projects/\(id.uuidString.lowercased())")
         XCTAssertEqual(shown.status, 200)
         XCTAssertNil(shown.json?["secret_key"])
@@ -45,8 +51,9 @@ final class AdminTests: XCTestCase {
         let h = Harness()
         let response = h.admin(.post, "/v1/admin/projects", body: #"{"name":"A","bundle_id":"b","app_apple_id":1234,"#
             + #""environments":["Sandbox","Sandbox"],"transfer_policy":"block","allow_xcode":true,"#
-            + #""require_secret_key_for_reads":true}"#)
+            + #""require_secret_key_for_reads":true,"app_account_token_policy":"require_match"}"#)
         XCTAssertEqual(response.status, 201)
+        XCTAssertEqual(response.json?["app_account_token_policy"]?.stringValue, "require_match")
         XCTAssertEqual(response.json?["app_apple_id"], 1234)
         XCTAssertEqual(response.json?["environments"], ["Sandbox"])
         XCTAssertEqual(response.json?["transfer_policy"]?.stringValue, "block")
@@ -57,14 +64,17 @@ final class AdminTests: XCTestCase {
     func testCreateValidationReportsEveryField() {
         let h = Harness()
         let response = h.admin(.post, "/v1/admin/projects", body: #"{"name":"","app_apple_id":0,"environments":[],"#
-            + #""transfer_policy":"steal","allow_xcode":"yes"}"#)
+            + #""transfer_policy":"steal","allow_xcode":"yes","app_account_token_policy":"trust"}"#)
+        // JSON shape problems first, then the use case's rules (ProjectRules) on the fields that parsed.
         assertError(response, status: 400, code: "VALIDATION_ERROR", error: "Validation error", details: [
-            ["path": ["name"], "message": "String must contain at least 1 character(s)"],
             ["path": ["bundle_id"], "message": "Required"],
             ["path": ["app_apple_id"], "message": "Number must be greater than or equal to 1"],
-            ["path": ["environments"], "message": "Array must contain at least 1 element(s)"],
             ["path": ["transfer_policy"], "message": "Invalid enum value. Expected 'transfer' | 'share' | 'block'"],
             ["path": ["allow_xcode"], "message": "Expected boolean"],
+            ["path": ["app_account_token_policy"],
+             "message": "Invalid enum value. Expected 'ignore' | 'require_match' | 'prefer'"],
+            ["path": ["name"], "message": "String must contain at least 1 character(s)"],
+            ["path": ["environments"], "message": "Array must contain at least 1 element(s)"],
         ])
         let bad = h.admin(.post, "/v1/admin/projects", body: #"{"name":"A","bundle_id":"b","app_apple_id":1.5,"#
             + #""environments":["Production","Xcode",3]}"#)
@@ -94,7 +104,11 @@ final class AdminTests: XCTestCase {
         XCTAssertEqual(response.text, #"{"id":"00000000-0000-0000-0000-000000000900","name":"My App","#
             + #""bundle_id":"com.example.app","app_apple_id":null,"environments":["Production","Sandbox"],"#
             + #""transfer_policy":"transfer","allow_xcode":false,"require_secret_key_for_reads":false,"#
-            + #""public_key":"pk_0123456789abcdef0123456789abcdef","created_at":"2026-06-01T00:00:00.000Z","#
+            + #""app_account_token_policy":"ignore","#
+            + #""public_key":"pk_0123456789abcdef0123456789abcdef","#
+            + #""public_keys":[{"key":"pk_0123456789abcdef0123456789abcdef","created_at":"2026-06-01T00:00:00.000Z","#
+            + #""expires_at":null}],"secret_keys":[{"last4":"abab","created_at":"2026-06-01T00:00:00.000Z","#
+            + #""expires_at":null}],"created_at":"2026-06-01T00:00:00.000Z","#
             + #""updated_at":"2026-06-01T00:00:00.000Z"}"#)
     }
 
@@ -128,20 +142,125 @@ final class AdminTests: XCTestCase {
         assertError(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY")
     }
 
-    func testRotateKeysRetiresTheOldOnes() throws {
+    func testRotateKeysWithoutBodyRotatesBothWithDefaultGraces() throws {
         let h = Harness()
         let response = h.admin(.post, "/v1/admin/projects/00000000-0000-0000-0000-000000000900/rotate-keys")
         XCTAssertEqual(response.status, 200, response.text)
         let publicKey = try XCTUnwrap(response.json?["public_key"]?.stringValue)
         let secretKey = try XCTUnwrap(response.json?["secret_key"]?.stringValue)
         XCTAssertNotEqual(publicKey, Harness.publicKey)
-        assertError(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY")
+        // Current key first, then the retiring one with its expiry: 30 days for public, 24 h for secret.
+        XCTAssertEqual(response.json?["public_keys"], [
+            ["key": .string(publicKey), "created_at": "2026-06-01T00:00:00.000Z", "expires_at": .null],
+            ["key": .string(Harness.publicKey), "created_at": "2026-06-01T00:00:00.000Z",
+             "expires_at": "2026-07-01T00:00:00.000Z"],
+        ])
+        XCTAssertEqual(response.json?["secret_keys"], [
+            ["last4": .string(String(secretKey.suffix(4))), "created_at": "2026-06-01T00:00:00.000Z", "expires_at": .null],
+            ["last4": "abab", "created_at": "2026-06-01T00:00:00.000Z", "expires_at": "2026-06-02T00:00:00.000Z"],
+        ])
+        // Both old keys still work during their grace, with the new ones.
+        for key in [Harness.publicKey, publicKey] {
+            for secret in [Harness.secretKey, secretKey] {
+                XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(key)/u",
+                                      headers: [("Authorization", "Bearer " + secret)]).status, 200)
+            }
+        }
+        // After 24 h the old secret is refused; the old public key still works until 30 days.
+        h.clock.advance(86_400)
         assertError(h.send(.get, "/v1/subscriptions/\(publicKey)/u", headers: [("Authorization", "Bearer " + Harness.secretKey)]),
                     status: 401, code: "AUTH_INVALID_SECRET_KEY")
-        XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(publicKey)/u",
+        XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u",
                               headers: [("Authorization", "Bearer " + secretKey)]).status, 200)
+        h.clock.advance(29 * 86_400)
+        assertError(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY")
+        XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(publicKey)/u").status, 200)
+        // Expired keys are no longer shown.
+        let shown = h.admin(.get, "/v1/admin/projects/00000000-0000-0000-0000-000000000900")
+        XCTAssertEqual(shown.json?["public_keys"]?.arrayValue?.count, 1)
+        XCTAssertEqual(shown.json?["secret_keys"]?.arrayValue?.count, 1)
+        XCTAssertNil(shown.json?["secret_key"])
         assertError(h.admin(.post, "/v1/admin/projects/00000000-0000-0000-0000-000000000999/rotate-keys"),
                     status: 404, code: "PROJECT_NOT_FOUND")
+    }
+
+    func testRotatePublicKeyOnlyWithGraceThenAtOnce() throws {
+        let h = Harness()
+        let path = "/v1/admin/projects/00000000-0000-0000-0000-000000000900/rotate-keys"
+        let first = h.admin(.post, path, body: #"{"key":"public","grace_seconds":2}"#)
+        XCTAssertEqual(first.status, 200, first.text)
+        XCTAssertNil(first.json?["secret_key"], "the secret key did not change, so none is shown")
+        let second = try XCTUnwrap(first.json?["public_key"]?.stringValue)
+        XCTAssertEqual(first.json?["public_keys"]?.arrayValue?.last?["expires_at"], "2026-06-01T00:00:02.000Z")
+        XCTAssertEqual(first.json?["secret_keys"]?.arrayValue?.count, 1)
+        XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u",
+                              headers: [("Authorization", "Bearer " + Harness.secretKey)]).status, 200)
+        h.clock.advance(1.999)
+        XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u").status, 200)
+        h.clock.advance(0.001)
+        assertError(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY")
+
+        // A second rotation with grace 0 cuts the replaced key at once.
+        let cut = h.admin(.post, path, body: #"{"key":"public","grace_seconds":0}"#)
+        XCTAssertEqual(cut.status, 200, cut.text)
+        let third = try XCTUnwrap(cut.json?["public_key"]?.stringValue)
+        assertError(h.send(.get, "/v1/subscriptions/\(second)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY")
+        XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(third)/u").status, 200)
+        XCTAssertEqual(cut.json?["public_keys"]?.arrayValue?.count, 1)
+
+        // The secret alone, at once: the old secret fails, the public key is unchanged.
+        let secret = h.admin(.post, path, body: #"{"key":"secret","grace_seconds":0}"#)
+        let newSecret = try XCTUnwrap(secret.json?["secret_key"]?.stringValue)
+        XCTAssertEqual(secret.json?["public_key"]?.stringValue, third)
+        assertError(h.send(.get, "/v1/subscriptions/\(third)/u", headers: [("Authorization", "Bearer " + Harness.secretKey)]),
+                    status: 401, code: "AUTH_INVALID_SECRET_KEY")
+        XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(third)/u",
+                              headers: [("Authorization", "Bearer " + newSecret)]).status, 200)
+    }
+
+    func testRepeatedRotationsNeverExtendAKeyAndKeepAtMostThreeLive() throws {
+        let h = Harness()
+        let path = "/v1/admin/projects/00000000-0000-0000-0000-000000000900/rotate-keys"
+        XCTAssertEqual(h.admin(.post, path, body: #"{"key":"public","grace_seconds":100}"#).status, 200)
+        h.clock.advance(10)
+        // The key being replaced gets the new grace (1000 s); the already-retiring original keeps its 100 s.
+        let r = h.admin(.post, path, body: #"{"key":"public","grace_seconds":1000}"#)
+        XCTAssertEqual(r.json?["public_keys"]?.arrayValue?.map { $0["expires_at"] ?? .null }, [
+            .null, "2026-06-01T00:16:50.000Z", "2026-06-01T00:01:40.000Z",
+        ])
+        h.clock.advance(10)
+        let four = h.admin(.post, path, body: #"{"key":"public"}"#)
+        XCTAssertEqual(four.json?["public_keys"]?.arrayValue?.count, KeyRotationRules.maxLiveKeysPerKind)
+        // The oldest (the original) was dropped by the bound.
+        assertError(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY")
+    }
+
+    func testRotateValidation() {
+        let h = Harness()
+        let path = "/v1/admin/projects/00000000-0000-0000-0000-000000000900/rotate-keys"
+        assertError(h.admin(.post, path, body: #"{"key":"both","grace_seconds":-1}"#), status: 400, code: "VALIDATION_ERROR",
+                    details: [["path": ["key"], "message": "Invalid enum value. Expected 'public' | 'secret'"],
+                              ["path": ["grace_seconds"], "message": "Number must be greater than or equal to 0"]])
+        assertError(h.admin(.post, path, body: #"{"grace_seconds":31536001}"#), status: 400, code: "VALIDATION_ERROR",
+                    details: [["path": ["grace_seconds"], "message": "Number must be less than or equal to 31536000"]])
+        assertError(h.admin(.post, path, body: #"{"grace_seconds":1.5}"#), status: 400, code: "VALIDATION_ERROR",
+                    details: [["path": ["grace_seconds"], "message": "Expected integer"]])
+        assertError(h.admin(.post, path, body: #"{"grace_seconds":"10"}"#), status: 400, code: "VALIDATION_ERROR",
+                    details: [["path": ["grace_seconds"], "message": "Expected integer"]])
+        // Nothing rotated.
+        XCTAssertEqual(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u").status, 200)
+        XCTAssertEqual(try h.projects.keys(projectId: FakeProjectStore.uuid(900)).count, 2)
+        // {} is the same as no body: both keys.
+        let both = h.admin(.post, path, body: "{}")
+        XCTAssertEqual(both.status, 200, both.text)
+        XCTAssertNotNil(both.json?["secret_key"]?.stringValue)
+        XCTAssertEqual(both.json?["public_keys"]?.arrayValue?.count, 2)
+        XCTAssertEqual(both.json?["secret_keys"]?.arrayValue?.count, 2)
+        // A grace without a key applies to both: 0 cuts both old pairs at once.
+        let cut = h.admin(.post, path, body: #"{"grace_seconds":0}"#)
+        XCTAssertEqual(cut.json?["public_keys"]?.arrayValue?.count, 1)
+        XCTAssertEqual(cut.json?["secret_keys"]?.arrayValue?.count, 1)
+        assertError(h.send(.get, "/v1/subscriptions/\(Harness.publicKey)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY")
     }
 
     func testProducts() {

@@ -38,7 +38,7 @@ func failIfNeeded(_ failure: StoreFailure) throws {
 final class FakeProjectStore: ProjectStore, Sendable {
     struct Stored: Sendable {
         var project: Project
-        var secretKeyHash: [UInt8]
+        var keys: [StoredProjectKey]
         var products: [String: [String]] = [:]
     }
 
@@ -66,15 +66,20 @@ final class FakeProjectStore: ProjectStore, Sendable {
     func seed(_ project: Project, secretKey: String, products: [String: [String]] = [:]) -> Project {
         // Normalized as the real store does (sorted, unique).
         let normalized = products.mapValues { ProductMapping(productId: "", entitlements: $0).entitlements }
-        state.withLock { $0.projects.append(Stored(project: project, secretKeyHash: FakeHasher().hash(secretKey),
-                                                   products: normalized)) }
+        let keys: [StoredProjectKey] = [
+            .current(publicKey: project.publicKey, at: project.createdAt),
+            .current(secretKey: secretKey, hash: FakeHasher().hash(secretKey), at: project.createdAt),
+        ]
+        state.withLock { $0.projects.append(Stored(project: project, keys: keys, products: normalized)) }
         return project
     }
 
-    func project(publicKey: String) throws -> Project? {
+    func project(publicKey: String, at now: Date) throws -> Project? {
         try state.withLock { s in
             try failIfNeeded(s.failure)
-            return s.projects.first { $0.project.publicKey == publicKey }?.project
+            return s.projects.first { stored in
+                stored.keys.contains { $0.publicKey == publicKey && $0.isLive(at: now) }
+            }?.project
         }
     }
 
@@ -92,16 +97,18 @@ final class FakeProjectStore: ProjectStore, Sendable {
         }
     }
 
-    func createProject(_ new: NewProject, publicKey: String, secretKeyHash: [UInt8], now: Date) throws -> Project {
+    func createProject(_ new: NewProject, keys: [StoredProjectKey], now: Date) throws -> Project {
         try state.withLock { s in
             try failIfNeeded(s.failure)
             let project = Project(
                 id: Self.uuid(s.nextId), name: new.name, bundleId: new.bundleId, appAppleId: new.appAppleId,
                 environments: new.environments, transferPolicy: new.transferPolicy, allowXcode: new.allowXcode,
-                requireSecretKeyForReads: new.requireSecretKeyForReads, publicKey: publicKey, createdAt: now,
-                updatedAt: now)
+                requireSecretKeyForReads: new.requireSecretKeyForReads,
+                appAccountTokenPolicy: new.appAccountTokenPolicy,
+                publicKey: keys.first { $0.kind == .public && $0.expiresAt == nil }?.publicKey ?? "",
+                createdAt: now, updatedAt: now)
             s.nextId += 1
-            s.projects.append(Stored(project: project, secretKeyHash: secretKeyHash))
+            s.projects.append(Stored(project: project, keys: keys))
             return project
         }
     }
@@ -126,21 +133,24 @@ final class FakeProjectStore: ProjectStore, Sendable {
         }
     }
 
-    func rotateKeys(id: UUID, publicKey: String, secretKeyHash: [UInt8], now: Date) throws -> Project? {
+    func rotateKeys(id: UUID, _ replacements: [KeyReplacement], now: Date) throws -> Project? {
         try state.withLock { s in
             try failIfNeeded(s.failure)
             guard let i = s.projects.firstIndex(where: { $0.project.id == id }) else { return nil }
-            s.projects[i].project.publicKey = publicKey
+            let keys = KeyRotationRules.apply(replacements, to: s.projects[i].keys, now: now)
+            s.projects[i].keys = keys
+            if let current = keys.first(where: { $0.kind == .public && $0.expiresAt == nil })?.publicKey {
+                s.projects[i].project.publicKey = current
+            }
             s.projects[i].project.updatedAt = now
-            s.projects[i].secretKeyHash = secretKeyHash
             return s.projects[i].project
         }
     }
 
-    func secretKeyHash(projectId: UUID) throws -> [UInt8]? {
+    func keys(projectId: UUID) throws -> [StoredProjectKey] {
         try state.withLock { s in
             try failIfNeeded(s.failure)
-            return s.projects.first { $0.project.id == projectId }?.secretKeyHash
+            return (s.projects.first { $0.project.id == projectId }?.keys ?? []).sorted { $0.createdAt > $1.createdAt }
         }
     }
 

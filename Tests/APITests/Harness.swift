@@ -3,7 +3,15 @@ import Domain
 import Foundation
 @testable import HTTPCore
 import JSON
+import Synchronization
 import XCTest
+
+/// A clock tests move by hand (rotation graces, expiries); starts at `Harness.now`.
+final class TestClock: Sendable {
+    private let instant = Mutex(Harness.now)
+    var now: Date { instant.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { instant.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
 
 /// An in-process API: the real routes over in-memory ports, dispatched through HTTPCore's router without sockets.
 final class Harness {
@@ -17,21 +25,25 @@ final class Harness {
     let purchases: FakePurchaseStore
     let verifier = FakeVerifier()
     let log = LogSink()
+    let clock = TestClock()
     var router = Router()
     let project: Project
 
-    init(adminToken: String? = Harness.adminToken, policy: TransferPolicy = .transfer, requireSecret: Bool = false) {
+    init(adminToken: String? = Harness.adminToken, policy: TransferPolicy = .transfer, requireSecret: Bool = false,
+         tokenPolicy: AppAccountTokenPolicy = .ignore) {
         purchases = FakePurchaseStore(projects: projects)
         project = projects.seed(
             Project(id: FakeProjectStore.uuid(900), name: "My App", bundleId: "com.example.app",
-                    transferPolicy: policy, requireSecretKeyForReads: requireSecret, publicKey: Harness.publicKey,
+                    transferPolicy: policy, requireSecretKeyForReads: requireSecret,
+                    appAccountTokenPolicy: tokenPolicy, publicKey: Harness.publicKey,
                     createdAt: Harness.now, updatedAt: Harness.now),
             secretKey: Harness.secretKey,
             products: ["com.myapp.pro.yearly": ["pro"], "com.myapp.lifetime": ["pro", "extras"]])
         let sink = log
+        let clock = clock
         let deps = APIDependencies(
             projects: projects, purchases: purchases, verifier: verifier, hasher: FakeHasher(),
-            adminToken: adminToken, now: { Harness.now }, log: { sink.write($0) })
+            adminToken: adminToken, now: { clock.now }, log: { sink.write($0) })
         Routes.register(on: &router, deps)
     }
 
@@ -94,12 +106,13 @@ func facts(
     productId: String = "com.myapp.pro.yearly", type: ProductType = .autoRenewable,
     environment: StoreEnvironment = .production, purchaseDate: Date = Date(timeIntervalSince1970: 1_774_051_200),
     expiresDate: Date? = Date(timeIntervalSince1970: 1_805_500_800), revocationDate: Date? = nil,
-    signedDate: Date = Date(timeIntervalSince1970: 1_774_051_200)
+    signedDate: Date = Date(timeIntervalSince1970: 1_774_051_200), appAccountToken: UUID? = nil
 ) -> TransactionFacts {
     TransactionFacts(
         transactionId: transactionId, originalTransactionId: originalTransactionId, productId: productId, type: type,
         environment: environment, purchaseDate: purchaseDate, expiresDate: expiresDate,
-        revocationDate: revocationDate, ownershipType: .purchased, signedDate: signedDate, payloadJSON: "{}")
+        revocationDate: revocationDate, appAccountToken: appAccountToken, ownershipType: .purchased,
+        signedDate: signedDate, payloadJSON: "{}")
 }
 
 /// Asserts the exact error shape of a response.

@@ -33,8 +33,8 @@ extension ContractE2ETests {
         let listed = try XCTUnwrap(JSONParser.parse(list.stdout)["projects"]?.arrayValue)
         XCTAssertTrue(listed.contains { $0["id"]?.stringValue == tenant.id }, list.stdout)
 
-        // Rotation through the CLI: the running server refuses the old key at once and accepts the new one.
-        let rotate = try cli(["project", "rotate-keys", tenant.id])
+        // Rotation through the CLI with grace 0: the running server refuses the old key at once, accepts the new one.
+        let rotate = try cli(["project", "rotate-keys", tenant.id, "--grace-seconds", "0"])
         XCTAssertEqual(rotate.status, 0, rotate.stderr)
         let rotated = try JSONParser.parse(rotate.stdout)
         let newKey = try XCTUnwrap(rotated["public_key"]?.stringValue)

@@ -29,7 +29,8 @@ final class ContractE2ETests: XCTestCase {
         let created = tenant.created
         XCTAssertEqual(Set(created.objectValue?.keys ?? []), [
             "id", "name", "bundle_id", "app_apple_id", "environments", "transfer_policy", "allow_xcode",
-            "require_secret_key_for_reads", "public_key", "created_at", "updated_at", "secret_key",
+            "require_secret_key_for_reads", "app_account_token_policy", "public_key", "public_keys", "secret_keys",
+            "created_at", "updated_at", "secret_key",
         ])
         XCTAssertNotNil(UUID(uuidString: tenant.id), tenant.id)
         XCTAssertEqual(created["name"], "Contract app")
@@ -42,9 +43,12 @@ final class ContractE2ETests: XCTestCase {
         XCTAssertTrue(Self.isKey(tenant.publicKey, prefix: "pk_", hexDigits: 32), tenant.publicKey)
         XCTAssertTrue(Self.isKey(tenant.secretKey, prefix: "sk_", hexDigits: 64), tenant.secretKey)
         // The secret key is stored hashed, never as given.
-        let stored = try db.query("SELECT public_key, encode(secret_key_hash, 'hex') AS h FROM projects WHERE id = \(tenant.id)::uuid")
+        let storedPublic = try db.query("SELECT public_key FROM project_keys WHERE project_id = \(tenant.id)::uuid AND kind = 'public'")
+        XCTAssertEqual(try storedPublic.map { try $0.decode("public_key", as: String.self) }, [tenant.publicKey])
+        let stored = try db.query("""
+            SELECT encode(secret_key_hash, 'hex') AS h FROM project_keys WHERE project_id = \(tenant.id)::uuid AND kind = 'secret'
+            """)
         XCTAssertEqual(stored.count, 1)
-        XCTAssertEqual(try stored.first?.decode("public_key", as: String.self), tenant.publicKey)
         let hash = try XCTUnwrap(stored.first?.decode("h", as: String.self))
         XCTAssertFalse(hash.contains(String(tenant.secretKey.dropFirst(3))), "secret key stored in clear")
 
@@ -106,8 +110,9 @@ final class ContractE2ETests: XCTestCase {
         XCTAssertEqual(patched["public_key"], .string(tenant.publicKey))
         XCTAssertNil(patched["secret_key"])
 
-        // Rotate keys: new keys answer, the old ones stop working at once (401).
-        let rotate = try api.client.request("POST", "/v1/admin/projects/\(tenant.id)/rotate-keys", headers: E2E.admin)
+        // Rotate keys with grace 0: new keys answer, the old ones stop working at once (401).
+        let rotate = try api.client.post("/v1/admin/projects/\(tenant.id)/rotate-keys", json: ["grace_seconds": 0],
+                                         headers: E2E.admin)
         XCTAssertEqual(rotate.status, 200, rotate.description)
         let rotated = try rotate.json()
         let newPublic = try XCTUnwrap(rotated["public_key"]?.stringValue)

@@ -201,8 +201,9 @@ extension ContractE2ETests {
         production.environment = "Production"
         XCTAssertEqual(try otherAPI.postReceipt(tenant.publicKey, try production.mint()).status, 201)
 
-        // Rotated keys and a deleted project are refused by the other process at once.
-        let rotate = try api.client.request("POST", "/v1/admin/projects/\(tenant.id)/rotate-keys", headers: E2E.admin)
+        // Keys rotated with grace 0 and a deleted project are refused by the other process at once.
+        let rotate = try api.client.post("/v1/admin/projects/\(tenant.id)/rotate-keys", json: ["grace_seconds": 0],
+                                         headers: E2E.admin)
         XCTAssertEqual(rotate.status, 200)
         let newKey = try XCTUnwrap(rotate.json()["public_key"]?.stringValue)
         assertError(try otherAPI.user(tenant.publicKey, "u"), 401, "AUTH_INVALID_PUBLIC_KEY")

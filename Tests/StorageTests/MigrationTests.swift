@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import Postgres
 import Storage
@@ -51,8 +52,41 @@ final class MigrationTests: XCTestCase {
         let tables = try pool.withConnection { c in
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
-        XCTAssertEqual(tables, ["notifications", "ownership_events", "pending_renewals", "products", "projects",
-                                "purchases", "schema_migrations", "subscriptions", "transactions"])
+        XCTAssertEqual(tables, ["notifications", "ownership_events", "pending_renewals", "products", "project_keys",
+                                "projects", "purchases", "schema_migrations", "subscriptions", "transactions"])
+    }
+
+    /// 0005 moves each project's keys into project_keys as its current keys: apps and backends keep working.
+    func testKeyRotationMigrationKeepsExistingKeys() throws {
+        let before = Migration.embedded.filter { $0.version < 5 }
+        try Migrator(pool: pool, migrations: before).migrate()
+        let id = UUID()
+        let createdAt = Date(timeIntervalSince1970: 1_780_272_000)
+        try pool.withConnection { c in
+            _ = try c.execute("""
+                INSERT INTO projects (id, name, bundle_id, public_key, secret_key_hash, created_at, updated_at)
+                VALUES (\(id), 'Old', 'com.old', 'pk_0123456789abcdef0123456789abcdef', \([UInt8]([1, 2, 3])),
+                    \(createdAt), \(createdAt))
+                """)
+        }
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.filter { $0.version >= 5 }.map(\.version))
+        let store = PostgresProjectStore(pool: pool)
+        let project = try XCTUnwrap(try store.project(publicKey: "pk_0123456789abcdef0123456789abcdef", at: createdAt))
+        XCTAssertEqual(project.id, id)
+        XCTAssertEqual(project.publicKey, "pk_0123456789abcdef0123456789abcdef")
+        XCTAssertEqual(project.appAccountTokenPolicy, .ignore)
+        XCTAssertEqual(try store.liveSecretKeyHashes(projectId: id, at: createdAt), [[1, 2, 3]])
+        let keys = try store.keys(projectId: id)
+        XCTAssertEqual(keys.map(\.expiresAt), [nil, nil])
+        XCTAssertEqual(keys.map(\.createdAt), [createdAt, createdAt])
+        // The old columns are gone: nothing can read a key from two places.
+        let columns = try pool.withConnection { c in
+            try c.query("""
+                SELECT column_name::text AS c FROM information_schema.columns
+                WHERE table_name = 'projects' AND column_name IN ('public_key', 'secret_key_hash')
+                """).count
+        }
+        XCTAssertEqual(columns, 0)
     }
 
     func testTenantKeysStartWithProjectID() throws {
@@ -67,7 +101,7 @@ final class MigrationTests: XCTestCase {
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
                   AND cl.relname NOT IN ('projects', 'schema_migrations')
                 """)
-            XCTAssertEqual(pks.count, 7)
+            XCTAssertEqual(pks.count, 8)
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)

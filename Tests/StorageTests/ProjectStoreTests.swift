@@ -10,7 +10,8 @@ final class ProjectStoreTests: XCTestCase {
         defer { s.close() }
         let new = NewProject(
             name: "Weather ☀︎", bundleId: "com.example.weather", appAppleId: 1_234_567_890,
-            environments: [.sandbox], transferPolicy: .block, allowXcode: true, requireSecretKeyForReads: true)
+            environments: [.sandbox], transferPolicy: .block, allowXcode: true, requireSecretKeyForReads: true,
+            appAccountTokenPolicy: .requireMatch)
         let created = try s.projects.createProject(
             new, publicKey: Fixtures.publicKey(7), secretKeyHash: Fixtures.hash(7), now: Fixtures.t0)
 
@@ -21,18 +22,20 @@ final class ProjectStoreTests: XCTestCase {
         XCTAssertEqual(created.transferPolicy, .block)
         XCTAssertTrue(created.allowXcode)
         XCTAssertTrue(created.requireSecretKeyForReads)
+        XCTAssertEqual(created.appAccountTokenPolicy, .requireMatch)
         XCTAssertEqual(created.publicKey, Fixtures.publicKey(7))
         XCTAssertEqual(created.createdAt, Fixtures.t0)
         XCTAssertEqual(created.updatedAt, Fixtures.t0)
 
-        XCTAssertEqual(try s.projects.project(publicKey: Fixtures.publicKey(7)), created)
+        XCTAssertEqual(try s.projects.project(publicKey: Fixtures.publicKey(7), at: Fixtures.t0), created)
         XCTAssertEqual(try s.projects.project(id: created.id), created)
-        XCTAssertEqual(try s.projects.secretKeyHash(projectId: created.id), Fixtures.hash(7))
-        XCTAssertNil(try s.projects.project(publicKey: Fixtures.publicKey(8)))
+        XCTAssertEqual(try s.projects.liveSecretKeyHashes(projectId: created.id, at: Fixtures.t0), [Fixtures.hash(7)])
+        XCTAssertNil(try s.projects.project(publicKey: Fixtures.publicKey(8), at: Fixtures.t0))
         XCTAssertNil(try s.projects.project(id: UUID()))
-        XCTAssertNil(try s.projects.secretKeyHash(projectId: UUID()))
+        XCTAssertEqual(try s.projects.keys(projectId: UUID()), [])
         // The secret is stored only as the given hash.
-        let stored = try s.rows("SELECT secret_key_hash FROM projects WHERE id = \(created.id)")
+        let stored = try s.rows("SELECT secret_key_hash FROM project_keys WHERE project_id = \(created.id) AND kind = 'secret'")
+        XCTAssertEqual(stored.count, 1)
         XCTAssertEqual(try XCTUnwrap(stored.first).decode("secret_key_hash", as: [UInt8].self), Fixtures.hash(7))
     }
 
@@ -88,25 +91,44 @@ final class ProjectStoreTests: XCTestCase {
         XCTAssertNil(try s.projects.updateProject(id: UUID(), changes, now: Fixtures.at(1)))
     }
 
-    func testRotateKeysReplacesBothAtOnce() throws {
+    func testRotateKeysWithGraceKeepsTheOldKeyUntilItsExpiry() throws {
         let s = try TestStores.make(label: "projrotate")
         defer { s.close() }
         let p = try s.makeProject(1)
-        let rotated = try XCTUnwrap(
-            try s.projects.rotateKeys(id: p.id, publicKey: Fixtures.publicKey(9), secretKeyHash: [9, 9], now: Fixtures.at(2)))
+        let rotatedAt = Fixtures.at(2)
+        let newPublic = StoredProjectKey.current(publicKey: Fixtures.publicKey(9), at: rotatedAt)
+        let newSecret = StoredProjectKey(kind: .secret, secretKeyHash: [9, 9], last4: "9999", createdAt: rotatedAt)
+        let rotated = try XCTUnwrap(try s.projects.rotateKeys(id: p.id, [
+            KeyReplacement(newKey: newPublic, graceSeconds: 60), KeyReplacement(newKey: newSecret, graceSeconds: 0),
+        ], now: rotatedAt))
         XCTAssertEqual(rotated.publicKey, Fixtures.publicKey(9))
-        XCTAssertEqual(rotated.updatedAt, Fixtures.at(2))
-        XCTAssertNil(try s.projects.project(publicKey: Fixtures.publicKey(1)))
-        XCTAssertEqual(try s.projects.project(publicKey: Fixtures.publicKey(9))?.id, p.id)
-        XCTAssertEqual(try s.projects.secretKeyHash(projectId: p.id), [9, 9])
-        XCTAssertNil(try s.projects.rotateKeys(id: UUID(), publicKey: Fixtures.publicKey(8), secretKeyHash: [8], now: Fixtures.t0))
+        XCTAssertEqual(rotated.updatedAt, rotatedAt)
+        // The old public key works until rotation + 60 s (exclusive); the new one from now on.
+        let expiry = rotatedAt.addingTimeInterval(60)
+        XCTAssertEqual(try s.projects.project(publicKey: Fixtures.publicKey(1), at: expiry.addingTimeInterval(-0.001))?.id, p.id)
+        XCTAssertNil(try s.projects.project(publicKey: Fixtures.publicKey(1), at: expiry))
+        XCTAssertEqual(try s.projects.project(publicKey: Fixtures.publicKey(9), at: expiry)?.id, p.id)
+        // Grace 0: the old secret is gone at once (its row too); the new one is stored hashed.
+        XCTAssertEqual(try s.projects.liveSecretKeyHashes(projectId: p.id, at: rotatedAt), [[9, 9]])
+        let rows = try s.rows("""
+            SELECT kind, public_key, secret_key_hash, last4, expires_at FROM project_keys WHERE project_id = \(p.id)
+            ORDER BY kind, created_at
+            """)
+        XCTAssertEqual(rows.count, 3)
+        XCTAssertEqual(try rows.map { try $0.decode("expires_at", as: Date?.self) }, [expiry, nil, nil])
+        XCTAssertEqual(try rows.last?.decode("secret_key_hash", as: [UInt8]?.self), [9, 9])
+        XCTAssertEqual(try rows.last?.decode("last4", as: String?.self), "9999")
+        XCTAssertNil(try s.projects.rotateKeys(id: UUID(), [KeyReplacement(newKey: newPublic, graceSeconds: 0)], now: rotatedAt))
 
         // Rotating onto another project's public key is a conflict and changes nothing.
         let other = try s.makeProject(2)
         assertDomainError(.conflict) {
-            try s.projects.rotateKeys(id: other.id, publicKey: Fixtures.publicKey(9), secretKeyHash: [7], now: Fixtures.t0)
+            try s.projects.rotateKeys(id: other.id, [
+                KeyReplacement(newKey: .current(publicKey: Fixtures.publicKey(9), at: rotatedAt), graceSeconds: 0),
+            ], now: rotatedAt)
         }
-        XCTAssertEqual(try s.projects.secretKeyHash(projectId: other.id), Fixtures.hash(2))
+        XCTAssertEqual(try s.projects.liveSecretKeyHashes(projectId: other.id, at: rotatedAt), [Fixtures.hash(2)])
+        XCTAssertEqual(try s.projects.project(publicKey: Fixtures.publicKey(2), at: rotatedAt)?.id, other.id)
     }
 
     func testProductsCrudSortedByCodePoint() throws {

@@ -206,7 +206,7 @@ final class PurchaseStoreTests: XCTestCase {
         XCTAssertNil(try s.purchases.ownedPurchases(userId: "alice", project: a).first?.purchase.revocationDate)
         XCTAssertEqual(try s.purchases.ownedPurchases(userId: "mallory", project: b).first?.purchase.revocationDate, Fixtures.at(3))
         // A's key resolves to A only.
-        XCTAssertEqual(try s.projects.project(publicKey: a.publicKey)?.id, a.id)
+        XCTAssertEqual(try s.projects.project(publicKey: a.publicKey, at: Fixtures.t0)?.id, a.id)
     }
 
     func testRecordingForADeletedProjectIsProjectNotFoundAndWritesNothing() throws {

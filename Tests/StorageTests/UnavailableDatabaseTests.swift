@@ -19,7 +19,7 @@ final class UnavailableDatabaseTests: XCTestCase {
         let project = Project(id: UUID(), name: "x", bundleId: "x", publicKey: Fixtures.publicKey(1),
                               createdAt: Fixtures.t0, updatedAt: Fixtures.t0)
 
-        let error = assertDomainError(.serviceUnavailable) { try projects.project(publicKey: Fixtures.publicKey(1)) }
+        let error = assertDomainError(.serviceUnavailable) { try projects.project(publicKey: Fixtures.publicKey(1), at: Fixtures.t0) }
         XCTAssertEqual(error?.message, "The database is unavailable; retry later.")
         XCTAssertTrue(error?.underlying?.contains("connectionFailed") ?? false, error?.underlying ?? "nil")
         assertDomainError(.serviceUnavailable) { try projects.allProjects() }

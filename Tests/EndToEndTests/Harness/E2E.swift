@@ -124,6 +124,8 @@ struct TransactionPayload {
     var inAppOwnershipType = "PURCHASED"
     var revocationDate: Int64?
     var revocationReason: Int64?
+    /// The UUID the app passed as `Product.PurchaseOption.appAccountToken`, lowercase as Apple sends it.
+    var appAccountToken: String?
 
     init(bundleId: String, originalTransactionId: String? = nil) {
         self.bundleId = bundleId
@@ -150,6 +152,7 @@ struct TransactionPayload {
         if let expiresDate { pairs.append(("expiresDate", JSONValue(expiresDate))) }
         if let revocationDate { pairs.append(("revocationDate", JSONValue(revocationDate))) }
         if let revocationReason { pairs.append(("revocationReason", JSONValue(revocationReason))) }
+        if let appAccountToken { pairs.append(("appAccountToken", .string(appAccountToken))) }
         if type == "Auto-Renewable Subscription" { pairs.append(("subscriptionGroupIdentifier", "21000000")) }
         return .object(JSONObject(pairs))
     }
