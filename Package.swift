@@ -28,8 +28,8 @@ let package = Package(
         .target(name: "HTTPCore", dependencies: ["CSystem"], swiftSettings: strict),
         .target(name: "Metrics", swiftSettings: strict),
 
-        // Adapters and the API
-        .target(name: "Storage", dependencies: ["Domain", "Postgres"], swiftSettings: strict),
+        // Adapters and the API. Storage's migrations are schema/*.sql, compiled in by the EmbedSchema plugin.
+        .target(name: "Storage", dependencies: ["Domain", "Postgres"], swiftSettings: strict, plugins: ["EmbedSchema"]),
         .target(name: "API", dependencies: ["Domain", "HTTPCore", "JSON"], swiftSettings: strict),
 
         // Composition root
@@ -39,6 +39,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Build time: schema/*.sql → Swift source of `Migration.embedded`, so schema/ is the one copy of the SQL
+        // and the binary still carries it. The plugin's root is schema/ (its only source: schema/EmbedSchema/)
+        // because SwiftPM re-plans when a target root's files change: a new or renamed migration is picked up
+        // with no clean build. See schema/README.md.
+        .executableTarget(name: "EmbedSchemaTool", path: "schema/EmbedSchemaTool", swiftSettings: strict),
+        .plugin(name: "EmbedSchema", capability: .buildTool(), dependencies: ["EmbedSchemaTool"],
+                path: "schema", sources: ["EmbedSchema"]),
+
         // Tests
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
@@ -47,7 +55,7 @@ let package = Package(
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "AppStoreJWS"], swiftSettings: strict),
         .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON"], swiftSettings: strict),
     ]

@@ -15,7 +15,7 @@ final class ChainCache: Sendable {
 
         /// SHA-256 of the header segment bytes.
         init(headerSegment: UnsafeRawBufferPointer) {
-            let digest = SHA256Digest.hash(headerSegment)
+            let digest = Digest.sha256(headerSegment)
             func word(_ offset: Int) -> UInt64 {
                 var value: UInt64 = 0
                 for index in offset..<(offset + 8) { value = value << 8 | UInt64(digest[index]) }

@@ -24,25 +24,3 @@ enum OpenSSLErrors {
         return parts.joined(separator: "; ")
     }
 }
-
-/// SHA-256 through OpenSSL with an explicitly fetched `EVP_MD`: OpenSSL 3 resolves the legacy
-/// `EVP_sha256()` through its provider method store (locks, hash lookups) on every use, which costs
-/// more than hashing a 4 KB JWS. Fetching once removes that from the hot path.
-enum SHA256Digest {
-    /// Owns the fetched `EVP_MD` for the process lifetime (never freed: a static singleton).
-    final class Algorithm: @unchecked Sendable {
-        let md: OpaquePointer?
-        init() { md = EVP_MD_fetch(nil, "SHA256", nil) }
-    }
-    static let algorithm = Algorithm()
-
-    /// The 32-byte digest of `bytes`.
-    static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        digest.withUnsafeMutableBufferPointer { out in
-            _ = EVP_Digest(bytes.baseAddress, bytes.count, out.baseAddress, &length, algorithm.md ?? EVP_sha256(), nil)
-        }
-        return digest
-    }
-}

@@ -64,7 +64,7 @@ final class PublicKey: @unchecked Sendable {
     func verifyES256(rawSignature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
         guard rawSignature.count == 64 else { return false }
         let der = Self.derSignature(rawSignature)
-        let digest = SHA256Digest.hash(message)
+        let digest = Digest.sha256(message)
         guard let context = borrowContext() else { return false }
         let result = der.withUnsafeBufferPointer { signature in
             digest.withUnsafeBufferPointer { digest in

@@ -33,7 +33,7 @@ public struct TrustedRoots: Sendable {
                 throw RootCertificateError(source: "certificate #\(index + 1)", reason: "not a DER X.509 certificate")
             }
             certificates.append(certificate)
-            fingerprints.append(der.withUnsafeBytes { SHA256Digest.hash($0) })
+            fingerprints.append(Digest.sha256(der))
         }
         self.store = TrustStore(certificates: certificates)
         self.fingerprints = fingerprints

@@ -1,3 +1,4 @@
+import AppStoreJWS
 import Domain
 import Foundation
 import Postgres
@@ -24,21 +25,46 @@ final class MigrationTests: XCTestCase {
             .deletingLastPathComponent().appendingPathComponent("schema")
     }
 
-    func testEmbeddedMigrationsMatchSchemaFiles() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.schemaDirectory.path)
-            .filter { $0.hasSuffix(".sql") }.sorted()
-        XCTAssertFalse(files.isEmpty)
-        var expected: [Migration] = []
-        for file in files {
-            let base = String(file.dropLast(4))
-            let parts = base.split(separator: "_", maxSplits: 1)
-            let version = try XCTUnwrap(Int(parts[0]), "\(file) must start with a number")
-            let sql = try String(contentsOf: Self.schemaDirectory.appendingPathComponent(file), encoding: .utf8)
-            expected.append(Migration(version: version, name: String(parts[1]), sql: sql))
+    /// The files of schema/ as (version, name, bytes), in version order.
+    private static func schemaFiles() throws -> [(version: Int, name: String, bytes: [UInt8])] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: schemaDirectory.path).filter { $0.hasSuffix(".sql") }
+        var files: [(version: Int, name: String, bytes: [UInt8])] = []
+        for file in names {
+            let parts = file.dropLast(4).split(separator: "_", maxSplits: 1)
+            let version = try XCTUnwrap(parts.first.flatMap { Int($0) }, "\(file) must start with a number")
+            let name = try XCTUnwrap(parts.count == 2 ? String(parts[1]) : nil, "\(file) must be NNNN_name.sql")
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: schemaDirectory.appendingPathComponent(file).path))
+            files.append((version, name, Array(bytes)))
         }
-        XCTAssertEqual(Migration.embedded, expected,
-                       "Sources/Storage/Migrations/EmbeddedMigrations.swift is stale: run bash schema/embed.sh")
+        return files.sorted { $0.version < $1.version }
+    }
+
+    /// The build embeds schema/*.sql (the EmbedSchema plugin): same names, same order, same bytes, and the
+    /// checksum the migrator records is the SHA-256 of the file (what `sha256sum schema/*.sql` prints).
+    func testEmbeddedMigrationsAreTheSchemaFiles() throws {
+        let files = try Self.schemaFiles()
+        XCTAssertGreaterThanOrEqual(files.count, 3)
+        XCTAssertEqual(Migration.embedded.map(\.version), files.map(\.version))
+        XCTAssertEqual(Migration.embedded.map(\.name), files.map(\.name))
         XCTAssertEqual(Migration.embedded.first?.version, 1)
+        XCTAssertEqual(Migration.embedded.map(\.version), Migration.embedded.map(\.version).sorted())
+        XCTAssertEqual(Set(Migration.embedded.map(\.version)).count, Migration.embedded.count)
+        for (migration, file) in zip(Migration.embedded, files) {
+            // Bytes, not String ==, which would equate canonically equivalent Unicode with different checksums.
+            XCTAssertTrue(Array(migration.sql.utf8) == file.bytes,
+                          "the embedded SQL of schema/\(String(format: "%04d", file.version))_\(file.name).sql differs from the file")
+        }
+
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), files.map(\.version))
+        let recorded = try pool.withConnection { c in
+            try c.query("SELECT version, name, checksum FROM schema_migrations ORDER BY version").map {
+                "\(try $0.decode("version", as: Int.self)) \(try $0.decode("name", as: String.self)) \(try $0.decode("checksum", as: String.self))"
+            }
+        }
+        let expected = files.map { file in
+            "\(file.version) \(file.name) " + Digest.sha256(file.bytes).map { String(format: "%02x", $0) }.joined()
+        }
+        XCTAssertEqual(recorded, expected)
     }
 
     func testMigrateAppliesEverythingOnceAndIsIdempotent() throws {

@@ -1,7 +1,11 @@
 import Foundation
 import Postgres
 
-/// One forward-only schema migration: `schema/NNNN_name.sql`, embedded in the binary by `schema/embed.sh`.
+/// One forward-only schema migration: `schema/NNNN_name.sql`.
+///
+/// `Migration.embedded` holds every file of `schema/`, compiled into the binary at build time by the
+/// EmbedSchema build-tool plugin (`schema/EmbedSchema`), so the binary never reads the source tree and
+/// `schema/` is the only copy of the SQL.
 public struct Migration: Sendable, Equatable {
     /// The number in the file name (`0001` → 1); applied in ascending order.
     public let version: Int
@@ -59,7 +63,7 @@ public struct Migrator: Sendable {
     private let migrations: [Migration]
     private let log: @Sendable (String) -> Void
 
-    /// A migrator for `migrations` (default: the ones embedded from `schema/`).
+    /// A migrator for `migrations` (default: `Migration.embedded`, every file of `schema/`).
     public init(pool: ConnectionPool, migrations: [Migration] = Migration.embedded,
                 log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.pool = pool
@@ -130,7 +134,8 @@ public struct Migrator: Sendable {
         }
     }
 
-    /// Hex SHA-256 of the SQL text, computed by PostgreSQL (11+) so Storage needs no crypto code.
+    /// Hex SHA-256 of the SQL text's UTF-8 bytes (equal to `sha256sum schema/NNNN_name.sql`), computed by
+    /// PostgreSQL (11+) so Storage needs no crypto code.
     private static func checksum(_ sql: String, on c: Connection) throws -> String {
         try c.query("SELECT encode(sha256(convert_to(\(sql), 'UTF8')), 'hex') AS sum")[0].decode("sum", as: String.self)
     }

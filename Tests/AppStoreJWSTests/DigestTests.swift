@@ -1,0 +1,30 @@
+import XCTest
+@testable import AppStoreJWS
+
+/// `Digest.sha256` is the only SHA-256 in Bouncer: FIPS 180-2 vectors through every input shape it accepts.
+final class DigestTests: XCTestCase {
+    private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    func testSHA256MatchesFIPSVectors() {
+        XCTAssertEqual(hex(Digest.sha256([UInt8]())), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        XCTAssertEqual(hex(Digest.sha256("abc".utf8)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(hex(Digest.sha256(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))),
+                       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+    }
+
+    func testSHA256OfNonContiguousCollectionEqualsContiguous() {
+        // Repeated<UInt8> has no contiguous storage: exercises the copying path. One million "a" (FIPS 180-2).
+        let million = repeatElement(UInt8(ascii: "a"), count: 1_000_000)
+        XCTAssertNil(million.withContiguousStorageIfAvailable { _ in 0 })
+        XCTAssertEqual(hex(Digest.sha256(million)), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        XCTAssertEqual(Digest.sha256(million), Digest.sha256(Array(million)))
+    }
+
+    func testSHA256OfRawBufferEqualsCollection() {
+        let bytes = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let viaBuffer = bytes.withUnsafeBytes { Digest.sha256($0) }
+        XCTAssertEqual(viaBuffer.count, 32)
+        XCTAssertEqual(viaBuffer, Digest.sha256(bytes))
+        XCTAssertEqual(Digest.sha256(bytes[...]), Digest.sha256(bytes))
+    }
+}
