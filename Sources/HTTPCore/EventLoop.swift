@@ -31,6 +31,8 @@ final class EventLoop: @unchecked Sendable {
     private var listening = true
     private var acceptPaused = false
     private var drainStarted = false
+    /// This loop's largest connection input buffer so far; new peaks are reported to `core`.
+    private var largestInput = 0
     private let sweepInterval: UInt64
     private let limits: ParserLimits
     /// Signalled when `run()` returns.
@@ -207,6 +209,10 @@ final class EventLoop: @unchecked Sendable {
                 if n < scratch.count { conn.readable = false }
                 if conn.phase == .lingering { continue }
                 conn.inbuf.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
+                if conn.inbuf.count > largestInput {
+                    largestInput = conn.inbuf.count
+                    core.notePeakInput(largestInput)
+                }
                 continue
             }
             if n == 0 {

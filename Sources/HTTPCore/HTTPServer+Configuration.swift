@@ -27,6 +27,11 @@ extension HTTPServer {
         public var maxHeaderCount: Int = 100
         /// Decoded request body bytes; larger → 413. Default 64 KiB.
         public var maxBodyBytes: Int = 64 * 1024
+        /// Bytes a chunked body may spend on framing (chunk-size lines, extensions, CRLFs, trailers) on top
+        /// of its data: the raw bytes of a chunked body on the wire may not exceed `maxBodyBytes` plus this,
+        /// else 413 and close. It caps what one connection makes the server buffer, whatever it sends
+        /// (with the defaults, head ≤ 24 KiB + chunked body ≤ 128 KiB + one 64 KiB read). Default 64 KiB.
+        public var maxChunkedFramingBytes: Int = 64 * 1024
         /// Time from a request's first byte (or accept) until its head is complete; a client that
         /// trickles bytes is still cut off (slowloris) with 408. Default 30 s.
         public var headerTimeout: Duration = .seconds(30)
@@ -50,7 +55,13 @@ extension HTTPServer {
 
         var parserLimits: ParserLimits {
             ParserLimits(maxRequestLineBytes: maxRequestLineBytes, maxHeaderBytes: maxHeaderBytes,
-                         maxHeaderCount: maxHeaderCount, maxBodyBytes: maxBodyBytes, maxChunkLineBytes: 1024)
+                         maxHeaderCount: maxHeaderCount, maxBodyBytes: maxBodyBytes, maxChunkLineBytes: 1024,
+                         maxChunkedBodyWireBytes: Self.saturatingSum(maxBodyBytes, maxChunkedFramingBytes))
+        }
+
+        private static func saturatingSum(_ a: Int, _ b: Int) -> Int {
+            let (sum, overflow) = max(0, a).addingReportingOverflow(max(0, b))
+            return overflow ? Int.max : sum
         }
 
         /// Online CPUs, at least 1.

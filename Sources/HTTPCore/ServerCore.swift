@@ -15,6 +15,8 @@ final class ServerCore: Sendable {
     /// Monotonic ns after which loops force-close what is left; set by `shutdown`.
     let drainDeadline = Atomic<UInt64>(UInt64.max)
     let connectionCount = Atomic<Int>(0)
+    /// The most input bytes one connection has buffered at once (diagnostics: proves the per-connection bound).
+    let peakConnectionInputBytes = Atomic<Int>(0)
     private let requestCounter = Atomic<UInt64>(0)
     private let requestIDPrefix: String
 
@@ -35,6 +37,17 @@ final class ServerCore: Sendable {
     }
 
     var isDraining: Bool { draining.load(ordering: .acquiring) }
+
+    /// Raises `peakConnectionInputBytes` to `bytes` if larger (a rare CAS: only when a new peak is seen).
+    func notePeakInput(_ bytes: Int) {
+        var current = peakConnectionInputBytes.load(ordering: .relaxed)
+        while bytes > current {
+            let (exchanged, original) = peakConnectionInputBytes.compareExchange(
+                expected: current, desired: bytes, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
 
     /// A process-unique id: a random per-server prefix plus a counter.
     func nextRequestID() -> String {

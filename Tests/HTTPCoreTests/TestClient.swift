@@ -89,6 +89,25 @@ final class TestClient {
         }
     }
 
+    /// Whether a response byte (or EOF) is waiting, after at most `milliseconds`.
+    func hasInput(within milliseconds: Int32 = 0) -> Bool {
+        if !buffer.isEmpty { return true }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, milliseconds) > 0
+    }
+
+    /// Sends `piece` repeatedly until the server answers (or closes), at most `limit` bytes;
+    /// returns how many bytes went out. A send error (the server reset us) also stops the flood.
+    @discardableResult
+    func flood(_ piece: [UInt8], limit: Int) -> Int {
+        var sent = 0
+        while sent < limit, !hasInput() {
+            do { try send(piece) } catch { break }
+            sent += piece.count
+        }
+        return sent
+    }
+
     /// True when the server closed the connection (EOF, or RST) with no further bytes.
     func isClosedByPeer() -> Bool {
         guard buffer.isEmpty else { return false }
