@@ -8,9 +8,10 @@ extension HTTPServer {
         /// TCP port; `0` picks a free one (`start()` returns it). Default 8080.
         public var port: Int = 8080
         /// I/O threads running epoll loops (they share the listener via EPOLLEXCLUSIVE); default one
-        /// per core, at most 4. On the 2-core bench box two loops served ~30% more than one.
+        /// per available CPU (`cpuCount`: cgroup quota and affinity count, not the host's cores), at
+        /// most 4. On the 2-core bench box two loops served ~30% more than one.
         public var eventLoopCount: Int = min(4, HTTPServer.Configuration.cpuCount)
-        /// Worker threads that run `.workerPool` handlers; default max(4, 2 × cores), since
+        /// Worker threads that run `.workerPool` handlers; default max(4, 2 × available CPUs), since
         /// handlers block on the database.
         public var workerCount: Int = max(4, 2 * HTTPServer.Configuration.cpuCount)
         /// Requests waiting for a worker; beyond it the server answers 503 + `Retry-After`. Default 1024.
@@ -64,8 +65,10 @@ extension HTTPServer {
             return overflow ? Int.max : sum
         }
 
-        /// Online CPUs, at least 1.
-        public static var cpuCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+        /// CPUs this process may use, at least 1: the online CPUs narrowed by the affinity mask and the
+        /// cgroup CPU quota rounded up (`AvailableCPUs`). Read once per process.
+        public static var cpuCount: Int { availableCPUs }
+        private static let availableCPUs = AvailableCPUs.current()
     }
 }
 
