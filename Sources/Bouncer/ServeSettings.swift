@@ -51,6 +51,17 @@ struct ServeSettings: Sendable {
         int("BOUNCER_MAX_CONNECTIONS", "open connections before 503 (default 10000)", 1...1_000_000) {
             $0.server.maxConnections = $1
         },
+        int("BOUNCER_MAX_CONNECTIONS_PER_CLIENT", "open connections per client address before 503, 0 = off (default 256)",
+            0...1_000_000) { $0.server.maxConnectionsPerClient = $1 },
+        Variable(name: "BOUNCER_TRUSTED_PROXIES",
+                 help: "comma-separated CIDR blocks whose X-Forwarded-For names the client (default unset)") { s, v in
+            do {
+                s.server.trustedProxies = try IPNetwork.parseList(v)
+            } catch {
+                return "\(error)"
+            }
+            return nil
+        },
         int("BOUNCER_MAX_REQUEST_LINE_BYTES", "request line limit, else 414 (default 8192)", 64...1_048_576) {
             $0.server.maxRequestLineBytes = $1
         },

@@ -18,6 +18,15 @@ extension HTTPServer {
         public var queueDepth: Int = 1024
         /// Open client connections; beyond it new ones get a canned 503 and are closed. Default 10,000.
         public var maxConnections: Int = 10_000
+        /// Open connections per client address; beyond it a new connection gets the same canned 503 as
+        /// `maxConnections` and is closed, so one client cannot take every slot. The client is the socket
+        /// peer, or for a peer in `trustedProxies` the forwarded client of the connection's first request
+        /// (`Request.clientAddress`). 0 turns the cap off. Default 256.
+        public var maxConnectionsPerClient: Int = 256
+        /// Proxies and load balancers whose `X-Forwarded-For` is believed (CIDR blocks, IPv4 and IPv6);
+        /// their own connections are not capped per client, their forwarded clients are. Default none:
+        /// `X-Forwarded-For` is ignored and every client is its socket peer.
+        public var trustedProxies: [IPNetwork] = []
         /// `listen(2)` backlog. Default 512.
         public var listenBacklog: Int = 512
         /// Request line bytes; longer → 414. Default 8 KiB.
