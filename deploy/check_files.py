@@ -367,10 +367,11 @@ def check_kubernetes(repo, variables):
         return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
     if resources.get("limits", {}).get("cpu"):
         limit = cpu(resources["limits"]["cpu"])
-        loops = int(config.get("BOUNCER_EVENT_LOOPS", "0") or 0)
-        check("BOUNCER_EVENT_LOOPS pinned to at most the CPU limit (defaults count the node's CPUs)",
-              0 < loops <= max(1, limit), f"{loops} loops, {limit} CPUs")
-        check("BOUNCER_WORKERS pinned", "BOUNCER_WORKERS" in config)
+        # Unset is fine: the default follows the pod's cgroup CPU quota; a pin must not exceed the limit.
+        loops = config.get("BOUNCER_EVENT_LOOPS")
+        check("BOUNCER_EVENT_LOOPS unset (follows the CPU limit) or at most the CPU limit",
+              loops is None or 0 < int(loops) <= max(1, limit), f"{loops} loops, {limit} CPUs")
+        check("BOUNCER_WORKERS pinned (to the database pool)", "BOUNCER_WORKERS" in config)
     security = container.get("securityContext", {})
     pod_security = pod.get("securityContext", {})
     check("non-root, read-only root filesystem, no privilege escalation, all capabilities dropped",

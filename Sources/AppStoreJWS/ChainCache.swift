@@ -2,20 +2,32 @@ import Synchronization
 
 /// Bounded LRU cache of verified chains, so steady state costs one ECDSA verify per JWS.
 ///
-/// Key: SHA-256 of the JWS header segment exactly as received (base64url text). The header holds only
-/// `alg` and `x5c` (Apple's are byte-identical for every JWS signed by one leaf), so equal bytes mean an
-/// equal algorithm and chain: a hit skips base64-decoding and parsing the 3.5 KB header as well as path
-/// validation. Value: the leaf's P-256 key and the window in which leaf, intermediate and root are all
-/// valid; a hit counts only if the effective date is inside that window, so an entry never extends a
-/// certificate's validity. Failures and Xcode keys are never cached. Each verifier owns its cache, so
-/// its roots cannot change under it.
+/// Key: the certificates themselves, not their encoding in a header: SHA-256 over SHA-256(leaf DER),
+/// SHA-256(intermediate DER) and the identity of the trust anchors they were validated against. The
+/// same certificates in a re-encoded header (other JSON whitespace, key order, extra keys) map to the
+/// same entry, so an attacker cannot mint fresh keys from one public chain. Value: the leaf's P-256 key
+/// and the window in which leaf, intermediate and root are all valid; a hit counts only if the effective
+/// date is inside that window, so an entry never extends a certificate's validity.
+///
+/// Filled only by a JWS that passed everything (chain, marker OIDs, signature, claims): at most one
+/// insertion per successfully verified input and none for a failure, so a flood of unverifiable input
+/// (re-encoded headers, garbage, forged signatures) cannot evict the entries genuine traffic uses.
+/// Xcode keys are never cached. Each verifier owns its cache, so its roots cannot change under it.
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         var a: UInt64, b: UInt64, c: UInt64, d: UInt64
 
-        /// SHA-256 of the header segment bytes.
-        init(headerSegment: UnsafeRawBufferPointer) {
-            let digest = Digest.sha256(headerSegment)
+        /// The key of a leaf ← intermediate pair under the trust anchors identified by `rootsIdentity`.
+        init(leafDER: [UInt8], intermediateDER: [UInt8], rootsIdentity: [UInt8]) {
+            let material = Digest.sha256(leafDER)
+                + Digest.sha256(intermediateDER) + rootsIdentity
+            self.init(digest: Digest.sha256(material))
+        }
+
+        /// Test seam: a key from any bytes (hashed).
+        init(bytes: [UInt8]) { self.init(digest: Digest.sha256(bytes)) }
+
+        private init(digest: [UInt8]) {
             func word(_ offset: Int) -> UInt64 {
                 var value: UInt64 = 0
                 for index in offset..<(offset + 8) { value = value << 8 | UInt64(digest[index]) }
@@ -40,6 +52,8 @@ final class ChainCache: Sendable {
 
     let capacity: Int
     private let state = Mutex(State())
+    /// Insertions since creation (tests and the flood measurement: proves failures insert nothing).
+    private let insertionCount = Atomic<Int>(0)
 
     /// `capacity` 0 disables caching (every JWS pays for full path validation).
     init(capacity: Int) { self.capacity = max(0, capacity) }
@@ -50,8 +64,7 @@ final class ChainCache: Sendable {
         return entry.key
     }
 
-    /// The entry for `key` whatever the time (marks it used): a present entry proves the header
-    /// passed the header, algorithm and x5c checks before.
+    /// The entry for `key` whatever the time (marks it used).
     func entry(_ key: Key) -> Entry? {
         guard capacity > 0 else { return nil }
         return state.withLock { state -> Entry? in
@@ -63,9 +76,10 @@ final class ChainCache: Sendable {
         }
     }
 
-    /// Remembers a successfully verified pair, evicting the least recently used entry when full.
+    /// Remembers a pair after a JWS signed by it verified completely, evicting the least recently used entry when full.
     func insert(_ key: Key, publicKey: PublicKey, notBefore: Int64, notAfter: Int64) {
         guard capacity > 0 else { return }
+        insertionCount.wrappingAdd(1, ordering: .relaxed)
         state.withLock { state in
             state.clock &+= 1
             if state.entries[key] == nil, state.entries.count >= capacity,
@@ -78,4 +92,7 @@ final class ChainCache: Sendable {
 
     /// Number of cached pairs (tests, diagnostics).
     var count: Int { state.withLock { $0.entries.count } }
+
+    /// Calls to `insert` so far (re-inserting a cached pair counts too).
+    var insertions: Int { insertionCount.load(ordering: .relaxed) }
 }

@@ -40,6 +40,8 @@ public final class SignedDataVerifier: Sendable {
 
     let roots: TrustedRoots
     let cache: ChainCache
+    /// SHA-256 over the roots' fingerprints: part of every cache key, so an entry names its anchors.
+    let rootsIdentity: [UInt8]
     let strictX509: Bool
     let now: @Sendable () -> Date
 
@@ -53,6 +55,7 @@ public final class SignedDataVerifier: Sendable {
     init(roots: TrustedRoots, chainCacheCapacity: Int, strictX509: Bool, now: @escaping @Sendable () -> Date) {
         self.roots = roots
         self.cache = ChainCache(capacity: chainCacheCapacity)
+        self.rootsIdentity = Digest.sha256(roots.fingerprints.flatMap { $0 })
         self.strictX509 = strictX509
         self.now = now
     }
@@ -174,11 +177,8 @@ public final class SignedDataVerifier: Sendable {
         for (index, name) in ["header", "payload", "signature"].enumerated() where ranges[index].isEmpty {
             throw .format(.split, "\(name) segment is empty")
         }
-        let cacheKey = bytes.withUnsafeBytes { ChainCache.Key(headerSegment: UnsafeRawBufferPointer(rebasing: $0[ranges[0]])) }
-        // A cached header was fully checked (header, algorithm, x5c) when it was inserted.
-        let cachedEntry = cache.entry(cacheKey)
-        var header: CheckedHeader?
-        if cachedEntry == nil { header = try Self.checkHeader(bytes, range: ranges[0]) }
+        let checked = try Self.checkHeader(bytes, range: ranges[0])
+        let x5c = checked.x5c
 
         let decoded = bytes.withUnsafeBufferPointer { buffer in
             [ranges[1], ranges[2]].map { Base64.decodeURL(UnsafeBufferPointer(rebasing: buffer[$0])) }
@@ -209,18 +209,6 @@ public final class SignedDataVerifier: Sendable {
         let seconds = interval.isNaN ? 0 : Int64(max(-62_135_596_800, min(253_402_300_799, interval)))
         let signingInput = 0..<dots[1]
 
-        // Steady state: same header, effective date inside the verified window, not Xcode.
-        if let cachedEntry, claims.environment != .xcode, cachedEntry.notBefore <= seconds, seconds < cachedEntry.notAfter {
-            try Self.verifySignature(key: cachedEntry.key, signature: signature, bytes: bytes, range: signingInput)
-            try Self.check(claims, policy: policy)
-            return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
-                effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
-                chainCacheHit: true, isXcodeSigned: false))
-        }
-        let checked: CheckedHeader
-        if let header { checked = header } else { checked = try Self.checkHeader(bytes, range: ranges[0]) }
-        let x5c = checked.x5c
-
         if claims.environment == .xcode {
             guard policy.allowXcode else {
                 throw VerificationError(code: .environmentNotAllowed, step: .claims, reason: "Xcode (StoreKit Testing) data is not allowed for this project")
@@ -239,16 +227,31 @@ public final class SignedDataVerifier: Sendable {
         guard checked.count == 3 else {
             throw .format(.x5c, "x5c must hold exactly 3 certificates (leaf, intermediate, root); found \(checked.count)")
         }
+        guard let leafDER = Base64.decodeStandard(x5c[0]) else { throw .format(.x5c, "x5c[0] is not a base64 DER certificate") }
+        guard let intermediateDER = Base64.decodeStandard(x5c[1]) else {
+            throw .format(.x5c, "x5c[1] is not a base64 DER certificate")
+        }
+        let cacheKey = ChainCache.Key(leafDER: leafDER, intermediateDER: intermediateDER, rootsIdentity: rootsIdentity)
 
-        // chain, validity, oid: full validation, remembered for this header on success
-        let validated = try validateChain(leaf: x5c[0], intermediate: x5c[1], at: seconds, effective: effective, source: source)
-        cache.insert(cacheKey, publicKey: validated.key, notBefore: validated.notBefore, notAfter: validated.notAfter)
+        // Steady state: these certificates verified a JWS before and the effective date is inside their window.
+        if let cached = cache.entry(cacheKey), cached.notBefore <= seconds, seconds < cached.notAfter {
+            try Self.verifySignature(key: cached.key, signature: signature, bytes: bytes, range: signingInput)
+            try Self.check(claims, policy: policy)
+            return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
+                effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
+                chainCacheHit: true, isXcodeSigned: false))
+        }
+
+        // chain, validity, oid: full validation
+        let validated = try validateChain(leafDER: leafDER, intermediateDER: intermediateDER, at: seconds, effective: effective, source: source)
 
         // signature
         try Self.verifySignature(key: validated.key, signature: signature, bytes: bytes, range: signingInput)
 
         // claims
         try Self.check(claims, policy: policy)
+        // Only now, with everything verified, may the chain enter the cache (one insertion per verified JWS).
+        cache.insert(cacheKey, publicKey: validated.key, notBefore: validated.notBefore, notAfter: validated.notAfter)
         return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
             effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
             chainCacheHit: false, isXcodeSigned: false))
@@ -321,12 +324,12 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// Full path validation plus Apple's marker and leaf checks (the cache-miss path).
-    func validateChain(leaf leafBase64: String, intermediate intermediateBase64: String, at seconds: Int64,
+    func validateChain(leafDER: [UInt8], intermediateDER: [UInt8], at seconds: Int64,
                        effective: Date, source: VerificationDetails.DateSource) throws(VerificationError) -> ValidatedLeaf {
-        guard let leafDER = Base64.decodeStandard(leafBase64), let leaf = Certificate(der: leafDER) else {
+        guard let leaf = Certificate(der: leafDER) else {
             throw VerificationError(code: .invalidJWSFormat, step: .x5c, reason: "x5c[0] is not a base64 DER certificate", debugDetail: OpenSSLErrors.drain())
         }
-        guard let intermediateDER = Base64.decodeStandard(intermediateBase64), let intermediate = Certificate(der: intermediateDER) else {
+        guard let intermediate = Certificate(der: intermediateDER) else {
             throw VerificationError(code: .invalidJWSFormat, step: .x5c, reason: "x5c[1] is not a base64 DER certificate", debugDetail: OpenSSLErrors.drain())
         }
         let window: TrustStore.ValidatedChain

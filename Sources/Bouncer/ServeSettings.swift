@@ -2,13 +2,18 @@ import HTTPCore
 
 /// Everything `bouncer serve` reads from `BOUNCER_*` environment variables.
 struct ServeSettings: Sendable {
-    /// Handler threads default to 16 (not HTTPCore's generic max(4, 2 × cores)): handlers mostly wait on PostgreSQL
-    /// commits, and bench/api reached the CPU limit only from 16 workers with 16 connections on 2 cores.
+    /// Handler threads default to 8 per available CPU within 4...16 (not HTTPCore's generic max(4, 2 × CPUs)):
+    /// handlers mostly wait on PostgreSQL commits, and bench/api reached the CPU limit only from 16 workers with
+    /// 16 connections on 2 cores. "Available" follows the cgroup CPU quota and affinity (`AvailableCPUs`), so a
+    /// container limited to 1 CPU gets 8, whatever the host's core count; event loops follow it too (at most 4).
     var server: HTTPServer.Configuration = {
         var configuration = HTTPServer.Configuration()
-        configuration.workerCount = 16
+        configuration.workerCount = defaultWorkerCount(cpus: HTTPServer.Configuration.cpuCount)
         return configuration
     }()
+
+    /// 8 handler threads per available CPU, at least 4, at most 16 (the default database pool size).
+    static func defaultWorkerCount(cpus: Int) -> Int { min(16, max(4, 8 * cpus)) }
     /// How long SIGTERM/SIGINT waits for in-flight requests. `BOUNCER_SHUTDOWN_GRACE_SECONDS`, default 10.
     var shutdownGrace: Duration = .seconds(10)
     /// JSON access log on stderr. `BOUNCER_ACCESS_LOG` (on/off), default on.
@@ -38,13 +43,24 @@ struct ServeSettings: Sendable {
             return nil
         },
         int("BOUNCER_PORT", "TCP port, 0 = pick a free one (default 8080)", 0...65535) { $0.server.port = $1 },
-        int("BOUNCER_EVENT_LOOPS", "I/O threads (default: cores, at most 4)", 1...64) { $0.server.eventLoopCount = $1 },
-        int("BOUNCER_WORKERS", "handler threads (default 16)", 1...1024) { $0.server.workerCount = $1 },
+        int("BOUNCER_EVENT_LOOPS", "I/O threads (default: available CPUs, at most 4)", 1...64) { $0.server.eventLoopCount = $1 },
+        int("BOUNCER_WORKERS", "handler threads (default 8 per available CPU, 4 to 16)", 1...1024) { $0.server.workerCount = $1 },
         int("BOUNCER_QUEUE_DEPTH", "requests waiting for a worker before 503 (default 1024)", 1...1_000_000) {
             $0.server.queueDepth = $1
         },
         int("BOUNCER_MAX_CONNECTIONS", "open connections before 503 (default 10000)", 1...1_000_000) {
             $0.server.maxConnections = $1
+        },
+        int("BOUNCER_MAX_CONNECTIONS_PER_CLIENT", "open connections per client address before 503, 0 = off (default 256)",
+            0...1_000_000) { $0.server.maxConnectionsPerClient = $1 },
+        Variable(name: "BOUNCER_TRUSTED_PROXIES",
+                 help: "comma-separated CIDR blocks whose X-Forwarded-For names the client (default unset)") { s, v in
+            do {
+                s.server.trustedProxies = try IPNetwork.parseList(v)
+            } catch {
+                return "\(error)"
+            }
+            return nil
         },
         int("BOUNCER_MAX_REQUEST_LINE_BYTES", "request line limit, else 414 (default 8192)", 64...1_048_576) {
             $0.server.maxRequestLineBytes = $1

@@ -2,6 +2,10 @@
 #define BOUNCER_CSYSTEM_SHIM_H
 // Linux kernel APIs that Glibc's Swift module map does not expose, plus a few static-inline
 // adapters so Swift never has to spell packed structs, flag enums or sockaddr casts.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // sched_getaffinity and CPU_COUNT
+#endif
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -18,6 +22,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+// CPUs in this thread's affinity mask (CPU_COUNT is a macro Swift cannot call); -1 on failure.
+static inline int bouncer_affinity_cpu_count(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+    return CPU_COUNT(&set);
+}
 
 // epoll_event is packed on x86_64; these adapters keep the layout question in C.
 static const uint32_t bouncer_EPOLLIN = EPOLLIN;

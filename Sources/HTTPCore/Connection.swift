@@ -5,6 +5,12 @@ final class Connection {
 
     let fd: Int32
     let remoteAddress: String
+    /// Whether the peer is a trusted proxy (its requests' clients come from `X-Forwarded-For`).
+    var fromTrustedProxy = false
+    /// The client this connection holds a per-client slot for; released on close.
+    var countedClient: String?
+    /// The client of the latest request (the peer until one arrives), for log lines without a request.
+    var clientAddress: String
     var parser: RequestParser
     /// Received bytes; `readIndex` is the start of the request being parsed.
     var inbuf: [UInt8] = []
@@ -28,6 +34,7 @@ final class Connection {
     init(fd: Int32, remoteAddress: String, limits: ParserLimits) {
         self.fd = fd
         self.remoteAddress = remoteAddress
+        self.clientAddress = remoteAddress
         self.parser = RequestParser(limits: limits)
     }
 

@@ -31,6 +31,8 @@ final class EventLoop: @unchecked Sendable {
     private var listening = true
     private var acceptPaused = false
     private var drainStarted = false
+    /// This loop's largest connection input buffer so far; new peaks are reported to `core`.
+    private var largestInput = 0
     private let sweepInterval: UInt64
     private let limits: ParserLimits
     /// Signalled when `run()` returns.
@@ -161,7 +163,13 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             let count = core.connectionCount.wrappingAdd(1, ordering: .relaxed).newValue
-            if count > maxConnections || core.isDraining {
+            let remote = ClientAddress.normalizedPeer(peer.withUnsafeBufferPointer { p in
+                String(decoding: p.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            })
+            // A trusted proxy carries many clients: its forwarded clients are capped at their first request.
+            let fromProxy = core.isTrustedProxy(remote)
+            let countsPeer = core.clientConnections.isEnabled && !fromProxy
+            if count > maxConnections || core.isDraining || (countsPeer && !core.clientConnections.acquire(remote)) {
                 Self.overloadResponse.withUnsafeBytes { p in
                     if let base = p.baseAddress { _ = bouncer_send(fd, base, p.count) }
                 }
@@ -169,14 +177,14 @@ final class EventLoop: @unchecked Sendable {
                 core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
                 continue
             }
-            let remote = peer.withUnsafeBufferPointer { p in
-                String(decoding: p.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
             let conn = Connection(fd: fd, remoteAddress: remote, limits: limits)
+            conn.fromTrustedProxy = fromProxy
+            if countsPeer { conn.countedClient = remote }
             let interest = bouncer_EPOLLIN | bouncer_EPOLLOUT | bouncer_EPOLLRDHUP | bouncer_EPOLLET
             guard bouncer_epoll_add(epfd, fd, interest, UInt64(UInt32(bitPattern: fd))) == 0 else {
                 Glibc.close(fd)
                 core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
+                if countsPeer { core.clientConnections.release(remote) }
                 continue
             }
             connections[fd] = conn
@@ -207,6 +215,10 @@ final class EventLoop: @unchecked Sendable {
                 if n < scratch.count { conn.readable = false }
                 if conn.phase == .lingering { continue }
                 conn.inbuf.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
+                if conn.inbuf.count > largestInput {
+                    largestInput = conn.inbuf.count
+                    core.notePeakInput(largestInput)
+                }
                 continue
             }
             if n == 0 {
@@ -248,7 +260,7 @@ final class EventLoop: @unchecked Sendable {
                 let id = core.nextRequestID()
                 writeInline(conn, response, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
                 core.log(method: "-", template: "-", status: error.status, bytes: response.body.count,
-                         startedAt: monotonicNanos(), requestID: id, remote: conn.remoteAddress)
+                         startedAt: monotonicNanos(), requestID: id, remote: conn.clientAddress)
                 conn.phase = .closing
                 return
             case .request(let parsed, let consumed):
@@ -268,6 +280,22 @@ final class EventLoop: @unchecked Sendable {
             && !core.isDraining
         let isHead = parsed.method == .head
         let minor = parsed.versionMinor
+        if conn.fromTrustedProxy {
+            conn.clientAddress = ClientAddress.resolve(
+                peer: conn.remoteAddress, forwardedFor: parsed.headers.values(for: "X-Forwarded-For"),
+                trustedProxies: core.configuration.trustedProxies)
+            if conn.requestsServed == 1, core.clientConnections.isEnabled {
+                guard core.clientConnections.acquire(conn.clientAddress) else {
+                    // The forwarded client already holds its share: the same answer as at accept.
+                    conn.outbuf.append(contentsOf: Self.overloadResponse)
+                    conn.phase = .closing
+                    core.log(method: parsed.method.rawValue, template: "-", status: 503, bytes: 0,
+                             startedAt: startedAt, requestID: requestID, remote: conn.clientAddress)
+                    return
+                }
+                conn.countedClient = conn.clientAddress
+            }
+        }
         switch core.router.match(parsed.method, parsed.path) {
         case .notFound:
             let r = Response.error(404, message: "No route for \(parsed.method.rawValue) \(parsed.path)",
@@ -288,7 +316,8 @@ final class EventLoop: @unchecked Sendable {
             let request = Request(
                 method: parsed.method, path: parsed.path, query: parsed.query, headers: parsed.headers,
                 body: parsed.body, pathParameters: parameters, routeTemplate: route.template,
-                requestID: requestID, remoteAddress: conn.remoteAddress, versionMinor: minor)
+                requestID: requestID, remoteAddress: conn.remoteAddress, clientAddress: conn.clientAddress,
+                versionMinor: minor)
             if let admission = core.admission, let rejected = admission(request) {
                 finishInline(conn, rejected, parsed, route.template, requestID, keepAlive, startedAt)
                 return
@@ -302,7 +331,7 @@ final class EventLoop: @unchecked Sendable {
             nextToken &+= 1
             let fd = conn.fd
             let core = self.core
-            let remote = conn.remoteAddress
+            let remote = conn.clientAddress
             let handler = route.handler
             let template = route.template
             let accepted = core.pool.trySubmit { [self] context in
@@ -342,7 +371,7 @@ final class EventLoop: @unchecked Sendable {
         if !keepAlive { conn.phase = .closing }
         core.log(method: parsed.method.rawValue, template: template, status: response.status,
                  bytes: response.body.count, startedAt: startedAt, requestID: requestID,
-                 remote: conn.remoteAddress, errorType: errorType)
+                 remote: conn.clientAddress, errorType: errorType)
     }
 
     private func writeInline(
@@ -428,6 +457,7 @@ final class EventLoop: @unchecked Sendable {
         Glibc.close(conn.fd)  // also removes it from the epoll set
         connections[conn.fd] = nil
         core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
+        if let client = conn.countedClient { core.clientConnections.release(client) }
     }
 
     // MARK: deadlines
@@ -471,7 +501,7 @@ final class EventLoop: @unchecked Sendable {
                                        suggestion: "Send the whole request promptly.")
                 writeInline(conn, r, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
                 core.log(method: "-", template: "-", status: 408, bytes: r.body.count, startedAt: now,
-                         requestID: id, remote: conn.remoteAddress)
+                         requestID: id, remote: conn.clientAddress)
                 conn.phase = .closing
                 conn.readable = false
                 conn.inbuf = []
@@ -489,7 +519,7 @@ final class EventLoop: @unchecked Sendable {
                                        suggestion: "Retry later.", headers: ["Retry-After": String(core.configuration.retryAfterSeconds)])
                 writeInline(conn, r, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
                 core.log(method: info?.method ?? "-", template: info?.template ?? "-", status: 503,
-                         bytes: r.body.count, startedAt: info?.startedAt ?? now, requestID: id, remote: conn.remoteAddress)
+                         bytes: r.body.count, startedAt: info?.startedAt ?? now, requestID: id, remote: conn.clientAddress)
                 conn.phase = .closing
                 conn.deadlineKind = .none
                 flush(conn)

@@ -8,15 +8,25 @@ extension HTTPServer {
         /// TCP port; `0` picks a free one (`start()` returns it). Default 8080.
         public var port: Int = 8080
         /// I/O threads running epoll loops (they share the listener via EPOLLEXCLUSIVE); default one
-        /// per core, at most 4. On the 2-core bench box two loops served ~30% more than one.
+        /// per available CPU (`cpuCount`: cgroup quota and affinity count, not the host's cores), at
+        /// most 4. On the 2-core bench box two loops served ~30% more than one.
         public var eventLoopCount: Int = min(4, HTTPServer.Configuration.cpuCount)
-        /// Worker threads that run `.workerPool` handlers; default max(4, 2 × cores), since
+        /// Worker threads that run `.workerPool` handlers; default max(4, 2 × available CPUs), since
         /// handlers block on the database.
         public var workerCount: Int = max(4, 2 * HTTPServer.Configuration.cpuCount)
         /// Requests waiting for a worker; beyond it the server answers 503 + `Retry-After`. Default 1024.
         public var queueDepth: Int = 1024
         /// Open client connections; beyond it new ones get a canned 503 and are closed. Default 10,000.
         public var maxConnections: Int = 10_000
+        /// Open connections per client address; beyond it a new connection gets the same canned 503 as
+        /// `maxConnections` and is closed, so one client cannot take every slot. The client is the socket
+        /// peer, or for a peer in `trustedProxies` the forwarded client of the connection's first request
+        /// (`Request.clientAddress`). 0 turns the cap off. Default 256.
+        public var maxConnectionsPerClient: Int = 256
+        /// Proxies and load balancers whose `X-Forwarded-For` is believed (CIDR blocks, IPv4 and IPv6);
+        /// their own connections are not capped per client, their forwarded clients are. Default none:
+        /// `X-Forwarded-For` is ignored and every client is its socket peer.
+        public var trustedProxies: [IPNetwork] = []
         /// `listen(2)` backlog. Default 512.
         public var listenBacklog: Int = 512
         /// Request line bytes; longer → 414. Default 8 KiB.
@@ -27,6 +37,11 @@ extension HTTPServer {
         public var maxHeaderCount: Int = 100
         /// Decoded request body bytes; larger → 413. Default 64 KiB.
         public var maxBodyBytes: Int = 64 * 1024
+        /// Bytes a chunked body may spend on framing (chunk-size lines, extensions, CRLFs, trailers) on top
+        /// of its data: the raw bytes of a chunked body on the wire may not exceed `maxBodyBytes` plus this,
+        /// else 413 and close. It caps what one connection makes the server buffer, whatever it sends
+        /// (with the defaults, head ≤ 24 KiB + chunked body ≤ 128 KiB + one 64 KiB read). Default 64 KiB.
+        public var maxChunkedFramingBytes: Int = 64 * 1024
         /// Time from a request's first byte (or accept) until its head is complete; a client that
         /// trickles bytes is still cut off (slowloris) with 408. Default 30 s.
         public var headerTimeout: Duration = .seconds(30)
@@ -50,11 +65,19 @@ extension HTTPServer {
 
         var parserLimits: ParserLimits {
             ParserLimits(maxRequestLineBytes: maxRequestLineBytes, maxHeaderBytes: maxHeaderBytes,
-                         maxHeaderCount: maxHeaderCount, maxBodyBytes: maxBodyBytes, maxChunkLineBytes: 1024)
+                         maxHeaderCount: maxHeaderCount, maxBodyBytes: maxBodyBytes, maxChunkLineBytes: 1024,
+                         maxChunkedBodyWireBytes: Self.saturatingSum(maxBodyBytes, maxChunkedFramingBytes))
         }
 
-        /// Online CPUs, at least 1.
-        public static var cpuCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+        private static func saturatingSum(_ a: Int, _ b: Int) -> Int {
+            let (sum, overflow) = max(0, a).addingReportingOverflow(max(0, b))
+            return overflow ? Int.max : sum
+        }
+
+        /// CPUs this process may use, at least 1: the online CPUs narrowed by the affinity mask and the
+        /// cgroup CPU quota rounded up (`AvailableCPUs`). Read once per process.
+        public static var cpuCount: Int { availableCPUs }
+        private static let availableCPUs = AvailableCPUs.current()
     }
 }
 

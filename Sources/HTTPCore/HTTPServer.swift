@@ -55,6 +55,10 @@ public final class HTTPServer: Sendable {
     /// Open client connections right now (for metrics and tests).
     public var connectionCount: Int { core.connectionCount.load(ordering: .relaxed) }
 
+    /// The most request bytes one connection has made the server buffer at once since start (diagnostics,
+    /// tests): bounded by the head limits plus `maxBodyBytes + maxChunkedFramingBytes` plus one 64 KiB read.
+    public var peakConnectionInputBytes: Int { core.peakConnectionInputBytes.load(ordering: .relaxed) }
+
     /// Binds, starts the I/O and worker threads and returns the bound port (useful with port 0).
     /// SIGPIPE is set to ignored process-wide: a vanished peer must never kill the process.
     public func start() throws -> Int {

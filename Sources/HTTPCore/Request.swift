@@ -16,8 +16,12 @@ public struct Request: Sendable {
     public var routeTemplate: String
     /// The incoming sane `X-Request-Id`, or one the server generated; echoed on the response.
     public var requestID: String
-    /// The peer's numeric IP address.
+    /// The peer's numeric IP address (the socket's other end: a proxy, when there is one).
     public var remoteAddress: String
+    /// The client's numeric IP address: `remoteAddress`, or, when that peer is in
+    /// `Configuration.trustedProxies`, the rightmost untrusted hop of `X-Forwarded-For`. Use this one
+    /// for anything per client (rate limits, logs); a client cannot choose it by sending the header.
+    public var clientAddress: String
     /// HTTP minor version (0 or 1).
     public var versionMinor: Int
 
@@ -25,7 +29,7 @@ public struct Request: Sendable {
     public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: HTTPHeaders = .init(),
         body: [UInt8] = [], pathParameters: [String: String] = [:], routeTemplate: String = "",
-        requestID: String = "", remoteAddress: String = "", versionMinor: Int = 1
+        requestID: String = "", remoteAddress: String = "", clientAddress: String? = nil, versionMinor: Int = 1
     ) {
         self.method = method
         self.path = path
@@ -36,6 +40,7 @@ public struct Request: Sendable {
         self.routeTemplate = routeTemplate
         self.requestID = requestID
         self.remoteAddress = remoteAddress
+        self.clientAddress = clientAddress ?? remoteAddress
         self.versionMinor = versionMinor
     }
 

@@ -10,6 +10,9 @@ struct ParserLimits: Sendable {
     var maxBodyBytes = 64 * 1024
     /// A chunk-size line including extensions; longer → 400.
     var maxChunkLineBytes = 1024
+    /// Raw bytes of a chunked body as sent (chunk-size lines, extensions, data, CRLFs, trailers); more → 413.
+    /// The decoded limit alone would let 1-byte chunks with 1 KiB extensions make the server buffer ~1000× it.
+    var maxChunkedBodyWireBytes = 128 * 1024
 }
 
 /// A framing or syntax failure: the connection answers with `status` and closes (RFC 9112 §9.6).
@@ -190,6 +193,8 @@ struct RequestParser: Sendable {
         status: 431, code: "HEADERS_TOO_LARGE", message: "Request header fields too large")
     private static let bodyTooLarge = HTTPParseError(
         status: 413, code: "PAYLOAD_TOO_LARGE", message: "Request body too large")
+    private static let chunkedBodyTooLarge = HTTPParseError(
+        status: 413, code: "PAYLOAD_TOO_LARGE", message: "Chunked request body too large on the wire")
 
     private func parseRequestLineAndHeaders(
         _ buf: UnsafeBufferPointer<UInt8>, start: Int, lineEnd: Int, headEnd: Int
@@ -376,6 +381,9 @@ struct RequestParser: Sendable {
         var phase = startPhase
         let count = buf.count
         while true {
+            // The wire budget is checked at element boundaries only (never against how much has
+            // arrived), so a body fed whole or in pieces gets the same verdict.
+            if cursor - head.bodyStart > limits.maxChunkedBodyWireBytes { return .failure(Self.chunkedBodyTooLarge) }
             switch phase {
             case .size:
                 var lf = cursor
@@ -405,6 +413,10 @@ struct RequestParser: Sendable {
                     }
                 }
                 if size > UInt64(limits.maxBodyBytes - head.request.body.count) { return .failure(Self.bodyTooLarge) }
+                // The chunk's data must end inside the wire budget too (size is at most maxBodyBytes here).
+                if lf + 1 + Int(size) - head.bodyStart > limits.maxChunkedBodyWireBytes {
+                    return .failure(Self.chunkedBodyTooLarge)
+                }
                 cursor = lf + 1
                 phase = size == 0 ? .trailers(0) : .data(Int(size))
             case .data(let remaining):

@@ -13,7 +13,7 @@ public struct RequestRecord: Sendable, Equatable {
     public var durationNanoseconds: UInt64
     /// The request id echoed on the response.
     public var requestID: String
-    /// The peer's numeric IP address.
+    /// The client's numeric IP address (`Request.clientAddress`: the peer, or the forwarded client behind a trusted proxy).
     public var remoteAddress: String
 
     /// Creates a record; the server does this, tests may too.

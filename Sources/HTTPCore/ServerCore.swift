@@ -15,6 +15,10 @@ final class ServerCore: Sendable {
     /// Monotonic ns after which loops force-close what is left; set by `shutdown`.
     let drainDeadline = Atomic<UInt64>(UInt64.max)
     let connectionCount = Atomic<Int>(0)
+    /// Open connections per client, for `maxConnectionsPerClient`.
+    let clientConnections: ConnectionsPerClient
+    /// The most input bytes one connection has buffered at once (diagnostics: proves the per-connection bound).
+    let peakConnectionInputBytes = Atomic<Int>(0)
     private let requestCounter = Atomic<UInt64>(0)
     private let requestIDPrefix: String
 
@@ -27,6 +31,7 @@ final class ServerCore: Sendable {
         self.accessLog = accessLog
         self.admission = admission
         self.observer = observer
+        self.clientConnections = ConnectionsPerClient(limit: configuration.maxConnectionsPerClient)
         self.pool = WorkerPool(threads: configuration.workerCount, capacity: configuration.queueDepth)
         var rng = SystemRandomNumberGenerator()
         let random: UInt64 = rng.next()
@@ -35,6 +40,23 @@ final class ServerCore: Sendable {
     }
 
     var isDraining: Bool { draining.load(ordering: .acquiring) }
+
+    /// Whether `peer` (normalized) is one of the configured trusted proxies.
+    func isTrustedProxy(_ peer: String) -> Bool {
+        guard !configuration.trustedProxies.isEmpty, let address = IPAddress(peer) else { return false }
+        return configuration.trustedProxies.contains { $0.contains(address) }
+    }
+
+    /// Raises `peakConnectionInputBytes` to `bytes` if larger (a rare CAS: only when a new peak is seen).
+    func notePeakInput(_ bytes: Int) {
+        var current = peakConnectionInputBytes.load(ordering: .relaxed)
+        while bytes > current {
+            let (exchanged, original) = peakConnectionInputBytes.compareExchange(
+                expected: current, desired: bytes, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
 
     /// A process-unique id: a random per-server prefix plus a counter.
     func nextRequestID() -> String {

@@ -292,7 +292,7 @@ final class GeneratedPKITests: XCTestCase {
         let pem = try Data(contentsOf: URL(fileURLWithPath: Fixture.pkiCert("leaf.pem")))
         let der = try XCTUnwrap(PEM.certificates(in: [UInt8](pem))?.first)
         let key = try XCTUnwrap(Certificate(der: der)?.p256PublicKey())
-        let keys = (0..<3).map { index in Array("header\(index)".utf8).withUnsafeBytes { ChainCache.Key(headerSegment: $0) } }
+        let keys = (0..<3).map { index in ChainCache.Key(bytes: Array("chain\(index)".utf8)) }
         cache.insert(keys[0], publicKey: key, notBefore: 10, notAfter: 20)
         cache.insert(keys[1], publicKey: key, notBefore: 10, notAfter: 20)
         XCTAssertNotNil(cache.lookup(keys[0], at: 10))     // keys[0] now most recently used

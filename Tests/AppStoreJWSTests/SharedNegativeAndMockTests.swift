@@ -77,9 +77,9 @@ final class SharedNegativeAndMockTests: XCTestCase {
             try XCTUnwrap(PEM.certificates(in: [UInt8](try Data(contentsOf: certs.appendingPathComponent(name))))?.first)
         }
         func check(_ leaf: String, _ intermediate: String, at seconds: Int64) throws -> Result<Void, VerificationError> {
-            let leafB64 = Data(try pem(leaf)).base64EncodedString(), interB64 = Data(try pem(intermediate)).base64EncodedString()
+            let leafDER = try pem(leaf), intermediateDER = try pem(intermediate)
             do {
-                _ = try verifier.validateChain(leaf: leafB64, intermediate: interB64, at: seconds,
+                _ = try verifier.validateChain(leafDER: leafDER, intermediateDER: intermediateDER, at: seconds,
                                                effective: Date(timeIntervalSince1970: TimeInterval(seconds)), source: .signedDate)
                 return .success(())
             } catch { return .failure(error) }
@@ -91,13 +91,13 @@ final class SharedNegativeAndMockTests: XCTestCase {
         XCTAssertEqual(try check("testLeaf.pem", "testIntermediate.pem", at: 2_280_946_846).error?.step, .validity)
         // The same valid mock chain against the real Apple root: untrusted.
         let apple = SignedDataVerifier(roots: .apple, chainCacheCapacity: 0, strictX509: false, now: { Date() })
-        let leafB64 = Data(try pem("testLeaf.pem")).base64EncodedString(), interB64 = Data(try pem("testIntermediate.pem")).base64EncodedString()
-        XCTAssertThrowsError(try apple.validateChain(leaf: leafB64, intermediate: interB64, at: 1_761_962_975, effective: Date(), source: .signedDate)) { error in
+        let leafDER = try pem("testLeaf.pem"), intermediateDER = try pem("testIntermediate.pem")
+        XCTAssertThrowsError(try apple.validateChain(leafDER: leafDER, intermediateDER: intermediateDER, at: 1_761_962_975, effective: Date(), source: .signedDate)) { error in
             XCTAssertEqual((error as? VerificationError)?.step, .chain)
         }
         // With X509_STRICT on (the default), Apple's mock CA fails strict checks.
         let strict = SignedDataVerifier(roots: try TrustedRoots(contentsOf: [certs.appendingPathComponent("testCA.der").path]), chainCacheCapacity: 0)
-        XCTAssertThrowsError(try strict.validateChain(leaf: leafB64, intermediate: interB64, at: 1_761_962_975, effective: Date(), source: .signedDate)) { error in
+        XCTAssertThrowsError(try strict.validateChain(leafDER: leafDER, intermediateDER: intermediateDER, at: 1_761_962_975, effective: Date(), source: .signedDate)) { error in
             XCTAssertEqual((error as? VerificationError)?.code, .verificationFailed)
         }
     }

@@ -84,6 +84,17 @@ final class BouncerExecutableTests: XCTestCase {
         XCTAssertEqual(r.stdout, "")
     }
 
+    func testBadTrustedProxiesAndPerClientCapAreExplained() throws {
+        let r = try run(["serve"], environment: [
+            "BOUNCER_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.1/24", "BOUNCER_MAX_CONNECTIONS_PER_CLIENT": "-1"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stderr.contains(#"BOUNCER_TRUSTED_PROXIES="10.0.0.0/8, 192.168.1.1/24": "192.168.1.1/24" has host bits set; did you mean 192.168.1.0/24?"#), r.stderr)
+        XCTAssertTrue(r.stderr.contains(#"BOUNCER_MAX_CONNECTIONS_PER_CLIENT="-1": must be an integer in 0...1000000"#), r.stderr)
+        let help = try run(["serve", "--help"])
+        XCTAssertTrue(help.stdout.contains("BOUNCER_MAX_CONNECTIONS_PER_CLIENT"), help.stdout)
+        XCTAssertTrue(help.stdout.contains("BOUNCER_TRUSTED_PROXIES"), help.stdout)
+    }
+
     func testCommandLineContract() throws {
         let version = try run(["version"])
         XCTAssertEqual(version.status, 0)

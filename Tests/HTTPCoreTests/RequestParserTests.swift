@@ -245,6 +245,28 @@ final class RequestParserTests: XCTestCase {
         assertRejected(head + "1;" + String(repeating: "e", count: 2000) + "\r\na\r\n0\r\n\r\n", 400)
     }
 
+    func testChunkedWireBytesAreLimitedNotOnlyDecodedBytes() throws {
+        var small = ParserLimits()
+        small.maxBodyBytes = 100
+        small.maxChunkedBodyWireBytes = 400
+        let head = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+        // 1-byte chunks with 60-byte extensions: 10 decoded bytes, but ~700 bytes on the wire.
+        let extended = String(repeating: "1;e=" + String(repeating: "a", count: 56) + "\r\nx\r\n", count: 10) + "0\r\n\r\n"
+        XCTAssertEqual(status(whole(head + extended, ParserLimits())), nil, "fits the default budget")
+        assertRejected(head + extended, 413, limits: small)
+        // A chunk whose data would end past the budget is refused when its size line arrives.
+        let late = String(repeating: "1;e=" + String(repeating: "a", count: 56) + "\r\nx\r\n", count: 5) + "50\r\n"
+        XCTAssertEqual(status(whole(head + late, small)), 413)
+        // Endless trailers stay a 431 (header-section limit); a never-ending size line stays a 400.
+        assertRejected(head + "0\r\n" + String(repeating: "X-T: " + String(repeating: "t", count: 50) + "\r\n", count: 400), 431)
+        assertRejected(head + "0;ext=" + String(repeating: "a", count: 5000), 400)
+        // Small chunks whose framing stays inside the budget are still accepted, whole and byte by byte.
+        let fine = String(repeating: "A\r\n0123456789\r\n", count: 10) + "0\r\n\r\n"
+        for outcome in [whole(head + fine, small), byteByByte(head + fine, small)] {
+            XCTAssertEqual(try request(outcome).0.body.count, 100)
+        }
+    }
+
     func testUnsupportedExpectationIs417() {
         assertRejected("POST / HTTP/1.1\r\nHost: h\r\nExpect: teapot\r\nContent-Length: 1\r\n\r\nx", 417)
     }

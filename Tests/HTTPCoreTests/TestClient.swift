@@ -19,9 +19,23 @@ final class TestClient {
 
     struct Failure: Error, CustomStringConvertible { let description: String }
 
-    init(port: Int, timeout: Double = 5) throws {
+    /// Connects to 127.0.0.1:`port`; `source` binds the client end first (any 127.x.y.z works on
+    /// Linux loopback), so tests can be several clients.
+    init(port: Int, timeout: Double = 5, from source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                throw Failure(description: "bind \(source): \(String(cString: strerror(errno)))")
+            }
+        }
         var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var addr = sockaddr_in()
@@ -87,6 +101,25 @@ final class TestClient {
             }
             guard try fill() else { throw Failure(description: "EOF before a response") }
         }
+    }
+
+    /// Whether a response byte (or EOF) is waiting, after at most `milliseconds`.
+    func hasInput(within milliseconds: Int32 = 0) -> Bool {
+        if !buffer.isEmpty { return true }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, milliseconds) > 0
+    }
+
+    /// Sends `piece` repeatedly until the server answers (or closes), at most `limit` bytes;
+    /// returns how many bytes went out. A send error (the server reset us) also stops the flood.
+    @discardableResult
+    func flood(_ piece: [UInt8], limit: Int) -> Int {
+        var sent = 0
+        while sent < limit, !hasInput() {
+            do { try send(piece) } catch { break }
+            sent += piece.count
+        }
+        return sent
     }
 
     /// True when the server closed the connection (EOF, or RST) with no further bytes.

@@ -3,7 +3,8 @@
 // or split in two gives the same outcome (incremental parsing must not change the verdict).
 
 private let limits = ParserLimits(maxRequestLineBytes: 256, maxHeaderBytes: 512, maxHeaderCount: 8,
-                                  maxBodyBytes: 1024, maxChunkLineBytes: 64)
+                                  maxBodyBytes: 1024, maxChunkLineBytes: 64,
+                                  maxChunkedBodyWireBytes: 1536)
 
 private let router: Router = {
     var r = Router()
