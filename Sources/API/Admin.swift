@@ -23,7 +23,7 @@ extension APIHandlers {
         let bundleId = fields.string("bundle_id", required: true, maxLength: 255)
         let settings = Self.settings(&fields)
         try fields.check(suggestion: Self.createSuggestion)
-        guard let name, let bundleId else { throw APIError.validation([], suggestion: Self.createSuggestion) }
+        guard let name, let bundleId else { throw HTTPError.validation([], suggestion: Self.createSuggestion) }
 
         var new = NewProject(name: name, bundleId: bundleId)
         if let appAppleId = settings.appAppleId { new.appAppleId = appAppleId }
@@ -56,7 +56,7 @@ extension APIHandlers {
     func showProject(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
-        guard let project = try deps.projects.project(id: id) else { return ErrorResponse.projectNotFound }
+        guard let project = try deps.projects.project(id: id) else { throw HTTPError.projectNotFound }
         return Response.json(200, Self.projectBody(project, secretKey: nil))
     }
 
@@ -66,7 +66,7 @@ extension APIHandlers {
         let id = try Self.projectId(request)
         let body = try RequestBody.object(request, suggestion: Self.updateSuggestion)
         guard !body.isEmpty else {
-            throw APIError.validation([ValidationDetail(path: [], message: "At least one field is required")],
+            throw HTTPError.validation([ErrorDetail(path: [], message: "At least one field is required")],
                                       suggestion: Self.updateSuggestion)
         }
         var fields = FieldValidator(body)
@@ -81,7 +81,7 @@ extension APIHandlers {
         changes.allowXcode = settings.allowXcode
         changes.requireSecretKeyForReads = settings.requireSecretKeyForReads
         guard let project = try deps.projects.updateProject(id: id, changes, now: deps.now()) else {
-            return ErrorResponse.projectNotFound
+            throw HTTPError.projectNotFound
         }
         return Response.json(200, Self.projectBody(project, secretKey: nil))
     }
@@ -90,7 +90,7 @@ extension APIHandlers {
     func deleteProject(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
-        guard try deps.projects.deleteProject(id: id) else { return ErrorResponse.projectNotFound }
+        guard try deps.projects.deleteProject(id: id) else { throw HTTPError.projectNotFound }
         return Response(status: 204)
     }
 
@@ -101,7 +101,7 @@ extension APIHandlers {
         let keys = ProjectKeys.generate()
         guard let project = try deps.projects.rotateKeys(
             id: id, publicKey: keys.publicKey, secretKeyHash: deps.hasher.hash(keys.secretKey), now: deps.now())
-        else { return ErrorResponse.projectNotFound }
+        else { throw HTTPError.projectNotFound }
         return Response.json(200, Self.projectBody(project, secretKey: keys.secretKey))
     }
 
@@ -109,7 +109,7 @@ extension APIHandlers {
     func listProducts(_ request: Request) throws -> Response {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
-        guard try deps.projects.project(id: id) != nil else { return ErrorResponse.projectNotFound }
+        guard try deps.projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
         let products = try deps.projects.products(projectId: id)
         var body = JSONBody(capacity: 32 + 96 * products.count)
         body.raw(#"{"products":["#)
@@ -132,7 +132,7 @@ extension APIHandlers {
             fields.checkString(value, path: path, minLength: 1, maxLength: 128)
         }
         try fields.check(suggestion: Self.productSuggestion)
-        guard try deps.projects.project(id: id) != nil else { return ErrorResponse.projectNotFound }
+        guard try deps.projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
         let stored = try deps.projects.setProduct(
             projectId: id, ProductMapping(productId: productId, entitlements: entitlements ?? []), now: deps.now())
         var out = JSONBody(capacity: 96)
@@ -145,9 +145,9 @@ extension APIHandlers {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
         let productId = try Self.productId(request)
-        guard try deps.projects.project(id: id) != nil else { return ErrorResponse.projectNotFound }
+        guard try deps.projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
         guard try deps.projects.deleteProduct(projectId: id, productId: productId) else {
-            return ErrorResponse.productNotFound
+            throw HTTPError.productNotFound
         }
         return Response(status: 204)
     }
@@ -182,20 +182,20 @@ extension APIHandlers {
         return settings
     }
 
-    static func projectId(_ request: Request) throws(APIError) -> UUID {
+    static func projectId(_ request: Request) throws(HTTPError) -> UUID {
         guard let raw = request.pathParameters["id"], let id = UUID(uuidString: raw) else {
-            throw APIError.validation([ValidationDetail(path: ["id"], message: "Invalid uuid")],
+            throw HTTPError.validation([ErrorDetail(path: ["id"], message: "Invalid uuid")],
                                       suggestion: projectIdSuggestion)
         }
         return id
     }
 
-    static func productId(_ request: Request) throws(APIError) -> String {
+    static func productId(_ request: Request) throws(HTTPError) -> String {
         let productId = request.pathParameters["productId"] ?? ""
         let scalars = productId.unicodeScalars.count
         guard scalars >= 1, scalars <= 256 else {
-            throw APIError.validation(
-                [ValidationDetail(path: ["productId"], message: scalars == 0
+            throw HTTPError.validation(
+                [ErrorDetail(path: ["productId"], message: scalars == 0
                     ? "String must contain at least 1 character(s)"
                     : "String must contain at most 256 character(s)")],
                 suggestion: "Put the App Store product id (1 to 256 characters) in the URL path.")

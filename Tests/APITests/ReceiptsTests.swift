@@ -108,10 +108,9 @@ final class ReceiptsTests: XCTestCase {
     func testMissingSignedTransactionInfoIsTheIssueExample() {
         let h = Harness()
         let response = h.postJSON("/v1/receipts/\(Harness.publicKey)", #"{"user_id":"u"}"#)
-        XCTAssertEqual(response.status, 400)
-        XCTAssertEqual(response.text, #"{"error":"Validation error","code":"VALIDATION_ERROR","details":[{"path":"#
-            + #"["signed_transaction_info"],"message":"Required"}],"suggestion":"Request body requires "#
-            + #"signed_transaction_info (string). Optional: user_id, device_id."}"#)
+        assertError(response, status: 400, code: "VALIDATION_ERROR", error: "Validation error",
+                    suggestion: "Request body requires signed_transaction_info (string). Optional: user_id, device_id.",
+                    details: [["path": ["signed_transaction_info"], "message": "Required"]])
     }
 
     func testWrongTypesAreAllReported() {
@@ -177,12 +176,24 @@ final class ReceiptsTests: XCTestCase {
                          "application/json;charset=UTF-8", " application/json "] {
             XCTAssertEqual(h.send(.post, path, headers: [("Content-Type", accepted)], body: body).status, 201, accepted)
         }
-        for rejected in [nil, "text/plain", "application/jsonx", "application/x-www-form-urlencoded",
-                         "application/json-patch+json", ""] as [String?] {
-            let headers = rejected.map { [("Content-Type", $0)] } ?? []
-            assertError(h.send(.post, path, headers: headers, body: body), status: 400, code: "VALIDATION_ERROR",
-                        error: "Content-Type must be application/json", suggestion: receiptSuggestion)
+        // No Content-Type at all: a JSON body is read as JSON; a structured +json type is JSON too.
+        XCTAssertEqual(h.send(.post, path, body: body).status, 201, "no Content-Type, JSON body")
+        XCTAssertEqual(h.send(.post, path, headers: [("Content-Type", "application/vnd.receipt+json")], body: body).status,
+                       201)
+        assertError(h.send(.post, path, body: "signed_transaction_info=a.b.c"), status: 400, code: "INVALID_JSON",
+                    suggestion: receiptSuggestion)
+        // What `curl -d` sends: 415 telling the user to send Content-Type: application/json.
+        assertError(h.send(.post, path, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: body),
+                    status: 415, code: "UNSUPPORTED_MEDIA_TYPE",
+                    error: "Content-Type application/x-www-form-urlencoded is not supported; the body must be JSON.",
+                    suggestion: "Send the JSON body with Content-Type: application/json (curl -d sends "
+                        + "application/x-www-form-urlencoded: add -H 'Content-Type: application/json').")
+        for rejected in ["text/plain", "text/plain; charset=utf-8", "application/jsonx", "text/json", "multipart/form-data", ""] {
+            assertError(h.send(.post, path, headers: [("Content-Type", rejected)], body: body), status: 415,
+                        code: "UNSUPPORTED_MEDIA_TYPE", error: "Unsupported Content-Type; the body must be JSON.",
+                        suggestion: "Send the JSON body with Content-Type: application/json.")
         }
+        XCTAssertEqual(h.purchases.transactionCount, 1, "only the accepted posts stored the (same) transaction")
     }
 
     func testJWSWithoutThreePartsIsInvalidFormatWithTheIssueStrings() {
@@ -200,7 +211,8 @@ final class ReceiptsTests: XCTestCase {
     func testVerificationFailuresKeepTheVerifierCodeAndReason() {
         let h = Harness()
         let cases: [(String, String, String)] = [
-            ("JWS_VERIFICATION_FAILED", "signature does not verify", "JWS verification failed: signature does not verify"),
+            ("JWS_VERIFICATION_FAILED", "signature does not verify",
+             "JWS signature verification failed: signature does not verify"),
             ("BUNDLE_ID_MISMATCH", "bundleId com.other.app is not com.example.app",
              "Bundle ID mismatch: bundleId com.other.app is not com.example.app"),
             ("JWS_UNSUPPORTED_ALGORITHM", "alg HS256", "Unsupported JWS algorithm: alg HS256"),

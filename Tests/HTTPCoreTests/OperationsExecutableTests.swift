@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JSON
 import XCTest
 
 /// `bouncer serve` as a real process with its embedded PostgreSQL: rate limits answer 429 at the configured
@@ -57,7 +58,7 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(limited.header("RateLimit-Remaining"), "0")
         XCTAssertEqual(limited.header("RateLimit-Reset"), "2")
         XCTAssertEqual(limited.header("Content-Type"), "application/json")
-        XCTAssertTrue(limited.text.hasPrefix(#"{"error":"Too many requests.","code":"RATE_LIMITED","suggestion":"#), limited.text)
+        try assertErrorShape(limited, code: "RATE_LIMITED", error: "Too many requests.")
         // Another key has its own bucket; a request presenting a secret key is not in the public-key bucket.
         XCTAssertEqual(try get("/v1/subscriptions/pk_\(String(repeating: "cd", count: 16))/u1").status, 401)
         XCTAssertEqual(try get("/v1/subscriptions/\(key)/u1", "Authorization: Bearer sk_\(String(repeating: "0", count: 64))\r\n").status, 401)
@@ -75,7 +76,12 @@ final class OperationsExecutableTests: XCTestCase {
         let adminLimited = try get("/v1/admin/projects", admin)
         XCTAssertEqual(adminLimited.status, 429)
         XCTAssertEqual(adminLimited.header("Retry-After"), "2")
-        XCTAssertEqual(try get("/v1/ping").status, 200, "the benchmark route is never limited")
+        // The benchmark routes exist only in bench builds (-DBOUNCER_BENCH_ROUTES), never in this binary.
+        for path in ["/v1/ping", "/v1/ping/pooled"] {
+            let ping = try get(path)
+            XCTAssertEqual(ping.status, 404, path)
+            try assertErrorShape(ping, code: "NOT_FOUND")
+        }
         // A notification signed by the test PKI (chain to the configured test root) is counted by type.
         let notification = try signedNotification(bundleId: "com.example.ops")
         try c.send("POST /v1/notifications/\(projectKey) HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
@@ -89,6 +95,7 @@ final class OperationsExecutableTests: XCTestCase {
         let denied = try get("/metrics")
         XCTAssertEqual(denied.status, 401)
         XCTAssertEqual(denied.header("WWW-Authenticate"), "Bearer")
+        try assertErrorShape(denied, code: "AUTH_INVALID_METRICS_TOKEN", error: "A valid metrics token is required.")
         XCTAssertEqual(try get("/metrics", "Authorization: Bearer wrong-token-0123456789\r\n").status, 401)
         let metrics = try get("/metrics", "Authorization: Bearer \(metricsToken)\r\n")
         XCTAssertEqual(metrics.status, 200)
@@ -151,4 +158,18 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(p.terminationStatus, 0)
         return jws.trimmingCharacters(in: .whitespacesAndNewlines)
     }
+}
+
+/// The one error shape rendered by `HTTPError`: fields, and `request_id` equal to the `X-Request-Id` header.
+func assertErrorShape(
+    _ r: TestClient.Response, code: String, error: String? = nil, file: StaticString = #filePath, line: UInt = #line
+) throws {
+    XCTAssertEqual(r.header("Content-Type"), "application/json", file: file, line: line)
+    let body = try JSONParser.parse(r.body)
+    XCTAssertEqual(body["code"]?.stringValue, code, r.text, file: file, line: line)
+    if let error { XCTAssertEqual(body["error"]?.stringValue, error, file: file, line: line) }
+    XCTAssertNotNil(body["error"]?.stringValue, file: file, line: line)
+    XCTAssertNotNil(body["suggestion"]?.stringValue, file: file, line: line)
+    XCTAssertNotNil(r.header("X-Request-Id"), file: file, line: line)
+    XCTAssertEqual(body["request_id"]?.stringValue, r.header("X-Request-Id"), file: file, line: line)
 }

@@ -1,0 +1,173 @@
+import Domain
+import HTTPCore
+import JSON
+
+/// The failures the API itself detects (auth, validation, media type), in HTTP terms.
+///
+/// Handlers throw these, `DomainError` or `VerificationFailure`; `ErrorMapping.httpError(for:…)` maps the other two.
+/// The server renders every `HTTPError` into the one error shape; the API never writes an error body.
+extension HTTPError {
+    static func validation(_ details: [ErrorDetail], suggestion: String) -> HTTPError {
+        HTTPError(status: 400, code: "VALIDATION_ERROR", message: "Validation error", suggestion: suggestion,
+                  details: details)
+    }
+
+    /// `curl -d` sends `application/x-www-form-urlencoded`: tell that user exactly what to add.
+    static let formURLEncodedBody = HTTPError(
+        status: 415, code: "UNSUPPORTED_MEDIA_TYPE",
+        message: "Content-Type application/x-www-form-urlencoded is not supported; the body must be JSON.",
+        suggestion: "Send the JSON body with Content-Type: application/json "
+            + "(curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: application/json').")
+
+    static let unsupportedMediaType = HTTPError(
+        status: 415, code: "UNSUPPORTED_MEDIA_TYPE", message: "Unsupported Content-Type; the body must be JSON.",
+        suggestion: "Send the JSON body with Content-Type: application/json.")
+
+    /// The parser's description names the rule and the byte offset, never the input bytes, so it is safe to echo.
+    static func invalidJSON(_ error: JSONError, suggestion: String) -> HTTPError {
+        HTTPError(status: 400, code: "INVALID_JSON", message: "Invalid JSON: \(error.code) at byte \(error.offset)",
+                  suggestion: suggestion)
+    }
+
+    static func invalidPublicKey(suggestion: String) -> HTTPError {
+        HTTPError(status: 401, code: "AUTH_INVALID_PUBLIC_KEY", message: "Invalid public key.", suggestion: suggestion)
+    }
+
+    static let secretKeyRequired = HTTPError(
+        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
+        suggestion: "This project requires the secret key for reads: call from your backend with Authorization: Bearer sk_...")
+
+    static let invalidSecretKey = HTTPError(
+        status: 401, code: "AUTH_INVALID_SECRET_KEY", message: "Invalid secret key.",
+        suggestion: "Send the project's current secret key as Authorization: Bearer sk_... (rotate keys if it was lost).")
+
+    static let adminDisabled = HTTPError(
+        status: 404, code: "ADMIN_API_DISABLED", message: "Admin API is disabled.",
+        suggestion: "Set BOUNCER_ADMIN_TOKEN on the server to enable the admin API, or use the bouncer CLI.")
+
+    static let invalidAdminToken = HTTPError(
+        status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
+        suggestion: "Send Authorization: Bearer <BOUNCER_ADMIN_TOKEN>.")
+
+    static let projectNotFound = HTTPError(
+        status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
+        suggestion: "Check the project id; GET /v1/admin/projects lists them.")
+
+    static let productNotFound = HTTPError(
+        status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
+        suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")
+}
+
+/// The single place where domain and verification errors become `HTTPError`s (the server renders them).
+enum ErrorMapping {
+    /// The `HTTPError` for an error a handler threw, or nil when it has no mapping: the caller rethrows it and the
+    /// server answers 500 `INTERNAL_ERROR` with the request id. Causes of 5xx go to `log` (the error value only,
+    /// never the body, keys or JWS).
+    static func httpError(for error: any Error, request: Request, log: @Sendable (String) -> Void) -> HTTPError? {
+        switch error {
+        case let error as HTTPError:
+            return error
+        case let failure as VerificationFailure:
+            if failure.isRetryable {
+                log(logLine(request, status: 503, "retryable verification failure: \(String(reflecting: failure))"))
+                return serviceUnavailable
+            }
+            let isWebhook = request.routeTemplate == notificationRoute
+            var (title, suggestion) = verificationText(failure.code)
+            if isWebhook {
+                // Only Apple calls the webhook: point the operator at App Store Connect, not at StoreKit.
+                suggestion = notificationVerificationSuggestion(failure.code)
+            }
+            let field = isWebhook ? "signedPayload" : "signed_transaction_info"
+            return HTTPError(
+                status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
+                details: [ErrorDetail(path: [field], message: failure.reason, step: failure.step ?? "format")])
+        case let error as DomainError:
+            switch error.code {
+            case .serviceUnavailable:
+                log(logLine(request, status: 503, String(reflecting: error)))
+                return serviceUnavailable
+            case .purchaseOwnedByAnotherUser:
+                return HTTPError(
+                    status: 409, code: error.code.rawValue, message: "This purchase belongs to another user.",
+                    suggestion: "The project's transfer_policy is block: the first user keeps the purchase. "
+                        + "Set transfer_policy to transfer or share to allow restores on other accounts.")
+            case .projectNotFound:
+                return .projectNotFound
+            case .productNotFound:
+                return .productNotFound
+            case .conflict:
+                return HTTPError(
+                    status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
+                    suggestion: "Reload the resource and retry.")
+            default:
+                log(logLine(request, status: 500, String(reflecting: error)))
+                return nil
+            }
+        default:
+            log(logLine(request, status: 500, String(reflecting: error)))
+            return nil
+        }
+    }
+
+    /// A dependency (the database, a revocation check) is down: retry later; `Retry-After` is the server's.
+    static let serviceUnavailable = HTTPError.serviceUnavailable(
+        message: "Service temporarily unavailable.",
+        suggestion: "Retry after the delay in Retry-After. This says nothing about the purchase.")
+
+    /// One structured (JSON) log line for a failed request, like the access log: the error value only, never the
+    /// body, keys or JWS.
+    static func logLine(_ request: Request, status: Int, _ error: String) -> String {
+        JSONValue.object(JSONObject([
+            ("event", "request_error"), ("request_id", .string(request.requestID)),
+            ("route", .string(request.routeTemplate)), ("status", JSONValue(status)), ("error", .string(error)),
+        ])).serializedString()
+    }
+
+    /// Title and suggestion per verifier code; the verifier's reason completes the title.
+    static func verificationText(_ code: String) -> (title: String, suggestion: String) {
+        switch code {
+        case "INVALID_JWS_FORMAT":
+            return ("Invalid JWS format",
+                    "Provide a valid JWS string (3 dot-separated base64url parts) from StoreKit 2 "
+                        + "Transaction.jsonRepresentation.")
+        case "JWS_UNSUPPORTED_ALGORITHM":
+            return ("Unsupported JWS algorithm",
+                    "StoreKit 2 signs with ES256: send the JWS exactly as StoreKit returned it.")
+        case "JWS_VERIFICATION_FAILED":
+            // The published contract's exact texts (anchors §0).
+            return ("JWS signature verification failed",
+                    "The JWS signature could not be verified against Apple's certificate chain. "
+                        + "Ensure you are sending a genuine StoreKit 2 signed transaction.")
+        case "BUNDLE_ID_MISMATCH":
+            return ("Bundle ID mismatch",
+                    "The transaction belongs to another app: use the public key of the project whose "
+                        + "bundle_id matches the app.")
+        case "ENVIRONMENT_NOT_ALLOWED":
+            return ("Environment not allowed",
+                    "Allow the environment in the project's settings (environments, allow_xcode) "
+                        + "or post from an allowed build.")
+        case "APP_APPLE_ID_MISMATCH":
+            return ("App Apple ID mismatch",
+                    "Set the project's app_apple_id to the app's Apple ID, or clear it.")
+        default:
+            return ("Signed data rejected", "Send the signed data exactly as Apple returned it.")
+        }
+    }
+
+    /// The App Store Server Notifications webhook's route template.
+    static let notificationRoute = "/v1/notifications/:publicKey"
+
+    /// The webhook's suggestion per verifier code: the caller is Apple (or someone pretending to be), and the
+    /// person reading the error is the operator who configured App Store Connect.
+    static func notificationVerificationSuggestion(_ code: String) -> String {
+        switch code {
+        case "BUNDLE_ID_MISMATCH", "APP_APPLE_ID_MISMATCH", "ENVIRONMENT_NOT_ALLOWED":
+            return "This notification is for another app or environment: in App Store Connect, use the URL with the "
+                + "public key of the project whose bundle_id, app_apple_id and environments match the app."
+        default:
+            return "Only App Store Server Notifications V2 signed by Apple are accepted: send Apple's body "
+                + "{\"signedPayload\": \"...\"} unchanged."
+        }
+    }
+}
