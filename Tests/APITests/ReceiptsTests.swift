@@ -228,6 +228,39 @@ final class ReceiptsTests: XCTestCase {
         XCTAssertEqual(h.purchases.transactionCount, 0, "nothing unverified is stored")
     }
 
+    /// The published contract's texts, word for word.
+    func testJWSVerificationFailedHasTheContractsExactErrorPrefixAndSuggestion() {
+        let h = Harness()
+        h.verifier.register("f.o.o", .failure(VerificationFailure(
+            code: "JWS_VERIFICATION_FAILED", reason: "certificate chain does not lead to a trusted root", step: "chain")))
+        assertError(h.postReceipt("f.o.o"), status: 400, code: "JWS_VERIFICATION_FAILED",
+                    error: "JWS signature verification failed: certificate chain does not lead to a trusted root",
+                    suggestion: "The JWS signature could not be verified against Apple's certificate chain. "
+                        + "Ensure you are sending a genuine StoreKit 2 signed transaction.",
+                    details: [["path": ["signed_transaction_info"],
+                               "message": "certificate chain does not lead to a trusted root", "step": "chain"]])
+    }
+
+    /// Every verifier code carries `details` naming the step, in the validation details' shape.
+    func testVerificationFailuresNameTheFailingStepInDetails() {
+        let h = Harness()
+        let cases: [(code: String, step: String)] = [
+            ("INVALID_JWS_FORMAT", "format"), ("JWS_UNSUPPORTED_ALGORITHM", "header"), ("JWS_VERIFICATION_FAILED", "chain"),
+            ("JWS_VERIFICATION_FAILED", "signature"), ("BUNDLE_ID_MISMATCH", "claims"), ("ENVIRONMENT_NOT_ALLOWED", "claims"),
+            ("APP_APPLE_ID_MISMATCH", "claims"),
+        ]
+        for (i, c) in cases.enumerated() {
+            let jws = "s\(i).t.u"
+            h.verifier.register(jws, .failure(VerificationFailure(code: c.code, reason: "reason \(i)", step: c.step)))
+            assertError(h.postReceipt(jws), status: 400, code: c.code,
+                        details: [["path": ["signed_transaction_info"], "message": "reason \(i)", "step": c.step]])
+        }
+        // The API's own shape check is the format step too.
+        assertError(h.postReceipt("only.two"), status: 400, code: "INVALID_JWS_FORMAT",
+                    details: [["path": ["signed_transaction_info"], "message": "expected 3 dot-separated parts",
+                               "step": "format"]])
+    }
+
     func testForeignEnvironmentIsRejectedBeforeAnythingIsStored() {
         let h = Harness()
         h.register("x.c.d", facts(environment: .xcode))

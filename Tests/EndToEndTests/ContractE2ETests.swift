@@ -245,7 +245,9 @@ final class ContractE2ETests: XCTestCase {
         let middle = signature.count / 2
         signature[middle] = signature[middle] == "A" ? "B" : "A"
         let tampered = [parts[0], parts[1], String(signature)].joined(separator: ".")
-        assertError(try api.postReceipt(tenant.publicKey, tampered, user: "u"), 400, "JWS_VERIFICATION_FAILED")
+        let tamperedResponse = try api.postReceipt(tenant.publicKey, tampered, user: "u")
+        assertError(tamperedResponse, 400, "JWS_VERIFICATION_FAILED")
+        assertStep(tamperedResponse, "signature")
 
         // Tampered payload: another payload under the original signature.
         var other = good
@@ -270,13 +272,21 @@ final class ContractE2ETests: XCTestCase {
         XCTAssertEqual(rejectedDetail?["path"], ["signed_transaction_info"], rejected.description)
 
         // Unsupported algorithm.
-        assertError(try api.postReceipt(tenant.publicKey, try E2E.mint(good.json, alg: "HS256"), user: "u"),
-                    400, "JWS_UNSUPPORTED_ALGORITHM")
+        let hs256 = try api.postReceipt(tenant.publicKey, try E2E.mint(good.json, alg: "HS256"), user: "u")
+        assertError(hs256, 400, "JWS_UNSUPPORTED_ALGORITHM")
+        assertStep(hs256, "header")
+
+        // Not base64url at all: the format step.
+        let garbage = try api.postReceipt(tenant.publicKey, "###.b.c", user: "u")
+        assertError(garbage, 400, "INVALID_JWS_FORMAT")
+        assertStep(garbage, "format")
 
         // Another app's transaction.
         var foreign = good
         foreign.bundleId = "com.someone.else"
-        assertError(try api.postReceipt(tenant.publicKey, try foreign.mint(), user: "u"), 400, "BUNDLE_ID_MISMATCH")
+        let foreignResponse = try api.postReceipt(tenant.publicKey, try foreign.mint(), user: "u")
+        assertError(foreignResponse, 400, "BUNDLE_ID_MISMATCH")
+        assertStep(foreignResponse, "claims")
 
         // Production on a Sandbox-only project.
         var production = good
@@ -620,4 +630,15 @@ final class ContractE2ETests: XCTestCase {
         key.hasPrefix(prefix) && key.utf8.count == prefix.utf8.count + hexDigits
             && key.utf8.dropFirst(prefix.utf8.count).allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
     }
+}
+
+/// Verification failures name the failing step in `details`, in the shape of validation details.
+func assertStep(_ r: HTTPResponse, _ step: String, file: StaticString = #filePath, line: UInt = #line) {
+    guard let json = try? r.json(), let detail = json["details"]?[0] else {
+        return XCTFail("no details: \(r)", file: file, line: line)
+    }
+    XCTAssertEqual(json["details"]?.arrayValue?.count, 1, r.description, file: file, line: line)
+    XCTAssertEqual(detail["step"]?.stringValue, step, r.description, file: file, line: line)
+    XCTAssertEqual(detail["path"], ["signed_transaction_info"], r.description, file: file, line: line)
+    XCTAssertNotNil(detail["message"]?.stringValue, r.description, file: file, line: line)
 }
