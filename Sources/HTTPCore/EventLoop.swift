@@ -193,16 +193,16 @@ final class EventLoop: @unchecked Sendable {
     // MARK: the loop's own errors (rendered like every other error by `HTTPError`)
 
     static let tooManyConnections = HTTPError.serviceUnavailable(
-        code: "OVERLOADED", message: "Too many connections.", suggestion: "Retry after the Retry-After delay.")
+        code: "OVERLOADED", message: "Too many connections", suggestion: "Retry after a short delay.")
 
     static let busy = HTTPError.serviceUnavailable(
-        code: "OVERLOADED", message: "Server busy.", suggestion: "Retry after the Retry-After delay.")
+        code: "OVERLOADED", message: "Server busy", suggestion: "Retry after the Retry-After delay.")
 
     static let handlerTimedOut = HTTPError.serviceUnavailable(
-        code: "HANDLER_TIMEOUT", message: "The request took too long.", suggestion: "Retry after the Retry-After delay.")
+        code: "HANDLER_TIMEOUT", message: "The request took too long", suggestion: "Retry later.")
 
     static let requestTimeout = HTTPError(
-        status: 408, code: "REQUEST_TIMEOUT", message: "Request not received in time.",
+        status: 408, code: "REQUEST_TIMEOUT", message: "Request not received in time",
         suggestion: "Send the whole request promptly.")
 
     static func framing(_ error: HTTPParseError) -> HTTPError {
