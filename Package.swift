@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "AppStoreJWS", dependencies: ["COpenSSL", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
-        .target(name: "HTTPCore", dependencies: ["CSystem"], swiftSettings: strict),
+        .target(name: "HTTPCore", dependencies: ["CSystem", "JSON"], swiftSettings: strict),
         .target(name: "Metrics", swiftSettings: strict),
 
         // Adapters and the API. Storage's migrations are schema/*.sql, compiled in by the EmbedSchema plugin.
@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
         .testTarget(name: "DomainTests", dependencies: ["Domain"], swiftSettings: strict),
         .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS"], exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: strict),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "AppStoreJWS"], swiftSettings: strict),

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Opens N keep-alive connections to 127.0.0.1:PORT, makes one request on each, holds them idle,
-then prints the server's RSS (from /proc/PID/status). usage: idle-connections.py PORT N PID"""
+then prints the server's RSS (from /proc/PID/status). usage: idle-connections.py PORT N PID
+The server must be a bench build (bench/http builds one): /v1/ping does not exist in production binaries."""
 import socket
 import sys
 import time

@@ -81,7 +81,7 @@ extension APIHandlers {
         let id = try Self.projectId(request)
         let body = try RequestBody.object(request, suggestion: Self.updateSuggestion)
         guard !body.isEmpty else {
-            throw APIError.validation([ValidationDetail(path: [], message: "At least one field is required")],
+            throw HTTPError.validation([ErrorDetail(path: [], message: "At least one field is required")],
                                       suggestion: Self.updateSuggestion)
         }
         var fields = FieldValidator(body)
@@ -124,7 +124,7 @@ extension APIHandlers {
     }
 
     /// The rotation a request asks for: an empty body means both keys with their defaults.
-    static func rotation(_ request: Request) throws(APIError) -> ProjectAdministration.Rotation {
+    static func rotation(_ request: Request) throws(HTTPError) -> ProjectAdministration.Rotation {
         if request.body.isEmpty { return ProjectAdministration.Rotation() }
         let body = try RequestBody.object(request, suggestion: rotateSuggestion)
         var fields = FieldValidator(body)
@@ -193,7 +193,7 @@ extension APIHandlers {
         do {
             return try body()
         } catch let error as DomainError where error.code == .invalidInput {
-            throw APIError.validation(error.details.map { ValidationDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(error.details.map { ErrorDetail(path: $0.path, message: $0.message) },
                                       suggestion: suggestion)
         }
     }
@@ -231,19 +231,19 @@ extension APIHandlers {
         return settings
     }
 
-    static func projectId(_ request: Request) throws(APIError) -> UUID {
+    static func projectId(_ request: Request) throws(HTTPError) -> UUID {
         guard let raw = request.pathParameters["id"], let id = UUID(uuidString: raw) else {
-            throw APIError.validation([ValidationDetail(path: ["id"], message: "Invalid uuid")],
+            throw HTTPError.validation([ErrorDetail(path: ["id"], message: "Invalid uuid")],
                                       suggestion: projectIdSuggestion)
         }
         return id
     }
 
-    static func productId(_ request: Request) throws(APIError) -> String {
+    static func productId(_ request: Request) throws(HTTPError) -> String {
         let productId = request.pathParameters["productId"] ?? ""
         let problems = ProjectRules.problems(productId: productId)
         guard problems.isEmpty else {
-            throw APIError.validation(problems.map { ValidationDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(problems.map { ErrorDetail(path: $0.path, message: $0.message) },
                                       suggestion: productIdSuggestion)
         }
         return productId

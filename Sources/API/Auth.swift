@@ -7,10 +7,10 @@ enum Auth {
     /// well-formed unknown key answers exactly like a malformed one.
     static func project(publicKey: String?, deps: APIDependencies, suggestion: String) throws -> Project {
         guard let publicKey, ProjectKeys.isPublicKeySyntax(publicKey) else {
-            throw APIError.invalidPublicKey(suggestion: suggestion)
+            throw HTTPError.invalidPublicKey(suggestion: suggestion)
         }
         guard let project = try deps.projects.project(publicKey: publicKey, at: deps.now()) else {
-            throw APIError.invalidPublicKey(suggestion: suggestion)
+            throw HTTPError.invalidPublicKey(suggestion: suggestion)
         }
         return project
     }
@@ -20,11 +20,11 @@ enum Auth {
     /// its rotation grace.
     static func authorizeRead(_ request: Request, project: Project, deps: APIDependencies) throws {
         guard let header = request.headers["Authorization"] else {
-            if project.requireSecretKeyForReads { throw APIError.secretKeyRequired }
+            if project.requireSecretKeyForReads { throw HTTPError.secretKeyRequired }
             return
         }
         guard let token = bearerToken(header), ProjectKeys.isSecretKeySyntax(token) else {
-            throw APIError.invalidSecretKey
+            throw HTTPError.invalidSecretKey
         }
         let presented = deps.hasher.hash(token)
         // Every live hash is compared (no early exit), so timing does not tell which key matched.
@@ -32,17 +32,17 @@ enum Auth {
         for stored in try deps.projects.liveSecretKeyHashes(projectId: project.id, at: deps.now()) {
             matched = ProjectKeys.constantTimeEquals(presented, stored) || matched
         }
-        guard matched else { throw APIError.invalidSecretKey }
+        guard matched else { throw HTTPError.invalidSecretKey }
     }
 
     /// Admin routes: disabled without a configured token, else `Bearer <token>` compared in constant time.
     ///
     /// `adminDigest` is the hash of the configured token; comparing digests keeps even the token's length secret.
-    static func authorizeAdmin(_ request: Request, adminDigest: [UInt8]?, hasher: any SecretKeyHashing) throws(APIError) {
-        guard let adminDigest else { throw APIError.adminDisabled }
+    static func authorizeAdmin(_ request: Request, adminDigest: [UInt8]?, hasher: any SecretKeyHashing) throws(HTTPError) {
+        guard let adminDigest else { throw HTTPError.adminDisabled }
         guard let header = request.headers["Authorization"], let token = bearerToken(header),
               ProjectKeys.constantTimeEquals(hasher.hash(token), adminDigest) else {
-            throw APIError.invalidAdminToken
+            throw HTTPError.invalidAdminToken
         }
     }
 

@@ -1,54 +1,29 @@
 import Foundation
+import JSON
 
 /// Builds a response body directly as JSON bytes.
 ///
 /// Responses have a fixed shape, so writing them field by field avoids building a `JSONValue` tree (an
-/// allocation per node) on the hot path. Callers write keys and punctuation in order; strings are escaped
-/// per RFC 8259 §7 (only `"`, `\` and control characters; everything else is valid UTF-8 already).
+/// allocation per node) on the hot path. Callers write keys and punctuation in order; strings go through the
+/// JSON module's `JSONWriter.writeString`, the one JSON string escaper of the codebase.
 struct JSONBody {
-    private(set) var bytes: [UInt8]
+    private var writer: JSONWriter
+
+    /// The bytes written so far.
+    var bytes: [UInt8] { writer.bytes }
 
     init(capacity: Int = 256) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        writer = JSONWriter(reservingCapacity: capacity)
     }
 
     /// Appends literal JSON text (keys, punctuation, `true`…), written by us, never by a client.
     mutating func raw(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        writer.writeRaw(text)
     }
 
     /// Appends `value` as a JSON string.
     mutating func string(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
-        var text = value
-        text.withUTF8 { utf8 in
-            // Copy runs that need no escaping in one go; most API strings are a single run.
-            var runStart = 0
-            for i in 0..<utf8.count {
-                let byte = utf8[i]
-                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
-                runStart = i + 1
-                switch byte {
-                case 0x22: bytes.append(0x5C); bytes.append(0x22)
-                case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
-                case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
-                case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
-                case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
-                default:
-                    bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
-                    bytes.append(Self.hexDigit(byte >> 4))
-                    bytes.append(Self.hexDigit(byte & 0x0F))
-                }
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
-
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? 48 &+ nibble : 87 &+ nibble
+        writer.writeString(value)
     }
 
     /// Appends `value` as a JSON string, or `null`.
@@ -58,12 +33,12 @@ struct JSONBody {
 
     /// Appends `["a","b"]`.
     mutating func strings(_ values: [String]) {
-        bytes.append(UInt8(ascii: "["))
+        writer.writeRaw("[")
         for (i, value) in values.enumerated() {
-            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            if i > 0 { writer.writeRaw(",") }
             string(value)
         }
-        bytes.append(UInt8(ascii: "]"))
+        writer.writeRaw("]")
     }
 
     /// Appends `true` or `false`.
@@ -73,7 +48,7 @@ struct JSONBody {
 
     /// Appends an integer.
     mutating func int(_ value: Int64) {
-        bytes.append(contentsOf: String(value).utf8)
+        writer.writeRaw { $0.append(contentsOf: String(value).utf8) }
     }
 
     /// Appends an integer, or `null`.
@@ -83,9 +58,11 @@ struct JSONBody {
 
     /// Appends `"2027-03-20T00:00:00.000Z"`.
     mutating func date(_ value: Date) {
-        bytes.append(UInt8(ascii: "\""))
-        ISO8601.append(value, to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+        writer.writeRaw { bytes in
+            bytes.append(UInt8(ascii: "\""))
+            ISO8601.append(value, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
+        }
     }
 
     /// Appends a date, or `null`.

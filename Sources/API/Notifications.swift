@@ -25,18 +25,12 @@ extension APIHandlers {
         let project = try Auth.project(
             publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.notificationKeySuggestion)
 
-        var request = request
-        if request.headers["Content-Type"] == nil {
-            // Only Apple calls this URL and its body has one fixed shape; a missing media type is not worth a
-            // 400 that Apple would retry for days. A declared non-JSON type is still refused.
-            request.headers.set("Content-Type", "application/json")
-        }
         let body = try RequestBody.object(request, suggestion: Self.notificationSuggestion)
         var fields = FieldValidator(body)
         let payload = fields.string("signedPayload", required: true)
         try fields.check(suggestion: Self.notificationSuggestion)
         guard let payload, Self.hasThreeParts(payload) else {
-            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts")
+            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
         }
 
         let facts = try deps.verifier.verifyNotification(payload, for: project)
@@ -56,7 +50,7 @@ extension APIHandlers {
         try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
         let id = try Self.projectId(request)
         let (originalTransactionId, limit) = try Self.notificationListQuery(request)
-        guard try deps.projects.project(id: id) != nil else { return ErrorResponse.projectNotFound }
+        guard try deps.projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
         let stored = try deps.notifications.notifications(
             projectId: id, originalTransactionId: originalTransactionId, limit: limit)
         var body = JSONBody(capacity: 32 + 320 * stored.count)
@@ -70,19 +64,19 @@ extension APIHandlers {
     }
 
     /// The list's query parameters, validated; unknown parameters are ignored, a repeated one is the last.
-    static func notificationListQuery(_ request: Request) throws(APIError) -> (String?, Int) {
+    static func notificationListQuery(_ request: Request) throws(HTTPError) -> (String?, Int) {
         var originalTransactionId: String?
         var limit = notificationListDefaultLimit
-        var details: [ValidationDetail] = []
+        var details: [ErrorDetail] = []
         for item in request.queryItems() {
             switch item.name {
             case "original_transaction_id":
                 let scalars = item.value.unicodeScalars.count
                 if item.value.utf8.contains(0) {
-                    details.append(ValidationDetail(
+                    details.append(ErrorDetail(
                         path: ["original_transaction_id"], message: "String must not contain NUL characters"))
                 } else if scalars < 1 || scalars > 256 {
-                    details.append(ValidationDetail(
+                    details.append(ErrorDetail(
                         path: ["original_transaction_id"],
                         message: scalars < 1 ? "String must contain at least 1 character(s)"
                             : "String must contain at most 256 character(s)"))
@@ -92,11 +86,11 @@ extension APIHandlers {
             case "limit":
                 // At most 4 digits: anything longer is out of range anyway, and Int(...) never sees a huge value.
                 guard item.value.utf8.count <= 4, let value = Int(item.value) else {
-                    details.append(ValidationDetail(path: ["limit"], message: "Expected integer"))
+                    details.append(ErrorDetail(path: ["limit"], message: "Expected integer"))
                     continue
                 }
                 if value < 1 || value > notificationListMaxLimit {
-                    details.append(ValidationDetail(
+                    details.append(ErrorDetail(
                         path: ["limit"], message: value < 1 ? "Number must be greater than or equal to 1"
                             : "Number must be less than or equal to \(notificationListMaxLimit)"))
                 } else {
@@ -106,7 +100,7 @@ extension APIHandlers {
                 continue
             }
         }
-        if !details.isEmpty { throw APIError.validation(details, suggestion: notificationListSuggestion) }
+        if !details.isEmpty { throw HTTPError.validation(details, suggestion: notificationListSuggestion) }
         return (originalTransactionId, limit)
     }
 

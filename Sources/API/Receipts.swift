@@ -19,7 +19,7 @@ extension APIHandlers {
         let deviceId = fields.string("device_id", required: false, maxLength: 256)
         try fields.check(suggestion: Self.receiptSuggestion)
         guard let jws, Self.hasThreeParts(jws) else {
-            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts")
+            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
         }
 
         let facts = try deps.verifier.verifyTransaction(jws, for: project)

@@ -9,63 +9,79 @@ enum RequestBody {
                                           maxNumberBytes: 64)
 
     /// The body as a JSON object, after checking `Content-Type` (RFC 9110 §8.3.1: media types are
-    /// case-insensitive and may carry parameters such as `; charset=utf-8`).
-    static func object(_ request: Request, suggestion: String) throws(APIError) -> JSONObject {
-        guard isJSON(request.headers["Content-Type"]) else {
-            throw APIError.unsupportedContentType(suggestion: suggestion)
+    /// case-insensitive and may carry parameters such as `; charset=utf-8`). A body sent without any
+    /// `Content-Type` is read as JSON when it parses; a declared non-JSON media type is 415.
+    static func object(_ request: Request, suggestion: String) throws(HTTPError) -> JSONObject {
+        switch mediaType(request.headers["Content-Type"]) {
+        case .json, .absent: break
+        case .formURLEncoded: throw HTTPError.formURLEncodedBody
+        case .other: throw HTTPError.unsupportedMediaType
         }
         let value: JSONValue
         do throws(JSONError) {
             value = try JSONParser.parse(request.body, limits: limits)
         } catch {
-            throw APIError.invalidJSON(error, suggestion: suggestion)
+            throw HTTPError.invalidJSON(error, suggestion: suggestion)
         }
         guard case .object(let object) = value else {
-            throw APIError.validation([ValidationDetail(path: [], message: "Expected object")], suggestion: suggestion)
+            throw HTTPError.validation([ErrorDetail(path: [], message: "Expected object")], suggestion: suggestion)
         }
         return object
     }
 
-    /// Whether a `Content-Type` value names `application/json`, ignoring case, whitespace and parameters.
-    static func isJSON(_ contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let expected = Array("application/json".utf8)
-        var bytes = contentType.utf8[...]
-        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
-        var i = 0
-        for byte in bytes {
-            if i == expected.count {
-                // Only optional whitespace, then parameters, may follow the media type.
-                return byte == UInt8(ascii: ";") || byte == 0x20 || byte == 0x09
-            }
-            let lower = (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
-            guard lower == expected[i] else { return false }
-            i += 1
+    /// What a `Content-Type` says about the body.
+    enum MediaType: Equatable {
+        /// No `Content-Type` at all (e.g. a bare `curl --data-binary` or a minimal client): try JSON.
+        case absent
+        /// `application/json` or a structured-syntax `application/…+json` (RFC 6839 §3.1), with any parameters.
+        case json
+        /// What `curl -d` and HTML forms send.
+        case formURLEncoded
+        /// Anything else.
+        case other
+    }
+
+    /// Classifies a `Content-Type` value, ignoring case, surrounding whitespace and parameters.
+    static func mediaType(_ contentType: String?) -> MediaType {
+        guard let contentType else { return .absent }
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        var bytes = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
+        while let first = bytes.first, isSpace(first) { bytes = bytes.dropFirst() }
+        while let last = bytes.last, isSpace(last) { bytes = bytes.dropLast() }
+        let lower = bytes.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }
+        let application = Array("application/".utf8)
+        guard lower.starts(with: application) else { return .other }
+        let subtype = lower.dropFirst(application.count)
+        if subtype.elementsEqual("json".utf8) { return .json }
+        if subtype.elementsEqual("x-www-form-urlencoded".utf8) { return .formURLEncoded }
+        // `+json` after a non-empty, slash-free type name, e.g. `application/merge-patch+json`.
+        if subtype.count > 5, subtype.suffix(5).elementsEqual("+json".utf8), !subtype.contains(UInt8(ascii: "/")) {
+            return .json
         }
-        return i == expected.count
+        return .other
     }
 }
 
 /// Checks the fields of one JSON object against the contract, collecting every problem with its path
 /// (zod-style messages, as the API has always answered). Unknown fields are ignored.
 struct FieldValidator {
-    private(set) var details: [ValidationDetail] = []
+    private(set) var details: [ErrorDetail] = []
     let object: JSONObject
 
     init(_ object: JSONObject) { self.object = object }
 
     /// Throws `VALIDATION_ERROR` with every problem found, if any.
-    func check(suggestion: String) throws(APIError) {
-        if !details.isEmpty { throw APIError.validation(details, suggestion: suggestion) }
+    func check(suggestion: String) throws(HTTPError) {
+        if !details.isEmpty { throw HTTPError.validation(details, suggestion: suggestion) }
     }
 
     mutating func fail(_ path: [String], _ message: String) {
-        details.append(ValidationDetail(path: path, message: message))
+        details.append(ErrorDetail(path: path, message: message))
     }
 
     /// Adds the problems a use case's rules found (`ProjectRules`), after the ones found here.
     mutating func add(_ problems: [FieldProblem]) {
-        details += problems.map { ValidationDetail(path: $0.path, message: $0.message) }
+        details += problems.map { ErrorDetail(path: $0.path, message: $0.message) }
     }
 
     /// Whether `key` is present and was read without a problem (so a rule check on its value is meaningful).

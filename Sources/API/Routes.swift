@@ -6,29 +6,39 @@ public enum Routes {
     /// Registers every API route on `router`. Health routes belong to the executable.
     public static func register(on router: inout Router, _ deps: APIDependencies) {
         let api = APIHandlers(deps: deps)
-        func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping @Sendable (APIHandlers, Request) throws -> Response) {
-            router.add(method, pattern) { request in
+        func add(
+            _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes,
+            _ handler: @escaping @Sendable (APIHandlers, Request) throws -> Response
+        ) {
+            router.add(method, pattern, rateLimits: rateLimits) { request in
                 do {
                     return try handler(api, request)
                 } catch {
-                    return ErrorResponse.response(for: error, request: request, log: deps.log)
+                    // Mapped errors are rendered by the server; the rest become its 500 (already logged here).
+                    if let mapped = ErrorMapping.httpError(for: error, request: request, log: deps.log) { throw mapped }
+                    throw error
                 }
             }
         }
-        add(.post, "/v1/receipts/:publicKey") { try $0.postReceipt($1) }
-        add(.get, "/v1/subscriptions/:publicKey/:userId") { try $0.getSubscriptions($1) }
-        add(.post, ErrorResponse.notificationRoute) { try $0.postNotification($1) }
+        // Rate limits (BOUNCER_RATE_LIMIT_*): every API route per client address; the public key ships inside
+        // apps, so anyone can replay it: per key; a backend presenting its secret key has its own bucket.
+        let app: RateLimitScopes = [.client, .publicKey]
+        let admin: RateLimitScopes = [.client, .admin]
+        add(.post, "/v1/receipts/:publicKey", app) { try $0.postReceipt($1) }
+        add(.get, "/v1/subscriptions/:publicKey/:userId", app.union(.secretKey)) { try $0.getSubscriptions($1) }
+        // Apple is the only caller of the webhook and retries for days: only the per-client limit applies.
+        add(.post, ErrorMapping.notificationRoute, .client) { try $0.postNotification($1) }
 
-        add(.post, "/v1/admin/projects") { try $0.createProject($1) }
-        add(.get, "/v1/admin/projects") { try $0.listProjects($1) }
-        add(.get, "/v1/admin/projects/:id") { try $0.showProject($1) }
-        add(.patch, "/v1/admin/projects/:id") { try $0.updateProject($1) }
-        add(.delete, "/v1/admin/projects/:id") { try $0.deleteProject($1) }
-        add(.post, "/v1/admin/projects/:id/rotate-keys") { try $0.rotateKeys($1) }
-        add(.get, "/v1/admin/projects/:id/products") { try $0.listProducts($1) }
-        add(.put, "/v1/admin/projects/:id/products/:productId") { try $0.putProduct($1) }
-        add(.delete, "/v1/admin/projects/:id/products/:productId") { try $0.deleteProduct($1) }
-        add(.get, "/v1/admin/projects/:id/notifications") { try $0.listNotifications($1) }
+        add(.post, "/v1/admin/projects", admin) { try $0.createProject($1) }
+        add(.get, "/v1/admin/projects", admin) { try $0.listProjects($1) }
+        add(.get, "/v1/admin/projects/:id", admin) { try $0.showProject($1) }
+        add(.patch, "/v1/admin/projects/:id", admin) { try $0.updateProject($1) }
+        add(.delete, "/v1/admin/projects/:id", admin) { try $0.deleteProject($1) }
+        add(.post, "/v1/admin/projects/:id/rotate-keys", admin) { try $0.rotateKeys($1) }
+        add(.get, "/v1/admin/projects/:id/products", admin) { try $0.listProducts($1) }
+        add(.put, "/v1/admin/projects/:id/products/:productId", admin) { try $0.putProduct($1) }
+        add(.delete, "/v1/admin/projects/:id/products/:productId", admin) { try $0.deleteProduct($1) }
+        add(.get, "/v1/admin/projects/:id/notifications", admin) { try $0.listNotifications($1) }
     }
 }
 

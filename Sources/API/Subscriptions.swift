@@ -2,8 +2,8 @@ import Domain
 import HTTPCore
 
 extension APIHandlers {
-    static let subscriptionsKeySuggestion =
-        "Use a valid public key (pk_...) in the URL path: GET /v1/subscriptions/:public_key/:user_id."
+    /// The published contract's exact text (anchors §0).
+    static let subscriptionsKeySuggestion = "Use a valid public key (pk_...) in the URL path."
 
     /// `GET /v1/subscriptions/:publicKey/:userId`: what the user is entitled to now, computed from stored dates.
     func getSubscriptions(_ request: Request) throws -> Response {
@@ -13,8 +13,8 @@ extension APIHandlers {
         let userId = request.pathParameters["userId"] ?? ""
         let scalars = userId.unicodeScalars.count
         guard scalars >= 1, scalars <= 256 else {
-            throw APIError.validation(
-                [ValidationDetail(path: ["userId"], message: scalars == 0
+            throw HTTPError.validation(
+                [ErrorDetail(path: ["userId"], message: scalars == 0
                     ? "String must contain at least 1 character(s)"
                     : "String must contain at most 256 character(s)")],
                 suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")

@@ -52,6 +52,19 @@ public struct VerificationError: Error, Sendable, CustomStringConvertible, Custo
         public static let claims = Step(rawValue: "claims")
         /// The raw value.
         public var description: String { rawValue }
+
+        /// The step as the public contract names it (openapi.yaml, Error.details[].step): one of `format`,
+        /// `header`, `chain`, `signature`, `claims`. The finer internal steps stay in logs and metrics.
+        public var contractName: String {
+            switch self {
+            case .split, .payload: return "format"
+            case .header, .algorithm, .x5c: return "header"
+            case .chain, .validity, .oid: return "chain"
+            case .signature: return "signature"
+            case .claims: return "claims"
+            default: return "format"
+            }
+        }
     }
 
     /// Stable code.

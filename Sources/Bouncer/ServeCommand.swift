@@ -78,6 +78,9 @@ enum ServeCommand {
         let lifecycle = ServeLifecycle()
         var router = router
         addOperationalRoutes(to: &router, lifecycle: lifecycle, readiness: readiness)
+        #if BOUNCER_BENCH_ROUTES
+        addBenchmarkRoutes(to: &router)
+        #endif
         MetricsRoute.add(to: &router, metrics: metrics, token: settings.operations.metricsToken)
         let limits = RateLimitAdmission(settings: settings.operations, metrics: metrics)
 
@@ -97,7 +100,7 @@ enum ServeCommand {
         defer { logWriter.close() }
         let writeLine: @Sendable (String) -> Void = { logWriter.write($0) }
         let log: (@Sendable (String) -> Void)? = settings.accessLog ? writeLine : nil
-        var admission: (@Sendable (Request) -> Response?)? = nil
+        var admission: (@Sendable (Request) -> HTTPError?)? = nil
         if let limits { admission = { limits.admit($0) } }
         let server = HTTPServer(configuration: settings.server, router: router, accessLog: log,
                                 admission: admission, observer: { metrics.observe($0) })
@@ -121,31 +124,35 @@ enum ServeCommand {
         return 0
     }
 
-    /// `GET /healthz` (alive), `GET /readyz` (ready unless draining or `readiness` says no), and
-    /// `GET /v1/ping` (a trivial JSON route for benchmarks). All answer inline on the I/O thread:
-    /// they never block, and a health check must not queue behind slow handlers.
+    /// `GET /healthz` (alive) and `GET /readyz` (ready unless draining or `readiness` says no). Both answer
+    /// inline on the I/O thread: they never block, and a health check must not queue behind slow handlers.
+    /// Neither declares a rate limit. The 503s carry the server's `retryAfterSeconds` (added when rendered).
     static func addOperationalRoutes(
         to router: inout Router, lifecycle: ServeLifecycle, readiness: @escaping @Sendable () -> Bool
     ) {
         let ok = Array(#"{"status":"ok"}"#.utf8)
         let ready = Array(#"{"status":"ready"}"#.utf8)
-        let pong = Array(#"{"pong":true}"#.utf8)
         router.add(.get, "/healthz", placement: .eventLoop) { _ in .json(200, ok) }
         router.add(.get, "/readyz", placement: .eventLoop) { _ in
             if lifecycle.draining.load(ordering: .acquiring) {
-                return .error(503, message: "Draining", code: "SERVICE_UNAVAILABLE", suggestion: "Use another instance.",
-                              headers: ["Retry-After": "1"])
+                throw HTTPError.serviceUnavailable(message: "Draining.", suggestion: "Use another instance.")
             }
             guard readiness() else {
-                return .error(503, message: "Not ready", code: "SERVICE_UNAVAILABLE", suggestion: "Retry shortly.",
-                              headers: ["Retry-After": "1"])
+                throw HTTPError.serviceUnavailable(message: "Not ready.", suggestion: "Retry shortly.")
             }
             return .json(200, ready)
         }
+    }
+
+    #if BOUNCER_BENCH_ROUTES
+    /// `GET /v1/ping` (inline) and `GET /v1/ping/pooled` (through the worker pool): a trivial JSON route for
+    /// bench/http, compiled only into bench builds (`-Xswiftc -DBOUNCER_BENCH_ROUTES`), never into production.
+    static func addBenchmarkRoutes(to router: inout Router) {
+        let pong = Array(#"{"pong":true}"#.utf8)
         router.add(.get, "/v1/ping", placement: .eventLoop) { _ in .json(200, pong) }
-        // The same route through the worker pool, so bench/http can measure the hand-off cost.
         router.add(.get, "/v1/ping/pooled") { _ in .json(200, pong) }
     }
+    #endif
 }
 
 /// Process-wide serve state that handlers read (the readiness route needs to see the drain).

@@ -79,7 +79,8 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
     public var reason: String
     /// True only when the failure was ours (e.g. a revocation check could not be reached), not the data's.
     public var isRetryable: Bool
-    /// The verification step that failed (`split`, `chain`, `signature`, `claims`, …), when known.
+    /// The verification step that failed, as the contract names it: `format`, `header`, `chain`, `signature` or
+    /// `claims` (the API reports it in `details[].step`).
     public var step: String?
 
     /// Creates a failure.

@@ -170,7 +170,12 @@ final class EventLoop: @unchecked Sendable {
             let fromProxy = core.isTrustedProxy(remote)
             let countsPeer = core.clientConnections.isEnabled && !fromProxy
             if count > maxConnections || core.isDraining || (countsPeer && !core.clientConnections.acquire(remote)) {
-                Self.overloadResponse.withUnsafeBytes { p in
+                // Best effort, before the connection's request is even read: it gets the same shape as any error.
+                let id = core.nextRequestID()
+                var out: [UInt8] = []
+                ResponseEncoder.encode(core.render(Self.tooManyConnections, requestID: id), headRequest: false,
+                                       requestID: id, connection: .close, date: dateCache.current(), into: &out)
+                out.withUnsafeBytes { p in
                     if let base = p.baseAddress { _ = bouncer_send(fd, base, p.count) }
                 }
                 Glibc.close(fd)
@@ -193,12 +198,41 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private static let overloadResponse: [UInt8] = {
-        let body = #"{"error":"Too many connections","code":"OVERLOADED","suggestion":"Retry after a short delay."}"#
-        let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-            + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
-        return Array((head + body).utf8)
-    }()
+    // MARK: the loop's own errors (rendered like every other error by `HTTPError`)
+
+    static let tooManyConnections = HTTPError.serviceUnavailable(
+        code: "OVERLOADED", message: "Too many connections", suggestion: "Retry after a short delay.")
+
+    static let busy = HTTPError.serviceUnavailable(
+        code: "OVERLOADED", message: "Server busy", suggestion: "Retry after the Retry-After delay.")
+
+    static let handlerTimedOut = HTTPError.serviceUnavailable(
+        code: "HANDLER_TIMEOUT", message: "The request took too long", suggestion: "Retry later.")
+
+    static let requestTimeout = HTTPError(
+        status: 408, code: "REQUEST_TIMEOUT", message: "Request not received in time",
+        suggestion: "Send the whole request promptly.")
+
+    static func framing(_ error: HTTPParseError) -> HTTPError {
+        HTTPError(status: error.status, code: error.code, message: error.message,
+                  suggestion: "Fix the request framing; the connection is closed after this response.")
+    }
+
+    static func notFound(_ method: HTTPMethod, _ path: String) -> HTTPError {
+        HTTPError(status: 404, code: "NOT_FOUND", message: "No route for \(method.rawValue) \(path)",
+                  suggestion: "Check the path against the API documentation.")
+    }
+
+    static func methodNotAllowed(_ method: HTTPMethod, allow: [String]) -> HTTPError {
+        HTTPError(status: 405, code: "METHOD_NOT_ALLOWED", message: "Method \(method.rawValue) is not allowed here",
+                  suggestion: "Use one of: \(allow.joined(separator: ", ")).",
+                  headers: ["Allow": allow.joined(separator: ", ")])
+    }
+
+    static func badPath(_ message: String) -> HTTPError {
+        HTTPError(status: 400, code: "BAD_REQUEST", message: message,
+                  suggestion: "Percent-encode path segments as UTF-8; \"/\" and NUL are not allowed inside one.")
+    }
 
     // MARK: per-connection state machine
 
@@ -254,10 +288,8 @@ final class EventLoop: @unchecked Sendable {
                 conn.compactInput()
                 return
             case .failure(let error):
-                let response = Response.error(
-                    error.status, message: error.message, code: error.code,
-                    suggestion: "Fix the request framing; the connection is closed after this response.")
                 let id = core.nextRequestID()
+                let response = core.render(Self.framing(error), requestID: id)
                 writeInline(conn, response, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
                 core.log(method: "-", template: "-", status: error.status, bytes: response.body.count,
                          startedAt: monotonicNanos(), requestID: id, remote: conn.clientAddress)
@@ -287,9 +319,10 @@ final class EventLoop: @unchecked Sendable {
             if conn.requestsServed == 1, core.clientConnections.isEnabled {
                 guard core.clientConnections.acquire(conn.clientAddress) else {
                     // The forwarded client already holds its share: the same answer as at accept.
-                    conn.outbuf.append(contentsOf: Self.overloadResponse)
+                    let r = core.render(Self.tooManyConnections, requestID: requestID)
+                    writeInline(conn, r, headRequest: false, requestID: requestID, keepAlive: false, versionMinor: minor)
                     conn.phase = .closing
-                    core.log(method: parsed.method.rawValue, template: "-", status: 503, bytes: 0,
+                    core.log(method: parsed.method.rawValue, template: "-", status: 503, bytes: r.body.count,
                              startedAt: startedAt, requestID: requestID, remote: conn.clientAddress)
                     return
                 }
@@ -298,28 +331,22 @@ final class EventLoop: @unchecked Sendable {
         }
         switch core.router.match(parsed.method, parsed.path) {
         case .notFound:
-            let r = Response.error(404, message: "No route for \(parsed.method.rawValue) \(parsed.path)",
-                                   code: "NOT_FOUND", suggestion: "Check the path against the API documentation.")
+            let r = core.render(Self.notFound(parsed.method, parsed.path), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .methodNotAllowed(let allow):
-            var headers = HTTPHeaders()
-            headers.add("Allow", allow.joined(separator: ", "))
-            let r = Response.error(405, message: "Method \(parsed.method.rawValue) is not allowed here",
-                                   code: "METHOD_NOT_ALLOWED", suggestion: "Use one of: \(allow.joined(separator: ", ")).",
-                                   headers: headers)
+            let r = core.render(Self.methodNotAllowed(parsed.method, allow: allow), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .badPath(let message):
-            let r = Response.error(400, message: message, code: "BAD_REQUEST",
-                                   suggestion: "Percent-encode path segments as UTF-8; \"/\" and NUL are not allowed inside one.")
+            let r = core.render(Self.badPath(message), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .found(let route, let parameters):
             let request = Request(
                 method: parsed.method, path: parsed.path, query: parsed.query, headers: parsed.headers,
                 body: parsed.body, pathParameters: parameters, routeTemplate: route.template,
-                requestID: requestID, remoteAddress: conn.remoteAddress, clientAddress: conn.clientAddress,
-                versionMinor: minor)
+                rateLimitScopes: route.rateLimits, requestID: requestID, remoteAddress: conn.remoteAddress,
+                clientAddress: conn.clientAddress, versionMinor: minor)
             if let admission = core.admission, let rejected = admission(request) {
-                finishInline(conn, rejected, parsed, route.template, requestID, keepAlive, startedAt)
+                finishInline(conn, core.render(rejected, requestID: requestID), parsed, route.template, requestID, keepAlive, startedAt)
                 return
             }
             if route.placement == .eventLoop {
@@ -353,10 +380,7 @@ final class EventLoop: @unchecked Sendable {
                 conn.inflight = (parsed.method.rawValue, template, requestID, startedAt)
                 arm(conn, .handler, core.configuration.handlerTimeout)
             } else {
-                var headers = HTTPHeaders()
-                headers.add("Retry-After", String(core.configuration.retryAfterSeconds))
-                let r = Response.error(503, message: "Server busy", code: "OVERLOADED",
-                                       suggestion: "Retry after the Retry-After delay.", headers: headers)
+                let r = core.render(Self.busy, requestID: requestID)
                 finishInline(conn, r, parsed, template, requestID, keepAlive, startedAt)
             }
         }
@@ -497,8 +521,7 @@ final class EventLoop: @unchecked Sendable {
                 conn.outbuf.removeAll()
                 conn.outIndex = 0
                 let id = core.nextRequestID()
-                let r = Response.error(408, message: "Request not received in time", code: "REQUEST_TIMEOUT",
-                                       suggestion: "Send the whole request promptly.")
+                let r = core.render(Self.requestTimeout, requestID: id)
                 writeInline(conn, r, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
                 core.log(method: "-", template: "-", status: 408, bytes: r.body.count, startedAt: now,
                          requestID: id, remote: conn.clientAddress)
@@ -515,8 +538,7 @@ final class EventLoop: @unchecked Sendable {
                 let info = conn.inflight
                 conn.inflight = nil
                 let id = info?.requestID ?? core.nextRequestID()
-                let r = Response.error(503, message: "The request took too long", code: "HANDLER_TIMEOUT",
-                                       suggestion: "Retry later.", headers: ["Retry-After": String(core.configuration.retryAfterSeconds)])
+                let r = core.render(Self.handlerTimedOut, requestID: id)
                 writeInline(conn, r, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
                 core.log(method: info?.method ?? "-", template: info?.template ?? "-", status: 503,
                          bytes: r.body.count, startedAt: info?.startedAt ?? now, requestID: id, remote: conn.clientAddress)

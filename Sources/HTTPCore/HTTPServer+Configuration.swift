@@ -57,7 +57,8 @@ extension HTTPServer {
         public var writeTimeout: Duration = .seconds(10)
         /// Requests served per connection before `Connection: close`. Default 10,000.
         public var maxRequestsPerConnection: Int = 10_000
-        /// Seconds sent in `Retry-After` with overload 503s. Default 1.
+        /// Seconds sent in `Retry-After` with every 503 (overload, handler timeout, readiness, the API's outages):
+        /// the one source, applied when an `HTTPError` is rendered. Default 1.
         public var retryAfterSeconds: Int = 1
 
         /// Defaults as documented on each property.

@@ -32,15 +32,16 @@ public final class HTTPServer: Sendable {
     /// Prepares a server; nothing is bound until `start()`.
     /// - Parameters:
     ///   - accessLog: receives one JSON line per request; nil disables access logging.
-    ///   - admission: runs on the I/O thread after routing (so `routeTemplate` and `pathParameters` are set)
-    ///     and before the handler runs or is queued; a non-nil response is sent instead (e.g. 429). It must
+    ///   - admission: runs on the I/O thread after routing (so `routeTemplate`, `pathParameters` and
+    ///     `rateLimitScopes` are set)
+    ///     and before the handler runs or is queued; a non-nil error is sent instead (e.g. 429). It must
     ///     be cheap and never block: it delays every other connection of its loop.
     ///   - observer: called once per response, on whichever thread finished it, with the values of the
     ///     access-log line (e.g. for metrics). Same rules: cheap, never blocking. A handler that outlives
     ///     `handlerTimeout` is reported twice, like in the access log: the 503 sent, then its discarded result.
     public init(
         configuration: Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?,
-        admission: (@Sendable (Request) -> Response?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+        admission: (@Sendable (Request) -> HTTPError?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
     ) {
         core = ServerCore(configuration: configuration, router: router, accessLog: accessLog,
                           admission: admission, observer: observer)

@@ -14,6 +14,8 @@ public struct Request: Sendable {
     public var pathParameters: [String: String]
     /// The route pattern that matched, e.g. `/v1/receipts/:publicKey` (safe to log: no secrets).
     public var routeTemplate: String
+    /// The rate limits the matched route declared (`Router.add(rateLimits:)`), for the admission hook.
+    public var rateLimitScopes: RateLimitScopes
     /// The incoming sane `X-Request-Id`, or one the server generated; echoed on the response.
     public var requestID: String
     /// The peer's numeric IP address (the socket's other end: a proxy, when there is one).
@@ -29,7 +31,8 @@ public struct Request: Sendable {
     public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: HTTPHeaders = .init(),
         body: [UInt8] = [], pathParameters: [String: String] = [:], routeTemplate: String = "",
-        requestID: String = "", remoteAddress: String = "", clientAddress: String? = nil, versionMinor: Int = 1
+        rateLimitScopes: RateLimitScopes = [], requestID: String = "", remoteAddress: String = "",
+        clientAddress: String? = nil, versionMinor: Int = 1
     ) {
         self.method = method
         self.path = path
@@ -38,6 +41,7 @@ public struct Request: Sendable {
         self.body = body
         self.pathParameters = pathParameters
         self.routeTemplate = routeTemplate
+        self.rateLimitScopes = rateLimitScopes
         self.requestID = requestID
         self.remoteAddress = remoteAddress
         self.clientAddress = clientAddress ?? remoteAddress

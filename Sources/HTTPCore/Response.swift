@@ -21,42 +21,6 @@ public struct Response: Sendable {
         if !h.contains("Content-Type") { h.add("Content-Type", "application/json") }
         return Response(status: status, headers: h, body: body)
     }
-
-    /// The house error shape `{"error","code","suggestion","details"?}` as JSON.
-    public static func error(
-        _ status: Int, message: String, code: String, suggestion: String,
-        details: String? = nil, headers: HTTPHeaders = .init()
-    ) -> Response {
-        var json = #"{"error":"#
-        json += JSONText.quoted(message)
-        json += #","code":"# + JSONText.quoted(code)
-        json += #","suggestion":"# + JSONText.quoted(suggestion)
-        if let details { json += #","details":"# + JSONText.quoted(details) }
-        json += "}"
-        return .json(status, Array(json.utf8), headers: headers)
-    }
-}
-
-/// Minimal JSON string quoting for error bodies and access-log lines (RFC 8259 §7).
-enum JSONText {
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-        return out
-    }
 }
 
 /// Reason phrases (RFC 9110 §15); clients must ignore them, but people read them in logs.

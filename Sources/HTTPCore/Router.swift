@@ -1,6 +1,23 @@
 /// A request handler: runs on a worker thread (or the event loop for `.eventLoop` routes) and
-/// may block; a thrown error becomes a generic 500 carrying the request id.
+/// may block. A thrown `HTTPError` is rendered with the request id; anything else becomes 500 `INTERNAL_ERROR`.
 public typealias Handler = @Sendable (Request) throws -> Response
+
+/// The rate limits that guard a route, declared where the route is registered and read by the server's
+/// admission hook from `Request.rateLimitScopes` (no matching of path strings).
+public struct RateLimitScopes: OptionSet, Sendable, Hashable {
+    /// The bits.
+    public let rawValue: UInt8
+    /// Wraps bits.
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// One bucket per client address.
+    public static let client = RateLimitScopes(rawValue: 1 << 0)
+    /// One bucket per well-formed `:publicKey` path parameter.
+    public static let publicKey = RateLimitScopes(rawValue: 1 << 1)
+    /// Requests presenting `Bearer sk_…` use a bucket per public key instead of the public-key one.
+    public static let secretKey = RateLimitScopes(rawValue: 1 << 2)
+    /// One bucket shared by every admin route.
+    public static let admin = RateLimitScopes(rawValue: 1 << 3)
+}
 
 /// Maps (method, path) to handlers; patterns use `:name` segments, e.g. `/v1/receipts/:publicKey`.
 public struct Router: Sendable {
@@ -24,6 +41,7 @@ public struct Router: Sendable {
         var segments: [Segment]
         var literalCount: Int
         var placement: Placement
+        var rateLimits: RateLimitScopes
         var handler: Handler
     }
 
@@ -40,21 +58,28 @@ public struct Router: Sendable {
     public init() {}
 
     /// Registers `handler` for `method` requests matching `pattern`; `GET` routes also answer `HEAD`.
-    /// Literal segments win over parameters when two patterns match the same path.
+    /// Literal segments win over parameters when two patterns match the same path. `rateLimits` names the
+    /// limits that guard the route (none for operational routes).
     public mutating func add(
-        _ method: HTTPMethod, _ pattern: String, placement: Placement = .workerPool, _ handler: @escaping Handler
+        _ method: HTTPMethod, _ pattern: String, placement: Placement = .workerPool, rateLimits: RateLimitScopes = [],
+        _ handler: @escaping Handler
     ) {
         let segments = Self.split(pattern).map { raw -> Segment in
             raw.hasPrefix(":") ? .parameter(String(raw.dropFirst())) : .literal(String(raw))
         }
         let literalCount = segments.reduce(0) { if case .literal = $1 { $0 + 1 } else { $0 } }
         routes.append(Route(method: method, template: pattern, segments: segments, literalCount: literalCount,
-                            placement: placement, handler: handler))
+                            placement: placement, rateLimits: rateLimits, handler: handler))
     }
 
     /// Every registered (method, pattern), for diagnostics and tests.
     public var registeredRoutes: [(method: HTTPMethod, pattern: String)] {
         routes.map { (method: $0.method, pattern: $0.template) }
+    }
+
+    /// The rate-limit scopes declared for (method, pattern), nil when no such route is registered.
+    public func rateLimits(_ method: HTTPMethod, _ pattern: String) -> RateLimitScopes? {
+        routes.first { $0.method == method && $0.template == pattern }?.rateLimits
     }
 
     static func split(_ path: String) -> [Substring] {

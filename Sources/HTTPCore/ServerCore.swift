@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 import Synchronization
 
 /// State shared by the event loops and workers of one server: immutable settings plus atomics.
@@ -6,8 +7,8 @@ final class ServerCore: Sendable {
     let configuration: HTTPServer.Configuration
     let router: Router
     let accessLog: (@Sendable (String) -> Void)?
-    /// Runs after routing, before the handler is queued; a response returned here is sent instead.
-    let admission: (@Sendable (Request) -> Response?)?
+    /// Runs after routing, before the handler is queued; an error returned here is sent instead.
+    let admission: (@Sendable (Request) -> HTTPError?)?
     /// Told once per response (on the access-log path), e.g. for metrics.
     let observer: (@Sendable (RequestRecord) -> Void)?
     let pool: WorkerPool
@@ -24,7 +25,7 @@ final class ServerCore: Sendable {
 
     init(
         configuration: HTTPServer.Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?,
-        admission: (@Sendable (Request) -> Response?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+        admission: (@Sendable (Request) -> HTTPError?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
     ) {
         self.configuration = configuration
         self.router = router
@@ -70,17 +71,29 @@ final class ServerCore: Sendable {
         return nextRequestID()
     }
 
-    /// Runs a handler; a thrown error becomes the generic 500 (domain errors are mapped by the API
-    /// module before they reach here). The error's type name is returned for the access log only.
+    /// Runs a handler as the server does: a thrown `HTTPError` is rendered with the request id, anything else
+    /// becomes 500 `INTERNAL_ERROR` (no internals in the body). The other error's type name is returned for the
+    /// access log only; the layer that knows the cause (the API) logs it.
     func invoke(_ handler: Handler, _ request: Request) -> (Response, String?) {
+        Self.invoke(handler, request, retryAfterSeconds: configuration.retryAfterSeconds)
+    }
+
+    /// `invoke` without a server, for in-process tests of handlers.
+    static func invoke(_ handler: Handler, _ request: Request, retryAfterSeconds: Int) -> (Response, String?) {
         do {
             return (try handler(request), nil)
+        } catch let error as HTTPError {
+            return (error.response(requestID: request.requestID, retryAfterSeconds: retryAfterSeconds), nil)
         } catch {
-            let response = Response.error(
-                500, message: "Internal error", code: "INTERNAL_ERROR",
-                suggestion: "Retry later; if it keeps failing, report request id \(request.requestID).")
+            let response = HTTPError.internalError.response(
+                requestID: request.requestID, retryAfterSeconds: retryAfterSeconds)
             return (response, String(describing: type(of: error)))
         }
+    }
+
+    /// `error` as the response the server sends, with the configured `Retry-After` for 503s.
+    func render(_ error: HTTPError, requestID: String) -> Response {
+        error.response(requestID: requestID, retryAfterSeconds: configuration.retryAfterSeconds)
     }
 
     /// One JSON access-log line per request (never bodies, keys or raw paths: only the template),
@@ -98,15 +111,29 @@ final class ServerCore: Sendable {
         let micros = nanos / 1000
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
-        var line = #"{"ts":"# + Self.decimal(Int(wall.tv_sec), fraction: Int(wall.tv_nsec / 1_000_000))
-        line += #","method":"# + JSONText.quoted(method)
-        line += #","path":"# + JSONText.quoted(template)
-        line += #","status":\#(status),"bytes":\#(bytes),"duration_ms":\#(Self.decimal(Int(micros / 1000), fraction: Int(micros % 1000))),"request_id":"#
-        line += JSONText.quoted(requestID)
-        line += #","remote":"# + JSONText.quoted(remote)
-        if let errorType { line += #","error":"# + JSONText.quoted(errorType) }
-        line += "}"
-        accessLog(line)
+        var line = JSONWriter(reservingCapacity: 192)
+        line.writeRaw(#"{"ts":"#)
+        line.writeRaw { $0.append(contentsOf: Self.decimal(Int(wall.tv_sec), fraction: Int(wall.tv_nsec / 1_000_000)).utf8) }
+        line.writeRaw(#","method":"#)
+        line.writeString(method)
+        line.writeRaw(#","path":"#)
+        line.writeString(template)
+        line.writeRaw(#","status":"#)
+        line.writeRaw { $0.append(contentsOf: String(status).utf8) }
+        line.writeRaw(#","bytes":"#)
+        line.writeRaw { $0.append(contentsOf: String(bytes).utf8) }
+        line.writeRaw(#","duration_ms":"#)
+        line.writeRaw { $0.append(contentsOf: Self.decimal(Int(micros / 1000), fraction: Int(micros % 1000)).utf8) }
+        line.writeRaw(#","request_id":"#)
+        line.writeString(requestID)
+        line.writeRaw(#","remote":"#)
+        line.writeString(remote)
+        if let errorType {
+            line.writeRaw(#","error":"#)
+            line.writeString(errorType)
+        }
+        line.writeRaw("}")
+        accessLog(String(decoding: line.bytes, as: UTF8.self))
     }
 
     /// `whole.fff` without Foundation's printf (this runs once per request).

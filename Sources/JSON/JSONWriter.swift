@@ -94,6 +94,18 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Appends JSON text the caller wrote itself (keys, punctuation, `true`), never text from a client.
+    ///
+    /// With `writeString`, this lets a fixed-shape body be written field by field, without a `JSONValue` tree.
+    public mutating func writeRaw(_ literal: StaticString) {
+        append(literal)
+    }
+
+    /// Appends bytes the caller produces in place (numbers, dates); they must already be valid JSON.
+    public mutating func writeRaw(_ produce: (inout [UInt8]) -> Void) {
+        produce(&bytes)
+    }
+
     /// High bit set in each byte lane of `word` that is `"`, `\` or < 0x20 (exact for the lowest
     /// lane, which is all `writeString` uses; see `Parser.attentionMask`).
     @inline(__always)

@@ -347,6 +347,8 @@ final class AdminTests: XCTestCase {
         let response = h.send(.post, "/v1/admin/projects",
                               headers: [("Authorization", "Bearer " + Harness.adminToken), ("Content-Type", "text/plain")],
                               body: createBody)
-        assertError(response, status: 400, code: "VALIDATION_ERROR", error: "Content-Type must be application/json")
+        assertError(response, status: 415, code: "UNSUPPORTED_MEDIA_TYPE",
+                    suggestion: "Send the JSON body with Content-Type: application/json.")
+        XCTAssertEqual(try? h.projects.allProjects().count, 1, "nothing created")
     }
 }

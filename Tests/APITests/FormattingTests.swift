@@ -61,14 +61,20 @@ final class FormattingTests: XCTestCase {
         XCTAssertEqual(String(decoding: body.bytes, as: UTF8.self), #""a\"b\\c\n\t\r\u0001\u001fé😀/""#)
     }
 
-    func testContentTypeMatcher() {
-        XCTAssertTrue(RequestBody.isJSON("application/json"))
-        XCTAssertTrue(RequestBody.isJSON("APPLICATION/JSON;charset=utf-8"))
-        XCTAssertTrue(RequestBody.isJSON("application/json ; charset=utf-8"))
-        XCTAssertFalse(RequestBody.isJSON("application/jsonp"))
-        XCTAssertFalse(RequestBody.isJSON("application/js"))
-        XCTAssertFalse(RequestBody.isJSON("text/json"))
-        XCTAssertFalse(RequestBody.isJSON(nil))
+    func testContentTypeClassifier() {
+        XCTAssertEqual(RequestBody.mediaType("application/json"), .json)
+        XCTAssertEqual(RequestBody.mediaType("APPLICATION/JSON;charset=utf-8"), .json)
+        XCTAssertEqual(RequestBody.mediaType("application/json ; charset=utf-8"), .json)
+        XCTAssertEqual(RequestBody.mediaType(" application/merge-patch+json"), .json)
+        XCTAssertEqual(RequestBody.mediaType("application/vnd.api+JSON; charset=utf-8"), .json)
+        XCTAssertEqual(RequestBody.mediaType("application/+json"), .other, "a +json suffix needs a type name")
+        XCTAssertEqual(RequestBody.mediaType("application/jsonp"), .other)
+        XCTAssertEqual(RequestBody.mediaType("application/js"), .other)
+        XCTAssertEqual(RequestBody.mediaType("text/json"), .other)
+        XCTAssertEqual(RequestBody.mediaType("text/plain"), .other)
+        XCTAssertEqual(RequestBody.mediaType("application/x-www-form-urlencoded"), .formURLEncoded)
+        XCTAssertEqual(RequestBody.mediaType("Application/X-WWW-Form-Urlencoded; charset=UTF-8"), .formURLEncoded)
+        XCTAssertEqual(RequestBody.mediaType(nil), .absent)
     }
 
     func testBearerParsing() {

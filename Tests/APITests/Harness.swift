@@ -55,14 +55,11 @@ final class Harness {
         case .found(let route, let parameters):
             let request = Request(
                 method: method, path: path, headers: HTTPHeaders(headers), body: Array((body ?? "").utf8),
-                pathParameters: parameters, routeTemplate: route.template, requestID: "req-test-1",
+                pathParameters: parameters, routeTemplate: route.template, rateLimitScopes: route.rateLimits,
+                requestID: "req-test-1",
                 remoteAddress: "127.0.0.1")
-            do {
-                return try route.handler(request)
-            } catch {
-                XCTFail("handlers must not throw: \(error)")
-                return Response(status: 599)
-            }
+            // As the server does: a thrown HTTPError is rendered with the request id, anything else is a 500.
+            return ServerCore.invoke(route.handler, request, retryAfterSeconds: 1).0
         case .methodNotAllowed: return Response(status: 405)
         case .notFound: return Response(status: 404)
         case .badPath: return Response(status: 400)
@@ -128,12 +125,15 @@ func assertError(
     XCTAssertNotNil(json["suggestion"]?.stringValue, file: file, line: line)
     if let error { XCTAssertEqual(json["error"]?.stringValue, error, file: file, line: line) }
     if let suggestion { XCTAssertEqual(json["suggestion"]?.stringValue, suggestion, file: file, line: line) }
+    // Every error body carries the request id, equal to the X-Request-Id the harness sends.
+    XCTAssertEqual(json["request_id"]?.stringValue, "req-test-1", file: file, line: line)
     if let details {
         let actual = json["details"]?.arrayValue ?? []
         XCTAssertEqual(actual.count, details.count, "details: \(response.text)", file: file, line: line)
         for (a, e) in zip(actual, details) {
             XCTAssertEqual(a["path"]?.arrayValue?.compactMap(\.stringValue), e["path"] as? [String], file: file, line: line)
             XCTAssertEqual(a["message"]?.stringValue, e["message"] as? String, file: file, line: line)
+            XCTAssertEqual(a["step"]?.stringValue, e["step"] as? String, "step", file: file, line: line)
         }
     }
 }

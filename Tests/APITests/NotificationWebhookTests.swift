@@ -121,14 +121,11 @@ final class NotificationWebhookTests: XCTestCase {
         case .found(let route, let parameters):
             let request = Request(
                 method: method, path: path, query: query, headers: HTTPHeaders(headers), body: Array(body.utf8),
-                pathParameters: parameters, routeTemplate: route.template, requestID: "req-test-1",
+                pathParameters: parameters, routeTemplate: route.template, rateLimitScopes: route.rateLimits,
+                requestID: "req-test-1",
                 remoteAddress: "127.0.0.1")
-            do {
-                return try route.handler(request)
-            } catch {
-                XCTFail("handlers must not throw: \(error)")
-                return Response(status: 599)
-            }
+            // As the server does: a thrown HTTPError is rendered with the request id, anything else is a 500.
+            return ServerCore.invoke(route.handler, request, retryAfterSeconds: 1).0
         case .methodNotAllowed: return Response(status: 405)
         case .notFound: return Response(status: 404)
         case .badPath: return Response(status: 400)
@@ -169,8 +166,7 @@ final class NotificationWebhookTests: XCTestCase {
 
     func testMissingContentTypeIsAcceptedButAnotherMediaTypeIsNot() {
         XCTAssertEqual(notify("h.refund.s", contentType: nil).status, 200)
-        assertError(notify("h.test.s", contentType: "text/plain"), status: 400, code: "VALIDATION_ERROR",
-                    error: "Content-Type must be application/json")
+        assertError(notify("h.test.s", contentType: "text/plain"), status: 415, code: "UNSUPPORTED_MEDIA_TYPE")
         XCTAssertEqual(notifications.storedUUIDs, [Self.uuid1])
     }
 
@@ -197,7 +193,8 @@ final class NotificationWebhookTests: XCTestCase {
 
     func testVerificationFailuresAre400AndStoreNothing() {
         assertError(notify("h.forged.s"), status: 400, code: "JWS_VERIFICATION_FAILED",
-                    error: "JWS verification failed: signature does not verify")
+                    error: "JWS signature verification failed: signature does not verify",
+                    details: [["path": ["signedPayload"], "message": "signature does not verify", "step": "signature"]])
         assertError(notify("h.forged.s"), status: 400, code: "JWS_VERIFICATION_FAILED",
                     suggestion: "Only App Store Server Notifications V2 signed by Apple are accepted: send Apple's body "
                         + "{\"signedPayload\": \"...\"} unchanged.")
@@ -205,7 +202,9 @@ final class NotificationWebhookTests: XCTestCase {
                     error: "Bundle ID mismatch: bundleId com.other.app is not com.example.app",
                     suggestion: "This notification is for another app or environment: in App Store Connect, use the "
                         + "URL with the public key of the project whose bundle_id, app_apple_id and environments "
-                        + "match the app.")
+                        + "match the app.",
+                    details: [["path": ["signedPayload"], "message": "bundleId com.other.app is not com.example.app",
+                               "step": "claims"]])
         XCTAssertEqual(notifications.storedUUIDs, [])
     }
 

@@ -108,10 +108,9 @@ final class ReceiptsTests: XCTestCase {
     func testMissingSignedTransactionInfoIsTheIssueExample() {
         let h = Harness()
         let response = h.postJSON("/v1/receipts/\(Harness.publicKey)", #"{"user_id":"u"}"#)
-        XCTAssertEqual(response.status, 400)
-        XCTAssertEqual(response.text, #"{"error":"Validation error","code":"VALIDATION_ERROR","details":[{"path":"#
-            + #"["signed_transaction_info"],"message":"Required"}],"suggestion":"Request body requires "#
-            + #"signed_transaction_info (string). Optional: user_id, device_id."}"#)
+        assertError(response, status: 400, code: "VALIDATION_ERROR", error: "Validation error",
+                    suggestion: "Request body requires signed_transaction_info (string). Optional: user_id, device_id.",
+                    details: [["path": ["signed_transaction_info"], "message": "Required"]])
     }
 
     func testWrongTypesAreAllReported() {
@@ -177,12 +176,24 @@ final class ReceiptsTests: XCTestCase {
                          "application/json;charset=UTF-8", " application/json "] {
             XCTAssertEqual(h.send(.post, path, headers: [("Content-Type", accepted)], body: body).status, 201, accepted)
         }
-        for rejected in [nil, "text/plain", "application/jsonx", "application/x-www-form-urlencoded",
-                         "application/json-patch+json", ""] as [String?] {
-            let headers = rejected.map { [("Content-Type", $0)] } ?? []
-            assertError(h.send(.post, path, headers: headers, body: body), status: 400, code: "VALIDATION_ERROR",
-                        error: "Content-Type must be application/json", suggestion: receiptSuggestion)
+        // No Content-Type at all: a JSON body is read as JSON; a structured +json type is JSON too.
+        XCTAssertEqual(h.send(.post, path, body: body).status, 201, "no Content-Type, JSON body")
+        XCTAssertEqual(h.send(.post, path, headers: [("Content-Type", "application/vnd.receipt+json")], body: body).status,
+                       201)
+        assertError(h.send(.post, path, body: "signed_transaction_info=a.b.c"), status: 400, code: "INVALID_JSON",
+                    suggestion: receiptSuggestion)
+        // What `curl -d` sends: 415 telling the user to send Content-Type: application/json.
+        assertError(h.send(.post, path, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: body),
+                    status: 415, code: "UNSUPPORTED_MEDIA_TYPE",
+                    error: "Content-Type application/x-www-form-urlencoded is not supported; the body must be JSON.",
+                    suggestion: "Send the JSON body with Content-Type: application/json (curl -d sends "
+                        + "application/x-www-form-urlencoded: add -H 'Content-Type: application/json').")
+        for rejected in ["text/plain", "text/plain; charset=utf-8", "application/jsonx", "text/json", "multipart/form-data", ""] {
+            assertError(h.send(.post, path, headers: [("Content-Type", rejected)], body: body), status: 415,
+                        code: "UNSUPPORTED_MEDIA_TYPE", error: "Unsupported Content-Type; the body must be JSON.",
+                        suggestion: "Send the JSON body with Content-Type: application/json.")
         }
+        XCTAssertEqual(h.purchases.transactionCount, 1, "only the accepted posts stored the (same) transaction")
     }
 
     func testJWSWithoutThreePartsIsInvalidFormatWithTheIssueStrings() {
@@ -200,7 +211,8 @@ final class ReceiptsTests: XCTestCase {
     func testVerificationFailuresKeepTheVerifierCodeAndReason() {
         let h = Harness()
         let cases: [(String, String, String)] = [
-            ("JWS_VERIFICATION_FAILED", "signature does not verify", "JWS verification failed: signature does not verify"),
+            ("JWS_VERIFICATION_FAILED", "signature does not verify",
+             "JWS signature verification failed: signature does not verify"),
             ("BUNDLE_ID_MISMATCH", "bundleId com.other.app is not com.example.app",
              "Bundle ID mismatch: bundleId com.other.app is not com.example.app"),
             ("JWS_UNSUPPORTED_ALGORITHM", "alg HS256", "Unsupported JWS algorithm: alg HS256"),
@@ -214,6 +226,39 @@ final class ReceiptsTests: XCTestCase {
             assertError(h.postReceipt(jws), status: 400, code: code, error: message)
         }
         XCTAssertEqual(h.purchases.transactionCount, 0, "nothing unverified is stored")
+    }
+
+    /// The published contract's texts, word for word.
+    func testJWSVerificationFailedHasTheContractsExactErrorPrefixAndSuggestion() {
+        let h = Harness()
+        h.verifier.register("f.o.o", .failure(VerificationFailure(
+            code: "JWS_VERIFICATION_FAILED", reason: "certificate chain does not lead to a trusted root", step: "chain")))
+        assertError(h.postReceipt("f.o.o"), status: 400, code: "JWS_VERIFICATION_FAILED",
+                    error: "JWS signature verification failed: certificate chain does not lead to a trusted root",
+                    suggestion: "The JWS signature could not be verified against Apple's certificate chain. "
+                        + "Ensure you are sending a genuine StoreKit 2 signed transaction.",
+                    details: [["path": ["signed_transaction_info"],
+                               "message": "certificate chain does not lead to a trusted root", "step": "chain"]])
+    }
+
+    /// Every verifier code carries `details` naming the step, in the validation details' shape.
+    func testVerificationFailuresNameTheFailingStepInDetails() {
+        let h = Harness()
+        let cases: [(code: String, step: String)] = [
+            ("INVALID_JWS_FORMAT", "format"), ("JWS_UNSUPPORTED_ALGORITHM", "header"), ("JWS_VERIFICATION_FAILED", "chain"),
+            ("JWS_VERIFICATION_FAILED", "signature"), ("BUNDLE_ID_MISMATCH", "claims"), ("ENVIRONMENT_NOT_ALLOWED", "claims"),
+            ("APP_APPLE_ID_MISMATCH", "claims"),
+        ]
+        for (i, c) in cases.enumerated() {
+            let jws = "s\(i).t.u"
+            h.verifier.register(jws, .failure(VerificationFailure(code: c.code, reason: "reason \(i)", step: c.step)))
+            assertError(h.postReceipt(jws), status: 400, code: c.code,
+                        details: [["path": ["signed_transaction_info"], "message": "reason \(i)", "step": c.step]])
+        }
+        // The API's own shape check is the format step too.
+        assertError(h.postReceipt("only.two"), status: 400, code: "INVALID_JWS_FORMAT",
+                    details: [["path": ["signed_transaction_info"], "message": "expected 3 dot-separated parts",
+                               "step": "format"]])
     }
 
     func testForeignEnvironmentIsRejectedBeforeAnythingIsStored() {

@@ -103,7 +103,7 @@ final class SubscriptionsTests: XCTestCase {
         for key in ["nope", Harness.otherPublicKey] {
             assertError(h.send(.get, "/v1/subscriptions/\(key)/u"), status: 401, code: "AUTH_INVALID_PUBLIC_KEY",
                         error: "Invalid public key.",
-                        suggestion: "Use a valid public key (pk_...) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
+                        suggestion: "Use a valid public key (pk_...) in the URL path.")
         }
     }
 

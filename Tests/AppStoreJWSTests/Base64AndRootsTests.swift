@@ -69,6 +69,20 @@ final class Base64AndRootsTests: XCTestCase {
         XCTAssertEqual(ProductType.nonRenewing.rawValue, "Non-Renewing Subscription")
     }
 
+    func testEveryInternalStepMapsToOneOfTheFiveContractSteps() {
+        let table: [(VerificationError.Step, String)] = [
+            (.split, "format"), (.payload, "format"),
+            (.header, "header"), (.algorithm, "header"), (.x5c, "header"),
+            (.chain, "chain"), (.validity, "chain"), (.oid, "chain"),
+            (.signature, "signature"),
+            (.claims, "claims"),
+            (VerificationError.Step(rawValue: "future"), "format"),
+        ]
+        for (step, contract) in table {
+            XCTAssertEqual(step.contractName, contract, step.rawValue)
+        }
+    }
+
     func testErrorDescriptionsAreStable() {
         let error = VerificationError(code: .bundleIdMismatch, step: .claims, reason: "r", debugDetail: "openssl detail")
         XCTAssertEqual(error.description, "BUNDLE_ID_MISMATCH (claims): r")

@@ -190,7 +190,7 @@ final class ContractE2ETests: XCTestCase {
 
         let missing = try api.client.post(path, json: ["user_id": "u"])
         XCTAssertEqual(missing.status, 400)
-        XCTAssertEqual(try missing.json(), [
+        XCTAssertEqual(try missing.errorFields(), [
             "error": "Validation error", "code": "VALIDATION_ERROR",
             "details": [["path": ["signed_transaction_info"], "message": "Required"]],
             "suggestion": .string(suggestion),
@@ -205,9 +205,15 @@ final class ContractE2ETests: XCTestCase {
 
         let text = try api.client.request("POST", path, headers: ["Content-Type": "text/plain"],
                                           body: Array(#"{"signed_transaction_info":"a.b.c"}"#.utf8))
-        assertError(text, 400, "VALIDATION_ERROR", suggestion: suggestion)
+        assertError(text, 415, "UNSUPPORTED_MEDIA_TYPE", suggestion: "Send the JSON body with Content-Type: application/json.")
+        // What `curl -d '{...}'` sends.
+        let form = try api.client.request("POST", path, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                          body: Array(#"{"signed_transaction_info":"a.b.c"}"#.utf8))
+        assertError(form, 415, "UNSUPPORTED_MEDIA_TYPE", suggestion: "Send the JSON body with Content-Type: "
+            + "application/json (curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: application/json').")
+        // No Content-Type at all: the JSON body is read as JSON (and reaches the verifier).
         let noType = try api.client.request("POST", path, body: Array(#"{"signed_transaction_info":"a.b.c"}"#.utf8))
-        assertError(noType, 400, "VALIDATION_ERROR", suggestion: suggestion)
+        assertError(noType, 400, "INVALID_JWS_FORMAT")
 
         let notObject = try api.client.post(path, json: ["a.b.c"])
         assertError(notObject, 400, "VALIDATION_ERROR", suggestion: suggestion)
@@ -219,9 +225,10 @@ final class ContractE2ETests: XCTestCase {
         for bad in ["abc", "a.b", "a..c", ".b.c", "a.b.c.d"] {
             let r = try api.postReceipt(tenant.publicKey, bad, user: "u")
             XCTAssertEqual(r.status, 400, bad)
-            XCTAssertEqual(try r.json(), [
+            XCTAssertEqual(try r.errorFields(), [
                 "error": "Invalid JWS format: expected 3 dot-separated parts", "code": "INVALID_JWS_FORMAT",
                 "suggestion": "Provide a valid JWS string (3 dot-separated base64url parts) from StoreKit 2 Transaction.jsonRepresentation.",
+                "details": [["path": ["signed_transaction_info"], "message": "expected 3 dot-separated parts", "step": "format"]],
             ], bad)
         }
         for table in ["transactions", "purchases", "subscriptions"] {
@@ -243,7 +250,9 @@ final class ContractE2ETests: XCTestCase {
         let middle = signature.count / 2
         signature[middle] = signature[middle] == "A" ? "B" : "A"
         let tampered = [parts[0], parts[1], String(signature)].joined(separator: ".")
-        assertError(try api.postReceipt(tenant.publicKey, tampered, user: "u"), 400, "JWS_VERIFICATION_FAILED")
+        let tamperedResponse = try api.postReceipt(tenant.publicKey, tampered, user: "u")
+        assertError(tamperedResponse, 400, "JWS_VERIFICATION_FAILED")
+        assertStep(tamperedResponse, "signature")
 
         // Tampered payload: another payload under the original signature.
         var other = good
@@ -258,16 +267,31 @@ final class ContractE2ETests: XCTestCase {
             .map { certs.appendingPathComponent($0).path })
         let rejected = try api.postReceipt(tenant.publicKey, untrusted, user: "u")
         assertError(rejected, 400, "JWS_VERIFICATION_FAILED")
-        XCTAssertTrue(try rejected.json()["error"]?.stringValue?.hasPrefix("JWS verification failed: ") == true, rejected.description)
+        XCTAssertTrue(try rejected.json()["error"]?.stringValue?.hasPrefix("JWS signature verification failed: ") == true,
+                      rejected.description)
+        let exactSuggestion = "The JWS signature could not be verified against Apple's certificate chain. "
+            + "Ensure you are sending a genuine StoreKit 2 signed transaction."
+        XCTAssertEqual(try rejected.json()["suggestion"]?.stringValue, exactSuggestion)
+        let rejectedDetail = try rejected.json()["details"]?[0]
+        XCTAssertEqual(rejectedDetail?["step"]?.stringValue, "chain", rejected.description)
+        XCTAssertEqual(rejectedDetail?["path"], ["signed_transaction_info"], rejected.description)
 
         // Unsupported algorithm.
-        assertError(try api.postReceipt(tenant.publicKey, try E2E.mint(good.json, alg: "HS256"), user: "u"),
-                    400, "JWS_UNSUPPORTED_ALGORITHM")
+        let hs256 = try api.postReceipt(tenant.publicKey, try E2E.mint(good.json, alg: "HS256"), user: "u")
+        assertError(hs256, 400, "JWS_UNSUPPORTED_ALGORITHM")
+        assertStep(hs256, "header")
+
+        // Not base64url at all: the format step.
+        let garbage = try api.postReceipt(tenant.publicKey, "###.b.c", user: "u")
+        assertError(garbage, 400, "INVALID_JWS_FORMAT")
+        assertStep(garbage, "format")
 
         // Another app's transaction.
         var foreign = good
         foreign.bundleId = "com.someone.else"
-        assertError(try api.postReceipt(tenant.publicKey, try foreign.mint(), user: "u"), 400, "BUNDLE_ID_MISMATCH")
+        let foreignResponse = try api.postReceipt(tenant.publicKey, try foreign.mint(), user: "u")
+        assertError(foreignResponse, 400, "BUNDLE_ID_MISMATCH")
+        assertStep(foreignResponse, "claims")
 
         // Production on a Sandbox-only project.
         var production = good
@@ -293,10 +317,11 @@ final class ContractE2ETests: XCTestCase {
         for key in ["nope", "pk_123", unknown, tenant.secretKey] {
             let r = try api.postReceipt(key, jws, user: "u")
             XCTAssertEqual(r.status, 401, key)
-            XCTAssertEqual(try r.json(), [
+            XCTAssertEqual(try r.errorFields(), [
                 "error": "Invalid public key.", "code": "AUTH_INVALID_PUBLIC_KEY", "suggestion": .string(receiptSuggestion),
             ], key)
-            assertError(try api.user(key, "u"), 401, "AUTH_INVALID_PUBLIC_KEY", error: "Invalid public key.")
+            assertError(try api.user(key, "u"), 401, "AUTH_INVALID_PUBLIC_KEY", error: "Invalid public key.",
+                        suggestion: "Use a valid public key (pk_...) in the URL path.")
         }
         XCTAssertEqual(try db.count("transactions", project: tenant.id), 0)
 
@@ -610,4 +635,15 @@ final class ContractE2ETests: XCTestCase {
         key.hasPrefix(prefix) && key.utf8.count == prefix.utf8.count + hexDigits
             && key.utf8.dropFirst(prefix.utf8.count).allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
     }
+}
+
+/// Verification failures name the failing step in `details`, in the shape of validation details.
+func assertStep(_ r: HTTPResponse, _ step: String, file: StaticString = #filePath, line: UInt = #line) {
+    guard let json = try? r.json(), let detail = json["details"]?[0] else {
+        return XCTFail("no details: \(r)", file: file, line: line)
+    }
+    XCTAssertEqual(json["details"]?.arrayValue?.count, 1, r.description, file: file, line: line)
+    XCTAssertEqual(detail["step"]?.stringValue, step, r.description, file: file, line: line)
+    XCTAssertEqual(detail["path"], ["signed_transaction_info"], r.description, file: file, line: line)
+    XCTAssertNotNil(detail["message"]?.stringValue, r.description, file: file, line: line)
 }

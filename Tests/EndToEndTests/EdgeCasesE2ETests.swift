@@ -228,7 +228,7 @@ extension ContractE2ETests {
         let steps: [(String, String, [String: String], [UInt8]?, Int)] = [
             ("POST", path, json, good, 201),
             ("POST", path, json, Array(#"{"signed_transaction_info":"#.utf8), 400),
-            ("POST", path, ["Content-Type": "text/plain"], good, 400),
+            ("POST", path, ["Content-Type": "text/plain"], good, 415),
             ("POST", path, json, Array(#"{"signed_transaction_info":"a.b"}"#.utf8), 400),
             ("POST", "/v1/receipts/pk_nope", json, good, 401),
             ("GET", "/v1/subscriptions/\(tenant.publicKey)/kept", [:], nil, 200),

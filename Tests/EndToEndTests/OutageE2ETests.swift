@@ -44,7 +44,9 @@ final class OutageE2ETests: XCTestCase {
             ready = try api.client.get("/readyz")
         }
         XCTAssertEqual(ready.status, 503, ready.description)
-        XCTAssertEqual(ready.header("Retry-After"), "1")
+        XCTAssertEqual(ready.header("Retry-After"), "1", "the server configuration's retryAfterSeconds")
+        // The readiness route throws HTTPError: the same shape as every error, request_id included.
+        assertError(ready, 503, "SERVICE_UNAVAILABLE", error: "Not ready.", suggestion: "Retry shortly.")
         XCTAssertEqual(try api.client.get("/healthz").status, 200, "liveness does not depend on the database")
 
         // Back up: the same process serves again (allow the pool a few seconds to reconnect).

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JSON
 import XCTest
 
 /// `bouncer serve` as a real process with its embedded PostgreSQL: rate limits answer 429 at the configured
@@ -57,7 +58,7 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(limited.header("RateLimit-Remaining"), "0")
         XCTAssertEqual(limited.header("RateLimit-Reset"), "2")
         XCTAssertEqual(limited.header("Content-Type"), "application/json")
-        XCTAssertTrue(limited.text.hasPrefix(#"{"error":"Too many requests.","code":"RATE_LIMITED","suggestion":"#), limited.text)
+        try assertErrorShape(limited, code: "RATE_LIMITED", error: "Too many requests.")
         // Another key has its own bucket; a request presenting a secret key is not in the public-key bucket.
         XCTAssertEqual(try get("/v1/subscriptions/pk_\(String(repeating: "cd", count: 16))/u1").status, 401)
         XCTAssertEqual(try get("/v1/subscriptions/\(key)/u1", "Authorization: Bearer sk_\(String(repeating: "0", count: 64))\r\n").status, 401)
@@ -75,7 +76,12 @@ final class OperationsExecutableTests: XCTestCase {
         let adminLimited = try get("/v1/admin/projects", admin)
         XCTAssertEqual(adminLimited.status, 429)
         XCTAssertEqual(adminLimited.header("Retry-After"), "2")
-        XCTAssertEqual(try get("/v1/ping").status, 200, "the benchmark route is never limited")
+        // The benchmark routes exist only in bench builds (-DBOUNCER_BENCH_ROUTES), never in this binary.
+        for path in ["/v1/ping", "/v1/ping/pooled"] {
+            let ping = try get(path)
+            XCTAssertEqual(ping.status, 404, path)
+            try assertErrorShape(ping, code: "NOT_FOUND")
+        }
         // A notification signed by the test PKI (chain to the configured test root) is counted by type.
         let notification = try signedNotification(bundleId: "com.example.ops")
         try c.send("POST /v1/notifications/\(projectKey) HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
@@ -89,6 +95,7 @@ final class OperationsExecutableTests: XCTestCase {
         let denied = try get("/metrics")
         XCTAssertEqual(denied.status, 401)
         XCTAssertEqual(denied.header("WWW-Authenticate"), "Bearer")
+        try assertErrorShape(denied, code: "AUTH_INVALID_METRICS_TOKEN", error: "A valid metrics token is required.")
         XCTAssertEqual(try get("/metrics", "Authorization: Bearer wrong-token-0123456789\r\n").status, 401)
         let metrics = try get("/metrics", "Authorization: Bearer \(metricsToken)\r\n")
         XCTAssertEqual(metrics.status, 200)
@@ -127,6 +134,53 @@ final class OperationsExecutableTests: XCTestCase {
         _ = err.fileHandleForReading.readDataToEndOfFile()
     }
 
+    /// The client scope limits the forwarded client when the peer is a trusted proxy, and the peer itself otherwise:
+    /// behind a balancer, one abusive client does not exhaust every other client's bucket.
+    func testClientRateLimitFollowsForwardedClientOnlyFromTrustedProxies() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bouncer-xff-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func start(trusted: String) throws -> (Process, Int) {
+            let p = Process()
+            p.executableURL = try binary()
+            p.arguments = ["serve"]
+            p.environment = ProcessInfo.processInfo.environment.merging([
+                "BOUNCER_PORT": "0", "BOUNCER_HOST": "127.0.0.1", "BOUNCER_DATA_DIR": dir.appendingPathComponent("data").path,
+                "BOUNCER_ACCESS_LOG": "off", "BOUNCER_RATE_LIMIT_CLIENT": "0.01", "BOUNCER_RATE_LIMIT_CLIENT_BURST": "1",
+                "BOUNCER_TRUSTED_PROXIES": trusted,
+            ]) { $1 }
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+            let port = try XCTUnwrap(Int(line.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ":").last ?? ""), line)
+            return (p, port)
+        }
+        let key = "pk_" + String(repeating: "ab", count: 16)
+        func status(_ c: TestClient, forwardedFor: String) throws -> Int {
+            try c.send("GET /v1/subscriptions/\(key)/u HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: \(forwardedFor)\r\n\r\n")
+            return try c.readResponse().status
+        }
+        // Trusted peer: each forwarded client has its own bucket of one.
+        var (p, port) = try start(trusted: "127.0.0.1/32")
+        var c = try TestClient(port: port)
+        XCTAssertEqual(try status(c, forwardedFor: "198.51.100.7"), 401)
+        XCTAssertEqual(try status(c, forwardedFor: "198.51.100.7"), 429)
+        XCTAssertEqual(try status(c, forwardedFor: "198.51.100.8"), 401)
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        // Untrusted peer: the header is ignored and the peer's one bucket is spent by the first request.
+        (p, port) = try start(trusted: "10.0.0.0/8")
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        c = try TestClient(port: port)
+        XCTAssertEqual(try status(c, forwardedFor: "198.51.100.7"), 401)
+        XCTAssertEqual(try status(c, forwardedFor: "198.51.100.8"), 429)
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+    }
+
     /// `{"signedPayload": …}` for a SUBSCRIBED notification with a nested transaction, both signed by
     /// `Tests/Fixtures/pki/sign-jws` (the committed test PKI, Apple's JWS shape).
     func signedNotification(bundleId: String) throws -> String {
@@ -151,4 +205,18 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(p.terminationStatus, 0)
         return jws.trimmingCharacters(in: .whitespacesAndNewlines)
     }
+}
+
+/// The one error shape rendered by `HTTPError`: fields, and `request_id` equal to the `X-Request-Id` header.
+func assertErrorShape(
+    _ r: TestClient.Response, code: String, error: String? = nil, file: StaticString = #filePath, line: UInt = #line
+) throws {
+    XCTAssertEqual(r.header("Content-Type"), "application/json", file: file, line: line)
+    let body = try JSONParser.parse(r.body)
+    XCTAssertEqual(body["code"]?.stringValue, code, r.text, file: file, line: line)
+    if let error { XCTAssertEqual(body["error"]?.stringValue, error, file: file, line: line) }
+    XCTAssertNotNil(body["error"]?.stringValue, file: file, line: line)
+    XCTAssertNotNil(body["suggestion"]?.stringValue, file: file, line: line)
+    XCTAssertNotNil(r.header("X-Request-Id"), file: file, line: line)
+    XCTAssertEqual(body["request_id"]?.stringValue, r.header("X-Request-Id"), file: file, line: line)
 }

@@ -1,3 +1,4 @@
+import JSON
 import XCTest
 @testable import HTTPCore
 
@@ -111,10 +112,50 @@ final class RouterTests: XCTestCase {
         XCTAssertEqual(ServerCore.decimal(1795308354, fraction: 999), "1795308354.999")
     }
 
-    func testErrorBodyShape() {
-        let r = Response.error(404, message: "No \"x\"\n", code: "NOT_FOUND", suggestion: "s", details: "d")
+    func testErrorBodyShapeIsRenderedByHTTPErrorOnly() throws {
+        let error = HTTPError(
+            status: 400, code: "VALIDATION_ERROR", message: "No \"x\"\n", suggestion: "s",
+            details: [ErrorDetail(path: ["a", "0"], message: "m"), ErrorDetail(path: ["jws"], message: "r", step: "chain")])
+        let r = error.response(requestID: "rid-1", retryAfterSeconds: 9)
         XCTAssertEqual(String(decoding: r.body, as: UTF8.self),
-                       #"{"error":"No \"x\"\n","code":"NOT_FOUND","suggestion":"s","details":"d"}"#)
+                       #"{"error":"No \"x\"\n","code":"VALIDATION_ERROR","suggestion":"s","#
+                       + #""details":[{"path":["a","0"],"message":"m"},{"path":["jws"],"message":"r","step":"chain"}],"#
+                       + #""request_id":"rid-1"}"#)
         XCTAssertEqual(r.headers["content-type"], "application/json")
+        XCTAssertNil(r.headers["Retry-After"], "only 503s get the server's Retry-After")
+        let unavailable = HTTPError.serviceUnavailable(message: "m", suggestion: "s")
+        XCTAssertEqual(unavailable.response(requestID: "r", retryAfterSeconds: 9).headers["Retry-After"], "9")
+        var own = unavailable
+        own.headers.set("Retry-After", "3")
+        XCTAssertEqual(own.response(requestID: "r", retryAfterSeconds: 9).headers["Retry-After"], "3")
+    }
+
+    func testHandlerErrorsAreRenderedByTheServerCore() throws {
+        let request = Request(method: .get, path: "/x", requestID: "rid-2")
+        let thrown: Handler = { _ in throw HTTPError(status: 409, code: "CONFLICT", message: "m", suggestion: "s") }
+        let (conflict, conflictType) = ServerCore.invoke(thrown, request, retryAfterSeconds: 1)
+        XCTAssertEqual(conflict.status, 409)
+        XCTAssertNil(conflictType, "an HTTPError is an answer, not a failure")
+        XCTAssertEqual(String(decoding: conflict.body, as: UTF8.self),
+                       #"{"error":"m","code":"CONFLICT","suggestion":"s","request_id":"rid-2"}"#)
+        struct Secret: Error { let password = "hunter2" }
+        let (failed, failedType) = ServerCore.invoke({ _ in throw Secret() }, request, retryAfterSeconds: 1)
+        XCTAssertEqual(failed.status, 500)
+        XCTAssertEqual(failedType, "Secret", "the access log names the type")
+        let body = try JSONParser.parse(failed.body)
+        XCTAssertEqual(body["code"]?.stringValue, "INTERNAL_ERROR")
+        XCTAssertEqual(body["error"]?.stringValue, "Internal server error.")
+        XCTAssertEqual(body["request_id"]?.stringValue, "rid-2")
+        XCTAssertFalse(String(decoding: failed.body, as: UTF8.self).contains("hunter2"))
+    }
+
+    func testRoutesCarryTheirDeclaredRateLimitScopes() {
+        var router = Router()
+        router.add(.post, "/v1/things/:publicKey", rateLimits: [.client, .publicKey]) { _ in Response(status: 200) }
+        router.add(.get, "/healthz") { _ in Response(status: 200) }
+        guard case .found(let route, _) = router.match(.post, "/v1/things/pk_1") else { return XCTFail("no match") }
+        XCTAssertEqual(route.rateLimits, [.client, .publicKey])
+        XCTAssertEqual(router.rateLimits(.get, "/healthz"), [])
+        XCTAssertNil(router.rateLimits(.get, "/nowhere"))
     }
 }

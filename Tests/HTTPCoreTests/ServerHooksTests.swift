@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import JSON
 import XCTest
 @testable import HTTPCore
 
@@ -20,7 +21,7 @@ final class ServerHooksTests: XCTestCase {
     }
 
     func start(
-        admission: (@Sendable (Request) -> Response?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+        admission: (@Sendable (Request) -> HTTPError?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
     ) throws -> Int {
         var c = HTTPServer.Configuration()
         c.host = "127.0.0.1"
@@ -42,8 +43,8 @@ final class ServerHooksTests: XCTestCase {
         let port = try start(admission: { request in
             seen.withLock { $0.append("\(request.method.rawValue) \(request.routeTemplate) id=\(request.pathParameters["id"] ?? "-")") }
             guard request.pathParameters["id"] == "blocked" else { return nil }
-            return .error(429, message: "Too many requests.", code: "RATE_LIMITED", suggestion: "Later.",
-                          headers: ["Retry-After": "7"])
+            return HTTPError(status: 429, code: "RATE_LIMITED", message: "Too many requests.", suggestion: "Later.",
+                             headers: ["Retry-After": "7"])
         })
         let c = try TestClient(port: port)
         try c.send("GET /items/ok HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -54,7 +55,11 @@ final class ServerHooksTests: XCTestCase {
         let blocked = try c.readResponse()
         XCTAssertEqual(blocked.status, 429)
         XCTAssertEqual(blocked.header("Retry-After"), "7")
-        XCTAssertEqual(blocked.text, #"{"error":"Too many requests.","code":"RATE_LIMITED","suggestion":"Later."}"#)
+        let body = try JSONParser.parse(Array(blocked.text.utf8))
+        XCTAssertEqual(body["error"]?.stringValue, "Too many requests.")
+        XCTAssertEqual(body["code"]?.stringValue, "RATE_LIMITED")
+        XCTAssertEqual(body["suggestion"]?.stringValue, "Later.")
+        XCTAssertEqual(body["request_id"]?.stringValue, blocked.header("X-Request-Id"), "rendered with the request id")
         XCTAssertNil(blocked.header("Connection"), "a rejection keeps the connection alive")
         try c.send("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n")
         XCTAssertEqual(try c.readResponse().text, "inline")
@@ -66,7 +71,7 @@ final class ServerHooksTests: XCTestCase {
 
     func testObserverGetsOneRecordPerResponse() throws {
         let records = Records()
-        let port = try start(admission: { $0.pathParameters["id"] == "no" ? Response(status: 429) : nil },
+        let port = try start(admission: { $0.pathParameters["id"] == "no" ? HTTPError(status: 429, code: "RATE_LIMITED", message: "m", suggestion: "s") : nil },
                              observer: { records.append($0) })
         let c = try TestClient(port: port)
         for (i, request) in ["GET /items/abc", "GET /inline", "GET /missing", "GET /items/no", "DELETE /inline"].enumerated() {

@@ -14,15 +14,17 @@ enum MetricsRoute {
             if let expected {
                 guard let header = request.headers["Authorization"], let presented = bearerToken(header),
                       ProjectKeys.constantTimeEquals(Digest.sha256(presented.utf8), expected) else {
-                    return .error(401, message: "A valid metrics token is required.", code: "AUTH_INVALID_METRICS_TOKEN",
-                                  suggestion: "Send Authorization: Bearer <BOUNCER_METRICS_TOKEN>.",
-                                  headers: ["WWW-Authenticate": "Bearer"])
+                    throw invalidToken
                 }
             }
             return Response(status: 200, headers: ["Content-Type": MetricsRegistry.contentType],
                             body: Array(metrics.render().utf8))
         }
     }
+
+    static let invalidToken = HTTPError(
+        status: 401, code: "AUTH_INVALID_METRICS_TOKEN", message: "A valid metrics token is required.",
+        suggestion: "Send Authorization: Bearer <BOUNCER_METRICS_TOKEN>.", headers: ["WWW-Authenticate": "Bearer"])
 
     /// The credentials of `Bearer <token>` (RFC 6750 §2.1), scheme case-insensitive.
     static func bearerToken(_ header: String) -> String? {

@@ -3,15 +3,18 @@ import HTTPCore
 
 /// Decides, on the I/O thread right after routing, whether a request is over one of its rate limits.
 ///
-/// Scopes (each a token bucket per key, per process — N instances allow N times the rate):
-/// - `client`: the peer address, on every `/v1` API route (behind a proxy, the proxy's address);
-/// - `public_key`: the path's public key on receipts and subscriptions (a key ships inside apps, so anyone
-///   can replay it); only well-formed keys get a bucket, malformed ones are rejected by the API anyway;
-/// - `secret_key`: subscription reads presenting `Bearer sk_…` (a backend) get their own bucket per public key
-///   instead of the public-key one; the secret is not checked here (no database on the I/O thread), a
-///   forged one is still limited by `client` and then rejected by the API;
-/// - `admin`: all of `/v1/admin` together.
-/// `/healthz`, `/readyz`, `/metrics` and `/v1/ping` are never limited; webhook notifications only by `client`.
+/// Each route declares its scopes where it is registered (`Router.add(rateLimits:)`, the API's `Routes`); this
+/// reads them from `Request.rateLimitScopes`. Each scope is a token bucket per key, per process (N instances
+/// allow N times the rate):
+/// - `client`: the client address (`Request.clientAddress`: the peer, or the forwarded client when the peer is
+///   in `BOUNCER_TRUSTED_PROXIES`);
+/// - `publicKey`: the path's public key (a key ships inside apps, so anyone can replay it); only well-formed
+///   keys get a bucket, malformed ones are rejected by the API anyway;
+/// - `secretKey`: requests presenting `Bearer sk_…` (a backend) get their own bucket per public key instead of
+///   the public-key one; the secret is not checked here (no database on the I/O thread), a forged one is still
+///   limited by `client` and then rejected by the API;
+/// - `admin`: all admin routes together.
+/// Routes that declare no scope (`/healthz`, `/readyz`, `/metrics`) are never limited.
 struct RateLimitAdmission: Sendable {
     let limiter: RateLimiter
     let settings: OperationsSettings
@@ -27,28 +30,26 @@ struct RateLimitAdmission: Sendable {
     }
 
     /// The `admission` hook: nil lets the request through, else the 429.
-    func admit(_ request: Request) -> Response? {
-        let template = request.routeTemplate
-        guard template.hasPrefix("/v1/"), !template.hasPrefix("/v1/ping") else { return nil }
-        if let limit = settings.client.limit,
-           let rejected = check("client", key: "c:" + request.remoteAddress, limit) { return rejected }
-        if template.hasPrefix("/v1/admin/") || template == "/v1/admin" {
-            if let limit = settings.admin.limit, let rejected = check("admin", key: "admin", limit) { return rejected }
-            return nil
-        }
-        let isReceipts = template.hasPrefix("/v1/receipts/")
-        let isSubscriptions = template.hasPrefix("/v1/subscriptions/")
-        guard isReceipts || isSubscriptions, let publicKey = request.pathParameters["publicKey"],
-              ProjectKeys.isPublicKeySyntax(publicKey) else { return nil }
-        if isSubscriptions, let authorization = request.headers["Authorization"], Self.presentsSecretKey(authorization) {
+    func admit(_ request: Request) -> HTTPError? {
+        let scopes = request.rateLimitScopes
+        guard !scopes.isEmpty else { return nil }
+        if scopes.contains(.client), let limit = settings.client.limit,
+           let rejected = check("client", key: "c:" + request.clientAddress, limit) { return rejected }
+        if scopes.contains(.admin), let limit = settings.admin.limit,
+           let rejected = check("admin", key: "admin", limit) { return rejected }
+        guard scopes.contains(.publicKey) || scopes.contains(.secretKey),
+              let publicKey = request.pathParameters["publicKey"], ProjectKeys.isPublicKeySyntax(publicKey)
+        else { return nil }
+        if scopes.contains(.secretKey), let authorization = request.headers["Authorization"],
+           Self.presentsSecretKey(authorization) {
             guard let limit = settings.secretKey.limit else { return nil }
             return check("secret_key", key: "s:" + publicKey, limit)
         }
-        guard let limit = settings.publicKey.limit else { return nil }
+        guard scopes.contains(.publicKey), let limit = settings.publicKey.limit else { return nil }
         return check("public_key", key: "p:" + publicKey, limit)
     }
 
-    private func check(_ scope: String, key: String, _ limit: RateLimit) -> Response? {
+    private func check(_ scope: String, key: String, _ limit: RateLimit) -> HTTPError? {
         let decision = limiter.acquire(key, limit: limit)
         guard !decision.allowed else { return nil }
         metrics.rateLimited(scope: scope)
@@ -57,7 +58,7 @@ struct RateLimitAdmission: Sendable {
 
     /// 429 in the API's error shape, with `Retry-After` (RFC 9110 §10.2.3) and the `RateLimit-*` fields of
     /// draft-ietf-httpapi-ratelimit-headers (limit = bucket size, reset = seconds until it is full again).
-    static func tooManyRequests(_ decision: RateLimitDecision, scope: String) -> Response {
+    static func tooManyRequests(_ decision: RateLimitDecision, scope: String) -> HTTPError {
         var headers = HTTPHeaders()
         headers.add("Retry-After", String(decision.retryAfterSeconds))
         headers.add("RateLimit-Limit", String(decision.limit))
@@ -70,10 +71,11 @@ struct RateLimitAdmission: Sendable {
         case "admin": what = "the admin API"
         default: what = "your address"
         }
-        return .error(429, message: "Too many requests.", code: "RATE_LIMITED",
-                      suggestion: "Retry after the number of seconds in Retry-After; the rate limit for \(what) is "
-                        + "\(decision.limit) requests in a burst per server instance.",
-                      headers: headers)
+        return HTTPError(
+            status: 429, code: "RATE_LIMITED", message: "Too many requests.",
+            suggestion: "Retry after the number of seconds in Retry-After; the rate limit for \(what) is "
+                + "\(decision.limit) requests in a burst per server instance.",
+            headers: headers)
     }
 
     /// `Bearer sk_…`, scheme case-insensitive (RFC 9110 §11.1); only the prefix matters here.

@@ -33,7 +33,7 @@ struct AppStoreVerifier: SignedDataVerifying {
         guard let uuid = UUID(uuidString: n.notificationUUID) else {
             throw VerificationFailure(
                 code: VerificationError.Code.invalidJWSFormat.rawValue,
-                reason: "notificationUUID is not a UUID", step: VerificationError.Step.payload.rawValue)
+                reason: "notificationUUID is not a UUID", step: VerificationError.Step.payload.contractName)
         }
         let environment = n.data?.environment ?? n.summary?.environment ?? n.appData?.environment
             ?? n.externalPurchaseToken.map { $0.environment }
@@ -58,7 +58,8 @@ struct AppStoreVerifier: SignedDataVerifying {
 
     static func failure(_ error: VerificationError) -> VerificationFailure {
         VerificationFailure(
-            code: error.code.rawValue, reason: error.reason, isRetryable: error.isRetryable, step: error.step.rawValue)
+            code: error.code.rawValue, reason: error.reason, isRetryable: error.isRetryable,
+            step: error.step.contractName)
     }
 
     static func facts(_ v: VerifiedTransaction) -> TransactionFacts {

@@ -23,6 +23,16 @@ struct HTTPResponse: CustomStringConvertible {
         }
     }
 
+    /// An error body without its `request_id`, after checking that it equals the `X-Request-Id` header (so tests
+    /// can compare the rest of the body as a whole).
+    func errorFields() throws -> JSONValue {
+        guard case .object(let object) = try json() else { throw HarnessFailure(description: "not an object: \(text)") }
+        guard let id = object["request_id"]?.stringValue, id == header("X-Request-Id") else {
+            throw HarnessFailure(description: "request_id is not the X-Request-Id header: \(self)")
+        }
+        return .object(JSONObject(object.filter { $0.key != "request_id" }.map { ($0.key, $0.value) }))
+    }
+
     var description: String { "HTTP \(status) \(text)" }
 }
 

@@ -79,4 +79,7 @@ func assertError(_ r: HTTPResponse, _ status: Int, _ code: String, error: String
     XCTAssertNotNil(json["suggestion"]?.stringValue, r.description, file: file, line: line)
     if let error { XCTAssertEqual(json["error"]?.stringValue, error, file: file, line: line) }
     if let suggestion { XCTAssertEqual(json["suggestion"]?.stringValue, suggestion, file: file, line: line) }
+    XCTAssertNotNil(r.header("X-Request-Id"), file: file, line: line)
+    XCTAssertEqual(json["request_id"]?.stringValue, r.header("X-Request-Id"), "request_id is the X-Request-Id header",
+                   file: file, line: line)
 }

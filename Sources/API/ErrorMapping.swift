@@ -2,126 +2,129 @@ import Domain
 import HTTPCore
 import JSON
 
-/// One entry of `details`: which field (a JSON path, array indices as strings) and what is wrong with it.
-struct ValidationDetail: Sendable, Equatable {
-    var path: [String]
-    var message: String
-}
-
-/// A failure the API itself detects (auth, validation), already in HTTP terms.
+/// The failures the API itself detects (auth, validation, media type), in HTTP terms.
 ///
-/// Handlers throw this, `DomainError` or `VerificationFailure`; `ErrorResponse.response(for:…)` turns any of
-/// them into the one error shape `{"error","code","details"?,"suggestion","request_id"?}`.
-struct APIError: Error, Sendable {
-    var status: Int
-    var code: String
-    var message: String
-    var suggestion: String
-    var details: [ValidationDetail] = []
-
-    static func validation(_ details: [ValidationDetail], suggestion: String) -> APIError {
-        APIError(status: 400, code: "VALIDATION_ERROR", message: "Validation error", suggestion: suggestion,
-                 details: details)
+/// Handlers throw these, `DomainError` or `VerificationFailure`; `ErrorMapping.httpError(for:…)` maps the other two.
+/// The server renders every `HTTPError` into the one error shape; the API never writes an error body.
+extension HTTPError {
+    static func validation(_ details: [ErrorDetail], suggestion: String) -> HTTPError {
+        HTTPError(status: 400, code: "VALIDATION_ERROR", message: "Validation error", suggestion: suggestion,
+                  details: details)
     }
 
-    static func unsupportedContentType(suggestion: String) -> APIError {
-        APIError(status: 400, code: "VALIDATION_ERROR", message: "Content-Type must be application/json",
-                 suggestion: suggestion,
-                 details: [ValidationDetail(path: [], message: "Expected Content-Type: application/json")])
-    }
+    /// `curl -d` sends `application/x-www-form-urlencoded`: tell that user exactly what to add.
+    static let formURLEncodedBody = HTTPError(
+        status: 415, code: "UNSUPPORTED_MEDIA_TYPE",
+        message: "Content-Type application/x-www-form-urlencoded is not supported; the body must be JSON.",
+        suggestion: "Send the JSON body with Content-Type: application/json "
+            + "(curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: application/json').")
+
+    static let unsupportedMediaType = HTTPError(
+        status: 415, code: "UNSUPPORTED_MEDIA_TYPE", message: "Unsupported Content-Type; the body must be JSON.",
+        suggestion: "Send the JSON body with Content-Type: application/json.")
 
     /// The parser's description names the rule and the byte offset, never the input bytes, so it is safe to echo.
-    static func invalidJSON(_ error: JSONError, suggestion: String) -> APIError {
-        APIError(status: 400, code: "INVALID_JSON", message: "Invalid JSON: \(error.code) at byte \(error.offset)",
-                 suggestion: suggestion)
+    static func invalidJSON(_ error: JSONError, suggestion: String) -> HTTPError {
+        HTTPError(status: 400, code: "INVALID_JSON", message: "Invalid JSON: \(error.code) at byte \(error.offset)",
+                  suggestion: suggestion)
     }
 
-    static func invalidPublicKey(suggestion: String) -> APIError {
-        APIError(status: 401, code: "AUTH_INVALID_PUBLIC_KEY", message: "Invalid public key.", suggestion: suggestion)
+    static func invalidPublicKey(suggestion: String) -> HTTPError {
+        HTTPError(status: 401, code: "AUTH_INVALID_PUBLIC_KEY", message: "Invalid public key.", suggestion: suggestion)
     }
 
-    static let secretKeyRequired = APIError(
+    static let secretKeyRequired = HTTPError(
         status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
         suggestion: "This project requires the secret key for reads: call from your backend with Authorization: Bearer sk_...")
 
-    static let invalidSecretKey = APIError(
+    static let invalidSecretKey = HTTPError(
         status: 401, code: "AUTH_INVALID_SECRET_KEY", message: "Invalid secret key.",
         suggestion: "Send the project's current secret key as Authorization: Bearer sk_... (rotate keys if it was lost).")
 
-    static let adminDisabled = APIError(
+    static let adminDisabled = HTTPError(
         status: 404, code: "ADMIN_API_DISABLED", message: "Admin API is disabled.",
         suggestion: "Set BOUNCER_ADMIN_TOKEN on the server to enable the admin API, or use the bouncer CLI.")
 
-    static let invalidAdminToken = APIError(
+    static let invalidAdminToken = HTTPError(
         status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
         suggestion: "Send Authorization: Bearer <BOUNCER_ADMIN_TOKEN>.")
+
+    static let projectNotFound = HTTPError(
+        status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
+        suggestion: "Check the project id; GET /v1/admin/projects lists them.")
+
+    static let productNotFound = HTTPError(
+        status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
+        suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")
 }
 
-/// The single place where errors become HTTP responses.
-enum ErrorResponse {
-    /// Seconds a client should wait before retrying after a 503.
-    static let retryAfterSeconds = "1"
-
-    /// The response for any error a handler threw. Unmapped errors become 500 `INTERNAL_ERROR` with the request
-    /// id and no internals; the full error goes to `log` (never the body, keys or JWS: only the error value).
-    static func response(for error: any Error, request: Request, log: @Sendable (String) -> Void) -> Response {
+/// The single place where domain and verification errors become `HTTPError`s (the server renders them).
+enum ErrorMapping {
+    /// The `HTTPError` for an error a handler threw, or nil when it has no mapping: the caller rethrows it and the
+    /// server answers 500 `INTERNAL_ERROR` with the request id. Causes of 5xx go to `log` (the error value only,
+    /// never the body, keys or JWS).
+    static func httpError(for error: any Error, request: Request, log: @Sendable (String) -> Void) -> HTTPError? {
         switch error {
-        case let error as APIError:
-            return render(status: error.status, code: error.code, message: error.message,
-                          suggestion: error.suggestion, details: error.details)
+        case let error as HTTPError:
+            return error
         case let failure as VerificationFailure:
             if failure.isRetryable {
                 log(logLine(request, status: 503, "retryable verification failure: \(String(reflecting: failure))"))
-                return serviceUnavailable(request)
+                return serviceUnavailable
             }
+            let isWebhook = request.routeTemplate == notificationRoute
             var (title, suggestion) = verificationText(failure.code)
-            if request.routeTemplate == notificationRoute {
+            if isWebhook {
                 // Only Apple calls the webhook: point the operator at App Store Connect, not at StoreKit.
                 suggestion = notificationVerificationSuggestion(failure.code)
             }
-            return render(status: 400, code: failure.code, message: "\(title): \(failure.reason)",
-                          suggestion: suggestion)
+            let field = isWebhook ? "signedPayload" : "signed_transaction_info"
+            return HTTPError(
+                status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
+                details: [ErrorDetail(path: [field], message: failure.reason, step: failure.step ?? "format")])
         case let error as DomainError:
             switch error.code {
             case .serviceUnavailable:
                 log(logLine(request, status: 503, String(reflecting: error)))
-                return serviceUnavailable(request)
+                return serviceUnavailable
             case .purchaseOwnedByAnotherUser:
-                return render(
+                return HTTPError(
                     status: 409, code: error.code.rawValue, message: "This purchase belongs to another user.",
                     suggestion: "The project's transfer_policy is block: the first user keeps the purchase. "
                         + "Set transfer_policy to transfer or share to allow restores on other accounts.")
             case .projectNotFound:
-                return projectNotFound
+                return .projectNotFound
             case .productNotFound:
-                return productNotFound
+                return .productNotFound
             case .transactionConflict:
                 // Logged (project, transaction id, the differing fields: `underlying`), never the JWS.
                 log(logLine(request, status: 409, String(reflecting: error)))
-                return render(
+                return HTTPError(
                     status: 409, code: error.code.rawValue,
                     message: "Transaction conflict: the transaction id is already recorded with a different identity.",
                     suggestion: "This transaction id is already recorded with a different original_transaction_id, "
                         + "product_id or bundle_id in the same environment; nothing was written. Send the "
                         + "transaction exactly as StoreKit 2 returned it.")
             case .appAccountTokenMismatch:
-                return render(
+                return HTTPError(
                     status: 403, code: error.code.rawValue, message: error.message,
                     suggestion: appAccountTokenSuggestion)
             case .invalidInput:
-                return render(
+                return HTTPError(
                     status: 400, code: error.code.rawValue, message: "Validation error",
                     suggestion: "Correct the fields named in details and retry.",
-                    details: error.details.map { ValidationDetail(path: $0.path, message: $0.message) })
+                    details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
             case .conflict:
-                return render(
+                return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
                     suggestion: "Reload the resource and retry.")
             default:
-                return internalError(error, request: request, log: log)
+                log(logLine(request, status: 500, String(reflecting: error)))
+                return nil
             }
         default:
-            return internalError(error, request: request, log: log)
+            log(logLine(request, status: 500, String(reflecting: error)))
+            return nil
         }
     }
 
@@ -131,24 +134,10 @@ enum ErrorResponse {
         + "posted user_id. At purchase, pass the signed-in user's UUID with "
         + "Product.PurchaseOption.appAccountToken(uuid) in StoreKit 2, and post that same UUID as user_id."
 
-    static var projectNotFound: Response {
-        render(status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
-               suggestion: "Check the project id; GET /v1/admin/projects lists them.")
-    }
-
-    static var productNotFound: Response {
-        render(status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
-               suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")
-    }
-
-    private static func serviceUnavailable(_ request: Request) -> Response {
-        var response = render(
-            status: 503, code: "SERVICE_UNAVAILABLE", message: "Service temporarily unavailable.",
-            suggestion: "Retry after the delay in Retry-After. This says nothing about the purchase.",
-            requestID: request.requestID)
-        response.headers.set("Retry-After", retryAfterSeconds)
-        return response
-    }
+    /// A dependency (the database, a revocation check) is down: retry later; `Retry-After` is the server's.
+    static let serviceUnavailable = HTTPError.serviceUnavailable(
+        message: "Service temporarily unavailable.",
+        suggestion: "Retry after the delay in Retry-After. This says nothing about the purchase.")
 
     /// One structured (JSON) log line for a failed request, like the access log: the error value only, never the
     /// body, keys or JWS.
@@ -157,15 +146,6 @@ enum ErrorResponse {
             ("event", "request_error"), ("request_id", .string(request.requestID)),
             ("route", .string(request.routeTemplate)), ("status", JSONValue(status)), ("error", .string(error)),
         ])).serializedString()
-    }
-
-    private static func internalError(
-        _ error: any Error, request: Request, log: @Sendable (String) -> Void
-    ) -> Response {
-        log(logLine(request, status: 500, String(reflecting: error)))
-        return render(status: 500, code: "INTERNAL_ERROR", message: "Internal server error.",
-                      suggestion: "Retry later; if it persists, report the request_id to the operator.",
-                      requestID: request.requestID)
     }
 
     /// Title and suggestion per verifier code; the verifier's reason completes the title.
@@ -179,9 +159,10 @@ enum ErrorResponse {
             return ("Unsupported JWS algorithm",
                     "StoreKit 2 signs with ES256: send the JWS exactly as StoreKit returned it.")
         case "JWS_VERIFICATION_FAILED":
-            return ("JWS verification failed",
-                    "Send the JWS exactly as StoreKit 2 returned it; it must be signed by Apple "
-                        + "(or by Xcode when the project allows it).")
+            // The published contract's exact texts (anchors §0).
+            return ("JWS signature verification failed",
+                    "The JWS signature could not be verified against Apple's certificate chain. "
+                        + "Ensure you are sending a genuine StoreKit 2 signed transaction.")
         case "BUNDLE_ID_MISMATCH":
             return ("Bundle ID mismatch",
                     "The transaction belongs to another app: use the public key of the project whose "
@@ -212,37 +193,5 @@ enum ErrorResponse {
             return "Only App Store Server Notifications V2 signed by Apple are accepted: send Apple's body "
                 + "{\"signedPayload\": \"...\"} unchanged."
         }
-    }
-
-    /// The error body: `error`, `code`, `details` (when any), `suggestion`, `request_id` (5xx).
-    static func render(
-        status: Int, code: String, message: String, suggestion: String, details: [ValidationDetail] = [],
-        requestID: String? = nil
-    ) -> Response {
-        var body = JSONBody(capacity: 160)
-        body.raw(#"{"error":"#)
-        body.string(message)
-        body.raw(#","code":"#)
-        body.string(code)
-        if !details.isEmpty {
-            body.raw(#","details":["#)
-            for (i, detail) in details.enumerated() {
-                if i > 0 { body.raw(",") }
-                body.raw(#"{"path":"#)
-                body.strings(detail.path)
-                body.raw(#","message":"#)
-                body.string(detail.message)
-                body.raw("}")
-            }
-            body.raw("]")
-        }
-        body.raw(#","suggestion":"#)
-        body.string(suggestion)
-        if let requestID {
-            body.raw(#","request_id":"#)
-            body.string(requestID)
-        }
-        body.raw("}")
-        return Response.json(status, body.bytes)
     }
 }
