@@ -2,10 +2,9 @@
 #define BOUNCER_CSYSTEM_SHIM_H
 // Linux kernel APIs that Glibc's Swift module map does not expose, plus a few static-inline
 // adapters so Swift never has to spell packed structs, flag enums or sockaddr casts.
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE  // sched_getaffinity and CPU_COUNT
-#endif
-#include <sched.h>
+// No _GNU_SOURCE here: it changes glibc's fd_set (fds_bits vs __fds_bits), and two modules that see one struct
+// defined two ways fail to build from a clean module cache (CSystem vs Dispatch's CDispatch).
+#include <sys/syscall.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -23,12 +22,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-// CPUs in this thread's affinity mask (CPU_COUNT is a macro Swift cannot call); -1 on failure.
+// CPUs in this thread's affinity mask; -1 on failure. The raw syscall (it returns the bytes of mask it wrote) because
+// glibc's sched_getaffinity and CPU_COUNT need _GNU_SOURCE (see above). 1,024 CPUs at most, like glibc's cpu_set_t.
 static inline int bouncer_affinity_cpu_count(void) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
-    return CPU_COUNT(&set);
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))];
+    memset(mask, 0, sizeof mask);
+    long written = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+    if (written <= 0) return -1;
+    int count = 0;
+    for (long i = 0; i < written / (long)sizeof(unsigned long); i++) count += __builtin_popcountl(mask[i]);
+    return count;
 }
 
 // epoll_event is packed on x86_64; these adapters keep the layout question in C.
