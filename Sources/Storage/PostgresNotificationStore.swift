@@ -5,8 +5,10 @@ import Postgres
 /// App Store Server Notifications in PostgreSQL: the raw audit log plus their facts, applied exactly once.
 ///
 /// One database transaction per notification: the `notifications` row is inserted with `ON CONFLICT DO
-/// NOTHING`, and only the delivery that inserted it applies the facts — through the same statements as the
-/// receipts path (`PostgresPurchaseStore.apply`), so the newer-fact-wins rules are the Domain's, not SQL's.
+/// NOTHING`, and only the delivery that inserted it applies the facts — through the same calls as the receipts
+/// path (`PostgresPurchaseStore.apply`: schema/0006's functions, the one author of the newer-fact-wins rules).
+/// A notification with a transaction and renewal info costs five round trips: BEGIN, the audit row, the two
+/// calls, COMMIT.
 /// A concurrent redelivery blocks on the primary key until the first commits, then finds the row: exactly
 /// one of them applies. If anything fails, nothing is stored and Apple's retry starts over.
 ///
@@ -57,11 +59,6 @@ public final class PostgresNotificationStore: NotificationStore {
                         _ = try PostgresPurchaseStore.apply(renewal, projectId: project.id, now: now, on: connection)
                     }
                 }
-                try connection.execute("""
-                    UPDATE notifications SET processed_at = \(now)
-                    WHERE project_id = \(project.id) AND environment = \(Self.dedupEnvironment(notification))
-                      AND notification_uuid = \(notification.notificationUUID)
-                    """)
                 return .processed
             }
         }
@@ -114,16 +111,18 @@ public final class PostgresNotificationStore: NotificationStore {
     /// The environment part of the dedup key: '' for a notification without one (verification requires one).
     private static func dedupEnvironment(_ n: NotificationFacts) -> String { n.environment?.rawValue ?? "" }
 
-    /// Inserts the audit row; true when this delivery is the first (the row was not there).
+    /// Inserts the audit row; true when this delivery is the first (the row was not there). It is stamped
+    /// `processed_at` right away: the facts are applied in the same database transaction, so the row is only ever
+    /// seen processed.
     private static func insert(
         _ n: NotificationFacts, projectId: UUID, now: Date, on connection: Connection
     ) throws -> Bool {
         let rows = try connection.query("""
             INSERT INTO notifications (project_id, notification_uuid, notification_type, subtype,
-                original_transaction_id, environment, signed_date, payload, received_at)
+                original_transaction_id, environment, signed_date, payload, received_at, processed_at)
             VALUES (\(projectId), \(n.notificationUUID), \(n.type), \(Bind.text(n.subtype)),
                 \(Bind.text(n.originalTransactionId)), \(dedupEnvironment(n)),
-                \(Bind.date(n.signedDate)), \(n.payloadJSON), \(now))
+                \(Bind.date(n.signedDate)), \(n.payloadJSON), \(now), \(now))
             ON CONFLICT (project_id, environment, notification_uuid) DO NOTHING
             RETURNING notification_uuid
             """)
