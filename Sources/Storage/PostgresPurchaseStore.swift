@@ -96,11 +96,10 @@ public final class PostgresPurchaseStore: PurchaseStore {
         }
     }
 
-    // MARK: - Calls, on their own or inside the caller's database transaction
+    // MARK: - Calls
 
     /// Records `transaction` (and binds `userId`, when given) on `connection`: one call of
-    /// `bouncer_record_transaction` (schema/0006), which applies the rules. The body of `recordTransaction`, shared
-    /// with the notification store, which runs it inside its own database transaction.
+    /// `bouncer_record_transaction` (schema/0006), which applies the rules. The body of `recordTransaction`.
     static func apply(
         _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date,
         on connection: Connection
@@ -142,7 +141,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
     }
 
     /// Records `renewal` on `connection`: one call of `bouncer_record_renewal` (schema/0006). The body of
-    /// `recordRenewal`, shared with the notification store.
+    /// `recordRenewal`.
     static func apply(_ renewal: RenewalFacts, projectId: UUID, now: Date, on connection: Connection) throws
         -> RenewalOutcome
     {
@@ -167,8 +166,9 @@ public final class PostgresPurchaseStore: PurchaseStore {
         }
     }
 
-    /// The `DomainError` for a refusal `bouncer_record_transaction` raised, else `error` itself.
-    private static func refusal(_ error: PGError, transaction t: TransactionFacts, project: Project) -> any Error {
+    /// The `DomainError` for a refusal `bouncer_record_transaction` raised (also when called for a notification's
+    /// nested transaction `t`), else `error` itself.
+    static func refusal(_ error: PGError, transaction t: TransactionFacts, project: Project) -> any Error {
         switch error.sqlState {
         case Refusal.transactionConflict?:
             return DomainError(
