@@ -139,5 +139,16 @@ final class RoundTripTests: XCTestCase {
         try measure("repeat post") { i in try post("c\(i)", original: "c\(i)", start: 0, user: "uc\(i)") }
         try measure("renewal") { i in try post("d\(i)", original: "c\(i)", start: 30, user: "uc\(i)") }
         try measure("transfer") { i in try post("d\(i)", original: "c\(i)", start: 30, user: "ue\(i)") }
+        let notifications = PostgresNotificationStore(pool: s.pool)
+        try measure("notification (transaction + renewal info)") { i in
+            let transaction = Fixtures.monthly("e\(i)", original: "c\(i)", start: 60)
+            _ = try notifications.recordNotification(
+                NotificationFacts(
+                    notificationUUID: UUID(uuidString: String(format: "00000000-0000-4000-8000-%012d", i)) ?? UUID(),
+                    type: "DID_RENEW", signedDate: transaction.signedDate, environment: .production,
+                    transaction: transaction, renewal: Fixtures.renewal(original: "c\(i)", signed: 60),
+                    payloadJSON: #"{"notificationType":"DID_RENEW"}"#),
+                project: project, now: Fixtures.t0)
+        }
     }
 }
