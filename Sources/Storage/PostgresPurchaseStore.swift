@@ -100,7 +100,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
 
     /// Records `transaction` (and binds `userId`, when given) on `connection`: one call of
     /// `bouncer_record_transaction` (schema/0006), which applies the rules. The body of `recordTransaction`.
-    static func apply(
+    private static func apply(
         _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date,
         on connection: Connection
     ) throws -> RecordedTransaction {
@@ -142,7 +142,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
 
     /// Records `renewal` on `connection`: one call of `bouncer_record_renewal` (schema/0006). The body of
     /// `recordRenewal`.
-    static func apply(_ renewal: RenewalFacts, projectId: UUID, now: Date, on connection: Connection) throws
+    private static func apply(_ renewal: RenewalFacts, projectId: UUID, now: Date, on connection: Connection) throws
         -> RenewalOutcome
     {
         let r = renewal
