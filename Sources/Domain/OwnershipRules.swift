@@ -13,6 +13,9 @@ public enum OwnershipDecision: Sendable, Equatable {
 }
 
 /// Ownership rules for restores across accounts (the project's transfer policy).
+///
+/// The specification of the binding step; the database applies it in the same statement that records the
+/// transaction (schema/0006's `bouncer_record_transaction`), and `WriteRulesOracleTests` checks the two agree.
 public enum OwnershipRules {
     /// Decides what posting a purchase for `user` does, given its current holders (in binding order).
     public static func decide(currentOwners: [String], user: String, policy: TransferPolicy) -> OwnershipDecision {

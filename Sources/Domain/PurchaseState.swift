@@ -4,6 +4,10 @@ import Foundation
 ///
 /// State is rebuilt from signed facts, never from the order they arrived in: `applying` ignores a fact that is
 /// older than what is already known, so duplicate and out-of-order deliveries are harmless.
+///
+/// `isSuperseded`/`applying` are the specification of how a stored purchase changes; the database applies them
+/// in one statement (schema/0006's `bouncer_record_transaction` and `bouncer_record_renewal`, the only live
+/// writer), and `WriteRulesOracleTests` checks that both give the same rows for random sequences of facts.
 public struct PurchaseState: Sendable, Equatable {
     /// The purchase's key, with `environment`.
     public var originalTransactionId: String

@@ -94,6 +94,12 @@ public final class Connection: @unchecked Sendable {
     /// Beyond this many distinct statements, further ones run unprepared (bounds server memory).
     static let statementCacheLimit = 256
 
+    /// Messages this session has sent and waited for an answer to: one per statement run, one more the first
+    /// time a statement is prepared, one per script. What a request costs the database in round trips.
+    public private(set) var roundTrips = 0
+    /// Prepared statements cached by this session (a hot statement that is missing runs unprepared).
+    public var preparedStatementCount: Int { statements.count }
+
     /// Connects (blocking) and applies the session settings (`statement_timeout`).
     public init(settings: ConnectionSettings) throws(PGError) {
         var parameters = settings.resolvedParameters()
@@ -173,6 +179,7 @@ public final class Connection: @unchecked Sendable {
     /// Runs several `;`-separated statements with the simple query protocol (migrations, DDL).
     /// No parameters: the caller vouches the text holds nothing untrusted.
     public func executeScript(unsafeSQL sql: String) throws(PGError) {
+        roundTrips &+= 1
         guard PQsendQuery(conn, sql) == 1 else { throw connectionError() }
         // Drain every result (one per statement) so the connection is ready for the next command.
         var firstError: PGError?
@@ -250,6 +257,7 @@ public final class Connection: @unchecked Sendable {
         if name == nil && statements.count < Self.statementCacheLimit {
             statementCounter &+= 1
             let newName = "s\(statementCounter)"
+            roundTrips &+= 1
             let prepared: OpaquePointer? = types.withUnsafeBufferPointer { t in
                 PQprepare(conn, newName, query.sql, Int32(truncatingIfNeeded: t.count), t.baseAddress)
             }
@@ -260,6 +268,7 @@ public final class Connection: @unchecked Sendable {
             name = newName
         }
 
+        roundTrips &+= 1
         let raw: OpaquePointer? = blob.withUnsafeBufferPointer { buffer -> OpaquePointer? in
             guard let base = buffer.baseAddress else { return nil }
             let values: [UnsafePointer<CChar>?] = offsets.map { offset in

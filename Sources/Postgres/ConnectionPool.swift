@@ -132,6 +132,25 @@ public final class ConnectionPool: Sendable {
         }
     }
 
+    /// Runs `body`, which must run exactly one statement, on a pooled connection outside a transaction block: the
+    /// statement is its own transaction, committed before its result is returned (one round trip, no BEGIN/COMMIT).
+    /// Serialization failures and deadlocks rerun it as `transaction` does, and so does a connection that died
+    /// on the first attempt; so the statement must be idempotent (running it twice is running it once).
+    @discardableResult
+    public func autocommit<T>(_ body: (Connection) throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try withConnection(body)
+            } catch let error as PGError where error.isRetryable && attempt < configuration.maxTransactionRetries {
+                attempt += 1
+                usleep(UInt32.random(in: 0...(UInt32(min(attempt, 6)) * 2_000)))
+            } catch let error as PGError where error.code == .connectionLost && attempt == 0 {
+                attempt += 1
+            }
+        }
+    }
+
     /// True when a pooled connection answers `SELECT 1` (for `/readyz`).
     public func ping() -> Bool {
         (try? withConnection { try $0.query("SELECT 1") }) != nil

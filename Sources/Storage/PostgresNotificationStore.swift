@@ -4,11 +4,12 @@ import Postgres
 
 /// App Store Server Notifications in PostgreSQL: the raw audit log plus their facts, applied exactly once.
 ///
-/// One database transaction per notification: the `notifications` row is inserted with `ON CONFLICT DO
-/// NOTHING`, and only the delivery that inserted it applies the facts — through the same statements as the
-/// receipts path (`PostgresPurchaseStore.apply`), so the newer-fact-wins rules are the Domain's, not SQL's.
-/// A concurrent redelivery blocks on the primary key until the first commits, then finds the row: exactly
-/// one of them applies. If anything fails, nothing is stored and Apple's retry starts over.
+/// One statement per notification, a call of schema/0006's `bouncer_record_notification`, run as its own database
+/// transaction (`ConnectionPool.autocommit`): the `notifications` row is inserted with `ON CONFLICT DO NOTHING`,
+/// and only the delivery that inserted it applies the facts — through the same functions as the receipts path
+/// (`bouncer_record_transaction`, `bouncer_record_renewal`: the one author of the newer-fact-wins rules). A
+/// concurrent redelivery blocks on the primary key until the first commits, then finds the row: exactly one of
+/// them applies. If anything fails, nothing is stored and Apple's retry starts over.
 ///
 /// Deduplication is per environment (project, environment, `notificationUUID`): a forged Xcode notification
 /// reusing a real UUID cannot make Apple's delivery look like a redelivery. Xcode and LocalTesting notifications,
@@ -38,32 +39,48 @@ public final class PostgresNotificationStore: NotificationStore {
     public func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
         -> NotificationOutcome
     {
-        try StorageErrors.mapping("record notification") {
-            try pool.transaction { connection in
-                guard try Self.insert(notification, projectId: project.id, now: now, on: connection) else {
-                    return .duplicate
+        let n = notification
+        // The rules that need no stored state stay here, their one author: which notifications apply their facts,
+        // which environments are capped.
+        let applyFacts = NotificationRules.effect(of: n) == .applyFacts
+        let trimKeep = n.environment?.isLocalTesting == true ? Int64(localTestingNotificationLimit) : nil
+        let t = n.transaction, r = n.renewal
+        let outcome: String? = try StorageErrors.mapping("record notification") {
+            try pool.autocommit { connection -> String? in
+                do {
+                    // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
+                    return try connection.query("""
+                        SELECT bouncer_record_notification(\(project.id), \(n.notificationUUID), \(n.type)::text,
+                            \(Bind.text(n.subtype))::text, \(Bind.text(n.originalTransactionId))::text,
+                            \(Self.dedupEnvironment(n))::text, \(Bind.date(n.signedDate)), \(n.payloadJSON)::jsonb,
+                            \(Bind.int64(trimKeep)), \(applyFacts),
+                            \(Bind.text(t?.transactionId))::text, \(Bind.text(t?.originalTransactionId))::text,
+                            \(Bind.text(t?.productId))::text, \(Bind.text(t?.type.rawValue))::text,
+                            \(Bind.text(t?.environment.rawValue))::text,
+                            \(Bind.text(t.map { $0.bundleId ?? project.bundleId }))::text, \(Bind.date(t?.purchaseDate)),
+                            \(Bind.date(t?.originalPurchaseDate)), \(Bind.date(t?.expiresDate)),
+                            \(Bind.date(t?.revocationDate)), \(Bind.int(t?.revocationReason))::int,
+                            \(Bind.uuid(t?.appAccountToken)), \(Bind.text(t?.ownershipType?.rawValue))::text,
+                            \(Bind.date(t?.signedDate)), \(Bind.text(t?.payloadJSON))::jsonb,
+                            \(Bind.text(r?.originalTransactionId))::text, \(Bind.text(r?.productId))::text,
+                            \(Bind.text(r?.autoRenewProductId))::text, \(Bind.int(r?.autoRenewStatus))::int,
+                            \(Bind.int(r?.expirationIntent))::int, \(Bind.date(r?.gracePeriodExpiresDate)),
+                            \(Bind.bool(r?.isInBillingRetryPeriod)), \(Bind.int(r?.priceIncreaseStatus))::int,
+                            \(Bind.int(r?.offerType))::int, \(Bind.text(r?.offerIdentifier))::text,
+                            \(Bind.date(r?.renewalDate)), \(Bind.text(r?.environment.rawValue))::text,
+                            \(Bind.date(r?.signedDate)), \(Bind.text(r?.payloadJSON))::jsonb, \(now)) AS outcome
+                        """).first?.decode("outcome", as: String.self)
+                } catch let error as PGError {
+                    guard let t else { throw error }
+                    throw PostgresPurchaseStore.refusal(error, transaction: t, project: project)
                 }
-                if notification.environment?.isLocalTesting == true {
-                    try Self.trimLocalTesting(projectId: project.id, keep: localTestingNotificationLimit, on: connection)
-                }
-                if NotificationRules.effect(of: notification) == .applyFacts {
-                    // Transaction first: it may create the purchase (adopting pending renewal info), so the
-                    // renewal info that follows finds the row instead of waiting in pending_renewals.
-                    if let transaction = notification.transaction {
-                        _ = try PostgresPurchaseStore.apply(
-                            transaction, userId: nil, deviceId: nil, project: project, now: now, on: connection)
-                    }
-                    if let renewal = notification.renewal {
-                        _ = try PostgresPurchaseStore.apply(renewal, projectId: project.id, now: now, on: connection)
-                    }
-                }
-                try connection.execute("""
-                    UPDATE notifications SET processed_at = \(now)
-                    WHERE project_id = \(project.id) AND environment = \(Self.dedupEnvironment(notification))
-                      AND notification_uuid = \(notification.notificationUUID)
-                    """)
-                return .processed
             }
+        }
+        switch outcome {
+        case "processed": return .processed
+        case "duplicate": return .duplicate
+        default:
+            throw PGError(code: .decoding, message: "bouncer_record_notification: unexpected outcome \(String(describing: outcome).prefix(40))")
         }
     }
 
@@ -113,37 +130,6 @@ public final class PostgresNotificationStore: NotificationStore {
 
     /// The environment part of the dedup key: '' for a notification without one (verification requires one).
     private static func dedupEnvironment(_ n: NotificationFacts) -> String { n.environment?.rawValue ?? "" }
-
-    /// Inserts the audit row; true when this delivery is the first (the row was not there).
-    private static func insert(
-        _ n: NotificationFacts, projectId: UUID, now: Date, on connection: Connection
-    ) throws -> Bool {
-        let rows = try connection.query("""
-            INSERT INTO notifications (project_id, notification_uuid, notification_type, subtype,
-                original_transaction_id, environment, signed_date, payload, received_at)
-            VALUES (\(projectId), \(n.notificationUUID), \(n.type), \(Bind.text(n.subtype)),
-                \(Bind.text(n.originalTransactionId)), \(dedupEnvironment(n)),
-                \(Bind.date(n.signedDate)), \(n.payloadJSON), \(now))
-            ON CONFLICT (project_id, environment, notification_uuid) DO NOTHING
-            RETURNING notification_uuid
-            """)
-        return !rows.isEmpty
-    }
-
-    /// Deletes the project's Xcode/LocalTesting notifications beyond the newest `keep`. Both sides of the join
-    /// go through the primary key's (project_id, environment) prefix, so it reads at most `keep` + 1 rows and
-    /// never the project's real notifications (about 2.5 ms at the default cap, measured on a loaded machine).
-    private static func trimLocalTesting(projectId: UUID, keep: Int, on connection: Connection) throws {
-        try connection.execute("""
-            DELETE FROM notifications n USING (
-                SELECT environment, notification_uuid FROM notifications
-                WHERE project_id = \(projectId) AND environment IN ('Xcode', 'LocalTesting')
-                ORDER BY received_at DESC, notification_uuid DESC
-                OFFSET \(Int64(keep))) old
-            WHERE n.project_id = \(projectId) AND n.environment IN ('Xcode', 'LocalTesting')
-              AND n.environment = old.environment AND n.notification_uuid = old.notification_uuid
-            """)
-    }
 }
 
 extension String {

@@ -2,7 +2,7 @@ import Domain
 import Foundation
 import Postgres
 
-/// How a `purchases` row (and a `pending_renewals` row) maps to `PurchaseState` and `RenewalFacts`.
+/// How a `purchases` row maps to `PurchaseState` (with its `RenewalFacts`).
 ///
 /// Renewal info is present exactly when `renewal_signed_date` is set: every renewal fact is signed.
 enum PurchaseRows {
@@ -53,26 +53,6 @@ enum PurchaseRows {
             ownershipType: try row.decode("ownership_type", as: String?.self).map(OwnershipType.init(rawValue:)),
             latestSignedDate: try row.decode("latest_signed_date", as: Date.self),
             renewal: renewal
-        )
-    }
-
-    /// The renewal facts kept in a `pending_renewals` row.
-    static func pendingRenewal(from row: Row) throws -> RenewalFacts {
-        RenewalFacts(
-            originalTransactionId: try row.decode("original_transaction_id", as: String.self),
-            productId: try row.decode("product_id", as: String?.self),
-            autoRenewProductId: try row.decode("auto_renew_product_id", as: String?.self),
-            autoRenewStatus: try row.decode("auto_renew_status", as: Int?.self),
-            expirationIntent: try row.decode("expiration_intent", as: Int?.self),
-            gracePeriodExpiresDate: try row.decode("grace_period_expires_date", as: Date?.self),
-            isInBillingRetryPeriod: try row.decode("is_in_billing_retry", as: Bool?.self),
-            priceIncreaseStatus: try row.decode("price_increase_status", as: Int?.self),
-            offerType: try row.decode("offer_type", as: Int?.self),
-            offerIdentifier: try row.decode("offer_identifier", as: String?.self),
-            renewalDate: try row.decode("renewal_date", as: Date?.self),
-            environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
-            signedDate: try row.decode("signed_date", as: Date.self),
-            payloadJSON: try row.decode("payload", as: String.self)
         )
     }
 }

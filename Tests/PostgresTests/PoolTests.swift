@@ -86,6 +86,45 @@ final class PoolTests: XCTestCase {
         XCTAssertEqual(runs, 3)
     }
 
+    /// `autocommit` runs one statement as its own transaction: committed when it returns, rerun on 40001/40P01,
+    /// any other error thrown after one attempt; a round trip each, no BEGIN/COMMIT.
+    func testAutocommitCommitsOneStatementAndRetriesSerializationFailures() throws {
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: 1))
+        defer { pool.shutdown() }
+        // nextval is not rolled back, so the sequence counts attempts across the failed transactions.
+        try pool.withConnection { c in
+            try c.executeScript(unsafeSQL: """
+                CREATE TABLE t (id bigint PRIMARY KEY);
+                CREATE SEQUENCE attempts;
+                CREATE FUNCTION flaky(failures int, code text) RETURNS bigint LANGUAGE plpgsql AS $$
+                DECLARE n bigint := nextval('attempts');
+                BEGIN
+                    INSERT INTO t VALUES (n);
+                    IF n <= failures THEN RAISE EXCEPTION USING ERRCODE = code; END IF;
+                    RETURN n;
+                END $$;
+                """)
+        }
+        let before = try pool.withConnection { $0.roundTrips }
+        // (XCTUnwrap would record the failures the pool is expected to retry.)
+        let n = try pool.autocommit { c in
+            try c.query("SELECT flaky(\(Int32(2)), \("40001"))").map { try $0.decode(at: 0, as: Int.self) }
+        }
+        XCTAssertEqual(n, [3], "two serialization failures, then success")
+        XCTAssertEqual(try pool.withConnection { $0.roundTrips } - before, 4, "3 runs + the statement's first prepare")
+        XCTAssertFalse(try pool.withConnection { $0.isInTransaction })
+        XCTAssertThrowsError(try pool.autocommit { c in
+            try c.query("SELECT flaky(\(Int32(100)), \("22012"))")
+        }) { XCTAssertEqual(($0 as? PGError)?.sqlState, "22012") }
+        // Only the successful run's row was committed; the failed runs (and the final error) rolled back.
+        let ids = try pool.withConnection { try $0.query("SELECT id FROM t ORDER BY id").map { try $0.decode(at: 0, as: Int.self) } }
+        XCTAssertEqual(ids, [3])
+        let attempts = try pool.withConnection {
+            try XCTUnwrap($0.query("SELECT last_value FROM attempts").first).decode(at: 0, as: Int.self)
+        }
+        XCTAssertEqual(attempts, 4, "the non-retryable error ran once")
+    }
+
     func testExhaustedPoolGivesATimelyTypedError() throws {
         let pool = ConnectionPool(settings: settings, configuration: .init(size: 1, acquireTimeout: .milliseconds(300)))
         defer { pool.shutdown() }

@@ -42,14 +42,14 @@ final class StorageBenchmarkTests: XCTestCase {
         let seconds = 2.0
         var lines: [String] = []
         for threads in [1, 4, 8] {
-            // A new purchase for a new user each time: the longest path (7 statements + BEGIN/COMMIT).
+            // A new purchase for a new user each time: the longest path (one statement, like every write).
             let fresh = run(threads: threads, seconds: seconds) { t, i in
                 let id = "n\(threads)-\(t)-\(i)"
                 _ = try purchases.recordTransaction(
                     Fixtures.monthly(id, original: id, start: 0), userId: "u-\(id)", deviceId: nil, project: p,
                     now: Fixtures.t0)
             }
-            // The same transaction re-posted by its owner (app launches): 5 statements + BEGIN/COMMIT.
+            // The same transaction re-posted by its owner (app launches).
             let again = run(threads: threads, seconds: seconds) { t, _ in
                 let id = "n\(threads)-\(t)-0"
                 _ = try purchases.recordTransaction(
