@@ -7,15 +7,7 @@ import XCTest
 /// change made through one reaches the other's answers within the cache's bound (`LISTEN/NOTIFY`), and a lost
 /// listener session is followed by a full reload. Waits poll with a generous deadline; nothing asserts timing.
 final class CacheE2ETests: XCTestCase {
-    /// Polls `condition` until it holds or 15 s pass; returns whether it held.
-    private func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return try condition()
-    }
+    private func eventually(_ condition: () throws -> Bool) rethrows -> Bool { try E2E.eventually(condition) }
 
     private func twoInstances(_ label: String) throws -> (E2EDatabase, [BouncerProcess]) {
         let db = try E2EDatabase(label: label)

@@ -45,19 +45,25 @@ public final class CachedProjectStore: ProjectStore {
 
     // MARK: - Reads
 
+    /// From memory when the key is cached; a key the cache does not know is looked up in the database (as
+    /// before the cache: one indexed lookup), so a project or key created through another instance works at once.
+    /// Finding one there means this cache is behind: the project is reloaded.
     public func project(publicKey: String, at now: Date) throws -> Project? {
-        enum Lookup { case found(Project), absent, database }
+        enum Lookup { case found(Project), expired, database(known: Bool) }
         let lookup = state.withLock { s -> Lookup in
-            guard s.live else { return .database }
-            guard let id = s.byPublicKey[publicKey] else { return .absent }
-            guard !s.stale.contains(id), let entry = s.projects[id] else { return .database }
+            guard s.live else { return .database(known: true) }
+            guard let id = s.byPublicKey[publicKey] else { return .database(known: false) }
+            guard !s.stale.contains(id), let entry = s.projects[id] else { return .database(known: true) }
             let live = entry.keys.contains { $0.kind == .public && $0.publicKey == publicKey && $0.isLive(at: now) }
-            return live ? .found(entry.project) : .absent
+            return live ? .found(entry.project) : .expired
         }
         switch lookup {
         case .found(let project): return project
-        case .absent: return nil
-        case .database: return try inner.project(publicKey: publicKey, at: now)
+        case .expired: return nil
+        case .database(let known):
+            let project = try inner.project(publicKey: publicKey, at: now)
+            if let project, !known { invalidate(project.id) }
+            return project
         }
     }
 
