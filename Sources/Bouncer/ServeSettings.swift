@@ -125,7 +125,7 @@ struct ServeSettings: Sendable {
         int("BOUNCER_CHAIN_CACHE_SIZE", "verified certificate chains cached (default 64, 0 = off)", 0...100_000) {
             $0.chainCacheSize = $1
         },
-        int("BOUNCER_READ_CACHE_SIZE", "users whose subscriptions are cached in memory (default 100000, 0 = off)",
+        int("BOUNCER_READ_CACHE_SIZE", "users whose subscriptions are cached in memory (default 20000, 0 = off)",
             0...10_000_000) { $0.cache.readCacheSize = $1 },
         seconds("BOUNCER_READ_CACHE_MAX_AGE_SECONDS",
                 "oldest cached read served: the staleness bound when an announcement is lost (default 10)") {

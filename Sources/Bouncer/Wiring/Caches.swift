@@ -7,7 +7,7 @@ import Storage
 /// How much `bouncer serve` keeps in memory, and how long an entry may live without a confirmation.
 struct CacheSettings: Sendable {
     /// `BOUNCER_READ_CACHE_SIZE`: users whose bound purchases are cached; 0 = every read queries.
-    var readCacheSize = 100_000
+    var readCacheSize = 20_000
     /// `BOUNCER_READ_CACHE_MAX_AGE_SECONDS`: the bound on a cached read when an announcement is lost.
     var readMaxAge: Duration = .seconds(10)
     /// `BOUNCER_CACHE_REFRESH_SECONDS`: every project is reloaded this often.
