@@ -53,6 +53,7 @@ enum ServeCommand {
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
         let caches = Caches(database: database, settings: settings.cache, log: log)
+        metrics.attach(caches: { caches.statistics })
         let dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,

@@ -85,6 +85,18 @@ final class CacheE2ETests: XCTestCase {
         XCTAssertEqual(try a.postReceipt(tenant.publicKey, try other.mint(), user: "bob").status, 201)
         XCTAssertTrue(try eventually { try b.user(tenant.publicKey, "carol").json()["status"] == "none" })
         XCTAssertEqual(try b.user(tenant.publicKey, "bob").json()["status"], "active")
+
+        // What /metrics says: both live, B answered from memory at least once, A announced its writes.
+        func metric(_ api: API, _ series: String) throws -> Double? {
+            let text = String(decoding: try api.client.get("/metrics").body, as: UTF8.self)
+            return text.split(separator: "\n").first { $0.hasPrefix(series + " ") }
+                .flatMap { Double($0.dropFirst(series.count + 1)) }
+        }
+        XCTAssertEqual(try metric(a, "bouncer_cache_live"), 1)
+        XCTAssertEqual(try metric(b, "bouncer_cache_live"), 1)
+        XCTAssertGreaterThan(try XCTUnwrap(try metric(b, #"bouncer_read_cache_total{result="hit"}"#)), 0)
+        XCTAssertGreaterThan(try XCTUnwrap(try metric(b, #"bouncer_read_cache_total{result="miss"}"#)), 0)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(try metric(a, "bouncer_cache_announcements_total")), 1)
     }
 
     func testAListenerReconnectReloadsEverything() throws {

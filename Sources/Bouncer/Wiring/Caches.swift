@@ -21,6 +21,7 @@ final class Caches: Sendable {
     let purchases: any PurchaseStore
     let notifications: any NotificationStore
     private let synchronizer: CacheSynchronizer
+    private let reads: PurchaseReadCache?
     private let listener: NotificationListener
     private let listenerDone = DispatchSemaphore(value: 0)
 
@@ -42,6 +43,7 @@ final class Caches: Sendable {
         self.notifications = AnnouncingNotificationStore(
             inner: PostgresNotificationStore(pool: database.pool), announce: announce)
         self.synchronizer = synchronizer
+        self.reads = reads
         var listenerSettings = database.pool.settings
         listenerSettings.applicationName = "bouncer-listener-\(getpid())"
         listener = NotificationListener(
@@ -56,6 +58,14 @@ final class Caches: Sendable {
         }
         listening.name = "bouncer-cache-listener"
         listening.start()
+    }
+
+    /// Counters for `/metrics`.
+    var statistics: ServiceMetrics.CacheStatistics {
+        let counts = reads?.counts ?? (hits: 0, misses: 0)
+        return ServiceMetrics.CacheStatistics(
+            live: projects.isLive, readHits: counts.hits, readMisses: counts.misses,
+            announcements: synchronizer.payloadsSent)
     }
 
     /// Sends pending announcements and stops both threads (before the pool closes).
