@@ -5,7 +5,9 @@ import Postgres
 /// Projects (tenants), their keys and product mappings, in PostgreSQL.
 ///
 /// Every statement names the project by id (or by its unique public key), so no call can reach another
-/// tenant's rows. Errors: see `StorageErrors` (`.serviceUnavailable`, `.conflict`, `.projectNotFound`).
+/// tenant's rows. Every change announces itself (`CacheMessage.project` on `CacheMessage.channel`) inside its own
+/// transaction, so each instance's `CachedProjectStore` reloads the project once it commits, and never before.
+/// Errors: see `StorageErrors` (`.serviceUnavailable`, `.conflict`, `.projectNotFound`).
 public final class PostgresProjectStore: ProjectStore {
     private let pool: ConnectionPool
 
