@@ -13,7 +13,13 @@ final class CacheE2ETests: XCTestCase {
     /// not a cache that was still off).
     private func twoInstances(_ label: String) throws -> (E2EDatabase, [BouncerProcess]) {
         let db = try E2EDatabase(label: label)
-        let servers = try (0..<2).map { _ in try BouncerProcess(databaseURL: db.url) }
+        // Neither the maximum age nor the periodic reload may explain a change within the test's deadline: only the
+        // announcements can.
+        let servers = try (0..<2).map { _ in
+            try BouncerProcess(databaseURL: db.url, overrides: [
+                "BOUNCER_CACHE_REFRESH_SECONDS": "3600", "BOUNCER_READ_CACHE_MAX_AGE_SECONDS": "3600",
+            ])
+        }
         for server in servers {
             XCTAssertTrue(eventually { server.stderr.contains("cache: listening; projects and reads served from memory") },
                           server.stderr)
