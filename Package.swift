@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "AppStoreJWS"], swiftSettings: strict),
-        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "Storage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON"], swiftSettings: strict),
     ]
 )

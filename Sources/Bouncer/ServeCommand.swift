@@ -52,17 +52,20 @@ enum ServeCommand {
         let monitor = ReadinessMonitor(pool: database.pool)
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
+        let caches = Caches(database: database, settings: settings.cache, log: log)
+        metrics.attach(caches: { caches.statistics })
         let dependencies = APIDependencies(
-            projects: PostgresProjectStore(pool: database.pool),
-            purchases: PostgresPurchaseStore(pool: database.pool),
+            projects: caches.projects,
+            purchases: caches.purchases,
             verifier: AppStoreVerifier(verifier: verifier, metrics: metrics),
             hasher: SHA256SecretHasher(),
             adminToken: settings.adminToken,
-            notifications: PostgresNotificationStore(pool: database.pool),
+            notifications: caches.notifications,
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
+        caches.stop()
         monitor.stop()
         database.close(log: log)
         return status

@@ -28,6 +28,8 @@ struct ServeSettings: Sendable {
     var chainCacheSize = 64
     /// `/metrics` token and rate limits (`Operations/OperationsSettings.swift`).
     var operations = OperationsSettings()
+    /// The project and read caches (`Wiring/Caches.swift`).
+    var cache = CacheSettings()
 
     /// One documented variable: name, meaning and how it lands in the settings.
     struct Variable: Sendable {
@@ -122,6 +124,15 @@ struct ServeSettings: Sendable {
         },
         int("BOUNCER_CHAIN_CACHE_SIZE", "verified certificate chains cached (default 64, 0 = off)", 0...100_000) {
             $0.chainCacheSize = $1
+        },
+        int("BOUNCER_READ_CACHE_SIZE", "users whose subscriptions are cached in memory (default 20000, 0 = off)",
+            0...10_000_000) { $0.cache.readCacheSize = $1 },
+        seconds("BOUNCER_READ_CACHE_MAX_AGE_SECONDS",
+                "oldest cached read served: the staleness bound when an announcement is lost (default 10)") {
+            $0.cache.readMaxAge = $1
+        },
+        seconds("BOUNCER_CACHE_REFRESH_SECONDS", "full reload of the project cache, a safety net (default 60)") {
+            $0.cache.refreshInterval = $1
         },
         Variable(name: "BOUNCER_ACCESS_LOG", help: "JSON access log on stderr: on|off (default on)") { s, v in
             switch v.lowercased() {

@@ -80,7 +80,7 @@ public struct IsolationLevel: Sendable, Hashable {
 /// is `@unchecked Sendable`; the pool hands it to exactly one borrower at a time). Every call blocks
 /// the calling thread, so call it from our own worker threads, never from Swift's cooperative pool.
 public final class Connection: @unchecked Sendable {
-    private let handle: ConnectionHandle
+    let handle: ConnectionHandle
     private var conn: OpaquePointer { handle.pointer }
 
     private struct StatementKey: Hashable {

@@ -5,7 +5,9 @@ import Postgres
 /// Projects (tenants), their keys and product mappings, in PostgreSQL.
 ///
 /// Every statement names the project by id (or by its unique public key), so no call can reach another
-/// tenant's rows. Errors: see `StorageErrors` (`.serviceUnavailable`, `.conflict`, `.projectNotFound`).
+/// tenant's rows. Every change announces itself (`CacheMessage.project` on `CacheMessage.channel`) inside its own
+/// transaction, so each instance's `CachedProjectStore` reloads the project once it commits, and never before.
+/// Errors: see `StorageErrors` (`.serviceUnavailable`, `.conflict`, `.projectNotFound`).
 public final class PostgresProjectStore: ProjectStore {
     private let pool: ConnectionPool
 
@@ -73,6 +75,7 @@ public final class PostgresProjectStore: ProjectStore {
                         \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue), \(now), \(now))
                     """)
                 for key in keys { try Self.insert(key, projectId: id, connection) }
+                try Self.announceChange(of: id, connection)
                 let rows = try connection.query("SELECT \(unsafeSQL: Self.columns) FROM projects WHERE id = \(id)")
                 guard let row = rows.first else { throw Self.missingRow("INSERT projects") }
                 return try Self.project(from: row)
@@ -90,6 +93,7 @@ public final class PostgresProjectStore: ProjectStore {
                 ).first.map(Self.project(from:))
                 guard let current else { return nil }
                 let next = changes.applied(to: current)
+                try Self.announceChange(of: id, connection)
                 let rows = try connection.query("""
                     UPDATE projects SET name = \(next.name), bundle_id = \(next.bundleId),
                         app_apple_id = \(Bind.int64(next.appAppleId)), environments = \(next.environments.map(\.rawValue)),
@@ -108,8 +112,10 @@ public final class PostgresProjectStore: ProjectStore {
     /// (every tenant table's foreign key to `projects` cascades).
     public func deleteProject(id: UUID) throws -> Bool {
         try StorageErrors.mapping("delete project") {
-            try pool.withConnection { connection in
-                try connection.execute("DELETE FROM projects WHERE id = \(id)") > 0
+            try pool.transaction { connection in
+                guard try connection.execute("DELETE FROM projects WHERE id = \(id)") > 0 else { return false }
+                try Self.announceChange(of: id, connection)
+                return true
             }
         }
     }
@@ -128,6 +134,7 @@ public final class PostgresProjectStore: ProjectStore {
                 let next = KeyRotationRules.apply(replacements, to: current, now: now)
                 try connection.execute("DELETE FROM project_keys WHERE project_id = \(id)")
                 for key in next { try Self.insert(key, projectId: id, connection) }
+                try Self.announceChange(of: id, connection)
                 return try connection.query("""
                     UPDATE projects SET updated_at = \(now) WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
@@ -151,7 +158,7 @@ public final class PostgresProjectStore: ProjectStore {
     /// Creates or replaces a mapping; `.projectNotFound` when the project does not exist.
     public func setProduct(projectId: UUID, _ mapping: ProductMapping, now: Date) throws -> ProductMapping {
         try StorageErrors.mapping("set product") {
-            try pool.withConnection { connection in
+            try pool.transaction { connection in
                 let rows = try connection.query("""
                     INSERT INTO products (project_id, product_id, entitlements, created_at, updated_at)
                     VALUES (\(projectId), \(mapping.productId), \(mapping.entitlements), \(now), \(now))
@@ -160,6 +167,7 @@ public final class PostgresProjectStore: ProjectStore {
                     RETURNING product_id, entitlements
                     """)
                 guard let row = rows.first else { throw Self.missingRow("INSERT … RETURNING products") }
+                try Self.announceChange(of: projectId, connection)
                 return try Self.product(from: row)
             }
         }
@@ -180,11 +188,63 @@ public final class PostgresProjectStore: ProjectStore {
     /// Deletes a mapping; false when there was none.
     public func deleteProduct(projectId: UUID, productId: String) throws -> Bool {
         try StorageErrors.mapping("delete product") {
-            try pool.withConnection { connection in
-                try connection.execute(
+            try pool.transaction { connection in
+                guard try connection.execute(
                     "DELETE FROM products WHERE project_id = \(projectId) AND product_id = \(productId)") > 0
+                else { return false }
+                try Self.announceChange(of: projectId, connection)
+                return true
             }
         }
+    }
+
+    // MARK: - What the cache loads
+
+    /// A project and its keys (newest first), as `CachedProjectStore` holds them.
+    struct Snapshot {
+        var project: Project
+        var keys: [StoredProjectKey]
+    }
+
+    /// The project with its keys; nil when it does not exist (deleted).
+    func snapshot(projectId: UUID) throws -> Snapshot? {
+        try StorageErrors.mapping("project snapshot") {
+            try pool.withConnection { connection in
+                guard let project = try connection.query(
+                    "SELECT \(unsafeSQL: Self.columns) FROM projects WHERE id = \(projectId)"
+                ).first.map(Self.project(from:)) else { return nil }
+                let keys = try connection.query("""
+                    SELECT \(unsafeSQL: Self.keyColumns) FROM project_keys WHERE project_id = \(projectId)
+                    ORDER BY created_at DESC, id
+                    """).map(Self.key(from:))
+                return Snapshot(project: project, keys: keys)
+            }
+        }
+    }
+
+    /// Every project with its keys, from one snapshot (REPEATABLE READ) so no key is read without its project.
+    func snapshotAll() throws -> [Snapshot] {
+        try StorageErrors.mapping("all project snapshots") {
+            try pool.transaction(isolation: .repeatableRead) { connection in
+                let projects = try connection.query("SELECT \(unsafeSQL: Self.columns) FROM projects")
+                    .map(Self.project(from:))
+                var keys: [UUID: [StoredProjectKey]] = [:]
+                let rows = try connection.query("""
+                    SELECT project_id, \(unsafeSQL: Self.keyColumns) FROM project_keys ORDER BY created_at DESC, id
+                    """)
+                for row in rows {
+                    keys[try row.decode("project_id", as: UUID.self), default: []].append(try Self.key(from: row))
+                }
+                return projects.map { Snapshot(project: $0, keys: keys[$0.id] ?? []) }
+            }
+        }
+    }
+
+    /// Tells every instance's cache, at this transaction's commit (and only if it commits), that the project
+    /// changed. Admin changes are rare, so the commit-time lock `NOTIFY` takes costs nothing measurable here.
+    static func announceChange(of projectId: UUID, _ connection: Connection) throws {
+        try connection.execute(
+            "SELECT pg_notify(\(CacheMessage.channel), \(CacheMessage.project(projectId).line))")
     }
 
     // MARK: - Rows

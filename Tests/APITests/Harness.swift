@@ -3,6 +3,7 @@ import Domain
 import Foundation
 @testable import HTTPCore
 import JSON
+import Storage
 import Synchronization
 import XCTest
 
@@ -29,8 +30,9 @@ final class Harness {
     var router = Router()
     let project: Project
 
+    /// With `readCache`, subscriptions are read through it (`CachedPurchaseStore`, invalidating it directly).
     init(adminToken: String? = Harness.adminToken, policy: TransferPolicy = .transfer, requireSecret: Bool = false,
-         tokenPolicy: AppAccountTokenPolicy = .ignore) {
+         tokenPolicy: AppAccountTokenPolicy = .ignore, readCache: PurchaseReadCache? = nil) {
         purchases = FakePurchaseStore(projects: projects)
         project = projects.seed(
             Project(id: FakeProjectStore.uuid(900), name: "My App", bundleId: "com.example.app",
@@ -41,8 +43,11 @@ final class Harness {
             products: ["com.myapp.pro.yearly": ["pro"], "com.myapp.lifetime": ["pro", "extras"]])
         let sink = log
         let clock = clock
+        let store: any PurchaseStore = readCache.map { cache in
+            CachedPurchaseStore(inner: purchases, cache: cache, announce: { cache.invalidate($0) })
+        } ?? purchases
         let deps = APIDependencies(
-            projects: projects, purchases: purchases, verifier: verifier, hasher: FakeHasher(),
+            projects: projects, purchases: store, verifier: verifier, hasher: FakeHasher(),
             adminToken: adminToken, now: { clock.now }, log: { sink.write($0) })
         Routes.register(on: &router, deps)
     }

@@ -144,6 +144,10 @@ extension ContractE2ETests {
         let newSecret = try XCTUnwrap(rotated["secret_key"]?.stringValue)
         XCTAssertEqual(rotated["public_key"], .string(tenant.publicKey))
         XCTAssertEqual(rotated["secret_keys"]?.arrayValue?.count, 2)
+        // The CLI is another process: its change reaches the server's cache through the announcement.
+        XCTAssertTrue(try E2E.eventually {
+            try api.user(tenant.publicKey, "u", headers: ["Authorization": "Bearer \(newSecret)"]).status == 200
+        })
         for secret in [tenant.secretKey, newSecret] {
             XCTAssertEqual(try api.user(tenant.publicKey, "u", headers: ["Authorization": "Bearer \(secret)"]).status, 200)
         }

@@ -19,6 +19,19 @@ final class ServiceMetrics: Sendable {
     private let chainCache: Counter
     private let rateLimited: Counter
     private let openConnections = Mutex<(@Sendable () -> Int)?>(nil)
+    private let caches = Mutex<(@Sendable () -> CacheStatistics)?>(nil)
+
+    /// What the caches report at scrape time (`Wiring/Caches.swift`).
+    struct CacheStatistics: Sendable {
+        /// Projects are answered from memory (the invalidation channel listens).
+        var live: Bool
+        /// Subscription reads answered from memory.
+        var readHits: Int
+        /// Subscription reads that queried (the cache was off, or had no current entry).
+        var readMisses: Int
+        /// `NOTIFY` payloads this instance sent for receipts and notifications.
+        var announcements: Int
+    }
 
     /// The scopes `bouncer_rate_limited_total` starts with at zero (so `rate()` has a series to work on).
     static let rateLimitScopes = ["public_key", "client", "admin", "secret_key"]
@@ -77,9 +90,32 @@ final class ServiceMetrics: Sendable {
                 Self.residentMemoryBytes().map { [MetricSample([], Double($0))] } ?? []
             }
         registry.callback(
+            "bouncer_cache_live", help: "1 while projects and reads are served from memory (the channel listens).",
+            type: .gauge) { [weak self] in
+                self?.caches.withLock { $0 }.map { [MetricSample([], $0().live ? 1 : 0)] } ?? []
+            }
+        registry.callback(
+            "bouncer_read_cache_total", help: "Subscription reads answered from memory (hit) or by a query (miss).",
+            type: .counter, labels: ["result"]) { [weak self] in
+                self?.caches.withLock { $0 }.map { source in
+                    let s = source()
+                    return [MetricSample(["hit"], Double(s.readHits)), MetricSample(["miss"], Double(s.readMisses))]
+                } ?? []
+            }
+        registry.callback(
+            "bouncer_cache_announcements_total", help: "NOTIFY payloads sent to the other instances' caches.",
+            type: .counter) { [weak self] in
+                self?.caches.withLock { $0 }.map { [MetricSample([], Double($0().announcements))] } ?? []
+            }
+        registry.callback(
             "bouncer_http_open_connections", help: "Open client connections.", type: .gauge) { [weak self] in
                 self?.openConnections.withLock { $0 }.map { [MetricSample([], Double($0()))] } ?? []
             }
+    }
+
+    /// Where the `bouncer_cache_*` and `bouncer_read_cache_total` series read from.
+    func attach(caches source: @escaping @Sendable () -> CacheStatistics) {
+        caches.withLock { $0 = source }
     }
 
     /// Where `bouncer_http_open_connections` reads from (the server exists only after the routes are built).

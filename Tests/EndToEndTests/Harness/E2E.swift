@@ -31,6 +31,17 @@ enum E2E {
     /// A fresh bundle id, so each test's project is its own app.
     static func uniqueBundle() -> String { "com.e2e.app\(uniqueId())" }
 
+    /// Polls `condition` every 20 ms until it holds or 15 s pass; whether it held. For changes that reach a server
+    /// through its cache's announcements (within a bound, never asserted as a time).
+    static func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return try condition()
+    }
+
     /// Milliseconds since 1970 for `now + seconds`.
     static func ms(_ secondsFromNow: Double) -> Int64 {
         Int64(((Date().timeIntervalSince1970 + secondsFromNow) * 1000).rounded())

@@ -1,0 +1,103 @@
+import Foundation
+
+/// One "this changed" announcement on the `NOTIFY` channel that keeps every instance's caches true.
+///
+/// The wire form is one line per message (`P <project>`, `A <project>`, `U <project> <user>`,
+/// `T <project> <environment> <original transaction id>`), free text in base64url so no user id can break a line;
+/// a payload is several lines, optionally led by `I <instance>` (the sender, which skips its own echo).
+public enum CacheMessage: Hashable, Sendable {
+    /// The project's settings, keys or products changed, or it was deleted: reload it, forget its users' reads.
+    case project(UUID)
+    /// Every cached read of the project's users is stale (used when a finer message would not fit a payload).
+    case allUsers(UUID)
+    /// The user's set of bound purchases changed.
+    case user(UUID, userId: String)
+    /// The purchase's facts or holders changed: every user holding it reads again.
+    case purchase(UUID, environment: String, originalTransactionId: String)
+
+    /// The PostgreSQL channel all instances listen on.
+    public static let channel = "bouncer_cache"
+    /// `NOTIFY` payloads must stay under 8000 bytes; this leaves room for the instance line.
+    static let payloadLimit = 7_900
+
+    /// The project the message is about.
+    public var projectId: UUID {
+        switch self {
+        case .project(let id), .allUsers(let id), .user(let id, _), .purchase(let id, _, _): id
+        }
+    }
+
+    /// The message's line, or for a line too long for one payload, the coarser `.allUsers` line.
+    var line: String {
+        let text: String
+        switch self {
+        case .project(let id): text = "P \(id.uuidString)"
+        case .allUsers(let id): text = "A \(id.uuidString)"
+        case .user(let id, let user): text = "U \(id.uuidString) \(Self.encode(user))"
+        case .purchase(let id, let environment, let original):
+            text = "T \(id.uuidString) \(Self.encode(environment)) \(Self.encode(original))"
+        }
+        return text.utf8.count <= Self.payloadLimit - 64 ? text : "A \(projectId.uuidString)"
+    }
+
+    /// Parses one line; nil for anything malformed (ignored: a newer sender may know more kinds).
+    init?(line: Substring) {
+        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count >= 2, let id = UUID(uuidString: String(parts[1])) else { return nil }
+        switch (parts[0], parts.count) {
+        case ("P", 2): self = .project(id)
+        case ("A", 2): self = .allUsers(id)
+        case ("U", 3):
+            guard let user = Self.decode(parts[2]) else { return nil }
+            self = .user(id, userId: user)
+        case ("T", 4):
+            guard let environment = Self.decode(parts[2]), let original = Self.decode(parts[3]) else { return nil }
+            self = .purchase(id, environment: environment, originalTransactionId: original)
+        default: return nil
+        }
+    }
+
+    /// Packs `messages` into as few payloads as fit the limit, each led by `I <origin>`.
+    static func payloads(_ messages: [CacheMessage], origin: UUID) -> [String] {
+        let head = "I \(origin.uuidString)"
+        var payloads: [String] = []
+        var current = head
+        for message in messages {
+            let line = message.line
+            if current.utf8.count + 1 + line.utf8.count > payloadLimit {
+                payloads.append(current)
+                current = head
+            }
+            current += "\n" + line
+        }
+        if current != head { payloads.append(current) }
+        return payloads
+    }
+
+    /// The sender (`I` line, if any) and the messages of a payload.
+    static func parse(payload: String) -> (origin: UUID?, messages: [CacheMessage]) {
+        var origin: UUID?
+        var messages: [CacheMessage] = []
+        for line in payload.split(separator: "\n") {
+            if line.hasPrefix("I ") {
+                origin = UUID(uuidString: String(line.dropFirst(2)))
+            } else if let message = CacheMessage(line: line) {
+                messages.append(message)
+            }
+        }
+        return (origin, messages)
+    }
+
+    private static func encode(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    private static func decode(_ text: Substring) -> String? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { return nil }
+        return String(data: data, encoding: .utf8)
+    }
+}

@@ -1,0 +1,177 @@
+import Dispatch
+import Domain
+import Foundation
+import Postgres
+import Synchronization
+
+/// Keeps this instance's caches (`CachedProjectStore`, `PurchaseReadCache`) true across instances over the
+/// `CacheMessage.channel` of PostgreSQL `LISTEN/NOTIFY`.
+///
+/// - Receiving: `listenerHandlers` feed a `NotificationListener`. While it is disconnected both caches are off
+///   (every read goes to the database); after it reconnects, everything is reloaded before they come back on.
+/// - Announcing: `announce` applies messages here at once and queues them; `run()`'s thread sends the queue in
+///   batched `pg_notify` calls (one statement, one transaction), off the request path, so receipt transactions
+///   never take the commit-time lock that `NOTIFY` needs. A writer that dies between its commit and the send
+///   leaves other instances' read entries stale for at most the read cache's maximum age.
+/// - Safety net: every project is reloaded each `refreshInterval`.
+public final class CacheSynchronizer: Sendable {
+    struct Link {
+        var listening = false
+        /// Bumped on every disconnect, so a refresh begun before one cannot turn the caches back on.
+        var epoch = 0
+        /// The read cache waits for the first refresh after a (re)connect.
+        var resetPending = false
+    }
+    struct Outbox {
+        var messages: [CacheMessage] = []
+        var queued: Set<CacheMessage> = []
+    }
+
+    /// This process's id in the payloads it sends (it skips their echo).
+    public let origin = UUID()
+    private let pool: ConnectionPool
+    private let projects: CachedProjectStore
+    private let reads: PurchaseReadCache?
+    private let refreshInterval: Duration
+    private let log: @Sendable (String) -> Void
+    private let link = Mutex(Link())
+    private let outbox = Mutex(Outbox())
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    private let sent = Atomic<Int>(0)
+
+    /// A synchronizer sending through `pool`; `log` gets one line per state change or failure.
+    public init(
+        pool: ConnectionPool, projects: CachedProjectStore, reads: PurchaseReadCache?,
+        refreshInterval: Duration = .seconds(60), log: @escaping @Sendable (String) -> Void
+    ) {
+        self.pool = pool
+        self.projects = projects
+        self.reads = reads
+        self.refreshInterval = refreshInterval
+        self.log = log
+    }
+
+    /// `NOTIFY` payloads sent since start.
+    public var payloadsSent: Int { sent.load(ordering: .relaxed) }
+
+    /// Applies `messages` to this instance's caches now and queues them for the others.
+    public func announce(_ messages: [CacheMessage]) {
+        reads?.invalidate(messages)
+        let wasEmpty = outbox.withLock { box -> Bool in
+            let wasEmpty = box.messages.isEmpty
+            for message in messages where box.queued.insert(message).inserted { box.messages.append(message) }
+            return wasEmpty
+        }
+        if wasEmpty { wake.signal() }
+    }
+
+    /// The handlers for this instance's `NotificationListener` on `CacheMessage.channel`.
+    public var listenerHandlers: NotificationListener.Handlers {
+        NotificationListener.Handlers(
+            connected: { [self] in
+                link.withLock { l in
+                    l.listening = true
+                    l.resetPending = true
+                }
+                wake.signal()
+            },
+            disconnected: { [self] error in
+                let was = link.withLock { l -> Bool in
+                    let was = l.listening
+                    l.listening = false
+                    l.epoch += 1
+                    projects.goOffline()
+                    reads?.setEnabled(false)
+                    return was
+                }
+                if was { log("cache: invalidation channel lost (\(error.message)); reading from the database") }
+            },
+            notification: { [self] _, payload in receive(payload) })
+    }
+
+    /// Applies a payload another instance (or an admin transaction) sent.
+    func receive(_ payload: String) {
+        let (sender, messages) = CacheMessage.parse(payload: payload)
+        guard sender != origin else { return }
+        var users: [CacheMessage] = []
+        for message in messages {
+            if case .project(let id) = message { projects.invalidate(id) } else { users.append(message) }
+        }
+        if !users.isEmpty { reads?.invalidate(users) }
+    }
+
+    /// Sends announcements and refreshes until `shutdown()`. Blocks the calling thread: give it its own.
+    public func run() {
+        defer { finished.signal() }
+        var nextRefresh = ContinuousClock.now + refreshInterval
+        var lastRefreshFailed = false
+        while true {
+            let (listening, resetPending) = link.withLock { ($0.listening, $0.resetPending) }
+            let wait: Duration = !listening ? .seconds(1)
+                : (resetPending && !lastRefreshFailed ? .zero : ContinuousClock.now.duration(to: nextRefresh))
+            if wait > .zero { _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: wait.nanoseconds))) }
+            send()
+            if stopped.load(ordering: .acquiring) { return }
+            let due = ContinuousClock.now >= nextRefresh
+            if link.withLock({ $0.listening && (($0.resetPending && !lastRefreshFailed) || due) }) {
+                lastRefreshFailed = !refresh()
+                nextRefresh = ContinuousClock.now + (lastRefreshFailed ? .seconds(1) : refreshInterval)
+            }
+        }
+    }
+
+    /// Sends what is queued, then makes `run()` return (waiting at most 2 s for it).
+    public func shutdown() {
+        stopped.store(true, ordering: .releasing)
+        wake.signal()
+        _ = finished.wait(timeout: .now() + 2)
+    }
+
+    private func send() {
+        let messages = outbox.withLock { box -> [CacheMessage] in
+            defer { box = Outbox() }
+            return box.messages
+        }
+        guard !messages.isEmpty else { return }
+        let payloads = CacheMessage.payloads(messages, origin: origin)
+        do {
+            try pool.withConnection { connection in
+                try connection.execute(
+                    "SELECT pg_notify(\(CacheMessage.channel), p) FROM unnest(\(payloads)::text[]) AS p")
+            }
+            sent.add(payloads.count, ordering: .relaxed)
+        } catch {
+            log("cache: could not announce \(messages.count) changes (\(error)); other instances catch up within "
+                + "the read cache's maximum age")
+        }
+    }
+
+    /// Reloads every project; turns the caches on when the channel listens. False when the reload failed.
+    private func refresh() -> Bool {
+        let epoch = link.withLock { $0.epoch }
+        do {
+            try projects.refreshAll()
+        } catch {
+            log("cache: refresh failed (\(error)); retrying in 1 s")
+            return false
+        }
+        let cameBack = link.withLock { l -> Bool in
+            guard l.listening, l.epoch == epoch else { return false }
+            projects.goLive()
+            guard l.resetPending else { return false }
+            reads?.setEnabled(true)
+            l.resetPending = false
+            return true
+        }
+        if cameBack { log("cache: listening; projects and reads served from memory") }
+        return true
+    }
+}
+
+extension Duration {
+    fileprivate var nanoseconds: Int64 {
+        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+    }
+}

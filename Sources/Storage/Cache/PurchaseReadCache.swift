@@ -1,0 +1,252 @@
+import Domain
+import Foundation
+import Synchronization
+
+/// The bound purchases of recently read users (per project and user), so `GET /v1/subscriptions` is answered
+/// without a round trip; what they mean at an instant (`StatusRules`, with `now`) is still computed at read time,
+/// so an entry never outlives an `expires_date` it holds.
+///
+/// An entry stays only while it can be proved current: it is dropped by every invalidation that can change it
+/// (`CacheMessage`: the user's bindings, any purchase it holds — found through a reverse index —, its project),
+/// it expires after `maxAge` (the bound when an announcement is lost: a writer that died between commit and its
+/// announcement), and the whole cache is off while the invalidation channel is down (`setEnabled`).
+/// A read racing a write cannot fill a stale entry: each fill carries the invalidation sequence seen before its
+/// query and is refused when a later invalidation in `recent` touches it.
+public final class PurchaseReadCache: Sendable {
+    struct UserKey: Hashable {
+        let projectId: UUID
+        let userId: String
+    }
+    struct PurchaseKey: Hashable {
+        let projectId: UUID
+        let environment: String
+        let originalTransactionId: String
+    }
+    struct Entry {
+        var owned: [OwnedPurchase]
+        var filledAt: ContinuousClock.Instant
+    }
+    /// What a fill must check it missed: invalidations newer than its ticket.
+    enum Invalidation {
+        case user(UserKey), purchase(PurchaseKey), project(UUID), all
+    }
+    struct State {
+        var enabled = false
+        var entries: LRU<UserKey, Entry>
+        var holders: [PurchaseKey: Set<UserKey>] = [:]
+        var sequence: UInt64 = 0
+        /// The last `recentCapacity` invalidations, oldest first, with their sequence numbers.
+        var recent: [(UInt64, Invalidation)] = []
+        var hits = 0
+        var misses = 0
+    }
+
+    private let state: Mutex<State>
+    private let maxAge: Duration
+    private let clock = ContinuousClock()
+    static let recentCapacity = 4_096
+
+    /// A cache of at most `capacity` users (least recently used evicted first), entries at most `maxAge` old.
+    /// It starts disabled: the owner enables it once the invalidation channel listens.
+    public init(capacity: Int, maxAge: Duration) {
+        state = Mutex(State(entries: LRU(capacity: max(1, capacity))))
+        self.maxAge = maxAge
+    }
+
+    /// (hits, misses) since start.
+    public var counts: (hits: Int, misses: Int) { state.withLock { ($0.hits, $0.misses) } }
+
+    /// Turns the cache on or off; either way every entry is dropped (off: the channel is down and messages may be
+    /// lost; on: it has just come back, and what was missed is unknown).
+    public func setEnabled(_ enabled: Bool) {
+        state.withLock { s in
+            s.enabled = enabled
+            s.entries.removeAll()
+            s.holders = [:]
+            s.record(.all)
+        }
+    }
+
+    /// The user's cached purchases, if a current entry exists.
+    func lookup(projectId: UUID, userId: String) -> [OwnedPurchase]? {
+        let now = clock.now
+        return state.withLock { s in
+            guard s.enabled else { return nil }
+            let key = UserKey(projectId: projectId, userId: userId)
+            guard let entry = s.entries.get(key) else {
+                s.misses += 1
+                return nil
+            }
+            guard entry.filledAt.duration(to: now) < maxAge else {
+                s.remove(key)
+                s.misses += 1
+                return nil
+            }
+            s.hits += 1
+            return entry.owned
+        }
+    }
+
+    /// The ticket a reader takes before querying, handed back to `fill`.
+    func ticket() -> UInt64 { state.withLock { $0.sequence } }
+
+    /// Stores what a query begun at `ticket` read, unless an invalidation since then touches it.
+    func fill(projectId: UUID, userId: String, owned: [OwnedPurchase], ticket: UInt64, at filledAt: ContinuousClock.Instant) {
+        let key = UserKey(projectId: projectId, userId: userId)
+        let purchases = Set(owned.map { Self.purchaseKey(projectId, $0.purchase) })
+        state.withLock { s in
+            guard s.enabled else { return }
+            guard s.sequence - ticket <= UInt64(s.recent.count) else { return }  // too many to check: skip
+            for (sequence, invalidation) in s.recent.reversed() {
+                guard sequence > ticket else { break }
+                switch invalidation {
+                case .all: return
+                case .project(let id): if id == projectId { return }
+                case .user(let other): if other == key { return }
+                case .purchase(let purchase): if purchases.contains(purchase) { return }
+                }
+            }
+            s.remove(key)
+            if let evicted = s.entries.set(key, Entry(owned: owned, filledAt: filledAt)) {
+                s.unindex(evicted.0, evicted.1)
+            }
+            for purchase in purchases { s.holders[purchase, default: []].insert(key) }
+        }
+    }
+
+    /// Drops what `messages` make stale.
+    public func invalidate(_ messages: [CacheMessage]) {
+        state.withLock { s in
+            for message in messages {
+                switch message {
+                case .project(let id), .allUsers(let id):
+                    s.record(.project(id))
+                    for key in s.entries.keys where key.projectId == id { s.remove(key) }
+                case .user(let id, let userId):
+                    let key = UserKey(projectId: id, userId: userId)
+                    s.record(.user(key))
+                    s.remove(key)
+                case .purchase(let id, let environment, let original):
+                    let purchase = PurchaseKey(projectId: id, environment: environment, originalTransactionId: original)
+                    s.record(.purchase(purchase))
+                    for key in s.holders[purchase] ?? [] { s.remove(key) }
+                }
+            }
+        }
+    }
+
+    static func purchaseKey(_ projectId: UUID, _ purchase: PurchaseState) -> PurchaseKey {
+        PurchaseKey(projectId: projectId, environment: purchase.environment.rawValue,
+                    originalTransactionId: purchase.originalTransactionId)
+    }
+
+    func now() -> ContinuousClock.Instant { clock.now }
+}
+
+extension PurchaseReadCache.State {
+    mutating func record(_ invalidation: PurchaseReadCache.Invalidation) {
+        sequence += 1
+        if recent.count == PurchaseReadCache.recentCapacity { recent.removeFirst(recent.count / 2) }
+        recent.append((sequence, invalidation))
+    }
+
+    mutating func remove(_ key: PurchaseReadCache.UserKey) {
+        guard let entry = entries.remove(key) else { return }
+        unindex(key, entry)
+    }
+
+    mutating func unindex(_ key: PurchaseReadCache.UserKey, _ entry: PurchaseReadCache.Entry) {
+        for owned in entry.owned {
+            let purchase = PurchaseReadCache.purchaseKey(key.projectId, owned.purchase)
+            holders[purchase]?.remove(key)
+            if holders[purchase]?.isEmpty == true { holders[purchase] = nil }
+        }
+    }
+}
+
+/// A bounded map that evicts the least recently used key: a dictionary into a doubly linked list kept in arrays.
+struct LRU<Key: Hashable, Value> {
+    private var index: [Key: Int] = [:]
+    private var slots: [(key: Key, value: Value)?] = []
+    private var previous: [Int] = []
+    private var next: [Int] = []
+    private var free: [Int] = []
+    private var head = -1  // most recently used
+    private var tail = -1  // least recently used
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { index.count }
+    var keys: [Key] { Array(index.keys) }
+
+    /// The value, marked most recently used.
+    mutating func get(_ key: Key) -> Value? {
+        guard let i = index[key] else { return nil }
+        moveToFront(i)
+        return slots[i]?.value
+    }
+
+    /// Inserts or replaces; returns the entry evicted to make room, if any.
+    mutating func set(_ key: Key, _ value: Value) -> (Key, Value)? {
+        if let i = index[key] {
+            slots[i] = (key, value)
+            moveToFront(i)
+            return nil
+        }
+        var evicted: (Key, Value)?
+        if index.count >= capacity, tail >= 0, let last = slots[tail] {
+            evicted = (last.key, last.value)
+            _ = remove(last.key)
+        }
+        let i: Int
+        if let reused = free.popLast() {
+            i = reused
+            slots[i] = (key, value)
+        } else {
+            i = slots.count
+            slots.append((key, value))
+            previous.append(-1)
+            next.append(-1)
+        }
+        index[key] = i
+        link(i)
+        return evicted
+    }
+
+    /// Removes the key; returns its value.
+    mutating func remove(_ key: Key) -> Value? {
+        guard let i = index.removeValue(forKey: key) else { return nil }
+        let value = slots[i]?.value
+        unlink(i)
+        slots[i] = nil
+        free.append(i)
+        return value
+    }
+
+    mutating func removeAll() {
+        self = LRU(capacity: capacity)
+    }
+
+    private mutating func moveToFront(_ i: Int) {
+        guard head != i else { return }
+        unlink(i)
+        link(i)
+    }
+
+    private mutating func link(_ i: Int) {
+        previous[i] = -1
+        next[i] = head
+        if head >= 0 { previous[head] = i }
+        head = i
+        if tail < 0 { tail = i }
+    }
+
+    private mutating func unlink(_ i: Int) {
+        let p = previous[i], n = next[i]
+        if p >= 0 { next[p] = n } else { head = n }
+        if n >= 0 { previous[n] = p } else { tail = p }
+        previous[i] = -1
+        next[i] = -1
+    }
+}

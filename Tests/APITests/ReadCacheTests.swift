@@ -1,0 +1,138 @@
+import API
+import Domain
+import Foundation
+import HTTPCore
+@testable import Storage
+import XCTest
+
+/// `GET /v1/subscriptions` through the read cache: a hit costs no store read, status is still computed at the
+/// request's instant, and every write that can change the answer drops the entries it touches.
+final class ReadCacheTests: XCTestCase {
+    let path = "/v1/subscriptions/\(Harness.publicKey)/user_123"
+
+    private func cachedHarness(policy: TransferPolicy = .transfer) -> (Harness, PurchaseReadCache) {
+        let cache = PurchaseReadCache(capacity: 100, maxAge: .seconds(3600))
+        cache.setEnabled(true)
+        return (Harness(policy: policy, readCache: cache), cache)
+    }
+
+    func testACachedActiveSubscriptionTurnsExpiredExactlyAtItsExpiresDate() {
+        let (h, cache) = cachedHarness()
+        let expires = Harness.now.addingTimeInterval(100)
+        h.register("a.b.c", facts(expiresDate: expires))
+        XCTAssertEqual(h.postReceipt("a.b.c", userId: "user_123").status, 201)
+
+        XCTAssertEqual(h.send(.get, path).json?["status"]?.stringValue, "active")
+        XCTAssertEqual(h.purchases.readCount, 1)
+        h.clock.advance(99.999)
+        let before = h.send(.get, path).json
+        XCTAssertEqual(before?["status"]?.stringValue, "active")
+        XCTAssertEqual(before?["entitlements"], ["pro"])
+        h.clock.advance(0.001)  // now == expires_date
+        let at = h.send(.get, path).json
+        XCTAssertEqual(at?["status"]?.stringValue, "expired")
+        XCTAssertEqual(at?["entitlements"], .array([]))
+        XCTAssertEqual(at?["subscriptions"]?[0]?["entitlements"], .array([]))
+        XCTAssertEqual(h.purchases.readCount, 1, "both later answers came from the cached entry")
+        XCTAssertEqual(cache.counts.hits, 2)
+    }
+
+    func testAReceiptForTheUserDropsTheirEntry() {
+        let (h, _) = cachedHarness()
+        h.register("one.b.c", facts(transactionId: "1", originalTransactionId: "1"))
+        h.register("two.b.c", facts(transactionId: "2", originalTransactionId: "2"))
+        XCTAssertEqual(h.postReceipt("one.b.c", userId: "user_123").status, 201)
+        XCTAssertEqual(h.send(.get, path).json?["subscriptions"]?.arrayValue?.count, 1)
+        XCTAssertEqual(h.postReceipt("two.b.c", userId: "user_123").status, 201)
+        XCTAssertEqual(h.send(.get, path).json?["subscriptions"]?.arrayValue?.count, 2)
+        XCTAssertEqual(h.purchases.readCount, 2)
+    }
+
+    func testATransferDropsThePreviousHoldersEntryThroughThePurchase() {
+        let (h, _) = cachedHarness(policy: .transfer)
+        h.register("a.b.c", facts())
+        XCTAssertEqual(h.postReceipt("a.b.c", userId: "user_123").status, 201)
+        XCTAssertEqual(h.send(.get, path).json?["status"]?.stringValue, "active")
+        // The same purchase restored on another account: only the purchase names user_123's entry.
+        XCTAssertEqual(h.postReceipt("a.b.c", userId: "someone_else").status, 201)
+        XCTAssertEqual(h.send(.get, path).json?["status"]?.stringValue, "none")
+        XCTAssertEqual(h.purchases.readCount, 2)
+    }
+
+    func testAReceiptWithoutUserDropsEveryHolderOfThePurchase() {
+        let (h, _) = cachedHarness()
+        h.register("a.b.c", facts(signedDate: Harness.now))
+        XCTAssertEqual(h.postReceipt("a.b.c", userId: "user_123").status, 201)
+        XCTAssertEqual(h.send(.get, path).json?["status"]?.stringValue, "active")
+        h.register("refund.b.c", facts(revocationDate: Harness.now, signedDate: Harness.now.addingTimeInterval(1)))
+        XCTAssertEqual(h.postReceipt("refund.b.c").status, 201)
+        XCTAssertEqual(h.send(.get, path).json?["status"]?.stringValue, "revoked")
+    }
+
+    func testAFillRacingAnInvalidationIsNotKept() {
+        let cache = PurchaseReadCache(capacity: 10, maxAge: .seconds(3600))
+        cache.setEnabled(true)
+        let project = UUID()
+        let purchase = PurchaseState(first: facts())
+        let owned = [OwnedPurchase(purchase: purchase, entitlements: ["pro"])]
+
+        // A purchase change lands between the query and the fill: the read may predate it.
+        var ticket = cache.ticket()
+        cache.invalidate([.purchase(project, environment: "Production", originalTransactionId: purchase.originalTransactionId)])
+        cache.fill(projectId: project, userId: "u", owned: owned, ticket: ticket, at: cache.now())
+        XCTAssertNil(cache.lookup(projectId: project, userId: "u"))
+
+        // Same for the user, the project, and the channel going down and up.
+        for message in [CacheMessage.user(project, userId: "u"), .allUsers(project), .project(project)] {
+            ticket = cache.ticket()
+            cache.invalidate([message])
+            cache.fill(projectId: project, userId: "u", owned: owned, ticket: ticket, at: cache.now())
+            XCTAssertNil(cache.lookup(projectId: project, userId: "u"), "\(message)")
+        }
+        ticket = cache.ticket()
+        cache.setEnabled(true)
+        cache.fill(projectId: project, userId: "u", owned: owned, ticket: ticket, at: cache.now())
+        XCTAssertNil(cache.lookup(projectId: project, userId: "u"))
+
+        // Unrelated invalidations do not block it.
+        ticket = cache.ticket()
+        cache.invalidate([.user(project, userId: "other"), .purchase(project, environment: "Sandbox",
+                                                                      originalTransactionId: purchase.originalTransactionId)])
+        cache.fill(projectId: project, userId: "u", owned: owned, ticket: ticket, at: cache.now())
+        XCTAssertEqual(cache.lookup(projectId: project, userId: "u"), owned)
+    }
+
+    func testEntriesExpireAfterMaxAgeAndTheLeastRecentlyUsedIsEvicted() {
+        let cache = PurchaseReadCache(capacity: 2, maxAge: .seconds(60))
+        cache.setEnabled(true)
+        let project = UUID()
+        let now = cache.now()
+        cache.fill(projectId: project, userId: "old", owned: [], ticket: cache.ticket(), at: now - .seconds(61))
+        XCTAssertNil(cache.lookup(projectId: project, userId: "old"), "older than maxAge")
+        for user in ["a", "b"] { cache.fill(projectId: project, userId: user, owned: [], ticket: cache.ticket(), at: now) }
+        XCTAssertEqual(cache.lookup(projectId: project, userId: "a"), [])  // a is now the most recent
+        cache.fill(projectId: project, userId: "c", owned: [], ticket: cache.ticket(), at: now)
+        XCTAssertNil(cache.lookup(projectId: project, userId: "b"), "b was least recently used")
+        XCTAssertEqual(cache.lookup(projectId: project, userId: "a"), [])
+        XCTAssertEqual(cache.lookup(projectId: project, userId: "c"), [])
+        cache.setEnabled(false)
+        XCTAssertNil(cache.lookup(projectId: project, userId: "a"), "off while the channel is down")
+    }
+
+    func testMessagesSurviveTheWireAndPackUnderTheLimit() {
+        let project = UUID()
+        let messages: [CacheMessage] = [
+            .project(project), .allUsers(project), .user(project, userId: "a b\nc\u{1F600}"),
+            .purchase(project, environment: "Sandbox", originalTransactionId: "2000 0001"),
+        ] + (0..<200).map { .user(project, userId: "user-\($0)-" + String(repeating: "x", count: 40)) }
+        let origin = UUID()
+        let payloads = CacheMessage.payloads(messages, origin: origin)
+        XCTAssertGreaterThan(payloads.count, 1)
+        XCTAssertTrue(payloads.allSatisfy { $0.utf8.count <= 7_900 })
+        let parsed = payloads.map(CacheMessage.parse(payload:))
+        XCTAssertTrue(parsed.allSatisfy { $0.origin == origin })
+        XCTAssertEqual(parsed.flatMap(\.messages), messages)
+        let huge = CacheMessage.user(project, userId: String(repeating: "y", count: 9_000))
+        XCTAssertEqual(CacheMessage.parse(payload: huge.line).messages, [.allUsers(project)])
+    }
+}
