@@ -48,11 +48,11 @@ let package = Package(
                 path: "schema", sources: ["EmbedSchema"]),
 
         // Tests
-        .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Postgres", "HTTPCore", "JSON"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
         .testTarget(name: "DomainTests", dependencies: ["Domain"], swiftSettings: strict),
-        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS"], exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON"], swiftSettings: strict),
+        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "AppStoreJWS"], swiftSettings: strict),

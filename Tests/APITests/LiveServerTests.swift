@@ -1,8 +1,8 @@
 import API
 import Domain
 import Foundation
-import Glibc
 import HTTPCore
+import TestSupport
 import XCTest
 
 /// The routes behind the real HTTP server on a port-0 socket: what the wire carries, not just the handler value.
@@ -38,32 +38,6 @@ final class LiveServerTests: XCTestCase {
 
     /// Sends `request` on a fresh connection and reads until the server closes it.
     static func exchange(port: Int, _ request: String) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        let bytes = Array(request.utf8)
-        guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == bytes.count else {
-            throw POSIXError(.EIO)
-        }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            response.append(contentsOf: buffer[0..<n])
-        }
-        return String(decoding: response, as: UTF8.self)
+        try HTTPClient.exchange(port: port, request)
     }
 }

@@ -264,7 +264,7 @@ final class GeneratedPKITests: XCTestCase {
         XCTAssertVerification(try verifier.verifyTransaction("\u{0}.\u{0}.\u{0}", policy: policy), code: .invalidJWSFormat, step: .split)
         XCTAssertVerification(try verifier.verifyTransaction("é.é.é", policy: policy), code: .invalidJWSFormat, step: .split)
         // Deterministic pseudo-random mutations of a valid JWS: each must fail cleanly or still verify.
-        var generator = SplitMix(seed: 0xB0_0C_E5)
+        var generator = SeededGenerator(seed: 0xB0_0C_E5)
         let bytes = Array(valid.utf8)
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ {}\"".utf8)
         for _ in 0..<300 {
@@ -323,16 +323,4 @@ final class Counter: @unchecked Sendable {
     private var count = 0
     func increment() { lock.lock(); count += 1; lock.unlock() }
     var value: Int { lock.lock(); defer { lock.unlock() }; return count }
-}
-
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -4,12 +4,9 @@ import XCTest
 
 /// Paths and helpers shared by the AppStoreJWS tests.
 enum Fixture {
-    static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let shared = repoRoot.deletingLastPathComponent().appendingPathComponent("shared")
-    static let vectors = shared.appendingPathComponent("test-vectors")
+    static let vectors = TestPaths.vectors
+    static let shared = vectors.deletingLastPathComponent()
     static let mocks = vectors.appendingPathComponent("apple-library-mocks")
-    static let pki = repoRoot.appendingPathComponent("Tests/Fixtures/pki")
-    static let certs = repoRoot.appendingPathComponent("Tests/AppStoreJWSTests/Fixtures/certs")
 
     static func text(_ url: URL) throws -> String {
         try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -18,39 +15,15 @@ enum Fixture {
     static func vector(_ name: String) throws -> String { try text(vectors.appendingPathComponent(name)) }
 
     /// The committed test PKI's root as trust anchor.
-    static func testRoots() throws -> TrustedRoots { try TrustedRoots(contentsOf: [pki.appendingPathComponent("root.pem").path]) }
+    static func testRoots() throws -> TrustedRoots { try TrustedRoots(contentsOf: [TestPKI.root]) }
 
-    static func pkiCert(_ name: String) -> String { pki.appendingPathComponent(name).path }
-    static func variant(_ name: String) -> String { certs.appendingPathComponent(name).path }
-    static var validChain: [String] { [pkiCert("leaf.pem"), pkiCert("intermediate.pem"), pkiCert("root.pem")] }
+    static func pkiCert(_ name: String) -> String { TestPKI.file(name) }
+    static func variant(_ name: String) -> String { TestPKI.variant(name) }
+    static var validChain: [String] { TestPKI.validChain }
 
-    /// Mints a JWS with `Tests/Fixtures/pki/sign-jws` (the same script other engineers' E2E tests use).
+    /// Mints a JWS with the test PKI (`TestPKI`, through `Tests/Fixtures/pki/sign-jws`).
     static func sign(_ payload: String, x5c: [String]? = nil, key: String? = nil, alg: String? = nil, header: String? = nil) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jws-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let payloadFile = directory.appendingPathComponent("payload.json")
-        try Data(payload.utf8).write(to: payloadFile)
-        var arguments: [String] = []
-        for cert in x5c ?? [] { arguments += ["--x5c", cert] }
-        if let key { arguments += ["--key", key] }
-        if let alg { arguments += ["--alg", alg] }
-        if let header {
-            let headerFile = directory.appendingPathComponent("header.json")
-            try Data(header.utf8).write(to: headerFile)
-            arguments += ["--header", headerFile.path]
-        }
-        arguments.append(payloadFile.path)
-        let process = Process()
-        process.executableURL = pki.appendingPathComponent("sign-jws")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw NSError(domain: "sign-jws", code: Int(process.terminationStatus)) }
-        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        try TestPKI.sign(payload, x5c: x5c ?? [], key: key, alg: alg, header: header)
     }
 
     /// A complete transaction payload (every required field) with overrides.

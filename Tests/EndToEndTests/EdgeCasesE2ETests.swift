@@ -220,7 +220,7 @@ extension ContractE2ETests {
         let api = try api
         let tenant = try api.createProject()
         try api.mapProduct(tenant)
-        let connection = try KeepAliveConnection(port: try server.port)
+        let connection = try KeepAliveConnection(port: try server.port, timeout: 15)
         let json = ["Content-Type": "application/json"]
         let path = "/v1/receipts/\(tenant.publicKey)"
         let payload = TransactionPayload(bundleId: tenant.bundleId)

@@ -4,57 +4,17 @@ import XCTest
 
 /// Runs the built `bouncer` binary as a real process: CLI contract, `serve`, SIGTERM drain.
 final class BouncerExecutableTests: XCTestCase {
-    /// `.build/<config>/bouncer`, next to the test bundle.
-    func binary() throws -> URL {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        if dir.lastPathComponent.hasSuffix(".xctest") { dir = dir.deletingLastPathComponent() }
-        for candidate in [dir, Bundle.main.bundleURL.deletingLastPathComponent()] {
-            let url = candidate.appendingPathComponent("bouncer")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        let fallback = TestPaths.repoRoot.appendingPathComponent(".build/debug/bouncer")
-        guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
-            throw TestClient.Failure(description: "bouncer binary not found; run `swift build` first")
-        }
-        return fallback
-    }
-
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
-        let p = Process()
-        p.executableURL = try binary()
-        p.arguments = arguments
-        p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-                   stderr: String(decoding: e, as: UTF8.self))
+    /// `bouncer arguments…` with this process's environment plus `environment`.
+    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CLIRun {
+        try CLIRun.run(arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
     }
 
     func testServeAnswersHealthAndDrainsOnSIGTERM() throws {
-        let p = Process()
-        p.executableURL = try binary()
-        p.arguments = ["serve"]
-        p.environment = ProcessInfo.processInfo.environment.merging(["BOUNCER_PORT": "0", "BOUNCER_HOST": "127.0.0.1"]) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        defer { if p.isRunning { p.terminate() } }
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        let p = try BouncerProcess(overrides: ["BOUNCER_ACCESS_LOG": nil])
+        let line = p.listeningLine
         XCTAssertTrue(line.hasPrefix("listening on http://127.0.0.1:"), line)
         XCTAssertTrue(line.hasSuffix("\n"))
-        let port = try XCTUnwrap(Int(line.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ":").last ?? ""))
+        let port = p.port
 
         let c = try TestClient(port: port)
         try c.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -66,11 +26,8 @@ final class BouncerExecutableTests: XCTestCase {
         XCTAssertEqual(ready.status, 200)
         XCTAssertEqual(ready.text, #"{"status":"ready"}"#)
 
-        kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationReason, .exit)
-        XCTAssertEqual(p.terminationStatus, 0)
-        let logs = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(p.stop(), 0, "exit status after SIGTERM")
+        let logs = p.stderr
         XCTAssertTrue(logs.contains(#""path":"/readyz","status":200"#), logs)
         XCTAssertTrue(logs.contains(#""request_id":"exe-1""#), logs)
     }

@@ -10,14 +10,8 @@ final class EdgeAbuseTests: XCTestCase {
     var port = 0
     let log = LogLines()
 
-    override func tearDown() {
-        server?.shutdown(gracePeriod: .seconds(2))
-        server = nil
-    }
-
     func start(_ configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
         var c = HTTPServer.Configuration()
-        c.port = 0
         c.workerCount = 2
         c.eventLoopCount = 2
         configure(&c)
@@ -27,10 +21,7 @@ final class EdgeAbuseTests: XCTestCase {
         r.add(.get, "/whoami", placement: .eventLoop) { req in
             Response(status: 200, body: Array("\(req.clientAddress) via \(req.remoteAddress)".utf8))
         }
-        let log = self.log
-        let s = HTTPServer(configuration: c, router: r, accessLog: { log.append($0) })
-        port = try s.start()
-        server = s
+        (server, port) = try startLiveServer(c, router: r, accessLog: log)
     }
 
     static let chunkedHead = "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"

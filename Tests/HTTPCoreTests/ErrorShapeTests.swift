@@ -11,15 +11,8 @@ final class ErrorShapeTests: XCTestCase {
     var server: HTTPServer?
     var port = 0
 
-    override func tearDown() {
-        server?.shutdown(gracePeriod: .seconds(2))
-        server = nil
-    }
-
     func start(_ configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
         var c = HTTPServer.Configuration()
-        c.host = "127.0.0.1"
-        c.port = 0
         c.workerCount = 2
         c.eventLoopCount = 1
         c.retryAfterSeconds = 7
@@ -41,9 +34,7 @@ final class ErrorShapeTests: XCTestCase {
                             details: [ErrorDetail(path: ["a", "0"], message: "Required"),
                                       ErrorDetail(path: ["jws"], message: "bad", step: "signature")])
         }
-        let s = HTTPServer(configuration: c, router: r, accessLog: nil)
-        port = try s.start()
-        server = s
+        (server, port) = try startLiveServer(c, router: r)
     }
 
     /// Asserts the one error shape and returns the parsed body.

@@ -5,13 +5,6 @@ import Synchronization
 import XCTest
 @testable import HTTPCore
 
-/// Collects access-log lines from the server's threads.
-final class LogLines: Sendable {
-    private let lines = Mutex<[String]>([])
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-    var all: [String] { lines.withLock { $0 } }
-}
-
 struct Boom: Error {}
 
 final class LiveServerTests: XCTestCase {
@@ -19,15 +12,8 @@ final class LiveServerTests: XCTestCase {
     var port = 0
     let log = LogLines()
 
-    override func tearDown() {
-        server?.shutdown(gracePeriod: .seconds(2))
-        server = nil
-    }
-
     func start(_ configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
         var c = HTTPServer.Configuration()
-        c.host = "127.0.0.1"
-        c.port = 0
         c.workerCount = 4
         configure(&c)
         var r = Router()
@@ -40,10 +26,7 @@ final class LiveServerTests: XCTestCase {
             return .json(200, Array("slow".utf8))
         }
         r.add(.get, "/throw") { _ in throw Boom() }
-        let log = self.log
-        let s = HTTPServer(configuration: c, router: r, accessLog: { log.append($0) })
-        port = try s.start()
-        server = s
+        (server, port) = try startLiveServer(c, router: r, accessLog: log)
         XCTAssertGreaterThan(port, 0)
     }
 

@@ -6,41 +6,19 @@ import XCTest
 /// `bouncer serve` as a real process with its embedded PostgreSQL: rate limits answer 429 at the configured
 /// rate, health routes are never limited, and `/metrics` (token-protected) shows the live counts.
 final class OperationsExecutableTests: XCTestCase {
-    func binary() throws -> URL {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        if dir.lastPathComponent.hasSuffix(".xctest") { dir = dir.deletingLastPathComponent() }
-        for candidate in [dir, Bundle.main.bundleURL.deletingLastPathComponent(), TestPaths.repoRoot.appendingPathComponent(".build/debug")] {
-            let url = candidate.appendingPathComponent("bouncer")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        throw TestClient.Failure(description: "bouncer binary not found; run `swift build` first")
-    }
-
     func testRateLimitsAndMetricsEndToEnd() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bouncer-ops-\(UUID().uuidString)")
         // As root the embedded PostgreSQL runs as `postgres`, which must be able to reach its data directory.
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(at: dir) }
         let metricsToken = "metrics-token-0123456789"
-        let p = Process()
-        p.executableURL = try binary()
-        p.arguments = ["serve"]
-        p.environment = ProcessInfo.processInfo.environment.merging([
-            "BOUNCER_PORT": "0", "BOUNCER_HOST": "127.0.0.1", "BOUNCER_DATA_DIR": dir.appendingPathComponent("data").path,
-            "BOUNCER_ACCESS_LOG": "off", "BOUNCER_METRICS_TOKEN": metricsToken,
+        let p = try BouncerProcess(overrides: [
+            "BOUNCER_DATA_DIR": dir.appendingPathComponent("data").path, "BOUNCER_METRICS_TOKEN": metricsToken,
             "BOUNCER_RATE_LIMIT_PUBLIC_KEY": "1", "BOUNCER_RATE_LIMIT_PUBLIC_KEY_BURST": "2",
             "BOUNCER_RATE_LIMIT_CLIENT": "1000", "BOUNCER_ADMIN_TOKEN": "admin-token-0123456789",
             "BOUNCER_RATE_LIMIT_ADMIN": "0.5", "BOUNCER_RATE_LIMIT_ADMIN_BURST": "1",
-            "BOUNCER_ROOT_CERTIFICATES": TestPaths.repoRoot.appendingPathComponent("Tests/Fixtures/pki/root.pem").path,
-        ]) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        XCTAssertTrue(line.hasPrefix("listening on http://127.0.0.1:"), line)
-        let port = try XCTUnwrap(Int(line.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ":").last ?? ""))
+        ])
+        let port = p.port
 
         let c = try TestClient(port: port)
         let key = "pk_" + String(repeating: "ab", count: 16)
@@ -128,10 +106,7 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertFalse(metrics.text.contains(key), "no keys in labels")
         XCTAssertFalse(metrics.text.contains(projectKey), "no keys in labels")
 
-        kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
-        _ = err.fileHandleForReading.readDataToEndOfFile()
+        XCTAssertEqual(p.stop(), 0, p.stderr)
     }
 
     /// The client scope limits the forwarded client when the peer is a trusted proxy, and the peer itself otherwise:
@@ -140,22 +115,12 @@ final class OperationsExecutableTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bouncer-xff-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(at: dir) }
-        func start(trusted: String) throws -> (Process, Int) {
-            let p = Process()
-            p.executableURL = try binary()
-            p.arguments = ["serve"]
-            p.environment = ProcessInfo.processInfo.environment.merging([
-                "BOUNCER_PORT": "0", "BOUNCER_HOST": "127.0.0.1", "BOUNCER_DATA_DIR": dir.appendingPathComponent("data").path,
-                "BOUNCER_ACCESS_LOG": "off", "BOUNCER_RATE_LIMIT_CLIENT": "0.01", "BOUNCER_RATE_LIMIT_CLIENT_BURST": "1",
+        func start(trusted: String) throws -> BouncerProcess {
+            try BouncerProcess(overrides: [
+                "BOUNCER_DATA_DIR": dir.appendingPathComponent("data").path,
+                "BOUNCER_RATE_LIMIT_CLIENT": "0.01", "BOUNCER_RATE_LIMIT_CLIENT_BURST": "1",
                 "BOUNCER_TRUSTED_PROXIES": trusted,
-            ]) { $1 }
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-            let port = try XCTUnwrap(Int(line.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ":").last ?? ""), line)
-            return (p, port)
+            ])
         }
         let key = "pk_" + String(repeating: "ab", count: 16)
         func status(_ c: TestClient, forwardedFor: String) throws -> Int {
@@ -163,47 +128,27 @@ final class OperationsExecutableTests: XCTestCase {
             return try c.readResponse().status
         }
         // Trusted peer: each forwarded client has its own bucket of one.
-        var (p, port) = try start(trusted: "127.0.0.1/32")
-        var c = try TestClient(port: port)
+        var p = try start(trusted: "127.0.0.1/32")
+        var c = try TestClient(port: p.port)
         XCTAssertEqual(try status(c, forwardedFor: "198.51.100.7"), 401)
         XCTAssertEqual(try status(c, forwardedFor: "198.51.100.7"), 429)
         XCTAssertEqual(try status(c, forwardedFor: "198.51.100.8"), 401)
-        kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
+        p.stop()
         // Untrusted peer: the header is ignored and the peer's one bucket is spent by the first request.
-        (p, port) = try start(trusted: "10.0.0.0/8")
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        c = try TestClient(port: port)
+        p = try start(trusted: "10.0.0.0/8")
+        c = try TestClient(port: p.port)
         XCTAssertEqual(try status(c, forwardedFor: "198.51.100.7"), 401)
         XCTAssertEqual(try status(c, forwardedFor: "198.51.100.8"), 429)
-        kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
+        XCTAssertEqual(p.stop(), 0, p.stderr)
     }
 
     /// `{"signedPayload": …}` for a SUBSCRIBED notification with a nested transaction, both signed by
-    /// `Tests/Fixtures/pki/sign-jws` (the committed test PKI, Apple's JWS shape).
+    /// the test PKI (`TestPKI`, Apple's JWS shape).
     func signedNotification(bundleId: String) throws -> String {
         let now = Int(Date().timeIntervalSince1970 * 1000)
-        let transaction = try signJWS(#"{"transactionId":"7000000000000001","originalTransactionId":"7000000000000001","bundleId":"\#(bundleId)","productId":"ops.monthly","purchaseDate":\#(now - 1000),"originalPurchaseDate":\#(now - 1000),"expiresDate":\#(now + 86_400_000),"type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\#(now),"environment":"Sandbox","quantity":1}"#)
-        let outer = try signJWS(#"{"notificationType":"SUBSCRIBED","subtype":"INITIAL_BUY","notificationUUID":"\#(UUID().uuidString.lowercased())","version":"2.0","signedDate":\#(now),"data":{"bundleId":"\#(bundleId)","environment":"Sandbox","signedTransactionInfo":"\#(transaction)"}}"#)
+        let transaction = try TestPKI.sign(#"{"transactionId":"7000000000000001","originalTransactionId":"7000000000000001","bundleId":"\#(bundleId)","productId":"ops.monthly","purchaseDate":\#(now - 1000),"originalPurchaseDate":\#(now - 1000),"expiresDate":\#(now + 86_400_000),"type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\#(now),"environment":"Sandbox","quantity":1}"#)
+        let outer = try TestPKI.sign(#"{"notificationType":"SUBSCRIBED","subtype":"INITIAL_BUY","notificationUUID":"\#(UUID().uuidString.lowercased())","version":"2.0","signedDate":\#(now),"data":{"bundleId":"\#(bundleId)","environment":"Sandbox","signedTransactionInfo":"\#(transaction)"}}"#)
         return #"{"signedPayload":"\#(outer)"}"#
-    }
-
-    func signJWS(_ payload: String) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = [TestPaths.repoRoot.appendingPathComponent("Tests/Fixtures/pki/sign-jws").path, "-"]
-        let input = Pipe(), output = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        try p.run()
-        input.fileHandleForWriting.write(Data(payload.utf8))
-        try input.fileHandleForWriting.close()
-        let jws = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
-        return jws.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

@@ -15,27 +15,19 @@ final class Records: Sendable {
 final class ServerHooksTests: XCTestCase {
     var server: HTTPServer?
 
-    override func tearDown() {
-        server?.shutdown(gracePeriod: .seconds(2))
-        server = nil
-    }
-
     func start(
         admission: (@Sendable (Request) -> HTTPError?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
     ) throws -> Int {
         var c = HTTPServer.Configuration()
-        c.host = "127.0.0.1"
-        c.port = 0
         c.workerCount = 2
         c.eventLoopCount = 1
         var r = Router()
         r.add(.get, "/inline", placement: .eventLoop) { _ in .json(200, Array("inline".utf8)) }
         r.add(.get, "/items/:id") { req in .json(200, Array((req.pathParameters["id"] ?? "?").utf8)) }
         r.add(.post, "/items/:id") { _ in Response(status: 201, body: Array("created".utf8)) }
-        let s = HTTPServer(configuration: c, router: r, accessLog: nil, admission: admission, observer: observer)
-        let port = try s.start()
-        server = s
-        return port
+        let live = try startLiveServer(c, router: r, admission: admission, observer: observer)
+        server = live.server
+        return live.port
     }
 
     func testAdmissionSeesRoutingAndItsResponseReplacesTheHandler() throws {

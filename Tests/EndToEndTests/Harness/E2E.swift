@@ -14,7 +14,7 @@ import XCTest
 /// and trusted via `BOUNCER_ROOT_CERTIFICATES`; `AppleRootsE2ETests` instead runs with the bundled Apple roots and a
 /// real sandbox transaction from `../shared/test-vectors`. Run: `swift test --disable-swift-testing --filter EndToEndTests`.
 enum E2E {
-    static let adminToken = "e2e-admin-token-0123456789abcdef"
+    static let adminToken = BouncerProcess.adminToken
     static var admin: [String: String] { ["Authorization": "Bearer \(adminToken)"] }
 
     private static let counter = Mutex(0)
@@ -55,50 +55,9 @@ enum E2E {
         return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 
-    /// A compact ES256 JWS over `payload`, signed by the test PKI through `Tests/Fixtures/pki/sign-jws`.
+    /// A compact ES256 JWS over `payload`, signed by the test PKI (`TestPKI`, through `Tests/Fixtures/pki/sign-jws`).
     static func mint(_ payload: JSONValue, key: String? = nil, x5c: [String] = [], alg: String? = nil) throws -> String {
-        var arguments: [String] = []
-        if key == nil, x5c.isEmpty, alg == nil, let header = try defaultHeaderFile() { arguments += ["--header", header] }
-        if let key { arguments += ["--key", key] }
-        for cert in x5c { arguments += ["--x5c", cert] }
-        if let alg { arguments += ["--alg", alg] }
-        arguments.append("-")
-        let p = Process()
-        p.executableURL = E2EPaths.signJWS
-        p.arguments = arguments
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        p.standardError = errors
-        try p.run()
-        input.fileHandleForWriting.write(Data(payload.serializedString().utf8))
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw HarnessFailure(description: "sign-jws failed (\(p.terminationStatus)): \(String(decoding: err, as: UTF8.self))")
-        }
-        return String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    private static let headerFile = Mutex<String?>(nil)
-
-    /// The default chain's JWS header, written once: `sign-jws --header` then skips three certificate
-    /// conversions per JWS (minting dominates this suite's time on a busy machine).
-    private static func defaultHeaderFile() throws -> String? {
-        if let path = headerFile.withLock({ $0 }) { return path }
-        let jws = try mint(["probe": true], x5c: [E2EPaths.pki.appendingPathComponent("leaf.pem").path,
-                                                  E2EPaths.pki.appendingPathComponent("intermediate.pem").path,
-                                                  E2EPaths.pki.appendingPathComponent("root.pem").path])
-        guard let first = jws.split(separator: ".").first else { return nil }
-        var b64 = first.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while b64.count % 4 != 0 { b64 += "=" }
-        guard let data = Data(base64Encoded: b64) else { return nil }
-        let path = NSTemporaryDirectory() + "bouncer-e2e-header-\(getpid()).json"
-        try data.write(to: URL(fileURLWithPath: path))
-        headerFile.withLock { $0 = path }
-        return path
+        try TestPKI.sign(payload.serializedString(), x5c: x5c, key: key, alg: alg)
     }
 
     /// The JSON payload of a compact JWS (the middle part, base64url).

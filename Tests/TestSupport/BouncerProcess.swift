@@ -1,0 +1,151 @@
+import Foundation
+import Synchronization
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `bouncer serve` process on a port-0 socket, with its stderr kept in a file for failure messages and
+/// assertions on its log.
+public final class BouncerProcess: @unchecked Sendable {
+    public let process: Process
+    public let port: Int
+    /// The first stdout line, `listening on http://127.0.0.1:PORT\n`.
+    public let listeningLine: String
+    public let stderrPath: String
+    public let environment: [String: String]
+
+    /// The admin token of `environment(databaseURL:overrides:)`.
+    public static let adminToken = "e2e-admin-token-0123456789abcdef"
+
+    /// Default test settings: this process's environment without any `BOUNCER_*`/`DATABASE_URL`, then port 0 on
+    /// 127.0.0.1, access log off, the test PKI trusted, an admin token, a 3 s shutdown grace. Pass `nil` values in
+    /// `overrides` to remove a variable (e.g. `BOUNCER_ROOT_CERTIFICATES: nil` for the bundled Apple roots).
+    /// Without `databaseURL` the server runs its embedded PostgreSQL (`BOUNCER_DATA_DIR` or its default).
+    public static func environment(databaseURL: String? = nil, overrides: [String: String?] = [:]) -> [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        for key in env.keys where key.hasPrefix("BOUNCER_") || key == "DATABASE_URL" { env[key] = nil }
+        env["BOUNCER_PORT"] = "0"
+        env["BOUNCER_HOST"] = "127.0.0.1"
+        env["DATABASE_URL"] = databaseURL
+        env["BOUNCER_ADMIN_TOKEN"] = adminToken
+        env["BOUNCER_ROOT_CERTIFICATES"] = TestPaths.testRoot.path
+        env["BOUNCER_ACCESS_LOG"] = "off"
+        env["BOUNCER_SHUTDOWN_GRACE_SECONDS"] = "3"
+        for (key, value) in overrides { env[key] = value }
+        return env
+    }
+
+    /// Starts `bouncer serve` and waits (up to `timeout` seconds) for its `listening on http://HOST:PORT` line.
+    public init(databaseURL: String? = nil, overrides: [String: String?] = [:], timeout: Double = 60) throws {
+        environment = Self.environment(databaseURL: databaseURL, overrides: overrides)
+        stderrPath = NSTemporaryDirectory() + "bouncer-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).stderr"
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let p = Process()
+        p.executableURL = try TestPaths.bouncerBinary()
+        p.arguments = ["serve"]
+        p.environment = environment
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle(forWritingAtPath: stderrPath)
+        try p.run()
+        process = p
+
+        // Read stdout until the first line, with a deadline (poll, so a silent server cannot hang the suite).
+        let fd = out.fileHandleForReading.fileDescriptor
+        let deadline = Date().addingTimeInterval(timeout)
+        var bytes: [UInt8] = []
+        var found: (Int, String)?
+        while found == nil {
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { break }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Int32(min(remaining, 1) * 1000))
+            if ready <= 0 { if !p.isRunning { break } else { continue } }
+            var chunk = [UInt8](repeating: 0, count: 512)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+            if let newline = bytes.firstIndex(of: 10) {
+                let line = String(decoding: bytes[0..<newline], as: UTF8.self)
+                let prefix = "listening on http://127.0.0.1:"
+                if line.hasPrefix(prefix), let port = Int(line.dropFirst(prefix.count)) { found = (port, line + "\n") }
+                break
+            }
+        }
+        guard let found else {
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+            p.waitUntilExit()
+            let seen = String(decoding: bytes, as: UTF8.self)
+            let errors = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+            throw HarnessFailure(description: "bouncer serve did not print its listening line within \(timeout) s; "
+                + "stdout: \(seen.debugDescription); stderr:\n\(errors)")
+        }
+        (port, listeningLine) = found
+    }
+
+    /// What the server wrote to stderr so far (for failure messages and log assertions).
+    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// A client for this server.
+    public var client: HTTPClient { HTTPClient(port: port) }
+
+    /// SIGTERM, then waits up to `timeout` seconds; returns the exit status (-2 after a signal, SIGKILL and -1 on
+    /// a hang).
+    @discardableResult
+    public func stop(timeout: Double = 20) -> Int32 {
+        guard process.isRunning else { return process.terminationReason == .exit ? process.terminationStatus : -2 }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return -1
+        }
+        process.waitUntilExit()
+        return process.terminationReason == .exit ? process.terminationStatus : -2
+    }
+
+    /// Stops the server and asserts a clean exit (status 0 after SIGTERM).
+    public func stopAndAssertCleanExit(file: StaticString = #filePath, line: UInt = #line) {
+        let status = stop()
+        XCTAssertEqual(status, 0, "bouncer serve exit status after SIGTERM; stderr:\n\(stderr)", file: file, line: line)
+        try? FileManager.default.removeItem(atPath: stderrPath)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// Runs a `bouncer` subcommand (the CLI) to completion.
+public struct CLIRun: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+
+    /// Runs `bouncer arguments…` with exactly `environment`.
+    public static func run(_ arguments: [String], environment: [String: String]) throws -> CLIRun {
+        let p = Process()
+        p.executableURL = try TestPaths.bouncerBinary()
+        p.arguments = arguments
+        p.environment = environment
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        // Drain stderr on another thread so a chatty process never blocks on a full pipe.
+        let errData = Mutex<Data?>(nil)
+        let errThread = Thread { let d = err.fileHandleForReading.readDataToEndOfFile(); errData.withLock { $0 = d } }
+        errThread.start()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        while errData.withLock({ $0 == nil }) { usleep(1000) }
+        return CLIRun(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+                      stderr: String(decoding: errData.withLock { $0 } ?? Data(), as: UTF8.self))
+    }
+}
