@@ -317,7 +317,16 @@ public struct HTTPClient: Sendable {
             var all = headers
             all["Connection"] = "close"
             try connection.send(TestClient.head(method, path, host: "127.0.0.1:\(port)", headers: all, body: body) + (body ?? []))
-            return try TestClient.parse(connection.readToEOF())
+            return try Self.parse(connection.readToEOF(), method: method, path: path)
+        } catch let failure as HarnessFailure where !failure.description.hasPrefix("\(method) \(path): ") {
+            throw HarnessFailure(description: "\(method) \(path): \(failure.description)")
+        }
+    }
+
+    /// Parses a whole response read to EOF; failures name the request.
+    public static func parse(_ bytes: [UInt8], method: String, path: String) throws -> HTTPResponse {
+        do {
+            return try TestClient.parse(bytes)
         } catch let failure as HarnessFailure {
             throw HarnessFailure(description: "\(method) \(path): \(failure.description)")
         }
