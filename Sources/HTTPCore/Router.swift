@@ -87,28 +87,39 @@ public struct Router: Sendable {
         return trimmed.split(separator: "/", omittingEmptySubsequences: false)
     }
 
+    /// Whether `actual` has the pattern's shape: same segment count, literals equal byte for byte.
+    private static func matches(_ pattern: [Segment], _ actual: [Substring]) -> Bool {
+        guard pattern.count == actual.count else { return false }
+        for (segment, value) in zip(pattern, actual) {
+            if case .literal(let literal) = segment, !literal.utf8.elementsEqual(value.utf8) { return false }
+        }
+        return true
+    }
+
     func match(_ method: HTTPMethod, _ path: String) -> Match {
         let segments = Self.split(path)
-        var best: Route? = nil
-        var allowed: [HTTPMethod] = []
-        for route in routes where route.segments.count == segments.count {
-            var ok = true
-            for (pattern, actual) in zip(route.segments, segments) {
-                if case .literal(let literal) = pattern, literal != actual { ok = false; break }
-            }
-            guard ok else { continue }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
+        var best: Int? = nil
+        var pathMatched = false
+        for index in routes.indices where Self.matches(routes[index].segments, segments) {
+            pathMatched = true
+            let route = routes[index]
             let methodMatches = route.method == method || (method == .head && route.method == .get)
-            if methodMatches, best.map({ route.literalCount > $0.literalCount }) ?? true { best = route }
+            if methodMatches, best.map({ route.literalCount > routes[$0].literalCount }) ?? true { best = index }
         }
-        guard let route = best else {
-            if allowed.isEmpty { return .notFound }
+        guard let best else {
+            guard pathMatched else { return .notFound }
+            // Only a 405 needs every method of the path (rare: a second pass rather than an array per request).
+            var allowed: [HTTPMethod] = []
+            for route in routes where Self.matches(route.segments, segments) && !allowed.contains(route.method) {
+                allowed.append(route.method)
+            }
             if allowed.contains(.get), !allowed.contains(.head) { allowed.append(.head) }
             let order: [HTTPMethod] = [.get, .head, .post, .put, .patch, .delete, .options]
             let sorted = order.filter { allowed.contains($0) }.map(\.rawValue)
                 + allowed.filter { !order.contains($0) }.map(\.rawValue)
             return .methodNotAllowed(allow: sorted)
         }
+        let route = routes[best]
         var parameters: [String: String] = [:]
         for (pattern, actual) in zip(route.segments, segments) {
             guard case .parameter(let name) = pattern else { continue }

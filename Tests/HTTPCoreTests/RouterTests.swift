@@ -107,9 +107,40 @@ final class RouterTests: XCTestCase {
     }
 
     func testLogDecimalsKeepThreeFractionDigits() {
-        XCTAssertEqual(ServerCore.decimal(1, fraction: 5), "1.005")
-        XCTAssertEqual(ServerCore.decimal(0, fraction: 120), "0.120")
-        XCTAssertEqual(ServerCore.decimal(1795308354, fraction: 999), "1795308354.999")
+        func millis(_ whole: UInt64, _ thousandths: UInt64) -> String {
+            var out: [UInt8] = []
+            ServerCore.appendMillis(whole: whole, thousandths: thousandths, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        XCTAssertEqual(millis(1, 5), "1.005")
+        XCTAssertEqual(millis(0, 120), "0.120")
+        XCTAssertEqual(millis(1795308354, 999), "1795308354.999")
+    }
+
+    func testByteFormattingMatchesStringFormatting() {
+        for value in [0, 1, 9, 10, 99, 100, 12_345, Int(Int32.max), -7, Int.max, Int.min] {
+            var out: [UInt8] = []
+            out.appendDecimal(value)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value))
+        }
+        for value: UInt64 in [0, 1, 9_999_999_999_999_999, 10_000_000_000_000_000, 12_345_678_901_234_567_890, .max] {
+            var out: [UInt8] = []
+            out.appendDecimal(value)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value))
+            out = []
+            out.appendHex(value)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value, radix: 16))
+        }
+    }
+
+    func testGeneratedRequestIDsArePrefixAndCounter() {
+        let core = ServerCore(configuration: .init(), router: Router(), accessLog: nil)
+        let first = core.nextRequestID(), second = core.nextRequestID()
+        XCTAssertEqual(first.count, 14)  // 12 hex digits, "-", "1"
+        XCTAssertEqual(first.dropLast(), second.dropLast())
+        XCTAssertTrue(first.hasSuffix("-1"))
+        XCTAssertTrue(second.hasSuffix("-2"))
+        XCTAssertTrue(RequestID.isSane(first))
     }
 
     func testErrorBodyShapeIsRenderedByHTTPErrorOnly() throws {
