@@ -1,3 +1,5 @@
+import Glibc
+
 /// A request handler: runs on a worker thread (or the event loop for `.eventLoop` routes) and
 /// may block. A thrown `HTTPError` is rendered with the request id; anything else becomes 500 `INTERNAL_ERROR`.
 public typealias Handler = @Sendable (Request) throws -> Response
@@ -82,18 +84,43 @@ public struct Router: Sendable {
         routes.first { $0.method == method && $0.template == pattern }?.rateLimits
     }
 
+    /// The segments between `/`s (a leading `/` dropped, empty segments kept). A byte scan: the parser admits
+    /// only visible ASCII in a target, and `Character`-wise splitting cost ~3,600 instructions per request.
     static func split(_ path: String) -> [Substring] {
-        let trimmed = path.hasPrefix("/") ? path.dropFirst() : path[...]
-        return trimmed.split(separator: "/", omittingEmptySubsequences: false)
+        let utf8 = path.utf8
+        var segments: [Substring] = []
+        var start = utf8.first == UInt8(ascii: "/") ? utf8.index(after: utf8.startIndex) : utf8.startIndex
+        var index = start
+        while index != utf8.endIndex {
+            if utf8[index] == UInt8(ascii: "/") {
+                segments.append(path[start..<index])
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        segments.append(path[start..<utf8.endIndex])
+        return segments
     }
 
     /// Whether `actual` has the pattern's shape: same segment count, literals equal byte for byte.
     private static func matches(_ pattern: [Segment], _ actual: [Substring]) -> Bool {
         guard pattern.count == actual.count else { return false }
         for (segment, value) in zip(pattern, actual) {
-            if case .literal(let literal) = segment, !literal.utf8.elementsEqual(value.utf8) { return false }
+            if case .literal(let literal) = segment, !equalBytes(literal, value) { return false }
         }
         return true
+    }
+
+    /// Byte equality: lengths first (most literals differ there), then one `memcmp`.
+    private static func equalBytes(_ literal: String, _ value: Substring) -> Bool {
+        guard literal.utf8.count == value.utf8.count else { return false }
+        let compared = literal.utf8.withContiguousStorageIfAvailable { a in
+            value.utf8.withContiguousStorageIfAvailable { b in
+                guard let pa = a.baseAddress, let pb = b.baseAddress else { return a.count == b.count }
+                return memcmp(pa, pb, a.count) == 0
+            }
+        }
+        return (compared ?? nil) ?? literal.utf8.elementsEqual(value.utf8)
     }
 
     func match(_ method: HTTPMethod, _ path: String) -> Match {
