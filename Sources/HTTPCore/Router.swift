@@ -88,18 +88,21 @@ public struct Router: Sendable {
     /// only visible ASCII in a target, and `Character`-wise splitting cost ~3,600 instructions per request.
     static func split(_ path: String) -> [Substring] {
         let utf8 = path.utf8
-        var segments: [Substring] = []
-        var start = utf8.first == UInt8(ascii: "/") ? utf8.index(after: utf8.startIndex) : utf8.startIndex
-        var index = start
-        while index != utf8.endIndex {
-            if utf8[index] == UInt8(ascii: "/") {
-                segments.append(path[start..<index])
-                start = utf8.index(after: index)
+        let scanned: [Substring]? = utf8.withContiguousStorageIfAvailable { bytes in
+            var segments: [Substring] = []
+            let first = bytes.first == UInt8(ascii: "/") ? 1 : 0
+            var start = utf8.index(utf8.startIndex, offsetBy: first)  // O(1) on native UTF-8 strings
+            for offset in first..<bytes.count where bytes[offset] == UInt8(ascii: "/") {
+                let end = utf8.index(utf8.startIndex, offsetBy: offset)
+                segments.append(path[start..<end])
+                start = utf8.index(after: end)
             }
-            index = utf8.index(after: index)
+            segments.append(path[start...])
+            return segments
         }
-        segments.append(path[start..<utf8.endIndex])
-        return segments
+        if let scanned { return scanned }
+        let trimmed = path.hasPrefix("/") ? path.dropFirst() : path[...]  // a bridged, non-contiguous string
+        return trimmed.split(separator: "/", omittingEmptySubsequences: false)
     }
 
     /// Whether `actual` has the pattern's shape: same segment count, literals equal byte for byte.
@@ -148,8 +151,14 @@ public struct Router: Sendable {
         }
         let route = routes[best]
         var parameters: [String: String] = [:]
+        let parameterCount = route.segments.count - route.literalCount
+        if parameterCount > 0 { parameters.reserveCapacity(parameterCount) }
         for (pattern, actual) in zip(route.segments, segments) {
             guard case .parameter(let name) = pattern else { continue }
+            if !actual.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == 0 }) {
+                parameters[name] = String(actual)  // nothing to decode (the common case)
+                continue
+            }
             // Segments were split on the raw "/" before decoding, so a decoded "/" (from %2F) is data, not path
             // structure: user ids may contain it. A decoded NUL would cut C strings downstream: refused.
             guard let value = PercentDecoding.decode(actual.utf8, plusIsSpace: false),

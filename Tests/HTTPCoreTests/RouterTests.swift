@@ -106,6 +106,22 @@ final class RouterTests: XCTestCase {
         XCTAssertFalse(RequestID.isSane(String(repeating: "a", count: 129)))
     }
 
+    func testSplitMatchesCharacterSplitting() {
+        for path in ["/", "", "/v1", "/v1/", "//", "/v1//x/", "v1/x", "/v1/receipts/pk_abc/user%2F1", "/é/ü", "/a/b/c/d/e"] {
+            let trimmed = path.hasPrefix("/") ? path.dropFirst() : path[...]
+            XCTAssertEqual(Router.split(path), trimmed.split(separator: "/", omittingEmptySubsequences: false), path)
+        }
+    }
+
+    func testParametersWithoutEscapesAreTakenVerbatim() {
+        var r = Router()
+        r.add(.get, "/v1/subscriptions/:publicKey/:userId") { _ in Response(status: 200) }
+        guard case .found(_, let parameters) = r.match(.get, "/v1/subscriptions/pk_live_1/user-42.x") else {
+            return XCTFail("expected a match")
+        }
+        XCTAssertEqual(parameters, ["publicKey": "pk_live_1", "userId": "user-42.x"])
+    }
+
     func testLogDecimalsKeepThreeFractionDigits() {
         func millis(_ whole: UInt64, _ thousandths: UInt64) -> String {
             var out: [UInt8] = []
