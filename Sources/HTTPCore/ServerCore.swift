@@ -68,9 +68,14 @@ final class ServerCore: Sendable {
         let n = requestCounter.wrappingAdd(1, ordering: .relaxed).newValue
         // One allocation (the String), no intermediate strings: this runs for every request without an id.
         return String(unsafeUninitializedCapacity: requestIDPrefix.count + 16) { buffer in
-            var bytes = requestIDPrefix
-            bytes.appendHex(n)
-            return buffer.initialize(fromContentsOf: bytes)
+            var end = buffer.initialize(fromContentsOf: requestIDPrefix)
+            let width = n == 0 ? 1 : (67 - n.leadingZeroBitCount) / 4
+            for shift in stride(from: (width - 1) * 4, through: 0, by: -4) where end < buffer.count {
+                let nibble = UInt8(truncatingIfNeeded: (n >> UInt64(shift)) & 0xF)
+                buffer[end] = nibble < 10 ? nibble &+ 0x30 : nibble &+ 0x57
+                end += 1
+            }
+            return end
         }
     }
 
