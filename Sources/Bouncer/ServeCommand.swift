@@ -101,6 +101,7 @@ enum ServeCommand {
 
         let logWriter = AccessLogWriter()
         defer { logWriter.close() }
+        metrics.attach(accessLogDropped: { logWriter.droppedLines })
         let writeLine: @Sendable (String) -> Void = { logWriter.write($0) }
         let log: (@Sendable (String) -> Void)? = settings.accessLog ? writeLine : nil
         var admission: (@Sendable (Request) -> HTTPError?)? = nil

@@ -33,17 +33,17 @@ struct DateCache {
 enum ResponseEncoder {
     /// Headers the server owns; a handler's values for them are ignored so framing stays ours.
     static func isFramingHeader(_ name: String) -> Bool {
-        // Length first: most handler headers (Content-Type, Retry-After…) are rejected without a compare.
+        // The length picks the one or two candidates: most handler headers are rejected without a compare.
         switch name.utf8.count {
-        case 4, 10, 12, 14, 17: break
+        case 4: return HTTPHeaders.equalsIgnoringASCIICase(name, "date")
+        case 10:
+            return HTTPHeaders.equalsIgnoringASCIICase(name, "connection")
+                || HTTPHeaders.equalsIgnoringASCIICase(name, "keep-alive")
+        case 12: return HTTPHeaders.equalsIgnoringASCIICase(name, "x-request-id")
+        case 14: return HTTPHeaders.equalsIgnoringASCIICase(name, "content-length")
+        case 17: return HTTPHeaders.equalsIgnoringASCIICase(name, "transfer-encoding")
         default: return false
         }
-        return HTTPHeaders.equalsIgnoringASCIICase(name, "content-length")
-            || HTTPHeaders.equalsIgnoringASCIICase(name, "transfer-encoding")
-            || HTTPHeaders.equalsIgnoringASCIICase(name, "connection")
-            || HTTPHeaders.equalsIgnoringASCIICase(name, "date")
-            || HTTPHeaders.equalsIgnoringASCIICase(name, "x-request-id")
-            || HTTPHeaders.equalsIgnoringASCIICase(name, "keep-alive")
     }
 
     /// A header is written only if its name is a token and its value has no CR, LF or NUL
@@ -53,7 +53,8 @@ enum ResponseEncoder {
         return !value.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
     }
 
-    /// Appends the full response to `out`.
+    /// Appends the full response to `out`. Byte appends only (no string interpolation): this runs once per
+    /// response and callgrind showed the formatting allocations.
     /// - Parameters:
     ///   - headRequest: omit the body but keep its `Content-Length` (RFC 9110 §9.3.2).
     ///   - connection: `.close`, `.keepAlive10` (HTTP/1.0 persistent) or `.default`.
@@ -62,33 +63,37 @@ enum ResponseEncoder {
         date: [UInt8], into out: inout [UInt8]
     ) {
         let status = (100...599).contains(response.status) ? response.status : 500
-        out.append(contentsOf: "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\n".utf8)
+        out.appendASCII("HTTP/1.1 ")
+        out.appendDecimal(status)
+        out.append(0x20)
+        out.appendString(HTTPStatus.reason(status))
+        out.appendASCII("\r\n")
         let bodyAllowed = status != 204 && status != 304 && status >= 200
         if status != 204 && status >= 200 {
-            out.append(contentsOf: "Content-Length: ".utf8)
-            out.append(contentsOf: String(bodyAllowed ? response.body.count : 0).utf8)
-            out.append(contentsOf: "\r\n".utf8)
+            out.appendASCII("Content-Length: ")
+            out.appendDecimal(bodyAllowed ? response.body.count : 0)
+            out.appendASCII("\r\n")
         }
-        out.append(contentsOf: "Date: ".utf8)
+        out.appendASCII("Date: ")
         out.append(contentsOf: date)
-        out.append(contentsOf: "\r\n".utf8)
+        out.appendASCII("\r\n")
         if !requestID.isEmpty {
-            out.append(contentsOf: "X-Request-Id: ".utf8)
-            out.append(contentsOf: requestID.utf8)
-            out.append(contentsOf: "\r\n".utf8)
+            out.appendASCII("X-Request-Id: ")
+            out.appendString(requestID)
+            out.appendASCII("\r\n")
         }
         switch connection {
-        case .close: out.append(contentsOf: "Connection: close\r\n".utf8)
-        case .keepAlive10: out.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+        case .close: out.appendASCII("Connection: close\r\n")
+        case .keepAlive10: out.appendASCII("Connection: keep-alive\r\n")
         case .default: break
         }
         for (name, value) in response.headers where !isFramingHeader(name) && isSafe(name, value) {
-            out.append(contentsOf: name.utf8)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: value.utf8)
-            out.append(contentsOf: "\r\n".utf8)
+            out.appendString(name)
+            out.appendASCII(": ")
+            out.appendString(value)
+            out.appendASCII("\r\n")
         }
-        out.append(contentsOf: "\r\n".utf8)
+        out.appendASCII("\r\n")
         if bodyAllowed && !headRequest { out.append(contentsOf: response.body) }
     }
 
@@ -104,6 +109,50 @@ enum RequestID {
         return bytes.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
                 || b == 0x2D || b == 0x5F || b == 0x2E || b == 0x3A
+        }
+    }
+}
+
+extension [UInt8] {
+    /// Appends a literal's bytes with one copy (`append(contentsOf: "…".utf8)` goes byte by byte).
+    mutating func appendASCII(_ literal: StaticString) {
+        literal.withUTF8Buffer { append(contentsOf: $0) }
+    }
+
+    /// Appends a string's UTF-8 with one copy.
+    mutating func appendString(_ string: String) {
+        var string = string
+        string.withUTF8 { append(contentsOf: $0) }
+    }
+
+    /// Appends `value` in decimal without building a `String`.
+    mutating func appendDecimal(_ value: Int) {
+        if value < 0 {
+            append(UInt8(ascii: "-"))
+            appendDecimal(UInt64(value.magnitude))
+        } else {
+            appendDecimal(UInt64(value))
+        }
+    }
+
+    /// Appends `value` in decimal without building a `String`.
+    mutating func appendDecimal(_ value: UInt64) {
+        var divisor: UInt64 = 1
+        while value / divisor >= 10 { divisor &*= 10 }  // at most 10^19 < UInt64.max: no overflow
+        var rest = value
+        repeat {
+            append(UInt8(truncatingIfNeeded: rest / divisor) &+ 0x30)
+            rest %= divisor
+            divisor /= 10
+        } while divisor > 0
+    }
+
+    /// Appends `value` in lowercase hexadecimal without building a `String`.
+    mutating func appendHex(_ value: UInt64) {
+        let width = value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4
+        for shift in stride(from: (width - 1) * 4, through: 0, by: -4) {
+            let nibble = UInt8(truncatingIfNeeded: (value >> UInt64(shift)) & 0xF)
+            append(nibble < 10 ? nibble &+ 0x30 : nibble &+ 0x57)
         }
     }
 }

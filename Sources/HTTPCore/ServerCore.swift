@@ -21,7 +21,8 @@ final class ServerCore: Sendable {
     /// The most input bytes one connection has buffered at once (diagnostics: proves the per-connection bound).
     let peakConnectionInputBytes = Atomic<Int>(0)
     private let requestCounter = Atomic<UInt64>(0)
-    private let requestIDPrefix: String
+    /// 12 hex digits and a dash: a random per-server prefix.
+    private let requestIDPrefix: [UInt8]
 
     init(
         configuration: HTTPServer.Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?,
@@ -36,8 +37,11 @@ final class ServerCore: Sendable {
         self.pool = WorkerPool(threads: configuration.workerCount, capacity: configuration.queueDepth)
         var rng = SystemRandomNumberGenerator()
         let random: UInt64 = rng.next()
-        let prefix = String(random & 0xFFFF_FFFF_FFFF, radix: 16)
-        requestIDPrefix = String(repeating: "0", count: max(0, 12 - prefix.count)) + prefix + "-"
+        var prefix: [UInt8] = []
+        prefix.appendHex((random & 0xFFFF_FFFF_FFFF) | 1 << 48)  // the set bit 48 keeps leading zeros: 13 digits, the first dropped
+        prefix.removeFirst()
+        prefix.append(UInt8(ascii: "-"))
+        requestIDPrefix = prefix
     }
 
     var isDraining: Bool { draining.load(ordering: .acquiring) }
@@ -62,7 +66,17 @@ final class ServerCore: Sendable {
     /// A process-unique id: a random per-server prefix plus a counter.
     func nextRequestID() -> String {
         let n = requestCounter.wrappingAdd(1, ordering: .relaxed).newValue
-        return requestIDPrefix + String(n, radix: 16)
+        // One allocation (the String), no intermediate strings: this runs for every request without an id.
+        return String(unsafeUninitializedCapacity: requestIDPrefix.count + 16) { buffer in
+            var end = buffer.initialize(fromContentsOf: requestIDPrefix)
+            let width = n == 0 ? 1 : (67 - n.leadingZeroBitCount) / 4
+            for shift in stride(from: (width - 1) * 4, through: 0, by: -4) where end < buffer.count {
+                let nibble = UInt8(truncatingIfNeeded: (n >> UInt64(shift)) & 0xF)
+                buffer[end] = nibble < 10 ? nibble &+ 0x30 : nibble &+ 0x57
+                end += 1
+            }
+            return end
+        }
     }
 
     /// The incoming id when it is sane, else a fresh one.
@@ -111,19 +125,19 @@ final class ServerCore: Sendable {
         let micros = nanos / 1000
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
-        var line = JSONWriter(reservingCapacity: 192)
+        var line = JSONWriter(reservingCapacity: 256)
         line.writeRaw(#"{"ts":"#)
-        line.writeRaw { $0.append(contentsOf: Self.decimal(Int(wall.tv_sec), fraction: Int(wall.tv_nsec / 1_000_000)).utf8) }
+        line.writeRaw { Self.appendMillis(whole: UInt64(max(0, wall.tv_sec)), thousandths: UInt64(max(0, wall.tv_nsec / 1_000_000)), to: &$0) }
         line.writeRaw(#","method":"#)
         line.writeString(method)
         line.writeRaw(#","path":"#)
         line.writeString(template)
         line.writeRaw(#","status":"#)
-        line.writeRaw { $0.append(contentsOf: String(status).utf8) }
+        line.writeRaw { $0.appendDecimal(status) }
         line.writeRaw(#","bytes":"#)
-        line.writeRaw { $0.append(contentsOf: String(bytes).utf8) }
+        line.writeRaw { $0.appendDecimal(bytes) }
         line.writeRaw(#","duration_ms":"#)
-        line.writeRaw { $0.append(contentsOf: Self.decimal(Int(micros / 1000), fraction: Int(micros % 1000)).utf8) }
+        line.writeRaw { Self.appendMillis(whole: micros / 1000, thousandths: micros % 1000, to: &$0) }
         line.writeRaw(#","request_id":"#)
         line.writeString(requestID)
         line.writeRaw(#","remote":"#)
@@ -136,9 +150,13 @@ final class ServerCore: Sendable {
         accessLog(String(decoding: line.bytes, as: UTF8.self))
     }
 
-    /// `whole.fff` without Foundation's printf (this runs once per request).
-    static func decimal(_ whole: Int, fraction: Int) -> String {
-        let f = String(fraction)
-        return String(whole) + "." + String(repeating: "0", count: max(0, 3 - f.count)) + f
+    /// `whole.fff` as bytes (no `String`: this runs twice per request).
+    static func appendMillis(whole: UInt64, thousandths: UInt64, to out: inout [UInt8]) {
+        out.appendDecimal(whole)
+        out.append(UInt8(ascii: "."))
+        let f = thousandths % 1000
+        out.append(UInt8(truncatingIfNeeded: f / 100) &+ 0x30)
+        out.append(UInt8(truncatingIfNeeded: f / 10 % 10) &+ 0x30)
+        out.append(UInt8(truncatingIfNeeded: f % 10) &+ 0x30)
     }
 }

@@ -91,6 +91,7 @@ final class OperationsExecutableTests: XCTestCase {
             #"bouncer_rate_limited_total{scope="secret_key"} 0"#,
             #"bouncer_http_requests_total{route="/v1/admin/projects",method="GET",status="429"} 1"#,
             #"bouncer_http_open_connections 1"#,
+            #"bouncer_access_log_dropped_lines_total 0"#,
             #"bouncer_notifications_total{type="SUBSCRIBED",subtype="INITIAL_BUY"} 1"#,
             #"bouncer_verifications_total{kind="notification",result="ok"} 1"#,
             #"bouncer_chain_cache_total{result="miss"} 1"#,

@@ -106,10 +106,57 @@ final class RouterTests: XCTestCase {
         XCTAssertFalse(RequestID.isSane(String(repeating: "a", count: 129)))
     }
 
+    func testSplitMatchesCharacterSplitting() {
+        for path in ["/", "", "/v1", "/v1/", "//", "/v1//x/", "v1/x", "/v1/receipts/pk_abc/user%2F1", "/é/ü", "/a/b/c/d/e"] {
+            let trimmed = path.hasPrefix("/") ? path.dropFirst() : path[...]
+            XCTAssertEqual(Router.split(path), trimmed.split(separator: "/", omittingEmptySubsequences: false), path)
+        }
+    }
+
+    func testParametersWithoutEscapesAreTakenVerbatim() {
+        var r = Router()
+        r.add(.get, "/v1/subscriptions/:publicKey/:userId") { _ in Response(status: 200) }
+        guard case .found(_, let parameters) = r.match(.get, "/v1/subscriptions/pk_live_1/user-42.x") else {
+            return XCTFail("expected a match")
+        }
+        XCTAssertEqual(parameters, ["publicKey": "pk_live_1", "userId": "user-42.x"])
+    }
+
     func testLogDecimalsKeepThreeFractionDigits() {
-        XCTAssertEqual(ServerCore.decimal(1, fraction: 5), "1.005")
-        XCTAssertEqual(ServerCore.decimal(0, fraction: 120), "0.120")
-        XCTAssertEqual(ServerCore.decimal(1795308354, fraction: 999), "1795308354.999")
+        func millis(_ whole: UInt64, _ thousandths: UInt64) -> String {
+            var out: [UInt8] = []
+            ServerCore.appendMillis(whole: whole, thousandths: thousandths, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        XCTAssertEqual(millis(1, 5), "1.005")
+        XCTAssertEqual(millis(0, 120), "0.120")
+        XCTAssertEqual(millis(1795308354, 999), "1795308354.999")
+    }
+
+    func testByteFormattingMatchesStringFormatting() {
+        for value in [0, 1, 9, 10, 99, 100, 12_345, Int(Int32.max), -7, Int.max, Int.min] {
+            var out: [UInt8] = []
+            out.appendDecimal(value)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value))
+        }
+        for value: UInt64 in [0, 1, 9_999_999_999_999_999, 10_000_000_000_000_000, 12_345_678_901_234_567_890, .max] {
+            var out: [UInt8] = []
+            out.appendDecimal(value)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value))
+            out = []
+            out.appendHex(value)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value, radix: 16))
+        }
+    }
+
+    func testGeneratedRequestIDsArePrefixAndCounter() {
+        let core = ServerCore(configuration: .init(), router: Router(), accessLog: nil)
+        let first = core.nextRequestID(), second = core.nextRequestID()
+        XCTAssertEqual(first.count, 14)  // 12 hex digits, "-", "1"
+        XCTAssertEqual(first.dropLast(), second.dropLast())
+        XCTAssertTrue(first.hasSuffix("-1"))
+        XCTAssertTrue(second.hasSuffix("-2"))
+        XCTAssertTrue(RequestID.isSane(first))
     }
 
     func testErrorBodyShapeIsRenderedByHTTPErrorOnly() throws {

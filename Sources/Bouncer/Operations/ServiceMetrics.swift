@@ -19,6 +19,7 @@ final class ServiceMetrics: Sendable {
     private let chainCache: Counter
     private let rateLimited: Counter
     private let openConnections = Mutex<(@Sendable () -> Int)?>(nil)
+    private let accessLogDropped = Mutex<(@Sendable () -> Int)?>(nil)
     private let caches = Mutex<(@Sendable () -> CacheStatistics)?>(nil)
 
     /// What the caches report at scrape time (`Wiring/Caches.swift`).
@@ -111,6 +112,17 @@ final class ServiceMetrics: Sendable {
             "bouncer_http_open_connections", help: "Open client connections.", type: .gauge) { [weak self] in
                 self?.openConnections.withLock { $0 }.map { [MetricSample([], Double($0()))] } ?? []
             }
+        registry.callback(
+            "bouncer_access_log_dropped_lines_total",
+            help: "Access-log lines dropped because the log buffer was full (its reader too slow).", type: .counter) {
+                [weak self] in
+                self?.accessLogDropped.withLock { $0 }.map { [MetricSample([], Double($0()))] } ?? []
+            }
+    }
+
+    /// Where `bouncer_access_log_dropped_lines_total` reads from (the access-log writer's count).
+    func attach(accessLogDropped source: @escaping @Sendable () -> Int) {
+        accessLogDropped.withLock { $0 = source }
     }
 
     /// Where the `bouncer_cache_*` and `bouncer_read_cache_total` series read from.
