@@ -36,4 +36,14 @@ static inline int bouncer_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int versio
 /// Why: SSL_set_tlsext_host_name is a macro over SSL_ctrl; sets the SNI name (copied by OpenSSL).
 static inline int bouncer_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
 
+/// Why: SSL_CTX_set_mode is a macro over SSL_CTX_ctrl; partial writes and a moving buffer on WANT_WRITE retries.
+static inline long bouncer_SSL_CTX_set_write_modes(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+/// Why: SSL_OP_IGNORE_UNEXPECTED_EOF is a function-like macro (SSL_OP_BIT); a peer closing without close_notify
+/// reads as end of stream, which HTTP's own framing (Content-Length, chunked) then judges.
+static inline uint64_t bouncer_SSL_OP_IGNORE_UNEXPECTED_EOF(void) { return SSL_OP_IGNORE_UNEXPECTED_EOF; }
+/// Why: SSL_OP_NO_RENEGOTIATION is a function-like macro too; we never renegotiate.
+static inline uint64_t bouncer_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
+
 #endif
