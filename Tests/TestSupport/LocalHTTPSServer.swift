@@ -22,6 +22,8 @@ public final class LocalHTTPSServer: @unchecked Sendable {
         case stall(seconds: Double)
         /// Closes the connection without answering.
         case close
+        /// Sends a well-formed keep-alive response, then closes anyway (an idle timeout on the server side).
+        case respondThenClose(status: Int, body: String = "")
     }
 
     /// One received request.
@@ -173,6 +175,9 @@ public final class LocalHTTPSServer: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: seconds)
                 return
             case .close:
+                return
+            case .respondThenClose(let status, let body):
+                _ = stream.write(Array("HTTP/1.1 \(status) Test\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8))
                 return
             }
             if request.header("Connection")?.lowercased() == "close" { return }

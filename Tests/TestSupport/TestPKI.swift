@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A throwaway TLS PKI made by the openssl CLI in a temporary directory: a test CA (EC P-256) and a server
@@ -18,6 +19,20 @@ public struct TestPKI: Sendable {
     public let serverCertificateFile: String
     /// PEM PKCS#8 key of the server certificate.
     public let serverKeyFile: String
+    /// A certificate from the same CA for `elsewhere.test` only (a host-name mismatch on 127.0.0.1).
+    public let wrongNameCertificateFile: String
+    /// Its key.
+    public let wrongNameKeyFile: String
+
+    /// The server identity for localhost / 127.0.0.1.
+    public var serverConfiguration: TLSServerConfiguration {
+        TLSServerConfiguration(certificateChainFile: serverCertificateFile, privateKeyFile: serverKeyFile)
+    }
+
+    /// A valid certificate for another name.
+    public var wrongNameConfiguration: TLSServerConfiguration {
+        TLSServerConfiguration(certificateChainFile: wrongNameCertificateFile, privateKeyFile: wrongNameKeyFile)
+    }
 
     /// Generates the files (about 50 ms of openssl calls).
     public static func make() throws -> TestPKI {
@@ -44,13 +59,16 @@ public struct TestPKI: Sendable {
                          "-subj", "/CN=Bouncer Test \(ca)", "-addext", "basicConstraints=critical,CA:TRUE",
                          "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
         }
-        try openssl(["req"] + curve + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
-            .write(toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
-        try openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                     "-days", "2", "-extfile", "server.ext", "-out", "server.pem"])
+        for (name, san) in [("server", "DNS:localhost,IP:127.0.0.1"), ("wrong-name", "DNS:elsewhere.test")] {
+            try openssl(["req"] + curve + ["-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(name)"])
+            try "subjectAltName=\(san)\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
+                .write(toFile: directory + "/\(name).ext", atomically: true, encoding: .utf8)
+            try openssl(["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                         "-days", "2", "-extfile", "\(name).ext", "-out", "\(name).pem"])
+        }
         return TestPKI(directory: directory, caFile: directory + "/ca.pem", otherCAFile: directory + "/other-ca.pem",
-                       serverCertificateFile: directory + "/server.pem", serverKeyFile: directory + "/server.key")
+                       serverCertificateFile: directory + "/server.pem", serverKeyFile: directory + "/server.key",
+                       wrongNameCertificateFile: directory + "/wrong-name.pem", wrongNameKeyFile: directory + "/wrong-name.key")
     }
 
     /// Deletes the directory.
