@@ -39,6 +39,9 @@ public final class HTTPClient: Sendable {
         public var connectTimeout: Duration
         /// Bound on each wait for response bytes (and on sending the request).
         public var readTimeout: Duration
+        /// Bound on one whole attempt after connecting, so a server dripping a byte per `readTimeout`
+        /// cannot hold a caller for long.
+        public var responseTimeout: Duration
         /// Idle connections kept per (scheme, host, port); 0 disables keep-alive.
         public var maxIdleConnectionsPerHost: Int
         /// Response limits.
@@ -48,14 +51,15 @@ public final class HTTPClient: Sendable {
         /// The User-Agent header value.
         public var userAgent: String
 
-        /// Defaults: 5 s connect, 30 s read, 4 idle connections per host, default limits and retries.
+        /// Defaults: 5 s connect, 30 s read, 60 s per response, 4 idle connections per host, default limits and retries.
         public init(tls: TLSClientConfiguration = TLSClientConfiguration(), connectTimeout: Duration = .seconds(5),
-                    readTimeout: Duration = .seconds(30), maxIdleConnectionsPerHost: Int = 4,
+                    readTimeout: Duration = .seconds(30), responseTimeout: Duration = .seconds(60), maxIdleConnectionsPerHost: Int = 4,
                     limits: ResponseParser.Limits = ResponseParser.Limits(), retry: RetryPolicy = RetryPolicy(),
                     userAgent: String = "bouncer") {
             self.tls = tls
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
+            self.responseTimeout = responseTimeout
             self.maxIdleConnectionsPerHost = max(0, maxIdleConnectionsPerHost)
             self.limits = limits
             self.retry = retry
@@ -144,11 +148,13 @@ public final class HTTPClient: Sendable {
                                              connectTimeout: configuration.connectTimeout)
             counters.withLock { $0.opened += 1 }
         }
-        try connection.write(head + request.body, deadline: .now + configuration.readTimeout)
+        let attemptDeadline = ContinuousClock.now + configuration.responseTimeout
+        func deadline() -> ContinuousClock.Instant { min(.now + configuration.readTimeout, attemptDeadline) }
+        try connection.write(head + request.body, deadline: deadline())
         var parser = ResponseParser(limits: configuration.limits, requestMethod: request.method)
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            let count = try connection.read(into: &buffer, deadline: .now + configuration.readTimeout)
+            let count = try connection.read(into: &buffer, deadline: deadline())
             if count == 0 {
                 return try parser.finish()   // close-delimited body, or `.io` for a cut-short response
             }

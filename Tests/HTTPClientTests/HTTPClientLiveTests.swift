@@ -121,6 +121,15 @@ final class HTTPClientLiveTests: XCTestCase {
         XCTAssertLessThan(waited, .milliseconds(2000))
     }
 
+    func testSlowDripIsBoundedByTheResponseTimeout() throws {
+        let server = try LocalHTTPSServer { _ in .drip(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".utf8) + [UInt8](repeating: 65, count: 100), interval: 0.05) }
+        defer { server.stop() }
+        let client = try HTTPClient(configuration: HTTPClient.Configuration(readTimeout: .seconds(1), responseTimeout: .milliseconds(600), retry: .never))
+        let started = ContinuousClock.now
+        assertCode(.timeout) { _ = try client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")) }
+        XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(1500))   // each byte came within readTimeout
+    }
+
     func testRetryAfterThenSuccessAndExhausted500s() throws {
         let counter = Counter()
         let server = try LocalHTTPSServer(tls: pki.serverConfiguration) { request in

@@ -24,6 +24,8 @@ public final class LocalHTTPSServer: @unchecked Sendable {
         case close
         /// Sends a well-formed keep-alive response, then closes anyway (an idle timeout on the server side).
         case respondThenClose(status: Int, body: String = "")
+        /// Sends these bytes one at a time with a pause between them (a slow-drip server).
+        case drip([UInt8], interval: Double)
     }
 
     /// One received request.
@@ -176,6 +178,11 @@ public final class LocalHTTPSServer: @unchecked Sendable {
                 return
             case .close:
                 return
+            case .drip(let bytes, let interval):
+                for byte in bytes {
+                    guard stream.write([byte]) else { return }
+                    Thread.sleep(forTimeInterval: interval)
+                }
             case .respondThenClose(let status, let body):
                 _ = stream.write(Array("HTTP/1.1 \(status) Test\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8))
                 return
