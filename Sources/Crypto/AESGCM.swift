@@ -46,6 +46,22 @@ public enum AESGCM {
         return try open(ciphertext, key: key, nonce: nonce, tag: tag, authenticating: aad)
     }
 
+    /// Opens a sealed box with the first of `keys` that authenticates it, for key rotation: list the new key
+    /// first and the old one after; `keyIndex > 0` tells the caller to re-seal under `keys[0]`.
+    /// Fails with `.authenticationFailed` when no key opens it.
+    public static func open(_ sealedBox: [UInt8], keys: [[UInt8]], authenticating aad: [UInt8] = []) throws(CryptoError) -> (plaintext: [UInt8], keyIndex: Int) {
+        var lastError = CryptoError(.invalidKey, "no decryption key configured", debugDetail: "")
+        for (index, key) in keys.enumerated() {
+            do {
+                return (try open(sealedBox, key: key, authenticating: aad), index)
+            } catch {
+                guard error.code == .authenticationFailed else { throw error }
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
     /// The raw primitive with a caller-chosen nonce (for known-answer tests and foreign formats).
     /// Never reuse a nonce under one key: GCM's confidentiality and authenticity both fail.
     public static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], authenticating aad: [UInt8] = []) throws(CryptoError) -> (ciphertext: [UInt8], tag: [UInt8]) {

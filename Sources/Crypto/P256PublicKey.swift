@@ -49,6 +49,22 @@ extension P256 {
             pkey = parsed   // d2i_PUBKEY returned a new reference: ours, freed in deinit
         }
 
+        /// Parses a PEM `PUBLIC KEY` block (SubjectPublicKeyInfo) holding a P-256 key.
+        public convenience init(pem: String) throws(CryptoError) {
+            OpenSSLErrors.clear()
+            let bytes = Array(pem.utf8)
+            guard !bytes.isEmpty, bytes.count <= 64 * 1024 else { throw CryptoError(.invalidKey, "PEM public key is empty or too large") }
+            let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer -> OpaquePointer? in
+                // The memory BIO only borrows `buffer` for the duration of this closure.
+                guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+                defer { BIO_free(bio) }
+                return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+            }
+            guard let parsed else { throw CryptoError(.invalidKey, "not a PEM PUBLIC KEY") }
+            defer { EVP_PKEY_free(parsed) }   // re-parsed from DER below, so this reference is dropped
+            try self.init(derSubjectPublicKeyInfo: P256.subjectPublicKeyInfo(parsed))
+        }
+
         deinit {
             idleContexts.withLock { contexts in
                 for context in contexts { EVP_PKEY_CTX_free(context.pointer) }

@@ -56,6 +56,19 @@ final class AESGCMTests: XCTestCase {
         XCTAssertThrowsCode(.invalidInput) { _ = try AESGCM.seal([1], key: key, nonce: [0]) }
     }
 
+    func testKeyRotationOpensWithOldKeyAndSaysSo() throws {
+        let old = SecureRandom.bytes(32), new = SecureRandom.bytes(32)
+        let sealedOld = try AESGCM.seal(Array("p8".utf8), key: old, authenticating: [7])
+        let sealedNew = try AESGCM.seal(Array("p8".utf8), key: new, authenticating: [7])
+        let fromOld = try AESGCM.open(sealedOld, keys: [new, old], authenticating: [7])
+        XCTAssertEqual(fromOld.plaintext, Array("p8".utf8))
+        XCTAssertEqual(fromOld.keyIndex, 1)   // re-seal under keys[0]
+        XCTAssertEqual(try AESGCM.open(sealedNew, keys: [new, old], authenticating: [7]).keyIndex, 0)
+        XCTAssertThrowsCode(.authenticationFailed) { _ = try AESGCM.open(sealedOld, keys: [new], authenticating: [7]) }
+        XCTAssertThrowsCode(.invalidKey) { _ = try AESGCM.open(sealedOld, keys: [], authenticating: [7]) }
+        XCTAssertThrowsCode(.invalidKey) { _ = try AESGCM.open(sealedOld, keys: [[1, 2]], authenticating: [7]) }
+    }
+
     func testSecureRandomBytes() {
         XCTAssertEqual(SecureRandom.bytes(0), [])
         XCTAssertEqual(SecureRandom.bytes(33).count, 33)

@@ -40,6 +40,8 @@ final class P256Tests: XCTestCase {
         XCTAssertEqual(key.fingerprint.count, 64)
         XCTAssertFalse(key.description.contains("PRIVATE"))
 
+        XCTAssertEqual(try P256.PublicKey(pem: publicKey.pemRepresentation).derRepresentation, spki)
+        XCTAssertThrowsCode(.invalidKey) { _ = try P256.PublicKey(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n") }
         // openssl verifies our DER signature with the exported PEM public key.
         try Data(publicKey.pemRepresentation.utf8).write(to: directory.appendingPathComponent("pub.pem"))
         try Data(message).write(to: directory.appendingPathComponent("message"))
