@@ -110,6 +110,26 @@ final class HTTPClientLiveTests: XCTestCase {
         assertCode(.connect) { _ = try client.execute(HTTPClientRequest(url: "http://127.0.0.1:1/")) }
     }
 
+    func testNonTLSPeersAndGarbageAnswers() throws {
+        // A plain HTTP server waits for a request line that a ClientHello never completes: the handshake
+        // is bounded by the connect timeout, and nothing is sent in clear.
+        let plain = try LocalHTTPSServer { _ in .respond(status: 200) }
+        defer { plain.stop() }
+        let impatient = try HTTPClient(configuration: HTTPClient.Configuration(
+            tls: TLSClientConfiguration(trustsSystemRoots: false, additionalCAFile: pki.caFile), connectTimeout: .milliseconds(300), retry: .never))
+        let started = ContinuousClock.now
+        assertCode(.timeout) { _ = try impatient.send(HTTPClientRequest(url: "https://localhost:\(plain.port)/")) }
+        XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(1500))
+        XCTAssertEqual(plain.requests.count, 0)
+        let client = try client(retry: .never)
+        let rude = try LocalHTTPSServer { _ in .close }
+        defer { rude.stop() }
+        let raw = try LocalHTTPSServer { _ in .raw(Array("garbage\r\n\r\n".utf8)) }
+        defer { raw.stop() }
+        assertCode(.protocolError) { _ = try client.send(HTTPClientRequest(url: "http://localhost:\(raw.port)/")) }
+        assertCode(.io) { _ = try client.send(HTTPClientRequest(url: "http://localhost:\(rude.port)/")) }
+    }
+
     func testStalledServerTimesOut() throws {
         let server = try LocalHTTPSServer(tls: pki.serverConfiguration) { _ in .stall(seconds: 3) }
         defer { server.stop() }
