@@ -46,4 +46,21 @@ static inline uint64_t bouncer_SSL_OP_IGNORE_UNEXPECTED_EOF(void) { return SSL_O
 /// Why: SSL_OP_NO_RENEGOTIATION is a function-like macro too; we never renegotiate.
 static inline uint64_t bouncer_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
 
+/// Why: an ALPN selection callback is a C function pointer with an out-parameter into the ClientHello; kept in C so
+/// no Swift closure crosses the boundary. Servers speak only HTTP/1.1: select it when offered, otherwise
+/// proceed without ALPN (RFC 7301 §3.2 allows a server to ignore the extension).
+static int bouncer_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                      const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    static const unsigned char http11[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, outlen, http11, sizeof http11, in, inlen) != OPENSSL_NPN_NEGOTIATED) {
+        return SSL_TLSEXT_ERR_NOACK;
+    }
+    *out = selected;   /* points into `http11` or `in`, both outliving the handshake step */
+    return SSL_TLSEXT_ERR_OK;
+}
+/// Why: installs the C callback above on a server context.
+static inline void bouncer_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, bouncer_alpn_select_http11, NULL); }
+
 #endif

@@ -40,7 +40,7 @@ public final class CertificateStore: @unchecked Sendable {
             guard X509_STORE_CTX_init(context, store, leafPointer, untrusted) == 1 else {
                 return .failure(ChainValidationError(code: .internalFailure, depth: 0, reason: "cannot initialise chain validation", debugDetail: OpenSSLErrors.drain()))
             }
-            let parameters = X509_STORE_CTX_get0_param(context)
+            let parameters = X509_STORE_CTX_get0_param(context)   // get0: owned by the context, freed with it
             X509_VERIFY_PARAM_set_time(parameters, time_t(time))
             if strict { X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_X509_STRICT)) }
             guard X509_verify_cert(context) == 1 else {

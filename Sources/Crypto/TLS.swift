@@ -20,7 +20,8 @@ public struct TLSClientConfiguration: Sendable {
     }
 }
 
-/// A TLS server identity: a PEM certificate chain (leaf first) and its PEM private key.
+/// A TLS server identity: a PEM certificate chain (leaf first) and its PEM private key. TLS 1.2+, ALPN
+/// `http/1.1` selected when offered.
 public struct TLSServerConfiguration: Sendable {
     /// PEM file: the leaf certificate, then intermediates.
     public var certificateChainFile: String
@@ -130,6 +131,7 @@ public final class TLSContext: @unchecked Sendable {
               SSL_CTX_check_private_key(context) == 1 else {
             throw TLSError(.configuration, "cannot load a private key matching the certificate from \(configuration.privateKeyFile)")
         }
+        bouncer_SSL_CTX_select_http11(context)   // ALPN: answer "http/1.1" when the client offers it
     }
 
     deinit { SSL_CTX_free(context) }

@@ -47,6 +47,7 @@ final class TLSTests: XCTestCase {
             let (tls, fd) = try handshake(server.port, name: name, configuration: TLSClientConfiguration(additionalCAFile: pki.caFile))
             defer { close(fd) }
             XCTAssertTrue(["TLSv1.2", "TLSv1.3"].contains(tls.protocolVersion))
+            XCTAssertEqual(tls.negotiatedApplicationProtocol, "http/1.1")
             try Array("GET /x HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8).withUnsafeBytes { try tls.write($0, deadline: .now + .seconds(5)) }
             var received: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 4096)
@@ -59,6 +60,17 @@ final class TLSTests: XCTestCase {
             tls.shutdown(deadline: .now + .seconds(1))
         }
         XCTAssertEqual(server.connectionCount, 2)
+    }
+
+    func testWithoutALPNOfferTheServerProceedsWithout() throws {
+        let server = try LocalHTTPSServer(tls: serverConfiguration) { _ in .respond(status: 200) }
+        defer { server.stop() }
+        let (tls, fd) = try handshake(server.port, name: "localhost", configuration: TLSClientConfiguration(additionalCAFile: pki.caFile, applicationProtocols: []))
+        defer { close(fd) }
+        XCTAssertNil(tls.negotiatedApplicationProtocol)
+        let (other, otherFD) = try handshake(server.port, name: "localhost", configuration: TLSClientConfiguration(additionalCAFile: pki.caFile, applicationProtocols: ["h2"]))
+        defer { close(otherFD) }
+        XCTAssertNil(other.negotiatedApplicationProtocol)
     }
 
     func testRefusesWrongHostNameAndUntrustedCA() throws {
