@@ -44,6 +44,9 @@ public final class HTTPClient: Sendable {
         public var responseTimeout: Duration
         /// Idle connections kept per (scheme, host, port); 0 disables keep-alive.
         public var maxIdleConnectionsPerHost: Int
+        /// An idle connection older than this is closed instead of reused (servers drop idle keep-alive
+        /// connections after a few seconds; reusing one at that moment would fail the request).
+        public var maxIdleTime: Duration
         /// Response limits.
         public var limits: ResponseParser.Limits
         /// Retry policy used by `send`.
@@ -51,16 +54,18 @@ public final class HTTPClient: Sendable {
         /// The User-Agent header value.
         public var userAgent: String
 
-        /// Defaults: 5 s connect, 30 s read, 60 s per response, 4 idle connections per host, default limits and retries.
+        /// Defaults: 5 s connect, 30 s read, 60 s per response, 4 idle connections per host kept up to 4 s,
+        /// default limits and retries.
         public init(tls: TLSClientConfiguration = TLSClientConfiguration(), connectTimeout: Duration = .seconds(5),
                     readTimeout: Duration = .seconds(30), responseTimeout: Duration = .seconds(60), maxIdleConnectionsPerHost: Int = 4,
-                    limits: ResponseParser.Limits = ResponseParser.Limits(), retry: RetryPolicy = RetryPolicy(),
+                    maxIdleTime: Duration = .seconds(4), limits: ResponseParser.Limits = ResponseParser.Limits(), retry: RetryPolicy = RetryPolicy(),
                     userAgent: String = "bouncer") {
             self.tls = tls
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
             self.responseTimeout = responseTimeout
             self.maxIdleConnectionsPerHost = max(0, maxIdleConnectionsPerHost)
+            self.maxIdleTime = maxIdleTime
             self.limits = limits
             self.retry = retry
             self.userAgent = userAgent
@@ -68,12 +73,14 @@ public final class HTTPClient: Sendable {
     }
 
     private struct PoolKey: Hashable { var tls: Bool; var host: String; var port: Int }
+    private struct Idle: Sendable { var connection: Connection; var since: ContinuousClock.Instant }
+    private struct Pool { var idle: [PoolKey: [Idle]] = [:]; var closed = false }
     private struct Counters { var opened = 0; var reused = 0 }
 
     /// The configuration in use.
     public let configuration: Configuration
     private let tlsContext: TLSContext
-    private let idle = Mutex<[PoolKey: [Connection]]>([:])
+    private let pool = Mutex(Pool())
     private let counters = Mutex(Counters())
     private let sleep: @Sendable (Duration) -> Void
     private let jitter: @Sendable () -> Double
@@ -99,8 +106,15 @@ public final class HTTPClient: Sendable {
     /// Requests that reused a pooled connection.
     public var connectionsReused: Int { counters.withLock { $0.reused } }
 
-    /// Closes every idle connection.
-    public func shutdown() { idle.withLock { $0.removeAll() } }
+    /// Closes every idle connection; connections finishing a request afterwards are closed too, not pooled.
+    public func shutdown() {
+        let dropped = pool.withLock { pool -> [PoolKey: [Idle]] in
+            pool.closed = true
+            defer { pool.idle.removeAll() }
+            return pool.idle
+        }
+        _ = dropped   // released (and closed) here, outside the lock
+    }
 
     /// Sends with retries per `configuration.retry`. Responses with status < 500 (other than 429) are
     /// returned; a final 5xx or 429 throws `.serverUnavailable` with the response attached.
@@ -168,18 +182,23 @@ public final class HTTPClient: Sendable {
         }
     }
 
+    /// The most recently used idle connection that is young enough and still open; others are closed.
     private func takeIdle(_ key: PoolKey) -> Connection? {
-        while let candidate = idle.withLock({ $0[key]?.popLast() }) {
-            if !candidate.isStale { return candidate }
+        while let candidate = pool.withLock({ $0.idle[key]?.popLast() }) {
+            if ContinuousClock.now - candidate.since < configuration.maxIdleTime, !candidate.connection.isStale {
+                return candidate.connection
+            }
         }
         return nil
     }
 
     private func giveBack(_ connection: Connection, _ key: PoolKey) {
-        idle.withLock { pool in
-            guard pool[key, default: []].count < configuration.maxIdleConnectionsPerHost else { return }   // dropped: deinit closes it
-            pool[key, default: []].append(connection)
+        let rejected = pool.withLock { pool -> Connection? in
+            guard !pool.closed, pool.idle[key, default: []].count < configuration.maxIdleConnectionsPerHost else { return connection }
+            pool.idle[key, default: []].append(Idle(connection: connection, since: .now))
+            return nil
         }
+        _ = rejected   // over the bound or shut down: closed by deinit, outside the lock
     }
 
     /// Scheme, host, port and request-target of an absolute URL.

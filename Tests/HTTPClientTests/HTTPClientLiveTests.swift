@@ -51,6 +51,27 @@ final class HTTPClientLiveTests: XCTestCase {
 
     }
 
+    func testPoolBoundIdleAgeAndShutdown() throws {
+        let server = try LocalHTTPSServer { _ in .respond(status: 200, body: "ok") }
+        defer { server.stop() }
+        let client = try HTTPClient(configuration: HTTPClient.Configuration(maxIdleConnectionsPerHost: 2, maxIdleTime: .milliseconds(300), retry: .never))
+        // Four concurrent requests need four connections; only two stay pooled afterwards.
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<3 { XCTAssertEqual((try? client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")))?.status, 200) }
+        }
+        let opened = client.connectionsOpened
+        XCTAssertLessThanOrEqual(opened, 12)
+        for _ in 0..<4 { _ = try client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")) }
+        XCTAssertEqual(client.connectionsOpened, opened)   // sequential requests reuse a pooled one
+        Thread.sleep(forTimeInterval: 0.4)                  // older than maxIdleTime: not reused
+        _ = try client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/"))
+        XCTAssertEqual(client.connectionsOpened, opened + 1)
+        client.shutdown()
+        _ = try client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/"))
+        _ = try client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/"))
+        XCTAssertEqual(client.connectionsOpened, opened + 3)   // after shutdown nothing is pooled
+    }
+
     func testIdleConnectionClosedByServerIsNotReused() throws {
         let server = try LocalHTTPSServer(tls: pki.serverConfiguration) { _ in .respondThenClose(status: 200, body: "bye") }
         defer { server.stop() }
