@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import Crypto
+import TestSupport
 
 /// P-256 keys from `.p8` PEM (made here by the openssl CLI, like App Store Connect's), ES256 in both
 /// signature forms, fingerprints, and the refusals.
@@ -105,19 +106,7 @@ final class P256Tests: XCTestCase {
 
     @discardableResult
     private func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.currentDirectoryURL = directory
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: output, as: UTF8.self)
-        guard process.terminationStatus == 0 else { throw CLIError(text: "openssl \(arguments.joined(separator: " ")): \(text)") }
-        return text
+        try Subprocess.run(["openssl"] + arguments, in: directory.path)
     }
 
     private func opensslBytes(_ arguments: [String], output: String) throws -> [UInt8] {
@@ -128,6 +117,4 @@ final class P256Tests: XCTestCase {
     private func openssl(_ arguments: [String], output: String) throws -> String {
         String(decoding: try opensslBytes(arguments, output: output), as: UTF8.self)
     }
-
-    struct CLIError: Error { var text: String }
 }

@@ -88,17 +88,19 @@ public final class LocalHTTPSServer: @unchecked Sendable {
 
     /// Stops accepting and closes every open connection.
     public func stop() {
-        let open = state.withLock { state -> Set<Int32> in
-            guard !state.stopped else { return [] }
+        // Under the lock, so a connection thread cannot close its descriptor (freeing the number for reuse
+        // by someone else's socket) between our snapshot and the shutdown(2) calls.
+        state.withLock { state in
+            guard !state.stopped else { return }
             state.stopped = true
-            return state.open
+            Glibc.shutdown(listener, Int32(SHUT_RDWR))
+            for fd in state.open { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
         }
-        Glibc.shutdown(listener, Int32(SHUT_RDWR))
-        for fd in open { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
-        defer { close(listener) }
+        // Closed under the lock with `stopped` set, so a later stop() never shuts down a reused number.
+        defer { state.withLock { $0.stopped = true; close(listener) } }
         while true {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
@@ -114,8 +116,10 @@ public final class LocalHTTPSServer: @unchecked Sendable {
             guard let number else { close(fd); return }
             Thread { [self] in
                 serve(fd: fd, connection: number)
-                _ = state.withLock { $0.open.remove(fd) }
-                close(fd)
+                state.withLock { state in
+                    state.open.remove(fd)
+                    close(fd)
+                }
             }.start()
         }
     }

@@ -38,21 +38,7 @@ public struct TestPKI: Sendable {
     public static func make() throws -> TestPKI {
         let directory = NSTemporaryDirectory() + "bouncer-pki-\(getpid())-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        func openssl(_ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["openssl"] + arguments
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            try process.run()
-            let output = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                throw TestPKIError(message: "openssl \(arguments.joined(separator: " ")): \(String(decoding: output, as: UTF8.self))")
-            }
-        }
+        func openssl(_ arguments: [String]) throws { try Subprocess.run(["openssl"] + arguments, in: directory) }
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
         for ca in ["ca", "other-ca"] {
             try openssl(["req", "-x509"] + curve + ["-keyout", "\(ca).key", "-out", "\(ca).pem", "-days", "2",
