@@ -2,7 +2,7 @@
 import PackageDescription
 
 // No Swift package dependencies, by design: only the toolchain plus libpq and OpenSSL,
-// each wrapped by exactly one target (Postgres owns CPostgres, AppStoreJWS owns COpenSSL).
+// each wrapped by exactly one target (Postgres owns CPostgres, Crypto owns COpenSSL).
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
@@ -23,7 +23,9 @@ let package = Package(
 
         // Protocol / crypto / drivers
         .target(name: "JSON", swiftSettings: strict),
-        .target(name: "AppStoreJWS", dependencies: ["COpenSSL", "JSON"], swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "AppStoreJWS", dependencies: ["Crypto", "JSON"], swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         .target(name: "HTTPCore", dependencies: ["CSystem", "JSON"], swiftSettings: strict),
         .target(name: "Metrics", swiftSettings: strict),
@@ -35,7 +37,7 @@ let package = Package(
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Storage", "AppStoreJWS", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
+            dependencies: ["API", "Storage", "AppStoreJWS", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
             swiftSettings: strict
         ),
 
@@ -48,14 +50,16 @@ let package = Package(
                 path: "schema", sources: ["EmbedSchema"]),
 
         // Tests
-        .target(name: "TestSupport", dependencies: ["Postgres", "HTTPCore", "JSON"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Postgres", "HTTPCore", "JSON", "Crypto"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
         .testTarget(name: "DomainTests", dependencies: ["Domain"], swiftSettings: strict),
-        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Crypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "AppStoreJWS"], swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "Storage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON"], swiftSettings: strict),
     ]

@@ -10,11 +10,13 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/sha.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
 
 // sk_X509_* are type-checking macros over OPENSSL_sk_*; Swift cannot import macros, so these adapters
-// give AppStoreJWS typed functions for the untrusted-intermediates stack and the built chain.
+// give Crypto typed functions for the untrusted-intermediates stack and the built chain.
 
 /// Why: sk_X509_new_null is a macro; creates the (empty) stack of untrusted intermediates.
 static inline STACK_OF(X509) *bouncer_sk_X509_new_null(void) { return sk_X509_new_null(); }
@@ -26,5 +28,39 @@ static inline void bouncer_sk_X509_free(STACK_OF(X509) *stack) { sk_X509_free(st
 static inline int bouncer_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
 /// Why: sk_X509_value is a macro; borrowed element of a stack (not up-ref'd).
 static inline X509 *bouncer_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+
+// TLS adapters: these SSL_* "functions" are macros over SSL_ctrl / SSL_CTX_ctrl.
+
+/// Why: SSL_CTX_set_min_proto_version is a macro over SSL_CTX_ctrl.
+static inline int bouncer_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) { return (int)SSL_CTX_set_min_proto_version(ctx, version); }
+/// Why: SSL_set_tlsext_host_name is a macro over SSL_ctrl; sets the SNI name (copied by OpenSSL).
+static inline int bouncer_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+
+/// Why: SSL_CTX_set_mode is a macro over SSL_CTX_ctrl; partial writes and a moving buffer on WANT_WRITE retries.
+static inline long bouncer_SSL_CTX_set_write_modes(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+/// Why: SSL_OP_IGNORE_UNEXPECTED_EOF is a function-like macro (SSL_OP_BIT); a peer closing without close_notify
+/// reads as end of stream, which HTTP's own framing (Content-Length, chunked) then judges.
+static inline uint64_t bouncer_SSL_OP_IGNORE_UNEXPECTED_EOF(void) { return SSL_OP_IGNORE_UNEXPECTED_EOF; }
+/// Why: SSL_OP_NO_RENEGOTIATION is a function-like macro too; we never renegotiate.
+static inline uint64_t bouncer_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
+
+/// Why: an ALPN selection callback is a C function pointer with an out-parameter into the ClientHello; kept in C so
+/// no Swift closure crosses the boundary. Servers speak only HTTP/1.1: select it when offered, otherwise
+/// proceed without ALPN (RFC 7301 §3.2 allows a server to ignore the extension).
+static int bouncer_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                      const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    static const unsigned char http11[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, outlen, http11, sizeof http11, in, inlen) != OPENSSL_NPN_NEGOTIATED) {
+        return SSL_TLSEXT_ERR_NOACK;
+    }
+    *out = selected;   /* points into `http11` or `in`, both outliving the handshake step */
+    return SSL_TLSEXT_ERR_OK;
+}
+/// Why: installs the C callback above on a server context.
+static inline void bouncer_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, bouncer_alpn_select_http11, NULL); }
 
 #endif

@@ -38,6 +38,6 @@ final class LiveServerTests: XCTestCase {
 
     /// Sends `request` on a fresh connection and reads until the server closes it.
     static func exchange(port: Int, _ request: String) throws -> String {
-        try HTTPClient.exchange(port: port, request)
+        try RawHTTPClient.exchange(port: port, request)
     }
 }

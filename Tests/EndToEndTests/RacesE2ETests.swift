@@ -6,8 +6,8 @@ import XCTest
 /// Races across two `bouncer serve` processes on one database: the rules must hold under concurrency, not just in order.
 extension ContractE2ETests {
     /// Runs `count` posts concurrently, alternating between `clients`; returns the responses in index order.
-    func concurrently(_ count: Int, _ clients: [HTTPClient],
-                      _ body: @escaping @Sendable (Int, HTTPClient) throws -> HTTPResponse) throws -> [HTTPResponse] {
+    func concurrently(_ count: Int, _ clients: [RawHTTPClient],
+                      _ body: @escaping @Sendable (Int, RawHTTPClient) throws -> HTTPResponse) throws -> [HTTPResponse] {
         let results = Mutex<[Int: Result<HTTPResponse, any Error>]>([:])
         DispatchQueue.concurrentPerform(iterations: count) { i in
             let r = Result { try body(i, clients[i % clients.count]) }

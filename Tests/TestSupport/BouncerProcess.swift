@@ -88,7 +88,7 @@ public final class BouncerProcess: @unchecked Sendable {
     public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// A client for this server.
-    public var client: HTTPClient { HTTPClient(port: port) }
+    public var client: RawHTTPClient { RawHTTPClient(port: port) }
 
     /// SIGTERM, then waits up to `timeout` seconds; returns the exit status (-2 after a signal, SIGKILL and -1 on
     /// a hang).

@@ -283,7 +283,7 @@ public typealias KeepAliveConnection = TestClient
 
 /// A small blocking HTTP/1.1 client for whole requests: one connection per request (`Connection: close`), the
 /// response read to EOF.
-public struct HTTPClient: Sendable {
+public struct RawHTTPClient: Sendable {
     public let port: Int
     public var timeout: Double = 15
 

@@ -14,7 +14,7 @@ struct Tenant {
 
 /// API calls the tests repeat, against one server.
 struct API {
-    let client: HTTPClient
+    let client: RawHTTPClient
 
     /// `POST /v1/admin/projects`; fails the test unless 201.
     func createProject(bundleId: String = E2E.uniqueBundle(), name: String = "E2E app", extra: [(String, JSONValue)] = [],

@@ -1,0 +1,21 @@
+/// A complete HTTP response.
+public struct HTTPClientResponse: Sendable {
+    /// Status code, 200…599 (interim 1xx responses are consumed by the parser).
+    public var status: Int
+    /// Header fields in order, names as received.
+    public var headers: [(name: String, value: String)]
+    /// The body, de-chunked.
+    public var body: [UInt8]
+
+    /// A response value (tests and fakes build these directly).
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        headers.first { ResponseParser.equalsIgnoringASCIICase($0.name, name) }?.value
+    }
+}
