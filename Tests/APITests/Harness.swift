@@ -24,14 +24,16 @@ final class Harness {
     let projects = FakeProjectStore()
     let purchases: FakePurchaseStore
     let verifier = FakeVerifier()
+    let credentials: FakeCredentialStore
     let log = LogSink()
     let clock = TestClock()
     var router = Router()
     let project: Project
 
     init(adminToken: String? = Harness.adminToken, policy: TransferPolicy = .transfer, requireSecret: Bool = false,
-         tokenPolicy: AppAccountTokenPolicy = .ignore) {
+         tokenPolicy: AppAccountTokenPolicy = .ignore, sealer: FakeSealer? = FakeSealer()) {
         purchases = FakePurchaseStore(projects: projects)
+        credentials = FakeCredentialStore(projects: projects)
         project = projects.seed(
             Project(id: FakeProjectStore.uuid(900), name: "My App", bundleId: "com.example.app",
                     transferPolicy: policy, requireSecretKeyForReads: requireSecret,
@@ -43,7 +45,8 @@ final class Harness {
         let clock = clock
         let deps = APIDependencies(
             projects: projects, purchases: purchases, verifier: verifier, hasher: FakeHasher(),
-            adminToken: adminToken, now: { clock.now }, log: { sink.write($0) })
+            adminToken: adminToken, credentials: credentials, sealer: sealer, keyInspector: FakeKeyInspector(),
+            now: { clock.now }, log: { sink.write($0) })
         Routes.register(on: &router, deps)
     }
 
