@@ -2,7 +2,7 @@
 import PackageDescription
 
 // No Swift package dependencies, by design: only the toolchain plus libpq and OpenSSL,
-// each wrapped by exactly one target (Postgres owns CPostgres, AppStoreJWS owns COpenSSL).
+// each wrapped by exactly one target (Postgres owns CPostgres, Crypto owns COpenSSL).
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
@@ -23,7 +23,8 @@ let package = Package(
 
         // Protocol / crypto / drivers
         .target(name: "JSON", swiftSettings: strict),
-        .target(name: "AppStoreJWS", dependencies: ["COpenSSL", "JSON"], swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "AppStoreJWS", dependencies: ["Crypto", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         .target(name: "HTTPCore", dependencies: ["CSystem", "JSON"], swiftSettings: strict),
         .target(name: "Metrics", swiftSettings: strict),
@@ -35,7 +36,7 @@ let package = Package(
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Storage", "AppStoreJWS", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
+            dependencies: ["API", "Storage", "AppStoreJWS", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
             swiftSettings: strict
         ),
 
@@ -51,11 +52,12 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
         .testTarget(name: "DomainTests", dependencies: ["Domain"], swiftSettings: strict),
-        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS"], exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
+        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Crypto"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "AppStoreJWS"], swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON"], swiftSettings: strict),
     ]

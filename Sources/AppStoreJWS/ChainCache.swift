@@ -1,3 +1,4 @@
+internal import Crypto
 import Synchronization
 
 /// Bounded LRU cache of verified chains, so steady state costs one ECDSA verify per JWS.
@@ -38,7 +39,7 @@ final class ChainCache: Sendable {
     }
 
     struct Entry: Sendable {
-        var key: PublicKey
+        var key: P256.PublicKey
         /// Seconds since the epoch; valid iff notBefore <= t < notAfter (OpenSSL's X509_cmp_time rule).
         var notBefore: Int64
         var notAfter: Int64
@@ -59,7 +60,7 @@ final class ChainCache: Sendable {
     init(capacity: Int) { self.capacity = max(0, capacity) }
 
     /// The cached leaf key if the pair was verified before and `time` is inside its window.
-    func lookup(_ key: Key, at time: Int64) -> PublicKey? {
+    func lookup(_ key: Key, at time: Int64) -> P256.PublicKey? {
         guard let entry = entry(key), entry.notBefore <= time, time < entry.notAfter else { return nil }
         return entry.key
     }
@@ -77,7 +78,7 @@ final class ChainCache: Sendable {
     }
 
     /// Remembers a pair after a JWS signed by it verified completely, evicting the least recently used entry when full.
-    func insert(_ key: Key, publicKey: PublicKey, notBefore: Int64, notAfter: Int64) {
+    func insert(_ key: Key, publicKey: P256.PublicKey, notBefore: Int64, notAfter: Int64) {
         guard capacity > 0 else { return }
         insertionCount.wrappingAdd(1, ordering: .relaxed)
         state.withLock { state in

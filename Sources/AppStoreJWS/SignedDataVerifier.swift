@@ -1,3 +1,4 @@
+internal import Crypto
 import Foundation
 import JSON
 
@@ -304,7 +305,7 @@ public final class SignedDataVerifier: Sendable {
         return object
     }
 
-    private static func verifySignature(key: PublicKey, signature: [UInt8], bytes: [UInt8], range: Range<Int>) throws(VerificationError) {
+    private static func verifySignature(key: P256.PublicKey, signature: [UInt8], bytes: [UInt8], range: Range<Int>) throws(VerificationError) {
         guard signature.count == 64 else {
             throw .failed(.signature, "signature is \(signature.count) bytes; ES256 requires the 64-byte raw r‖s form (DER is rejected)")
         }
@@ -318,7 +319,7 @@ public final class SignedDataVerifier: Sendable {
     }
 
     struct ValidatedLeaf {
-        var key: PublicKey
+        var key: P256.PublicKey
         var notBefore: Int64
         var notAfter: Int64
     }

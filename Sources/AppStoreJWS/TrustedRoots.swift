@@ -1,4 +1,4 @@
-internal import COpenSSL
+internal import Crypto
 import Foundation
 
 /// The root certificates a JWS chain must end in. Never the `x5c[2]` a JWS carries: like Apple's
@@ -109,27 +109,11 @@ enum PEM {
     }
 }
 
-/// Owns the OpenSSL `X509_STORE` holding the trusted roots.
-///
-/// `@unchecked Sendable`: filled in `init` and read-only afterwards; OpenSSL guards `X509_STORE`
-/// lookups with its own lock, so concurrent `X509_verify_cert` calls may share it.
-final class TrustStore: @unchecked Sendable {
-    private let store: OpaquePointer?
-    /// Kept alive for the store's lifetime (the store holds its own references too).
-    private let roots: [Certificate]
+/// The trusted roots as a Crypto `CertificateStore`, plus Apple's path shape and its failure wording.
+final class TrustStore: Sendable {
+    private let store: CertificateStore
 
-    init(certificates: [Certificate]) {
-        let store = X509_STORE_new()
-        for certificate in certificates {
-            // X509_STORE_add_cert takes its own reference; ours stays with `roots`.
-            certificate.withX509 { _ = X509_STORE_add_cert(store, $0) }
-        }
-        OpenSSLErrors.clear()   // a duplicate root leaves a harmless "cert already in hash table"
-        self.store = store
-        self.roots = certificates
-    }
-
-    deinit { if let store { X509_STORE_free(store) } }
+    init(certificates: [Certificate]) { store = CertificateStore(certificates: certificates) }
 
     /// Why a chain failed, mapped by the verifier onto a `VerificationError` step.
     struct ChainFailure: Error {
@@ -139,8 +123,8 @@ final class TrustStore: @unchecked Sendable {
         var debug: String
     }
 
-    /// What a successful validation proved: leaf key and the window in which every certificate of
-    /// the built path (leaf, intermediate, root) is valid.
+    /// What a successful validation proved: the window in which every certificate of the built path
+    /// (leaf, intermediate, root) is valid.
     struct ValidatedChain {
         var notBefore: Int64
         var notAfter: Int64
@@ -150,57 +134,37 @@ final class TrustStore: @unchecked Sendable {
     /// the epoch). `strict` sets `X509_V_FLAG_X509_STRICT`; only tests against Apple's mock CA
     /// (which lacks key identifiers) turn it off.
     func validate(leaf: Certificate, intermediate: Certificate, at time: Int64, strict: Bool) -> Result<ValidatedChain, ChainFailure> {
-        guard let store else { return .failure(ChainFailure(kind: .other, reason: "no trust store", debug: "")) }
-        guard let context = X509_STORE_CTX_new(), let untrusted = bouncer_sk_X509_new_null() else {
-            return .failure(ChainFailure(kind: .other, reason: "out of memory", debug: OpenSSLErrors.drain()))
-        }
-        defer { X509_STORE_CTX_free(context); bouncer_sk_X509_free(untrusted) }   // the stack only borrows
-        return leaf.withX509 { leafPointer in
-            intermediate.withX509 { intermediatePointer in
-                _ = bouncer_sk_X509_push(untrusted, intermediatePointer)
-                OpenSSLErrors.clear()
-                guard X509_STORE_CTX_init(context, store, leafPointer, untrusted) == 1 else {
-                    return .failure(ChainFailure(kind: .other, reason: "cannot initialise chain validation", debug: OpenSSLErrors.drain()))
-                }
-                let parameters = X509_STORE_CTX_get0_param(context)
-                X509_VERIFY_PARAM_set_time(parameters, time_t(time))
-                if strict { X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_X509_STRICT)) }
-                guard X509_verify_cert(context) == 1 else {
-                    let code = X509_STORE_CTX_get_error(context)
-                    let depth = X509_STORE_CTX_get_error_depth(context)
-                    let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "code \(code)"
-                    let which = depth == 0 ? "leaf" : depth == 1 ? "intermediate" : "root"
-                    let debug = OpenSSLErrors.drain()
-                    switch code {
-                    case X509_V_ERR_CERT_HAS_EXPIRED:
-                        return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate expired at the effective date", debug: debug))
-                    case X509_V_ERR_CERT_NOT_YET_VALID:
-                        return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate not yet valid at the effective date", debug: debug))
-                    case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD:
-                        return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate validity cannot be compared with the effective date", debug: debug))
-                    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
-                         X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
-                         X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-                        return .failure(ChainFailure(kind: .untrusted, reason: "certificate chain does not lead to a trusted root (\(text) at \(which))", debug: debug))
-                    default:
-                        return .failure(ChainFailure(kind: .constraints, reason: "\(which) certificate rejected: \(text)", debug: debug))
-                    }
-                }
-                // The path must be exactly leaf ← x5c[1] ← root: a root that is itself the leaf's issuer
-                // (2 elements) or a longer path through another store certificate is not Apple's shape.
-                guard let chain = X509_STORE_CTX_get0_chain(context), bouncer_sk_X509_num(chain) == 3,
-                      let second = bouncer_sk_X509_value(chain, 1), X509_cmp(second, intermediatePointer) == 0,
-                      let third = bouncer_sk_X509_value(chain, 2)
-                else {
-                    return .failure(ChainFailure(kind: .untrusted, reason: "certificate path is not leaf ← x5c[1] ← trusted root", debug: OpenSSLErrors.drain()))
-                }
-                let root = Certificate(borrowing: third)
-                guard let window = Self.intersect([leaf, intermediate, root]) else {
-                    return .failure(ChainFailure(kind: .other, reason: "unreadable certificate validity", debug: ""))
-                }
-                return .success(window)
+        let chain: [Certificate]
+        switch store.validate(leaf: leaf, intermediates: [intermediate], at: time, strict: strict) {
+        case .success(let built):
+            chain = built
+        case .failure(let failure):
+            let which = failure.depth == 0 ? "leaf" : failure.depth == 1 ? "intermediate" : "root"
+            let debug = failure.debugDetail
+            switch failure.code {
+            case .expired:
+                return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate expired at the effective date", debug: debug))
+            case .notYetValid:
+                return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate not yet valid at the effective date", debug: debug))
+            case .unreadableValidity:
+                return .failure(ChainFailure(kind: .validity, reason: "\(which) certificate validity cannot be compared with the effective date", debug: debug))
+            case .untrusted:
+                return .failure(ChainFailure(kind: .untrusted, reason: "certificate chain does not lead to a trusted root (\(failure.reason) at \(which))", debug: debug))
+            case .internalFailure:
+                return .failure(ChainFailure(kind: .other, reason: failure.reason, debug: debug))
+            default:
+                return .failure(ChainFailure(kind: .constraints, reason: "\(which) certificate rejected: \(failure.reason)", debug: debug))
             }
         }
+        // The path must be exactly leaf ← x5c[1] ← root: a root that is itself the leaf's issuer
+        // (2 elements) or a longer path through another store certificate is not Apple's shape.
+        guard chain.count == 3, chain[1] == intermediate else {
+            return .failure(ChainFailure(kind: .untrusted, reason: "certificate path is not leaf ← x5c[1] ← trusted root", debug: OpenSSLErrors.drain()))
+        }
+        guard let window = Self.intersect([leaf, intermediate, chain[2]]) else {
+            return .failure(ChainFailure(kind: .other, reason: "unreadable certificate validity", debug: ""))
+        }
+        return .success(window)
     }
 
     private static func intersect(_ certificates: [Certificate]) -> ValidatedChain? {

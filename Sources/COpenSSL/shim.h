@@ -10,11 +10,13 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/sha.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
 
 // sk_X509_* are type-checking macros over OPENSSL_sk_*; Swift cannot import macros, so these adapters
-// give AppStoreJWS typed functions for the untrusted-intermediates stack and the built chain.
+// give Crypto typed functions for the untrusted-intermediates stack and the built chain.
 
 /// Why: sk_X509_new_null is a macro; creates the (empty) stack of untrusted intermediates.
 static inline STACK_OF(X509) *bouncer_sk_X509_new_null(void) { return sk_X509_new_null(); }
@@ -26,5 +28,12 @@ static inline void bouncer_sk_X509_free(STACK_OF(X509) *stack) { sk_X509_free(st
 static inline int bouncer_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
 /// Why: sk_X509_value is a macro; borrowed element of a stack (not up-ref'd).
 static inline X509 *bouncer_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+
+// TLS adapters: these SSL_* "functions" are macros over SSL_ctrl / SSL_CTX_ctrl.
+
+/// Why: SSL_CTX_set_min_proto_version is a macro over SSL_CTX_ctrl.
+static inline int bouncer_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) { return (int)SSL_CTX_set_min_proto_version(ctx, version); }
+/// Why: SSL_set_tlsext_host_name is a macro over SSL_ctrl; sets the SNI name (copied by OpenSSL).
+static inline int bouncer_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
 
 #endif

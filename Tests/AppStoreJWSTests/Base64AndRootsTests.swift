@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import AppStoreJWS
+import Crypto
 
 final class Base64AndRootsTests: XCTestCase {
     func decodeURL(_ text: String) -> [UInt8]? { Fixture.b64urlDecode(text) }
@@ -38,12 +39,12 @@ final class Base64AndRootsTests: XCTestCase {
 
     func testDERSignatureEncoding() {
         let raw = [UInt8](repeating: 0x80, count: 32) + [0x00, 0x00, 0x01] + [UInt8](repeating: 0x7F, count: 29)
-        let der = PublicKey.derSignature(raw)
+        let der = P256.derSignature(fromRaw: raw)
         XCTAssertEqual(Array(der.prefix(4)), [0x30, 67, 0x02, 33])
         XCTAssertEqual(der[4], 0x00)                    // sign byte before a high-bit r
         XCTAssertEqual(Array(der[37...39]), [0x02, 30, 0x01])   // s with leading zeros stripped
         XCTAssertEqual(der.count, 2 + 35 + 32)
-        XCTAssertEqual(PublicKey.derSignature([UInt8](repeating: 0, count: 64)), [0x30, 6, 0x02, 1, 0, 0x02, 1, 0])
+        XCTAssertEqual(P256.derSignature(fromRaw: [UInt8](repeating: 0, count: 64)), [0x30, 6, 0x02, 1, 0, 0x02, 1, 0])
     }
 
     func testTrustedRootsLoading() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import AppStoreJWS
+import Crypto
 
 /// Our own PKI (Tests/Fixtures/pki + Fixtures/certs, made by Fixtures/generate-pki.sh) and JWS minted
 /// with Tests/Fixtures/pki/sign-jws: every chain defect, tampering and claim mismatch.
@@ -101,7 +102,7 @@ final class GeneratedPKITests: XCTestCase {
         let raw = try XCTUnwrap(Fixture.b64urlDecode(parts[2]))
         XCTAssertEqual(raw.count, 64)
         var flipped = raw; flipped[40] ^= 0x80
-        let der = PublicKey.derSignature(raw)
+        let der = P256.derSignature(fromRaw: raw)
         for (signature, step) in [(flipped, VerificationError.Step.signature), (der, .signature), (Array(raw.prefix(63)), .signature),
                                   (raw + [0], .signature), ([UInt8](repeating: 0, count: 64), .signature)] {
             XCTAssertVerification(try verifier.verifyTransaction([parts[0], parts[1], Fixture.b64url(signature)].joined(separator: "."), policy: policy),

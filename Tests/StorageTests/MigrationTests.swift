@@ -1,4 +1,4 @@
-import AppStoreJWS
+import Crypto
 import Domain
 import Foundation
 import Postgres

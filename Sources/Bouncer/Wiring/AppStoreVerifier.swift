@@ -1,4 +1,5 @@
 import AppStoreJWS
+import Crypto
 import Domain
 import Foundation
 

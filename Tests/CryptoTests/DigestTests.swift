@@ -1,5 +1,5 @@
 import XCTest
-@testable import AppStoreJWS
+import Crypto
 
 /// `Digest.sha256` is the only SHA-256 in Bouncer: FIPS 180-2 vectors through every input shape it accepts.
 final class DigestTests: XCTestCase {

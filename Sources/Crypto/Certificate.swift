@@ -1,16 +1,16 @@
 internal import COpenSSL
 import Glibc
 
-/// Owns one OpenSSL `X509`, parsed from DER. Freed in `deinit`; lent out only through `withX509`.
+/// An X.509 certificate: owns one OpenSSL `X509`, parsed from DER. Freed in `deinit`; lent out only through `withX509`.
 ///
 /// `@unchecked Sendable`: after `init` the object is never mutated through this wrapper, and OpenSSL
 /// documents concurrent read-only use of an `X509` as safe (its lazily cached extension flags are
 /// computed under the object's lock).
-final class Certificate: @unchecked Sendable {
+public final class Certificate: @unchecked Sendable, Equatable {
     private let x509: OpaquePointer
 
     /// Parses exactly one DER certificate; trailing bytes are rejected (one certificate, one encoding).
-    init?(der: [UInt8]) {
+    public init?(der: [UInt8]) {
         guard !der.isEmpty, der.count <= Int(Int32.max) else { return nil }
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
             guard let base = buffer.baseAddress else { return nil }
@@ -36,9 +36,9 @@ final class Certificate: @unchecked Sendable {
     func withX509<T>(_ body: (OpaquePointer) throws -> T) rethrows -> T { try body(x509) }
 
     /// notBefore as seconds since the Unix epoch (nil if OpenSSL cannot read the time).
-    var notBefore: Int64? { Self.seconds(X509_get0_notBefore(x509)) }
+    public var notBefore: Int64? { Self.seconds(X509_get0_notBefore(x509)) }
     /// notAfter as seconds since the Unix epoch.
-    var notAfter: Int64? { Self.seconds(X509_get0_notAfter(x509)) }
+    public var notAfter: Int64? { Self.seconds(X509_get0_notAfter(x509)) }
 
     private static func seconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
         guard let time else { return nil }
@@ -49,7 +49,7 @@ final class Certificate: @unchecked Sendable {
 
     /// Whether an extension with exactly this OID (DER content octets, no tag/length) is present and
     /// non-critical. Apple's marker extensions are non-critical; a critical one would not be "ours".
-    func hasNonCriticalExtension(oidContent: [UInt8]) -> Bool {
+    public func hasNonCriticalExtension(oidContent: [UInt8]) -> Bool {
         let count = X509_get_ext_count(x509)
         guard count > 0 else { return false }
         for index in 0..<count {
@@ -64,17 +64,17 @@ final class Certificate: @unchecked Sendable {
     }
 
     /// True when basicConstraints says CA (leaf certificates must not be CAs).
-    var isCA: Bool { X509_check_ca(x509) != 0 }
+    public var isCA: Bool { X509_check_ca(x509) != 0 }
 
     /// False only when a keyUsage extension is present without digitalSignature (RFC 5280 §4.2.1.3:
     /// no extension means no restriction; Apple's own mock leaf has none, real leaves have it).
-    var allowsDigitalSignature: Bool {
+    public var allowsDigitalSignature: Bool {
         guard X509_get_extension_flags(x509) & UInt32(EXFLAG_KUSAGE) != 0 else { return true }
         return X509_get_key_usage(x509) & UInt32(KU_DIGITAL_SIGNATURE) != 0
     }
 
     /// The subject in OpenSSL's one-line form (`/C=US/O=…/CN=…`), for error reasons.
-    var subjectDescription: String {
+    public var subjectDescription: String {
         var buffer = [CChar](repeating: 0, count: 256)
         let ok = buffer.withUnsafeMutableBufferPointer { pointer in
             X509_NAME_oneline(X509_get_subject_name(x509), pointer.baseAddress, Int32(pointer.count)) != nil
@@ -84,8 +84,24 @@ final class Certificate: @unchecked Sendable {
     }
 
     /// The certificate's public key if it is an EC key on P-256 (the only key ES256 allows).
-    func p256PublicKey() -> PublicKey? {
+    public func p256PublicKey() -> P256.PublicKey? {
         guard let key = X509_get0_pubkey(x509) else { return nil }   // borrowed from the X509
-        return PublicKey(borrowingP256: key)
+        return P256.PublicKey(borrowingP256: key)
     }
+
+    /// The certificate's DER encoding.
+    public var derRepresentation: [UInt8] {
+        // i2d with a NULL output pointer returns the length; the second call writes and advances `cursor`.
+        let length = i2d_X509(x509, nil)
+        guard length > 0 else { return [] }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        der.withUnsafeMutableBufferPointer { buffer in
+            var cursor = buffer.baseAddress
+            _ = i2d_X509(x509, &cursor)
+        }
+        return der
+    }
+
+    /// Same certificate (OpenSSL's `X509_cmp`: compares the cached DER digests).
+    public static func == (lhs: Certificate, rhs: Certificate) -> Bool { X509_cmp(lhs.x509, rhs.x509) == 0 }
 }

@@ -2,13 +2,13 @@ internal import COpenSSL
 
 /// Hygiene for OpenSSL's thread-local error queue: clear it before a call whose failure we report,
 /// drain it after, so one request's leftovers never show up in another's diagnostics.
-enum OpenSSLErrors {
+public enum OpenSSLErrors {
     /// Empties the queue (call before an operation whose errors we want to attribute).
-    static func clear() { ERR_clear_error() }
+    public static func clear() { ERR_clear_error() }
 
     /// Drains the queue into one line like `error:…:ASN1 routines::wrong tag` (for debug detail only:
     /// these strings are OpenSSL internals, not client-facing reasons).
-    static func drain() -> String {
+    public static func drain() -> String {
         var parts: [String] = []
         var buffer = [CChar](repeating: 0, count: 256)
         while true {

@@ -14,7 +14,7 @@ public enum Digest {
     }
 
     /// The SHA-256 digest (32 bytes) of the bytes in `buffer` (the hot path: no copy, no generics).
-    static func sha256(_ buffer: UnsafeRawBufferPointer) -> [UInt8] {
+    public static func sha256(_ buffer: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         digest.withUnsafeMutableBufferPointer { out in
