@@ -52,6 +52,8 @@ enum ServeCommand {
         let monitor = ReadinessMonitor(pool: database.pool)
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
+        let sealer = AESGCMCredentialSealer(settings: settings)
+        log(CredentialCommands.encryptionLogLine(sealer))
         let dependencies = APIDependencies(
             projects: PostgresProjectStore(pool: database.pool),
             purchases: PostgresPurchaseStore(pool: database.pool),
@@ -59,6 +61,9 @@ enum ServeCommand {
             hasher: SHA256SecretHasher(),
             adminToken: settings.adminToken,
             notifications: PostgresNotificationStore(pool: database.pool),
+            credentials: PostgresCredentialStore(pool: database.pool),
+            sealer: sealer,
+            keyInspector: P256KeyInspector(),
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)

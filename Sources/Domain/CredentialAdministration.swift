@@ -153,7 +153,8 @@ public struct CredentialAdministration: Sendable {
     private func requireSealer() throws -> any CredentialSealing {
         guard let sealer else {
             throw DomainError(.encryptionKeyMissing,
-                              "BOUNCER_ENCRYPTION_KEY is not set: App Store credentials cannot be encrypted.")
+                              "BOUNCER_ENCRYPTION_KEY is not set: App Store credentials cannot be encrypted. Set it to "
+                                + "32 random bytes in base64 (`openssl rand -base64 32`).")
         }
         return sealer
     }
