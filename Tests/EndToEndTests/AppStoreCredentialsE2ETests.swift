@@ -34,7 +34,7 @@ final class AppStoreCredentialsE2ETests: XCTestCase {
     }
 
     static func openssl(_ arguments: [String]) throws -> Data {
-        let r = try tool("/usr/bin/openssl", arguments)
+        let r = try tool("/usr/bin/env", ["openssl"] + arguments)
         guard r.status == 0 else { throw HarnessFailure(description: "openssl \(arguments) failed: \(r.stderr)") }
         return r.stdout
     }
@@ -83,7 +83,7 @@ final class AppStoreCredentialsE2ETests: XCTestCase {
     }
 
     static func sha256(_ file: URL) throws -> String {
-        let r = try tool("/usr/bin/sha256sum", [file.path])
+        let r = try tool("/usr/bin/env", ["sha256sum", file.path])
         return String(String(decoding: r.stdout, as: UTF8.self).prefix(64))
     }
 
@@ -106,7 +106,7 @@ final class AppStoreCredentialsE2ETests: XCTestCase {
         for version in versions where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/pg_dump") {
             return "\(root)/\(version)/bin/pg_dump"
         }
-        return "/usr/bin/pg_dump"
+        return "/usr/bin/pg_dump"  // Debian's wrapper, which picks the cluster's version
     }
 
     func credentialsPath(_ tenant: Tenant) -> String { "/v1/admin/projects/\(tenant.id)/app-store-credentials" }
@@ -341,5 +341,48 @@ final class AppStoreCredentialsE2ETests: XCTestCase {
             XCTAssertTrue(run.stderr.contains(message), run.stderr)
             for value in overrides.values.compactMap({ $0 }) { XCTAssertFalse(run.stderr.contains(value), run.stderr) }
         }
+    }
+
+    func testASealedValueOpensOnlyInItsOwnRowAndTamperingIsCaught() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let keyA = try Self.encryptionKey(in: dir), keyB = try Self.encryptionKey(in: dir)
+        let db = try E2EDatabase(label: "credsbind")
+        let server = try BouncerProcess(databaseURL: db.url, overrides: ["BOUNCER_ENCRYPTION_KEY": keyA.base64])
+        let api = API(client: server.client)
+        let first = try api.createProject(), second = try api.createProject(), third = try api.createProject()
+        for (tenant, name) in [(first, "one.p8"), (second, "two.p8"), (third, "three.p8")] {
+            let p8 = try Self.generate(name, in: dir)
+            let r = try server.client.send("PUT", credentialsPath(tenant), json: body("2X9R4HXF34", p8.pem), headers: E2E.admin)
+            XCTAssertEqual(r.status, 200, r.description)
+        }
+        server.stopAndAssertCleanExit()
+        // Someone with database access moves the first project's sealed key into the second's row, and flips one
+        // byte of the third's ciphertext. Neither opens: the project id is authenticated data, and GCM's tag covers
+        // every byte.
+        _ = try db.query("""
+            UPDATE app_store_credentials SET sealed_private_key =
+                (SELECT sealed_private_key FROM app_store_credentials WHERE project_id = \(first.id)::uuid)
+            WHERE project_id = \(second.id)::uuid
+            """)
+        _ = try db.query("""
+            UPDATE app_store_credentials SET sealed_private_key = set_byte(sealed_private_key, 20,
+                get_byte(sealed_private_key, 20) # 1)
+            WHERE project_id = \(third.id)::uuid
+            """)
+        let run = try CLIRun.run(["credentials", "reencrypt"],
+                                 environment: cliEnvironment(db, key: keyB.base64, previous: keyA.base64))
+        XCTAssertEqual(run.status, 1, run.stderr)
+        let summary = try JSONParser.parse(Array(run.stdout.utf8))
+        XCTAssertEqual(summary["reencrypted"], 1, run.stdout)
+        let failed = summary["failed"]?.arrayValue ?? []
+        XCTAssertEqual(Set(failed.compactMap { $0["project_id"]?.stringValue }), [second.id, third.id], run.stdout)
+        for failure in failed {
+            XCTAssertEqual(failure["reason"]?.stringValue,
+                           "SEALED_SECRET_CORRUPT: A sealed value under key \(keyA.id) does not authenticate.")
+        }
+        XCTAssertEqual(try row(db, first)?.keyId, keyB.id)
+        XCTAssertEqual(try row(db, second)?.keyId, keyA.id, "left as it was")
+        XCTAssertEqual(try row(db, third)?.keyId, keyA.id, "left as it was")
     }
 }
