@@ -56,7 +56,11 @@ public struct StoredAppStoreCredentials: Sendable, Equatable {
 }
 
 /// Credentials opened for use (signing Apple's JWT): the only value that holds the private key in clear.
-public struct UnsealedAppStoreCredentials: Sendable {
+///
+/// Printing it (`description`, `debugDescription`, `dump`, a log interpolation) shows the metadata only.
+public struct UnsealedAppStoreCredentials: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// The metadata.
     public var credentials: AppStoreCredentials
     /// The PKCS#8 PEM as it was stored.
@@ -67,6 +71,17 @@ public struct UnsealedAppStoreCredentials: Sendable {
         self.credentials = credentials
         self.privateKeyPEM = privateKeyPEM
     }
+
+    /// The key id and fingerprint, never the key.
+    public var description: String {
+        "UnsealedAppStoreCredentials(keyId: \(credentials.keyId), fingerprint: \(credentials.keyFingerprint))"
+    }
+
+    /// Same as `description`.
+    public var debugDescription: String { description }
+
+    /// Reflection (`dump`, `String(reflecting:)` of a containing value) sees the metadata only.
+    public var customMirror: Mirror { Mirror(self, children: ["credentials": credentials]) }
 }
 
 /// Seals secrets at rest (AES-256-GCM under `BOUNCER_ENCRYPTION_KEY`, implemented by the executable over `Crypto`).

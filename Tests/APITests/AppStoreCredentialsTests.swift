@@ -208,6 +208,13 @@ final class CredentialAdministrationTests: XCTestCase {
         let opened = try admin.unsealedCredentials(projectId: projectId)
         XCTAssertEqual(opened.credentials, shown)
         XCTAssertEqual(opened.privateKeyPEM, TestKeys.pem, "trimmed, one final newline")
+        // However it is printed, the opened value shows no key.
+        var dumped = ""
+        dump(opened, to: &dumped)
+        for text in ["\(opened)", String(reflecting: opened), dumped, String(reflecting: [opened])] {
+            XCTAssertFalse(text.contains(TestKeys.p256BodyMarker), text)
+            XCTAssertTrue(text.contains(TestKeys.keyId), text)
+        }
         XCTAssertThrowsError(try make(h, nil).unsealedCredentials(projectId: projectId)) {
             XCTAssertEqual(($0 as? DomainError)?.code, .encryptionKeyMissing)
         }

@@ -6,11 +6,18 @@ import Domain
 ///
 /// A sealed value records the id of its key (`keyId(_:)`), so opening picks the right key without trial
 /// decryption and `bouncer credentials reencrypt` knows what is left to do.
-struct AESGCMCredentialSealer: CredentialSealing {
+struct AESGCMCredentialSealer: CredentialSealing, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     private struct Key {
         let id: String
         let bytes: [UInt8]
     }
+
+    /// Printing the sealer (or a value holding it) names the keys by id only.
+    var description: String { "AESGCMCredentialSealer(current: \(current.id), previous: \(previous?.id ?? "none"))" }
+    var debugDescription: String { description }
+    var customMirror: Mirror { Mirror(self, children: ["current": current.id, "previous": previous?.id as Any]) }
 
     private let current: Key
     private let previous: Key?
