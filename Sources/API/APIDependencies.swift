@@ -11,6 +11,12 @@ public struct APIDependencies: Sendable {
     public var notifications: any NotificationStore
     /// Verifies signed App Store data for a project.
     public var verifier: any SignedDataVerifying
+    /// Per-project App Store Server API credentials (the private key only sealed).
+    public var credentials: any AppStoreCredentialStore
+    /// Seals private keys under `BOUNCER_ENCRYPTION_KEY`; `nil` when it is unset (storing credentials is refused).
+    public var sealer: (any CredentialSealing)?
+    /// Checks that a private key is a PKCS#8 P-256 key and fingerprints it.
+    public var keyInspector: any PrivateKeyInspecting
     /// Hashes secret keys (for storage and comparison).
     public var hasher: any SecretKeyHashing
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
@@ -21,15 +27,21 @@ public struct APIDependencies: Sendable {
     public var log: @Sendable (String) -> Void
 
     /// Creates the dependencies. Without `notifications`, the webhook answers 503 (Apple keeps retrying), so
-    /// wiring that forgets it loses nothing.
+    /// wiring that forgets it loses nothing; likewise without `credentials` or `keyInspector` the credential routes
+    /// answer 503, and without `sealer` storing credentials is refused (`ENCRYPTION_KEY_MISSING`).
     public init(
         projects: any ProjectStore, purchases: any PurchaseStore, verifier: any SignedDataVerifying,
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
+        credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
+        keyInspector: (any PrivateKeyInspecting)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
         self.purchases = purchases
         self.notifications = notifications ?? UnconfiguredNotificationStore()
+        self.credentials = credentials ?? UnconfiguredCredentialStore()
+        self.sealer = sealer
+        self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
         self.verifier = verifier
         self.hasher = hasher
         self.adminToken = adminToken
@@ -50,5 +62,37 @@ struct UnconfiguredNotificationStore: NotificationStore {
     func notifications(projectId: UUID, originalTransactionId: String?, limit: Int) throws -> [StoredNotification] {
         throw DomainError(.serviceUnavailable, "Notification storage is not configured.",
                           underlying: "APIDependencies.notifications was not wired")
+    }
+}
+
+/// Stands in when no credential store was wired: every call is "unavailable, retry", never a verdict.
+struct UnconfiguredCredentialStore: AppStoreCredentialStore {
+    private static var unavailable: DomainError {
+        DomainError(.serviceUnavailable, "Credential storage is not configured.",
+                    underlying: "APIDependencies.credentials was not wired")
+    }
+
+    func credentials(projectId: UUID) throws -> StoredAppStoreCredentials? { throw Self.unavailable }
+
+    func setCredentials(projectId: UUID, _ credentials: StoredAppStoreCredentials) throws
+        -> StoredAppStoreCredentials
+    {
+        throw Self.unavailable
+    }
+
+    func deleteCredentials(projectId: UUID) throws -> Bool { throw Self.unavailable }
+
+    func allSealedPrivateKeys() throws -> [(projectId: UUID, sealed: SealedSecret)] { throw Self.unavailable }
+
+    func replaceSealedPrivateKey(projectId: UUID, old: SealedSecret, new: SealedSecret) throws -> Bool {
+        throw Self.unavailable
+    }
+}
+
+/// Stands in when no key inspector was wired: no key can be checked, so none is accepted ("unavailable").
+struct UnconfiguredKeyInspector: PrivateKeyInspecting {
+    func inspect(pem: String) throws -> InspectedPrivateKey {
+        throw DomainError(.serviceUnavailable, "Private key checking is not configured.",
+                          underlying: "APIDependencies.keyInspector was not wired")
     }
 }

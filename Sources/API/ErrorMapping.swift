@@ -53,6 +53,19 @@ extension HTTPError {
         status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
         suggestion: "Check the project id; GET /v1/admin/projects lists them.")
 
+    static let appStoreCredentialsNotFound = HTTPError(
+        status: 404, code: "APP_STORE_CREDENTIALS_NOT_FOUND", message: "This project has no App Store credentials.",
+        suggestion: "Store them with PUT /v1/admin/projects/:id/app-store-credentials "
+            + "(or `bouncer project credentials set`).")
+
+    /// 409, not 503: the refusal is final until the operator configures the key and restarts, and a 503 would
+    /// carry `Retry-After` and invite retries that cannot succeed.
+    static let encryptionKeyMissing = HTTPError(
+        status: 409, code: "ENCRYPTION_KEY_MISSING",
+        message: "App Store credentials cannot be stored: the server has no encryption key.",
+        suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to 32 random bytes in base64 "
+            + "(generate one with `openssl rand -base64 32`, keep it in your secret store) and restart.")
+
     static let productNotFound = HTTPError(
         status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
         suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")
@@ -114,6 +127,17 @@ enum ErrorMapping {
                     status: 400, code: error.code.rawValue, message: "Validation error",
                     suggestion: "Correct the fields named in details and retry.",
                     details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
+            case .appStoreCredentialsNotFound:
+                return .appStoreCredentialsNotFound
+            case .encryptionKeyMissing:
+                return .encryptionKeyMissing
+            case .encryptionKeyUnknown, .sealedSecretCorrupt:
+                // The operator's problem, not the caller's: a 500 with a code that names it, the cause in the log.
+                log(logLine(request, status: 500, String(reflecting: error)))
+                return HTTPError(
+                    status: 500, code: error.code.rawValue, message: "Stored credentials cannot be decrypted.",
+                    suggestion: "The operator must set BOUNCER_ENCRYPTION_KEY_PREVIOUS to the key that sealed them "
+                        + "(then run `bouncer credentials reencrypt`), or store the credentials again.")
             case .conflict:
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",

@@ -14,4 +14,9 @@ public enum Representations {
         APIHandlers.writeProduct(product, into: &body)
         return body.bytes
     }
+
+    /// App Store credentials as `GET /v1/admin/projects/:id/app-store-credentials` returns them (never the key).
+    public static func appStoreCredentials(_ credentials: AppStoreCredentials) -> [UInt8] {
+        APIHandlers.credentialsBody(credentials)
+    }
 }

@@ -39,6 +39,9 @@ public enum Routes {
         add(.put, "/v1/admin/projects/:id/products/:productId", admin) { try $0.putProduct($1) }
         add(.delete, "/v1/admin/projects/:id/products/:productId", admin) { try $0.deleteProduct($1) }
         add(.get, "/v1/admin/projects/:id/notifications", admin) { try $0.listNotifications($1) }
+        add(.put, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.putAppStoreCredentials($1) }
+        add(.get, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.getAppStoreCredentials($1) }
+        add(.delete, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.deleteAppStoreCredentials($1) }
     }
 }
 

@@ -14,6 +14,7 @@ enum AdminCommands {
                bouncer project show PROJECT_ID
                bouncer project delete PROJECT_ID
                bouncer project rotate-keys PROJECT_ID [--key public|secret] [--grace-seconds N]
+               bouncer project credentials set|show|delete PROJECT_ID ...   (see `bouncer project credentials --help`)
 
         SETTINGS: [--app-apple-id N] [--environment Production|Sandbox]... [--transfer-policy transfer|share|block]
                   [--allow-xcode] [--require-secret-key] [--app-account-token-policy ignore|require_match|prefer]
@@ -36,9 +37,11 @@ enum AdminCommands {
 
         """
 
-    static let projectCommand = Command(name: "project", summary: "Create, update, list, show, delete projects; rotate keys",
+    static let projectCommand = Command(name: "project",
+                                        summary: "Create, update, list, show, delete projects; rotate keys; App Store credentials",
                                         usage: projectUsage) { args in
-        run(args, usage: projectUsage) { args throws(UsageError) in try project(args) }
+        if args.first == "credentials" { return CredentialCommands.run(Array(args.dropFirst())) }
+        return run(args, usage: projectUsage) { args throws(UsageError) in try project(args) }
     }
 
     static let productCommand = Command(name: "product", summary: "Map products to entitlements",
@@ -53,12 +56,25 @@ enum AdminCommands {
     private typealias Work = (ProjectAdministration) throws -> [[UInt8]]
 
     private static func run(_ args: [String], usage: String, _ parse: Parse) -> Int32 {
+        run(args, usage: usage, parse) { _, database in
+            ProjectAdministration(
+                store: PostgresProjectStore(pool: database.pool), hasher: SHA256SecretHasher(), now: { Date() })
+        }
+    }
+
+    /// Parses `args` (usage errors: exit 2, nothing opened), opens the database, builds the use cases with
+    /// `administration`, runs the work and prints its JSON: the frame of every admin subcommand.
+    static func run<Administration>(
+        _ args: [String], usage: String,
+        _ parse: ([String]) throws(UsageError) -> (Administration) throws -> [[UInt8]],
+        administration: (ServeSettings, Database) -> Administration
+    ) -> Int32 {
         if args.first == "--help" || args.first == "-h" || args.isEmpty {
             if args.isEmpty { CLI.err(usage); return 2 }
             CLI.out(usage)
             return 0
         }
-        let work: Work
+        let work: (Administration) throws -> [[UInt8]]
         do {
             work = try parse(args)
         } catch {
@@ -81,8 +97,7 @@ enum AdminCommands {
             return 1
         }
         defer { database.close(log: log) }
-        let administration = ProjectAdministration(
-            store: PostgresProjectStore(pool: database.pool), hasher: SHA256SecretHasher(), now: { Date() })
+        let administration = administration(settings, database)
         do {
             for line in try work(administration) {
                 let pretty = (try? JSONParser.parse(line).serializedString(pretty: true)) ?? String(decoding: line, as: UTF8.self)

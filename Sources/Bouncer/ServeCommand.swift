@@ -54,6 +54,8 @@ enum ServeCommand {
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
         let caches = Caches(database: database, settings: settings.cache, log: log)
         metrics.attach(caches: { caches.statistics })
+        let sealer = AESGCMCredentialSealer(settings: settings)
+        log(CredentialCommands.encryptionLogLine(sealer))
         let dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
@@ -61,6 +63,9 @@ enum ServeCommand {
             hasher: SHA256SecretHasher(),
             adminToken: settings.adminToken,
             notifications: caches.notifications,
+            credentials: PostgresCredentialStore(pool: database.pool),
+            sealer: sealer,
+            keyInspector: P256KeyInspector(),
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)

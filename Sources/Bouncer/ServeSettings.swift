@@ -1,3 +1,4 @@
+import Foundation
 import HTTPCore
 
 /// Everything `bouncer serve` reads from `BOUNCER_*` environment variables.
@@ -30,6 +31,34 @@ struct ServeSettings: Sendable {
     var operations = OperationsSettings()
     /// The project and read caches (`Wiring/Caches.swift`).
     var cache = CacheSettings()
+    /// `BOUNCER_ENCRYPTION_KEY`: seals App Store private keys (AES-256-GCM); unset = storing credentials is refused.
+    var encryptionKey: [UInt8]?
+    /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`: the key being rotated away from, accepted for opening only.
+    var previousEncryptionKey: [UInt8]?
+
+    /// Bytes in an encryption key (AES-256).
+    static let encryptionKeyBytes = 32
+    static let encryptionKeyAdvice = "generate one with `openssl rand -base64 32`"
+
+    /// A key from its base64 text: exactly 32 bytes, not all one value (a placeholder such as 32 zero bytes).
+    static func parseEncryptionKey(_ text: String) -> Result<[UInt8], ConfigurationProblems> {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let data = Data(base64Encoded: trimmed) else {
+            return .failure(ConfigurationProblems(messages: [
+                "must be \(encryptionKeyBytes) random bytes in base64 (this is not base64); \(encryptionKeyAdvice)"]))
+        }
+        let bytes = [UInt8](data)
+        guard bytes.count == encryptionKeyBytes else {
+            return .failure(ConfigurationProblems(messages: [
+                "must be \(encryptionKeyBytes) random bytes in base64 (it decodes to \(bytes.count) bytes); "
+                    + encryptionKeyAdvice]))
+        }
+        guard Set(bytes).count > 1 else {
+            return .failure(ConfigurationProblems(messages: [
+                "is a placeholder (every byte the same), not a random key; \(encryptionKeyAdvice)"]))
+        }
+        return .success(bytes)
+    }
 
     /// One documented variable: name, meaning and how it lands in the settings.
     struct Variable: Sendable {
@@ -134,6 +163,23 @@ struct ServeSettings: Sendable {
         seconds("BOUNCER_CACHE_REFRESH_SECONDS", "full reload of the project cache, a safety net (default 60)") {
             $0.cache.refreshInterval = $1
         },
+        Variable(name: "BOUNCER_ENCRYPTION_KEY",
+                 help: "32 random bytes, base64: encrypts App Store private keys (unset = storing them is refused)") {
+            s, v in
+            switch parseEncryptionKey(v) {
+            case .success(let key): s.encryptionKey = key
+            case .failure(let problem): return problem.messages.joined()
+            }
+            return nil
+        },
+        Variable(name: "BOUNCER_ENCRYPTION_KEY_PREVIOUS",
+                 help: "the replaced encryption key during a rotation: still decrypts (see `bouncer credentials`)") { s, v in
+            switch parseEncryptionKey(v) {
+            case .success(let key): s.previousEncryptionKey = key
+            case .failure(let problem): return problem.messages.joined()
+            }
+            return nil
+        },
         Variable(name: "BOUNCER_ACCESS_LOG", help: "JSON access log on stderr: on|off (default on)") { s, v in
             switch v.lowercased() {
             case "on", "true", "1", "yes": s.accessLog = true
@@ -168,7 +214,10 @@ struct ServeSettings: Sendable {
         }
     }
 
-    static let secretVariables: Set<String> = ["BOUNCER_ADMIN_TOKEN", "DATABASE_URL", "BOUNCER_METRICS_TOKEN"]
+    static let secretVariables: Set<String> = [
+        "BOUNCER_ADMIN_TOKEN", "DATABASE_URL", "BOUNCER_METRICS_TOKEN", "BOUNCER_ENCRYPTION_KEY",
+        "BOUNCER_ENCRYPTION_KEY_PREVIOUS",
+    ]
 
     /// Reads every known variable; returns all problems at once so an operator fixes them in one go.
     static func fromEnvironment(_ environment: [String: String]) -> Result<ServeSettings, ConfigurationProblems> {
@@ -181,6 +230,16 @@ struct ServeSettings: Sendable {
                 let shown = secretVariables.contains(variable.name) ? "<redacted>" : value.debugDescription
                 problems.append("\(variable.name)=\(shown): \(problem)")
             }
+        }
+        // Rules across variables (each value on its own was fine).
+        if settings.previousEncryptionKey != nil, settings.encryptionKey == nil {
+            problems.append("BOUNCER_ENCRYPTION_KEY_PREVIOUS is set without BOUNCER_ENCRYPTION_KEY: during a rotation "
+                + "the new key is BOUNCER_ENCRYPTION_KEY and the old one BOUNCER_ENCRYPTION_KEY_PREVIOUS")
+        }
+        if let previous = settings.previousEncryptionKey, previous == settings.encryptionKey {
+            problems.append("BOUNCER_ENCRYPTION_KEY_PREVIOUS equals BOUNCER_ENCRYPTION_KEY: set the new key as "
+                + "BOUNCER_ENCRYPTION_KEY, or unset BOUNCER_ENCRYPTION_KEY_PREVIOUS once `bouncer credentials "
+                + "reencrypt` has run")
         }
         return problems.isEmpty ? .success(settings) : .failure(ConfigurationProblems(messages: problems))
     }

@@ -25,6 +25,15 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let invalidInput = Code("VALIDATION_ERROR")
         /// `require_match` policy: the transaction's `appAccountToken` names another user than the posted `user_id`.
         public static let appAccountTokenMismatch = Code("APP_ACCOUNT_TOKEN_MISMATCH")
+        /// The project has no App Store Server API credentials.
+        public static let appStoreCredentialsNotFound = Code("APP_STORE_CREDENTIALS_NOT_FOUND")
+        /// `BOUNCER_ENCRYPTION_KEY` is not set: secrets cannot be sealed (or opened). Final until the operator sets it.
+        public static let encryptionKeyMissing = Code("ENCRYPTION_KEY_MISSING")
+        /// A sealed value names an encryption key that is neither `BOUNCER_ENCRYPTION_KEY` nor
+        /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`.
+        public static let encryptionKeyUnknown = Code("ENCRYPTION_KEY_UNKNOWN")
+        /// A sealed value failed authentication: altered bytes, or moved to another row.
+        public static let sealedSecretCorrupt = Code("SEALED_SECRET_CORRUPT")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

@@ -25,6 +25,7 @@ final class Harness {
     let projects = FakeProjectStore()
     let purchases: FakePurchaseStore
     let verifier = FakeVerifier()
+    let credentials: FakeCredentialStore
     let log = LogSink()
     let clock = TestClock()
     var router = Router()
@@ -32,8 +33,10 @@ final class Harness {
 
     /// With `readCache`, subscriptions are read through it (`CachedPurchaseStore`, invalidating it directly).
     init(adminToken: String? = Harness.adminToken, policy: TransferPolicy = .transfer, requireSecret: Bool = false,
-         tokenPolicy: AppAccountTokenPolicy = .ignore, readCache: PurchaseReadCache? = nil) {
+         tokenPolicy: AppAccountTokenPolicy = .ignore, readCache: PurchaseReadCache? = nil,
+         sealer: FakeSealer? = FakeSealer()) {
         purchases = FakePurchaseStore(projects: projects)
+        credentials = FakeCredentialStore(projects: projects)
         project = projects.seed(
             Project(id: FakeProjectStore.uuid(900), name: "My App", bundleId: "com.example.app",
                     transferPolicy: policy, requireSecretKeyForReads: requireSecret,
@@ -48,7 +51,8 @@ final class Harness {
         } ?? purchases
         let deps = APIDependencies(
             projects: projects, purchases: store, verifier: verifier, hasher: FakeHasher(),
-            adminToken: adminToken, now: { clock.now }, log: { sink.write($0) })
+            adminToken: adminToken, credentials: credentials, sealer: sealer, keyInspector: FakeKeyInspector(),
+            now: { clock.now }, log: { sink.write($0) })
         Routes.register(on: &router, deps)
     }
 

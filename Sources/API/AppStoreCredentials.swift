@@ -1,0 +1,69 @@
+import Domain
+import Foundation
+import HTTPCore
+import JSON
+
+extension APIHandlers {
+    /// Where each value lives in App Store Connect (the In-App Purchase key is what the App Store Server API takes).
+    static let credentialsSuggestion = "Request body requires issuer_id, key_id and private_key. In App Store "
+        + "Connect, Users and Access > Integrations > In-App Purchase: the Issuer ID (a UUID) is shown above the "
+        + "keys, the Key ID (10 characters) next to each key, and private_key is the whole .p8 file "
+        + "(-----BEGIN PRIVATE KEY-----, a P-256 key in PKCS#8 PEM), downloadable once when the key is generated."
+
+    /// The credential use cases (shared with the CLI), at this server's clock.
+    var credentialAdministration: CredentialAdministration {
+        CredentialAdministration(projects: deps.projects, store: deps.credentials, sealer: deps.sealer,
+                                 inspector: deps.keyInspector, now: deps.now)
+    }
+
+    /// `PUT /v1/admin/projects/:id/app-store-credentials`: check the key (P-256, PKCS#8), seal it, store it; the
+    /// answer shows the metadata and the key's fingerprint, never the key.
+    func putAppStoreCredentials(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let body = try RequestBody.object(request, suggestion: Self.credentialsSuggestion)
+        var fields = FieldValidator(body)
+        // Lengths and formats are the use case's rules (AppStoreCredentialRules); here only types and presence.
+        let issuerId = fields.string("issuer_id", required: true, minLength: 0)
+        let keyId = fields.string("key_id", required: true, minLength: 0)
+        let privateKey = fields.string("private_key", required: true, minLength: 0)
+        try fields.check(suggestion: Self.credentialsSuggestion)
+        let stored = try Self.translating(suggestion: Self.credentialsSuggestion) {
+            try credentialAdministration.setCredentials(
+                projectId: id, issuerId: issuerId ?? "", keyId: keyId ?? "", privateKeyPEM: privateKey ?? "")
+        }
+        return Response.json(200, Self.credentialsBody(stored))
+    }
+
+    /// `GET /v1/admin/projects/:id/app-store-credentials`: the metadata only.
+    func getAppStoreCredentials(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        return Response.json(200, Self.credentialsBody(try credentialAdministration.credentials(projectId: id)))
+    }
+
+    /// `DELETE /v1/admin/projects/:id/app-store-credentials`.
+    func deleteAppStoreCredentials(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        try credentialAdministration.deleteCredentials(projectId: id)
+        return Response(status: 204)
+    }
+
+    /// `{"issuer_id","key_id","key_fingerprint","created_at","updated_at"}`: there is no field for the key.
+    static func credentialsBody(_ credentials: AppStoreCredentials) -> [UInt8] {
+        var body = JSONBody(capacity: 256)
+        body.raw(#"{"issuer_id":"#)
+        body.string(credentials.issuerId)
+        body.raw(#","key_id":"#)
+        body.string(credentials.keyId)
+        body.raw(#","key_fingerprint":"#)
+        body.string(credentials.keyFingerprint)
+        body.raw(#","created_at":"#)
+        body.date(credentials.createdAt)
+        body.raw(#","updated_at":"#)
+        body.date(credentials.updatedAt)
+        body.raw("}")
+        return body.bytes
+    }
+}
