@@ -14,6 +14,8 @@ public final class BouncerProcess: @unchecked Sendable {
     public let listeningLine: String
     public let stderrPath: String
     public let environment: [String: String]
+    /// The embedded cluster's directory this process made (removed after the server exits); nil when the caller chose.
+    private let ownedDataDirectory: String?
 
     /// The admin token of `environment(databaseURL:overrides:)`.
     public static let adminToken = "e2e-admin-token-0123456789abcdef"
@@ -38,7 +40,20 @@ public final class BouncerProcess: @unchecked Sendable {
 
     /// Starts `bouncer serve` and waits (up to `timeout` seconds) for its `listening on http://HOST:PORT` line.
     public init(databaseURL: String? = nil, overrides: [String: String?] = [:], timeout: Double = 60) throws {
-        environment = Self.environment(databaseURL: databaseURL, overrides: overrides)
+        var environment = Self.environment(databaseURL: databaseURL, overrides: overrides)
+        // Embedded PostgreSQL in a directory of its own: never the working tree's `.bouncer`, which a developer's
+        // running server (or another test) may hold locked.
+        if databaseURL == nil, environment["BOUNCER_DATA_DIR"] == nil {
+            let dir = NSTemporaryDirectory() + "bouncer-test-data-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            // As root the cluster runs as `postgres`, which must be able to enter the directory.
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o755])
+            environment["BOUNCER_DATA_DIR"] = dir
+            ownedDataDirectory = dir
+        } else {
+            ownedDataDirectory = nil
+        }
+        self.environment = environment
         stderrPath = NSTemporaryDirectory() + "bouncer-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).stderr"
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let p = Process()
@@ -119,6 +134,7 @@ public final class BouncerProcess: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        if let ownedDataDirectory { try? FileManager.default.removeItem(atPath: ownedDataDirectory) }
     }
 }
 
