@@ -17,22 +17,7 @@ final class AppStoreCredentialsE2ETests: XCTestCase {
     static func tool(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws
         -> (status: Int32, stdout: Data, stderr: String)
     {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = arguments
-        if let environment { p.environment = environment }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        // stderr on its own thread, so neither pipe can fill up and stall the child.
-        let errData = Mutex<Data?>(nil)
-        let errThread = Thread { let d = err.fileHandleForReading.readDataToEndOfFile(); errData.withLock { $0 = d } }
-        errThread.start()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        while errData.withLock({ $0 == nil }) { usleep(1000) }
-        return (p.terminationStatus, o, String(decoding: errData.withLock { $0 } ?? Data(), as: UTF8.self))
+        try ProcessRun.run(URL(fileURLWithPath: path), arguments, environment: environment)
     }
 
     static func openssl(_ arguments: [String]) throws -> Data {

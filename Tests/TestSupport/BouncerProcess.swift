@@ -146,10 +146,22 @@ public struct CLIRun: Sendable {
 
     /// Runs `bouncer arguments…` with exactly `environment`.
     public static func run(_ arguments: [String], environment: [String: String]) throws -> CLIRun {
+        let r = try ProcessRun.run(try TestPaths.bouncerBinary(), arguments, environment: environment)
+        return CLIRun(status: r.status, stdout: String(decoding: r.stdout, as: UTF8.self), stderr: r.stderr)
+    }
+}
+
+/// Runs any program to completion, collecting both outputs.
+public enum ProcessRun {
+    /// Runs `executable arguments…` (with `environment`, or this process's); stdout as bytes (a `pg_dump` may not be
+    /// UTF-8), stderr as text.
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws
+        -> (status: Int32, stdout: Data, stderr: String)
+    {
         let p = Process()
-        p.executableURL = try TestPaths.bouncerBinary()
+        p.executableURL = executable
         p.arguments = arguments
-        p.environment = environment
+        if let environment { p.environment = environment }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -161,7 +173,6 @@ public struct CLIRun: Sendable {
         let o = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         while errData.withLock({ $0 == nil }) { usleep(1000) }
-        return CLIRun(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-                      stderr: String(decoding: errData.withLock { $0 } ?? Data(), as: UTF8.self))
+        return (p.terminationStatus, o, String(decoding: errData.withLock { $0 } ?? Data(), as: UTF8.self))
     }
 }
