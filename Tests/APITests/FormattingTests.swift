@@ -77,6 +77,17 @@ final class FormattingTests: XCTestCase {
         XCTAssertEqual(RequestBody.mediaType(nil), .absent)
     }
 
+    func testNULScan() {
+        XCTAssertFalse(FieldValidator.containsNUL(""))
+        XCTAssertFalse(FieldValidator.containsNUL(String(repeating: "eyJhbGciOi", count: 400)))
+        XCTAssertTrue(FieldValidator.containsNUL("\u{0}"))
+        XCTAssertTrue(FieldValidator.containsNUL(String(repeating: "a", count: 4000) + "\u{0}"))
+        XCTAssertTrue(FieldValidator.containsNUL("é\u{0}🙂"))
+        let bridged = NSString(string: "ab\u{0}c") as String   // not necessarily native UTF-8
+        XCTAssertTrue(FieldValidator.containsNUL(bridged))
+        XCTAssertFalse(FieldValidator.containsNUL(NSString(string: "abc") as String))
+    }
+
     func testBearerParsing() {
         XCTAssertEqual(Auth.bearerToken("Bearer abc"), "abc")
         XCTAssertEqual(Auth.bearerToken("BEARER   abc  "), "abc")
