@@ -59,7 +59,7 @@ public enum CacheMessage: Hashable, Sendable {
 
     /// Packs `messages` into as few payloads as fit the limit, each led by `I <origin>`.
     static func payloads(_ messages: [CacheMessage], origin: UUID) -> [String] {
-        let head = "I \(origin.uuidString)"
+        let head = Self.head(origin: origin)
         var payloads: [String] = []
         var current = head
         for message in messages {
@@ -73,6 +73,9 @@ public enum CacheMessage: Hashable, Sendable {
         if current != head { payloads.append(current) }
         return payloads
     }
+
+    /// The first line of every payload `origin` sends.
+    static func head(origin: UUID) -> String { "I \(origin.uuidString)" }
 
     /// The sender (`I` line, if any) and the messages of a payload.
     static func parse(payload: String) -> (origin: UUID?, messages: [CacheMessage]) {
