@@ -102,5 +102,11 @@ final class FormattingTests: XCTestCase {
         XCTAssertTrue(APIHandlers.hasThreeParts("a.b.c"))
         XCTAssertFalse(APIHandlers.hasThreeParts(""))
         XCTAssertFalse(APIHandlers.hasThreeParts(".."))
+        for bad in ["abc", "a.b", "a.b.c.d", ".b.c", "a..c", "a.b.", "a.b.c.", "a.b..", "."] {
+            XCTAssertFalse(APIHandlers.hasThreeParts(bad), bad)
+        }
+        let long = String(repeating: "x", count: 3_000)
+        XCTAssertTrue(APIHandlers.hasThreeParts(long + "." + long + ".s"))
+        XCTAssertTrue(APIHandlers.hasThreeParts("é.🙂.c"))
     }
 }
