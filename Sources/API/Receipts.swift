@@ -40,18 +40,20 @@ extension APIHandlers {
 
     /// Compact JWS (RFC 7515 §7.1): three non-empty parts separated by two dots. The verifier checks the rest.
     static func hasThreeParts(_ jws: String) -> Bool {
-        // Scans the contiguous UTF-8 storage directly: iterating `String.utf8` costs ~30 instructions a byte,
-        // and a JWS is ~4.4 KB (this was 6% of a POST's instructions).
+        // `memchr` over the contiguous UTF-8 storage: iterating `String.utf8` costs ~30 instructions a byte, an
+        // indexed loop ~3, and a JWS is ~4.4 KB.
         var text = jws
         return text.withUTF8 { bytes -> Bool in
-            var dots = 0
+            guard let base = bytes.baseAddress else { return false }
+            let dot = Int32(UInt8(ascii: "."))
             var partStart = 0
-            for i in 0..<bytes.count where bytes[i] == UInt8(ascii: ".") {
-                guard i > partStart, dots < 2 else { return false }
-                dots += 1
-                partStart = i + 1
+            for _ in 0..<2 {
+                guard let found = memchr(base + partStart, dot, bytes.count - partStart) else { return false }
+                let index = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
+                guard index > partStart else { return false }   // an empty part
+                partStart = index + 1
             }
-            return dots == 2 && bytes.count > partStart
+            return partStart < bytes.count && memchr(base + partStart, dot, bytes.count - partStart) == nil
         }
     }
 

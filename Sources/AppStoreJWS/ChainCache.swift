@@ -1,4 +1,5 @@
 internal import Crypto
+import Glibc
 import Synchronization
 
 /// Bounded LRU cache of verified chains, so steady state costs one ECDSA verify per JWS.
@@ -14,6 +15,12 @@ import Synchronization
 /// insertion per successfully verified input and none for a failure, so a flood of unverifiable input
 /// (re-encoded headers, garbage, forged signatures) cannot evict the entries genuine traffic uses.
 /// Xcode keys are never cached. Each verifier owns its cache, so its roots cannot change under it.
+///
+/// A second, smaller map memoizes the exact header segment text → the key its certificates decode to, so
+/// the steady state skips decoding the header and both certificates and the three digests. It is never
+/// trusted on its own: it only names a key (a pure function of those exact bytes, compared in full), the
+/// entry under that key must still exist and cover the effective date, and the signature is still checked.
+/// It is filled only by a verified JWS, holds at most `capacity` texts and forgets those of an evicted chain.
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         var a: UInt64, b: UInt64, c: UInt64, d: UInt64
@@ -46,8 +53,31 @@ final class ChainCache: Sendable {
         var lastUse: UInt64
     }
 
+    /// A header segment's exact bytes, compared in full and in bulk (Array's own hash goes byte by byte).
+    struct HeaderText: Hashable, Sendable {
+        let bytes: [UInt8]
+
+        /// The length and the first 512 bytes, which hold the start of the leaf (serial, issuer, validity):
+        /// SipHash over all ~3.3 KB cost ~39k instructions per JWS. Collisions cost only comparisons, and
+        /// only against the few verified texts held.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(bytes.count)
+            bytes.withUnsafeBytes { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: $0.prefix(512))) }
+        }
+
+        static func == (lhs: HeaderText, rhs: HeaderText) -> Bool {
+            lhs.bytes.count == rhs.bytes.count && lhs.bytes.withUnsafeBytes { l in
+                rhs.bytes.withUnsafeBytes { r in
+                    guard let a = l.baseAddress, let b = r.baseAddress else { return true }   // both empty
+                    return memcmp(a, b, l.count) == 0
+                }
+            }
+        }
+    }
+
     private struct State: ~Copyable {
         var entries: [Key: Entry] = [:]
+        var headers: [HeaderText: (key: Key, lastUse: UInt64)] = [:]
         var clock: UInt64 = 0
     }
 
@@ -77,6 +107,31 @@ final class ChainCache: Sendable {
         }
     }
 
+    /// The key that this exact header text's certificates were verified under, if it was seen by a verified JWS.
+    func key(forHeader text: HeaderText) -> Key? {
+        guard capacity > 0 else { return nil }
+        return state.withLock { state -> Key? in
+            guard let memo = state.headers[text] else { return nil }
+            state.clock &+= 1
+            state.headers[text] = (memo.key, state.clock)
+            return memo.key
+        }
+    }
+
+    /// Remembers that `text` names the certificates under `key`, after a JWS with that header verified completely.
+    func remember(header text: HeaderText, as key: Key) {
+        guard capacity > 0 else { return }
+        state.withLock { state in
+            guard state.entries[key] != nil else { return }   // only ever point at a cached chain
+            state.clock &+= 1
+            if state.headers[text] == nil, state.headers.count >= capacity,
+               let victim = state.headers.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+                state.headers[victim] = nil
+            }
+            state.headers[text] = (key, state.clock)
+        }
+    }
+
     /// Remembers a pair after a JWS signed by it verified completely, evicting the least recently used entry when full.
     func insert(_ key: Key, publicKey: P256.PublicKey, notBefore: Int64, notAfter: Int64) {
         guard capacity > 0 else { return }
@@ -85,7 +140,8 @@ final class ChainCache: Sendable {
             state.clock &+= 1
             if state.entries[key] == nil, state.entries.count >= capacity,
                let victim = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
-                state.entries[victim] = nil   // O(capacity) scan, only on a miss that inserts
+                state.entries[victim] = nil   // O(capacity) scans, only on a miss that inserts
+                state.headers = state.headers.filter { $0.value.key != victim }
             }
             state.entries[key] = Entry(key: publicKey, notBefore: notBefore, notAfter: notAfter, lastUse: state.clock)
         }
@@ -93,6 +149,9 @@ final class ChainCache: Sendable {
 
     /// Number of cached pairs (tests, diagnostics).
     var count: Int { state.withLock { $0.entries.count } }
+
+    /// Number of memoized header texts (tests).
+    var headerCount: Int { state.withLock { $0.headers.count } }
 
     /// Calls to `insert` so far (re-inserting a cached pair counts too).
     var insertions: Int { insertionCount.load(ordering: .relaxed) }

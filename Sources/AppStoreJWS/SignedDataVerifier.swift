@@ -178,8 +178,11 @@ public final class SignedDataVerifier: Sendable {
         for (index, name) in ["header", "payload", "signature"].enumerated() where ranges[index].isEmpty {
             throw .format(.split, "\(name) segment is empty")
         }
-        let checked = try Self.checkHeader(bytes, range: ranges[0])
-        let x5c = checked.x5c
+        // A header text that a verified JWS carried before names its chain's cache key: skip the header steps
+        // (they passed for exactly these bytes) and the certificate decoding; otherwise check it now.
+        let headerText = ChainCache.HeaderText(bytes: Array(bytes[ranges[0]]))
+        let memoKey = cache.key(forHeader: headerText)
+        let checkedFirst = memoKey == nil ? try Self.checkHeader(bytes, range: ranges[0]) : nil
 
         let decoded = bytes.withUnsafeBufferPointer { buffer in
             [ranges[1], ranges[2]].map { Base64.decodeURL(UnsafeBufferPointer(rebasing: buffer[$0])) }
@@ -211,6 +214,8 @@ public final class SignedDataVerifier: Sendable {
         let signingInput = 0..<dots[1]
 
         if claims.environment == .xcode {
+            let checked = try Self.header(checkedFirst, bytes, range: ranges[0])
+            let x5c = checked.x5c
             guard policy.allowXcode else {
                 throw VerificationError(code: .environmentNotAllowed, step: .claims, reason: "Xcode (StoreKit Testing) data is not allowed for this project")
             }
@@ -225,6 +230,18 @@ public final class SignedDataVerifier: Sendable {
                 effectiveDate: effective, effectiveDateSource: source, environment: .xcode, chainCacheHit: false, isXcodeSigned: true))
         }
 
+        // Steady state: these exact header bytes and certificates verified a JWS before, and the effective
+        // date is inside their window.
+        if let memoKey, let cached = cache.entry(memoKey), cached.notBefore <= seconds, seconds < cached.notAfter {
+            try Self.verifySignature(key: cached.key, signature: signature, bytes: bytes, range: signingInput)
+            try Self.check(claims, policy: policy)
+            return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
+                effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
+                chainCacheHit: true, isXcodeSigned: false))
+        }
+
+        let checked = try Self.header(checkedFirst, bytes, range: ranges[0])
+        let x5c = checked.x5c
         guard checked.count == 3 else {
             throw .format(.x5c, "x5c must hold exactly 3 certificates (leaf, intermediate, root); found \(checked.count)")
         }
@@ -234,10 +251,12 @@ public final class SignedDataVerifier: Sendable {
         }
         let cacheKey = ChainCache.Key(leafDER: leafDER, intermediateDER: intermediateDER, rootsIdentity: rootsIdentity)
 
-        // Steady state: these certificates verified a JWS before and the effective date is inside their window.
+        // These certificates verified a JWS before (perhaps under another header text) and the effective date
+        // is inside their window.
         if let cached = cache.entry(cacheKey), cached.notBefore <= seconds, seconds < cached.notAfter {
             try Self.verifySignature(key: cached.key, signature: signature, bytes: bytes, range: signingInput)
             try Self.check(claims, policy: policy)
+            cache.remember(header: headerText, as: cacheKey)
             return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
                 effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
                 chainCacheHit: true, isXcodeSigned: false))
@@ -253,6 +272,7 @@ public final class SignedDataVerifier: Sendable {
         try Self.check(claims, policy: policy)
         // Only now, with everything verified, may the chain enter the cache (one insertion per verified JWS).
         cache.insert(cacheKey, publicKey: validated.key, notBefore: validated.notBefore, notAfter: validated.notAfter)
+        cache.remember(header: headerText, as: cacheKey)
         return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
             effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
             chainCacheHit: false, isXcodeSigned: false))
@@ -262,6 +282,12 @@ public final class SignedDataVerifier: Sendable {
     struct CheckedHeader {
         var x5c: [String]
         var count: Int
+    }
+
+    /// `checked` when the header steps already ran, else runs them.
+    static func header(_ checked: CheckedHeader?, _ bytes: [UInt8], range: Range<Int>) throws(VerificationError) -> CheckedHeader {
+        if let checked { return checked }
+        return try checkHeader(bytes, range: range)
     }
 
     /// Steps header, algorithm and x5c shape over the header segment.

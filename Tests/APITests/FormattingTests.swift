@@ -77,6 +77,17 @@ final class FormattingTests: XCTestCase {
         XCTAssertEqual(RequestBody.mediaType(nil), .absent)
     }
 
+    func testNULScan() {
+        XCTAssertFalse(FieldValidator.containsNUL(""))
+        XCTAssertFalse(FieldValidator.containsNUL(String(repeating: "eyJhbGciOi", count: 400)))
+        XCTAssertTrue(FieldValidator.containsNUL("\u{0}"))
+        XCTAssertTrue(FieldValidator.containsNUL(String(repeating: "a", count: 4000) + "\u{0}"))
+        XCTAssertTrue(FieldValidator.containsNUL("é\u{0}🙂"))
+        let bridged = NSString(string: "ab\u{0}c") as String   // not necessarily native UTF-8
+        XCTAssertTrue(FieldValidator.containsNUL(bridged))
+        XCTAssertFalse(FieldValidator.containsNUL(NSString(string: "abc") as String))
+    }
+
     func testBearerParsing() {
         XCTAssertEqual(Auth.bearerToken("Bearer abc"), "abc")
         XCTAssertEqual(Auth.bearerToken("BEARER   abc  "), "abc")
@@ -91,5 +102,11 @@ final class FormattingTests: XCTestCase {
         XCTAssertTrue(APIHandlers.hasThreeParts("a.b.c"))
         XCTAssertFalse(APIHandlers.hasThreeParts(""))
         XCTAssertFalse(APIHandlers.hasThreeParts(".."))
+        for bad in ["abc", "a.b", "a.b.c.d", ".b.c", "a..c", "a.b.", "a.b.c.", "a.b..", "."] {
+            XCTAssertFalse(APIHandlers.hasThreeParts(bad), bad)
+        }
+        let long = String(repeating: "x", count: 3_000)
+        XCTAssertTrue(APIHandlers.hasThreeParts(long + "." + long + ".s"))
+        XCTAssertTrue(APIHandlers.hasThreeParts("é.🙂.c"))
     }
 }

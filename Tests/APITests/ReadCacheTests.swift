@@ -119,6 +119,20 @@ final class ReadCacheTests: XCTestCase {
         XCTAssertNil(cache.lookup(projectId: project, userId: "a"), "off while the channel is down")
     }
 
+    func testFreeTextIsUnpaddedCanonicalBase64URL() {
+        for text in ["", "a", "ab", "abc", "abcd", "2000000000000001", "a b\nc\u{1F600}", "é/+?~", String(repeating: "z", count: 257)] {
+            let expected = Data(text.utf8).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            XCTAssertEqual(CacheMessage.encode(text), expected)
+            XCTAssertEqual(CacheMessage.decode(Substring(expected)), text)
+        }
+        XCTAssertEqual(CacheMessage.encode("\u{FF}\u{FE}"), "w7_Dvg")
+        for bad in ["A", "AB", "AAA=", "YQ==", "a+b/", "YWJj!", "_w"] {
+            XCTAssertNil(CacheMessage.decode(Substring(bad)), bad)
+        }
+    }
+
     func testMessagesSurviveTheWireAndPackUnderTheLimit() {
         let project = UUID()
         let messages: [CacheMessage] = [

@@ -33,6 +33,44 @@ final class ChainCacheFloodTests: XCTestCase {
         XCTAssertTrue(try verifier.verifyTransaction(reencoded, policy: policy).details.chainCacheHit)
         XCTAssertEqual(verifier.cachedChainCount, 1)
         XCTAssertEqual(verifier.cache.insertions, 1)
+        XCTAssertEqual(verifier.cache.headerCount, 2, "both verified header texts now name the one chain")
+    }
+
+    func testAVerifiedHeaderTextHitsWithoutAnotherInsertion() throws {
+        let verifier = SignedDataVerifier(roots: try Fixture.testRoots(), chainCacheCapacity: 4)
+        let first = try Fixture.sign(Fixture.transactionPayload())
+        let second = try Fixture.sign(Fixture.transactionPayload(transactionId: "2000000777"))
+        XCTAssertEqual(Fixture.segments(first)[0], Fixture.segments(second)[0])
+        XCTAssertFalse(try verifier.verifyTransaction(first, policy: policy).details.chainCacheHit)
+        XCTAssertTrue(try verifier.verifyTransaction(second, policy: policy).details.chainCacheHit)
+        XCTAssertEqual(verifier.cache.insertions, 1)
+        XCTAssertEqual(verifier.cache.headerCount, 1)
+        // A known header text with a forged payload: the memoized key still needs the signature.
+        let parts = Fixture.segments(second)
+        let forged = [parts[0], Fixture.b64url(Array(Fixture.transactionPayload(transactionId: "666").utf8)), parts[2]]
+            .joined(separator: ".")
+        XCTAssertVerification(try verifier.verifyTransaction(forged, policy: policy), code: .verificationFailed, step: .signature)
+    }
+
+    func testAKnownHeaderTextNeverExtendsItsCertificatesValidity() throws {
+        let verifier = SignedDataVerifier(roots: try Fixture.testRoots(), chainCacheCapacity: 4)
+        let chain = [Fixture.variant("leaf-expired-2021.pem"), intermediate, root]
+        let in2020 = try Fixture.sign(Fixture.transactionPayload(signedDate: 1_600_000_000_000), x5c: chain)
+        let in2025 = try Fixture.sign(Fixture.transactionPayload(signedDate: 1_760_000_000_000), x5c: chain)
+        XCTAssertEqual(Fixture.segments(in2020)[0], Fixture.segments(in2025)[0])
+        XCTAssertNoThrow(try verifier.verifyTransaction(in2020, policy: policy))
+        XCTAssertEqual(verifier.cache.headerCount, 1)
+        XCTAssertVerification(try verifier.verifyTransaction(in2025, policy: policy), code: .verificationFailed, step: .validity)
+    }
+
+    func testAnEvictedChainTakesItsHeaderTextsWithIt() throws {
+        let verifier = SignedDataVerifier(roots: try Fixture.testRoots(), chainCacheCapacity: 1)
+        let genuine = try genuine()
+        XCTAssertNoThrow(try verifier.verifyTransaction(genuine[0], policy: policy))
+        XCTAssertNoThrow(try verifier.verifyTransaction(genuine[1], policy: policy))
+        XCTAssertEqual(verifier.cachedChainCount, 1)
+        XCTAssertEqual(verifier.cache.headerCount, 1)
+        XCTAssertFalse(try verifier.verifyTransaction(genuine[0], policy: policy).details.chainCacheHit)
     }
 
     func testFailuresInsertNothingEvenWithAGenuineChain() throws {
@@ -60,6 +98,7 @@ final class ChainCacheFloodTests: XCTestCase {
         XCTAssertEqual(stats.attacksAccepted, 0)
         XCTAssertEqual(verifier.cache.insertions, 2, "one insertion per chain, none for the 200 failures")
         XCTAssertEqual(verifier.cachedChainCount, 2)
+        XCTAssertEqual(verifier.cache.headerCount, 2, "no attacker header text is memoized")
         print("chain cache under a distinct-header flood: genuine hit rate \(stats.genuineHits)/\(stats.genuineRequests), "
               + "\(verifier.cache.insertions) insertions for \(stats.attacks) attacker inputs")
     }

@@ -28,7 +28,9 @@ public final class CacheSynchronizer: Sendable {
     }
 
     /// This process's id in the payloads it sends (it skips their echo).
-    public let origin = UUID()
+    public let origin: UUID
+    /// The first line of every payload this process sends (`CacheMessage.payloads`).
+    private let ownHead: String
     private let pool: ConnectionPool
     private let projects: CachedProjectStore
     private let reads: PurchaseReadCache?
@@ -51,6 +53,8 @@ public final class CacheSynchronizer: Sendable {
         self.reads = reads
         self.refreshInterval = refreshInterval
         self.log = log
+        self.origin = UUID()
+        self.ownHead = CacheMessage.head(origin: origin)
     }
 
     /// `NOTIFY` payloads sent since start.
@@ -93,6 +97,9 @@ public final class CacheSynchronizer: Sendable {
 
     /// Applies a payload another instance (or an admin transaction) sent.
     func receive(_ payload: String) {
+        // Our own echo, the common case (every write announces): skip it before parsing the rest.
+        let head = payload.utf8.prefix(ownHead.utf8.count + 1)
+        if head.starts(with: ownHead.utf8), head.count == ownHead.utf8.count || head.last == UInt8(ascii: "\n") { return }
         let (sender, messages) = CacheMessage.parse(payload: payload)
         guard sender != origin else { return }
         var users: [CacheMessage] = []
