@@ -285,22 +285,14 @@ extension APIHandlers {
             if i > 0 { body.raw(",") }
             body.raw(#"{"key":"#)
             body.string(key.publicKey ?? "")
-            body.raw(#","created_at":"#)
-            body.date(key.createdAt)
-            body.raw(#","expires_at":"#)
-            body.dateOrNull(key.expiresAt)
-            body.raw("}")
+            writeLifetime(createdAt: key.createdAt, expiresAt: key.expiresAt, into: &body)
         }
         body.raw(#"],"secret_keys":["#)
         for (i, key) in administered.secretKeys.enumerated() {
             if i > 0 { body.raw(",") }
             body.raw(#"{"last4":"#)
             body.stringOrNull(key.last4)
-            body.raw(#","created_at":"#)
-            body.date(key.createdAt)
-            body.raw(#","expires_at":"#)
-            body.dateOrNull(key.expiresAt)
-            body.raw("}")
+            writeLifetime(createdAt: key.createdAt, expiresAt: key.expiresAt, into: &body)
         }
         body.raw(#"],"created_at":"#)
         body.date(project.createdAt)
@@ -318,6 +310,15 @@ extension APIHandlers {
         body.string(product.productId)
         body.raw(#","entitlements":"#)
         body.strings(product.entitlements)
+        body.raw("}")
+    }
+
+    /// Closes a key object with its `created_at` and `expires_at` (null while the key has no end).
+    private static func writeLifetime(createdAt: Date, expiresAt: Date?, into body: inout JSONBody) {
+        body.raw(#","created_at":"#)
+        body.date(createdAt)
+        body.raw(#","expires_at":"#)
+        body.dateOrNull(expiresAt)
         body.raw("}")
     }
 }
