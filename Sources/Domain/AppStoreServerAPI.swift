@@ -1,0 +1,267 @@
+import Foundation
+
+/// Apple's App Store Server API, as the use cases need it (implemented over `HTTPClient` and `Crypto` by the
+/// `AppStoreServerAPI` module, wired by the executable).
+///
+/// Every method blocks the calling thread (bounded by the client's timeouts and retries) and returns what Apple
+/// sent **unverified**: signed values are JWS strings that the caller must pass through `SignedDataVerifying`
+/// exactly like posted data. Nothing from the network is trusted because of where it came from.
+///
+/// Every method throws `AppStoreAPIError`. `environment` picks the base URL (`.production` or `.sandbox`; Xcode
+/// and LocalTesting have no server and throw `.invalidRequest`).
+public protocol AppStoreServerAPI: Sendable {
+    /// Get Transaction Info (`GET /inApps/v1/transactions/{transactionId}`): the signed transaction.
+    func transactionInfo(transactionId: String, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> String
+
+    /// Get All Subscription Statuses (`GET /inApps/v1/subscriptions/{transactionId}`): every subscription group's
+    /// latest signed transaction and renewal info for the customer that `transactionId` belongs to.
+    func subscriptionStatuses(transactionId: String, environment: StoreEnvironment,
+                              credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> [SignedSubscriptionStatus]
+
+    /// Get Transaction History v2 (`GET /inApps/v2/history/{transactionId}`), one page; pass the previous page's
+    /// `revision` to continue.
+    func transactionHistory(transactionId: String, revision: String?, environment: StoreEnvironment,
+                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> TransactionHistoryPage
+
+    /// Get Notification History (`POST /inApps/v1/notifications/history`), one page; pass the previous page's
+    /// `paginationToken` to continue. Apple keeps 180 days.
+    func notificationHistory(from start: Date, to end: Date, paginationToken: String?, environment: StoreEnvironment,
+                             credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> NotificationHistoryPage
+
+    /// Send Consumption Information (`PUT /inApps/v2/transactions/consumption/{transactionId}`, the current
+    /// request format). Succeeds on Apple's `202`.
+    func sendConsumptionInformation(transactionId: String, _ information: ConsumptionInformation,
+                                    environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError)
+
+    /// Request a Test Notification (`POST /inApps/v1/notifications/test`): the token to ask about it.
+    func requestTestNotification(environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> String
+
+    /// Get Test Notification Status (`GET /inApps/v1/notifications/test/{token}`).
+    func testNotificationStatus(token: String, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> TestNotificationStatus
+
+    /// Extend a Subscription Renewal Date (`PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`).
+    func extendRenewalDate(originalTransactionId: String, _ request: RenewalExtensionRequest,
+                           environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> RenewalExtensionResult
+}
+
+/// What signing Apple's JWT needs: the project's opened credentials and its bundle id (the `bid` claim).
+public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
+    /// Issuer id, key id, fingerprint and the PKCS#8 PEM (never printed).
+    public var credentials: UnsealedAppStoreCredentials
+    /// The app's bundle id.
+    public var bundleId: String
+
+    /// Creates a value.
+    public init(credentials: UnsealedAppStoreCredentials, bundleId: String) {
+        self.credentials = credentials
+        self.bundleId = bundleId
+    }
+
+    /// Metadata only (delegates to `UnsealedAppStoreCredentials`).
+    public var description: String { "AppStoreAPICredentials(\(credentials), bundleId: \(bundleId))" }
+}
+
+/// Why a call to Apple failed. `description` is safe to log: it never contains a token, key or signed value.
+public struct AppStoreAPIError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of failure, as the use cases act on it.
+    public enum Kind: String, Sendable, Equatable {
+        /// Apple says the id (transaction, original transaction, test-notification token) does not exist in that
+        /// environment (`404`, e.g. errorCode 4040010 TransactionIdNotFoundError).
+        case notFound
+        /// Apple refused our JWT (`401`): wrong issuer id, key id, key, bundle id, or a revoked key.
+        case unauthorized
+        /// Apple kept failing, rate-limited us beyond what we wait, timed out, or could not be reached: try again
+        /// later; never a verdict on a purchase.
+        case unavailable
+        /// Apple rejected the request itself (`400`/`403`/other `4xx`): a bug or an input Apple does not accept.
+        case rejected
+        /// Apple answered `2xx` with a body we cannot read (not JSON, a field missing or of the wrong type).
+        case invalidResponse
+        /// The request cannot be made: no server for that environment, or the credentials' key does not load.
+        case invalidRequest
+    }
+
+    /// What kind.
+    public var kind: Kind
+    /// The HTTP status Apple answered, when it answered.
+    public var httpStatus: Int?
+    /// Apple's `errorCode` (e.g. 4040010), when its body had one.
+    public var appleErrorCode: Int?
+    /// Apple's `errorMessage`, when its body had one (Apple's words: safe to log).
+    public var appleErrorMessage: String?
+    /// Seconds to wait before trying again (`Retry-After`, or the client's own estimate), for `.unavailable`.
+    public var retryAfterSeconds: Int?
+    /// Our own explanation (safe to log).
+    public var reason: String
+
+    /// Creates an error.
+    public init(_ kind: Kind, reason: String, httpStatus: Int? = nil, appleErrorCode: Int? = nil,
+                appleErrorMessage: String? = nil, retryAfterSeconds: Int? = nil) {
+        self.kind = kind
+        self.reason = reason
+        self.httpStatus = httpStatus
+        self.appleErrorCode = appleErrorCode
+        self.appleErrorMessage = appleErrorMessage
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    /// `kind: reason (HTTP status, Apple's code and message)`.
+    public var description: String {
+        var text = "\(kind.rawValue): \(reason)"
+        if let httpStatus { text += " (HTTP \(httpStatus)" + (appleErrorCode.map { ", errorCode \($0)" } ?? "")
+            + (appleErrorMessage.map { ", \($0)" } ?? "") + ")" }
+        return text
+    }
+}
+
+/// One subscription group's latest state, as Apple signed it (unverified).
+public struct SignedSubscriptionStatus: Sendable, Equatable {
+    /// The subscription group.
+    public var subscriptionGroupIdentifier: String
+    /// The original transaction id of the purchase.
+    public var originalTransactionId: String
+    /// Apple's status: 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
+    public var status: Int
+    /// The latest transaction (JWS).
+    public var signedTransactionInfo: String
+    /// The renewal info (JWS).
+    public var signedRenewalInfo: String
+
+    /// Creates a value.
+    public init(subscriptionGroupIdentifier: String, originalTransactionId: String, status: Int,
+                signedTransactionInfo: String, signedRenewalInfo: String) {
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.originalTransactionId = originalTransactionId
+        self.status = status
+        self.signedTransactionInfo = signedTransactionInfo
+        self.signedRenewalInfo = signedRenewalInfo
+    }
+}
+
+/// One page of a customer's transaction history (unverified JWS strings).
+public struct TransactionHistoryPage: Sendable, Equatable {
+    /// The signed transactions on this page.
+    public var signedTransactions: [String]
+    /// Pass to the next call to continue.
+    public var revision: String?
+    /// Whether more pages follow.
+    public var hasMore: Bool
+
+    /// Creates a value.
+    public init(signedTransactions: [String], revision: String?, hasMore: Bool) {
+        self.signedTransactions = signedTransactions
+        self.revision = revision
+        self.hasMore = hasMore
+    }
+}
+
+/// One page of Notification History (unverified `signedPayload` strings, as the webhook would have received them).
+public struct NotificationHistoryPage: Sendable, Equatable {
+    /// The notifications' signed payloads, oldest first as Apple lists them.
+    public var signedPayloads: [String]
+    /// Pass to the next call to continue.
+    public var paginationToken: String?
+    /// Whether more pages follow.
+    public var hasMore: Bool
+
+    /// Creates a value.
+    public init(signedPayloads: [String], paginationToken: String?, hasMore: Bool) {
+        self.signedPayloads = signedPayloads
+        self.paginationToken = paginationToken
+        self.hasMore = hasMore
+    }
+}
+
+/// The body of Send Consumption Information in Apple's current (v2) format. Apple refuses any
+/// `customerConsented` other than `true`, so the value carries none: the client always sends `true`, and the use
+/// case must not build one without the customer's consent.
+public struct ConsumptionInformation: Sendable, Equatable {
+    /// Apple's `deliveryStatus`, e.g. `DELIVERED`, `UNDELIVERED_QUALITY_ISSUE`, `UNDELIVERED_WRONG_ITEM`,
+    /// `UNDELIVERED_SERVER_OUTAGE`, `UNDELIVERED_OTHER`.
+    public var deliveryStatus: String
+    /// How much of the purchase was used, in thousandths (0…100000 per Apple: milli-percent); `nil` when unknown.
+    public var consumptionPercentage: Int?
+    /// Whether the app offers a free sample or trial of the content.
+    public var sampleContentProvided: Bool
+    /// Apple's `refundPreference`: `DECLINE`, `GRANT_FULL`, `GRANT_PRORATED`; `nil` for no preference.
+    public var refundPreference: String?
+
+    /// Creates a value.
+    public init(deliveryStatus: String, consumptionPercentage: Int?, sampleContentProvided: Bool,
+                refundPreference: String?) {
+        self.deliveryStatus = deliveryStatus
+        self.consumptionPercentage = consumptionPercentage
+        self.sampleContentProvided = sampleContentProvided
+        self.refundPreference = refundPreference
+    }
+}
+
+/// What Get Test Notification Status says.
+public struct TestNotificationStatus: Sendable, Equatable {
+    /// One delivery attempt Apple made.
+    public struct Attempt: Sendable, Equatable {
+        /// When Apple tried.
+        public var attemptDate: Date
+        /// Apple's `sendAttemptResult`, e.g. `SUCCESS`, `TIMED_OUT`, `SSL_ISSUE`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`.
+        public var result: String
+
+        /// Creates a value.
+        public init(attemptDate: Date, result: String) {
+            self.attemptDate = attemptDate
+            self.result = result
+        }
+    }
+
+    /// The test notification's signed payload (unverified).
+    public var signedPayload: String
+    /// Apple's attempts to deliver it, in order.
+    public var sendAttempts: [Attempt]
+
+    /// Creates a value.
+    public init(signedPayload: String, sendAttempts: [Attempt]) {
+        self.signedPayload = signedPayload
+        self.sendAttempts = sendAttempts
+    }
+}
+
+/// The body of Extend a Subscription Renewal Date.
+public struct RenewalExtensionRequest: Sendable, Equatable {
+    /// 1…90 days.
+    public var extendByDays: Int
+    /// Apple's `extendReasonCode`: 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage.
+    public var reasonCode: Int
+    /// A fresh UUID per request (Apple deduplicates by it).
+    public var requestIdentifier: UUID
+
+    /// Creates a value.
+    public init(extendByDays: Int, reasonCode: Int, requestIdentifier: UUID) {
+        self.extendByDays = extendByDays
+        self.reasonCode = reasonCode
+        self.requestIdentifier = requestIdentifier
+    }
+}
+
+/// What Extend a Subscription Renewal Date answered.
+public struct RenewalExtensionResult: Sendable, Equatable {
+    /// The new renewal date, when Apple extended it.
+    public var effectiveDate: Date?
+    /// The purchase.
+    public var originalTransactionId: String
+    /// Whether Apple extended it.
+    public var success: Bool
+    /// The subscription period's web order line item id.
+    public var webOrderLineItemId: String?
+
+    /// Creates a value.
+    public init(effectiveDate: Date?, originalTransactionId: String, success: Bool, webOrderLineItemId: String?) {
+        self.effectiveDate = effectiveDate
+        self.originalTransactionId = originalTransactionId
+        self.success = success
+        self.webOrderLineItemId = webOrderLineItemId
+    }
+}
