@@ -26,6 +26,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AppStoreJWS", dependencies: ["Crypto", "JSON"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
+        .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         .target(name: "HTTPCore", dependencies: ["CSystem", "JSON"], swiftSettings: strict),
         .target(name: "Metrics", swiftSettings: strict),
@@ -37,7 +38,7 @@ let package = Package(
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Storage", "AppStoreJWS", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
+            dependencies: ["API", "Storage", "AppStoreJWS", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
             swiftSettings: strict
         ),
 
