@@ -129,6 +129,13 @@ enum ErrorMapping {
                     details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
             case .appStoreCredentialsNotFound:
                 return .appStoreCredentialsNotFound
+            case .appStoreCredentialsMissing:
+                return HTTPError(
+                    status: 400, code: error.code.rawValue,
+                    message: "The project has no App Store Server API credentials.",
+                    suggestion: "An admin must store the project's In-App Purchase key first: PUT "
+                        + "/v1/admin/projects/{id}/app-store-credentials with issuer_id, key_id and private_key "
+                        + "(see the README's \"Connect to Apple\").")
             case .encryptionKeyMissing:
                 return .encryptionKeyMissing
             case .encryptionKeyUnknown, .sealedSecretCorrupt:

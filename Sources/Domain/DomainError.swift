@@ -27,6 +27,10 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let appAccountTokenMismatch = Code("APP_ACCOUNT_TOKEN_MISMATCH")
         /// The project has no App Store Server API credentials.
         public static let appStoreCredentialsNotFound = Code("APP_STORE_CREDENTIALS_NOT_FOUND")
+        /// A request needs the project's App Store Server API credentials (a lookup by transaction id, an offer
+        /// signature, reconciliation) and the project has none: the caller's request cannot work until an admin
+        /// stores them (unlike `.appStoreCredentialsNotFound`, which answers a request about the credentials).
+        public static let appStoreCredentialsMissing = Code("APP_STORE_CREDENTIALS_MISSING")
         /// `BOUNCER_ENCRYPTION_KEY` is not set: secrets cannot be sealed (or opened). Final until the operator sets it.
         public static let encryptionKeyMissing = Code("ENCRYPTION_KEY_MISSING")
         /// A sealed value names an encryption key that is neither `BOUNCER_ENCRYPTION_KEY` nor
