@@ -239,4 +239,26 @@ final class TransactionLookupE2ETests: XCTestCase {
         XCTAssertEqual(try notDigits.json()["details"], [["path": ["transaction_id"], "message": "Must be an App Store transaction id (digits only)"]])
         XCTAssertEqual(try rows(tenant), [])
     }
+
+    // MARK: - Configuration
+
+    func testBadAppleAPISettingsStopServeAtStartUp() throws {
+        let notPEM = NSTemporaryDirectory() + "bouncer-not-pem-\(getpid()).txt"
+        try "hello".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: notPEM) }
+        let cases: [([String: String?], String)] = [
+            (["BOUNCER_APPLE_API_CA_FILE": "/nonexistent/ca.pem"],
+             #"BOUNCER_APPLE_API_CA_FILE="/nonexistent/ca.pem": cannot read the file"#),
+            (["BOUNCER_APPLE_API_CA_FILE": notPEM], "is not a PEM file of certificates"),
+            (["BOUNCER_APPLE_API_PRODUCTION_URL": "http://api.example.com"],
+             "BOUNCER_APPLE_API_PRODUCTION_URL=\"http://api.example.com\": must be an https:// URL"),
+            (["BOUNCER_APPLE_API_SANDBOX_URL": "https://user:pw@example.com"], "BOUNCER_APPLE_API_SANDBOX_URL="),
+        ]
+        let db = try db
+        for (overrides, message) in cases {
+            let run = try CLIRun.run(["serve"], environment: BouncerProcess.environment(databaseURL: db.url, overrides: overrides))
+            XCTAssertEqual(run.status, 2, run.stderr)
+            XCTAssertTrue(run.stderr.contains(message), run.stderr)
+        }
+    }
 }
