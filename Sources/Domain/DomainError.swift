@@ -38,6 +38,14 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let encryptionKeyUnknown = Code("ENCRYPTION_KEY_UNKNOWN")
         /// A sealed value failed authentication: altered bytes, or moved to another row.
         public static let sealedSecretCorrupt = Code("SEALED_SECRET_CORRUPT")
+        /// No Production or Sandbox purchase with that original transaction id in the project.
+        public static let purchaseNotFound = Code("PURCHASE_NOT_FOUND")
+        /// Apple does not know the test notification token (in the environment asked).
+        public static let testNotificationNotFound = Code("TEST_NOTIFICATION_NOT_FOUND")
+        /// Apple refused to extend the subscription: not eligible (errorCode 4030004, or 4030007 Family Sharing).
+        public static let subscriptionExtensionIneligible = Code("SUBSCRIPTION_EXTENSION_INELIGIBLE")
+        /// Apple refused to extend the subscription: already extended twice in the past year (errorCode 4030005).
+        public static let subscriptionExtensionLimitReached = Code("SUBSCRIPTION_EXTENSION_LIMIT_REACHED")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

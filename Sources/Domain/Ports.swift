@@ -172,6 +172,8 @@ public struct StoredNotification: Sendable, Equatable {
     public var receivedAt: Date
     /// When its facts were applied (`nil` only for rows written outside `recordNotification`).
     public var processedAt: Date?
+    /// For a CONSUMPTION_REQUEST (Production or Sandbox): where its answer stands.
+    public var consumption: ConsumptionAnswer?
 
     /// Creates a value.
     public init(

@@ -23,6 +23,8 @@ public struct Project: Sendable, Equatable {
     public var appAccountTokenPolicy: AppAccountTokenPolicy
     /// The current public key (`pk_…`), safe to embed in apps; retiring keys are in the store's key list.
     public var publicKey: String
+    /// How Bouncer answers Apple's CONSUMPTION_REQUEST notifications (refund defense).
+    public var consumption: ConsumptionSettings = ConsumptionSettings()
     /// When the project was created.
     public var createdAt: Date
     /// When the project last changed.
@@ -78,6 +80,8 @@ public struct NewProject: Sendable, Equatable {
     public var requireSecretKeyForReads: Bool
     /// How `appAccountToken` binds purchases to users.
     public var appAccountTokenPolicy: AppAccountTokenPolicy
+    /// Refund defense settings (defaults: off).
+    public var consumption: ConsumptionSettings = ConsumptionSettings()
 
     /// Creates the settings with the documented defaults.
     public init(
@@ -115,6 +119,8 @@ public struct ProjectChanges: Sendable, Equatable {
     public var requireSecretKeyForReads: Bool?
     /// New app-account-token policy.
     public var appAccountTokenPolicy: AppAccountTokenPolicy?
+    /// New refund defense settings (each `nil` field is left as it is).
+    public var consumption = ConsumptionSettings.Changes()
 
     /// An empty change set.
     public init() {}
@@ -130,6 +136,7 @@ public struct ProjectChanges: Sendable, Equatable {
         if let allowXcode { p.allowXcode = allowXcode }
         if let requireSecretKeyForReads { p.requireSecretKeyForReads = requireSecretKeyForReads }
         if let appAccountTokenPolicy { p.appAccountTokenPolicy = appAccountTokenPolicy }
+        p.consumption = consumption.applied(to: p.consumption)
         return p
     }
 }

@@ -94,21 +94,21 @@ public final class PostgresNotificationStore: NotificationStore {
                 let rows: Rows
                 if let originalTransactionId {
                     rows = try connection.query("""
-                        SELECT \(unsafeSQL: Self.listColumns) FROM notifications
-                        WHERE project_id = \(projectId) AND original_transaction_id = \(originalTransactionId)
-                        ORDER BY received_at DESC, signed_date DESC NULLS LAST, notification_uuid DESC
+                        SELECT \(unsafeSQL: Self.listColumns) FROM notifications n \(unsafeSQL: Self.consumptionJoin)
+                        WHERE n.project_id = \(projectId) AND n.original_transaction_id = \(originalTransactionId)
+                        ORDER BY n.received_at DESC, n.signed_date DESC NULLS LAST, n.notification_uuid DESC
                         LIMIT \(limit)
                         """)
                 } else {
                     rows = try connection.query("""
-                        SELECT \(unsafeSQL: Self.listColumns) FROM notifications
-                        WHERE project_id = \(projectId)
-                        ORDER BY received_at DESC, signed_date DESC NULLS LAST, notification_uuid DESC
+                        SELECT \(unsafeSQL: Self.listColumns) FROM notifications n \(unsafeSQL: Self.consumptionJoin)
+                        WHERE n.project_id = \(projectId)
+                        ORDER BY n.received_at DESC, n.signed_date DESC NULLS LAST, n.notification_uuid DESC
                         LIMIT \(limit)
                         """)
                 }
                 return try rows.map { row in
-                    StoredNotification(
+                    var stored = StoredNotification(
                         notificationUUID: try row.decode("notification_uuid", as: UUID.self),
                         type: try row.decode("notification_type", as: String.self),
                         subtype: try row.decode("subtype", as: String?.self),
@@ -118,14 +118,29 @@ public final class PostgresNotificationStore: NotificationStore {
                         signedDate: try row.decode("signed_date", as: Date?.self),
                         receivedAt: try row.decode("received_at", as: Date.self),
                         processedAt: try row.decode("processed_at", as: Date?.self))
+                    if let status = try row.decode("consumption_status", as: String?.self) {
+                        stored.consumption = ConsumptionAnswer(
+                            status: ConsumptionStatus(rawValue: status) ?? .pending,
+                            attempts: try row.decode("consumption_attempts", as: Int.self),
+                            lastError: try row.decode("consumption_last_error", as: String?.self),
+                            sentAt: try row.decode("consumption_sent_at", as: Date?.self))
+                    }
+                    return stored
                 }
             }
         }
     }
 
     private static let listColumns = """
-        notification_uuid, notification_type, subtype, original_transaction_id, environment, signed_date,
-        received_at, processed_at
+        n.notification_uuid, n.notification_type, n.subtype, n.original_transaction_id, n.environment, n.signed_date,
+        n.received_at, n.processed_at, c.status AS consumption_status, c.attempts AS consumption_attempts,
+        c.last_error AS consumption_last_error, c.sent_at AS consumption_sent_at
+        """
+
+    /// A CONSUMPTION_REQUEST's answer (schema/0010), through its primary key.
+    private static let consumptionJoin = """
+        LEFT JOIN consumption_requests c ON c.project_id = n.project_id AND c.environment = n.environment
+            AND c.notification_uuid = n.notification_uuid
         """
 
     /// The environment part of the dedup key: '' for a notification without one (verification requires one).

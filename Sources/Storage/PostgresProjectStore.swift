@@ -21,6 +21,8 @@ public final class PostgresProjectStore: ProjectStore {
     private static let columns = """
         projects.id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
         require_secret_key_for_reads, app_account_token_policy, projects.created_at, updated_at,
+        consumption_response, consumption_customer_consented, consumption_sample_content_provided,
+        consumption_refund_preference,
         (SELECT k.public_key FROM project_keys k WHERE k.project_id = projects.id AND k.kind = 'public'
             AND k.expires_at IS NULL ORDER BY k.created_at DESC LIMIT 1) AS public_key
         """
@@ -69,10 +71,14 @@ public final class PostgresProjectStore: ProjectStore {
                 let id = UUID()
                 try connection.execute("""
                     INSERT INTO projects (id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
-                        require_secret_key_for_reads, app_account_token_policy, created_at, updated_at)
+                        require_secret_key_for_reads, app_account_token_policy, created_at, updated_at,
+                        consumption_response, consumption_customer_consented, consumption_sample_content_provided,
+                        consumption_refund_preference)
                     VALUES (\(id), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
                         \(new.environments.map(\.rawValue)), \(new.transferPolicy.rawValue), \(new.allowXcode),
-                        \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue), \(now), \(now))
+                        \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue), \(now), \(now),
+                        \(new.consumption.response.rawValue), \(new.consumption.customerConsented),
+                        \(new.consumption.sampleContentProvided), \(Bind.text(new.consumption.refundPreference?.rawValue)))
                     """)
                 for key in keys { try Self.insert(key, projectId: id, connection) }
                 try Self.announceChange(of: id, connection)
@@ -99,7 +105,11 @@ public final class PostgresProjectStore: ProjectStore {
                         app_apple_id = \(Bind.int64(next.appAppleId)), environments = \(next.environments.map(\.rawValue)),
                         transfer_policy = \(next.transferPolicy.rawValue), allow_xcode = \(next.allowXcode),
                         require_secret_key_for_reads = \(next.requireSecretKeyForReads),
-                        app_account_token_policy = \(next.appAccountTokenPolicy.rawValue), updated_at = \(now)
+                        app_account_token_policy = \(next.appAccountTokenPolicy.rawValue), updated_at = \(now),
+                        consumption_response = \(next.consumption.response.rawValue),
+                        consumption_customer_consented = \(next.consumption.customerConsented),
+                        consumption_sample_content_provided = \(next.consumption.sampleContentProvided),
+                        consumption_refund_preference = \(Bind.text(next.consumption.refundPreference?.rawValue))
                     WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
                     """)
@@ -259,7 +269,7 @@ public final class PostgresProjectStore: ProjectStore {
             throw PGError(code: .decoding,
                           message: "projects.app_account_token_policy has unknown value \(tokenPolicyName)")
         }
-        return Project(
+        var project = Project(
             id: try row.decode("id", as: UUID.self),
             name: try row.decode("name", as: String.self),
             bundleId: try row.decode("bundle_id", as: String.self),
@@ -274,6 +284,27 @@ public final class PostgresProjectStore: ProjectStore {
             createdAt: try row.decode("created_at", as: Date.self),
             updatedAt: try row.decode("updated_at", as: Date.self)
         )
+        project.consumption = try consumptionSettings(from: row)
+        return project
+    }
+
+    /// The refund defense columns (schema/0010); values the CHECK constraints allow, so anything else is corruption.
+    static func consumptionSettings(from row: Row) throws -> ConsumptionSettings {
+        let responseName = try row.decode("consumption_response", as: String.self)
+        guard let response = ConsumptionResponse(rawValue: responseName) else {
+            throw PGError(code: .decoding, message: "projects.consumption_response has unknown value \(responseName)")
+        }
+        let preferenceName = try row.decode("consumption_refund_preference", as: String?.self)
+        let preference = try preferenceName.map { name in
+            guard let value = RefundPreference(rawValue: name) else {
+                throw PGError(code: .decoding, message: "projects.consumption_refund_preference has unknown value \(name)")
+            }
+            return value
+        }
+        return ConsumptionSettings(
+            response: response, customerConsented: try row.decode("consumption_customer_consented", as: Bool.self),
+            sampleContentProvided: try row.decode("consumption_sample_content_provided", as: Bool.self),
+            refundPreference: preference)
     }
 
     static func key(from row: Row) throws -> StoredProjectKey {

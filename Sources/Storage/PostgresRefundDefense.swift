@@ -1,0 +1,169 @@
+import Domain
+import Foundation
+import Postgres
+
+/// The CONSUMPTION_REQUEST queue (schema/0010's `consumption_requests`, written by a trigger with each
+/// notification): responders claim due rows with `FOR UPDATE SKIP LOCKED` and a lease, so two instances never hold
+/// the same row at once, and a responder that dies mid-call leaves the row to be claimed again when its lease lapses.
+public final class PostgresConsumptionQueue: ConsumptionQueue {
+    private let pool: ConnectionPool
+
+    /// A queue over `pool`; the pool's lifetime is the caller's.
+    public init(pool: ConnectionPool) {
+        self.pool = pool
+    }
+
+    /// Claims due rows oldest-due first, each with the transaction's stored type and dates (for
+    /// `consumptionPercentage`).
+    public func claimDue(now: Date, leaseSeconds: Int, limit: Int) throws -> [ConsumptionRequest] {
+        let token = UUID()
+        let leaseUntil = now.addingTimeInterval(TimeInterval(max(1, leaseSeconds)))
+        return try StorageErrors.mapping("claim consumption requests") {
+            try pool.autocommit { connection in
+                try connection.query("""
+                    WITH due AS (
+                        SELECT c.project_id, c.environment, c.notification_uuid, t.type, t.purchase_date, t.expires_date
+                        FROM consumption_requests c
+                        LEFT JOIN transactions t ON t.project_id = c.project_id AND t.environment = c.environment
+                            AND t.transaction_id = c.transaction_id
+                        WHERE c.status = 'pending' AND c.next_attempt_at <= \(now)
+                          AND (c.lease_until IS NULL OR c.lease_until <= \(now))
+                        ORDER BY c.next_attempt_at
+                        LIMIT \(Int64(max(1, limit)))
+                        FOR UPDATE OF c SKIP LOCKED)
+                    UPDATE consumption_requests c SET attempts = c.attempts + 1, lease_until = \(leaseUntil),
+                        lease_token = \(token), updated_at = \(now)
+                    FROM due
+                    WHERE c.project_id = due.project_id AND c.environment = due.environment
+                      AND c.notification_uuid = due.notification_uuid
+                    RETURNING c.project_id, c.environment, c.notification_uuid, c.transaction_id,
+                        c.original_transaction_id, c.requested_at, c.deadline, c.attempts, due.type,
+                        due.purchase_date, due.expires_date
+                    """).map { row in
+                    ConsumptionRequest(
+                        projectId: try row.decode("project_id", as: UUID.self),
+                        environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
+                        notificationUUID: try row.decode("notification_uuid", as: UUID.self),
+                        transactionId: try row.decode("transaction_id", as: String?.self),
+                        originalTransactionId: try row.decode("original_transaction_id", as: String?.self),
+                        requestedAt: try row.decode("requested_at", as: Date.self),
+                        deadline: try row.decode("deadline", as: Date.self),
+                        attempts: try row.decode("attempts", as: Int.self),
+                        leaseToken: token,
+                        productType: try row.decode("type", as: String?.self),
+                        purchaseDate: try row.decode("purchase_date", as: Date?.self),
+                        expiresDate: try row.decode("expires_date", as: Date?.self))
+                }
+            }
+        }
+    }
+
+    /// Writes the outcome while the claim's token still holds the row; releases the lease.
+    public func complete(_ request: ConsumptionRequest, outcome: ConsumptionOutcome, now: Date) throws -> Bool {
+        var lastError: String?
+        var appleCode: Int?
+        var sentAt: Date?
+        var body: ConsumptionInformation?
+        var nextAttempt = now
+        switch outcome {
+        case .sent(let information):
+            sentAt = now
+            body = information
+        case .skipped(_, let reason), .expired(let reason), .failed(let reason):
+            lastError = reason
+        case .rejected(let reason, let code):
+            lastError = reason
+            appleCode = code
+        case .retry(let at, let reason):
+            lastError = reason
+            nextAttempt = at
+        }
+        // Bounded: our reasons and Apple's message are short, but nothing unbounded goes into a row.
+        lastError = lastError.map { String($0.prefix(1000)) }
+        return try StorageErrors.mapping("complete consumption request") {
+            try pool.autocommit { connection in
+                try connection.execute("""
+                    UPDATE consumption_requests SET status = \(outcome.status.rawValue),
+                        last_error = \(Bind.text(lastError)), apple_error_code = \(Bind.int(appleCode))::int,
+                        sent_at = \(Bind.date(sentAt)), next_attempt_at = \(nextAttempt),
+                        request_body = CASE WHEN \(body != nil) THEN jsonb_strip_nulls(jsonb_build_object(
+                            'customerConsented', true, 'deliveryStatus', \(Bind.text(body?.deliveryStatus))::text,
+                            'consumptionPercentage', \(Bind.int(body?.consumptionPercentage))::int,
+                            'sampleContentProvided', \(Bind.bool(body?.sampleContentProvided)),
+                            'refundPreference', \(Bind.text(body?.refundPreference))::text)) ELSE request_body END,
+                        lease_until = NULL, lease_token = NULL, updated_at = \(now)
+                    WHERE project_id = \(request.projectId) AND environment = \(request.environment.rawValue)
+                      AND notification_uuid = \(request.notificationUUID) AND lease_token = \(request.leaseToken)
+                      AND status = 'pending'
+                    """) == 1
+            }
+        }
+    }
+}
+
+/// The operator helpers' storage: notification arrival, purchase environments, renewal extension records.
+public final class PostgresAppStoreOperationsStore: AppStoreOperationsStore {
+    private let pool: ConnectionPool
+
+    /// A store over `pool`; the pool's lifetime is the caller's.
+    public init(pool: ConnectionPool) {
+        self.pool = pool
+    }
+
+    /// Earliest `received_at` of that UUID in any environment of the project.
+    public func notificationReceivedAt(projectId: UUID, notificationUUID: UUID) throws -> Date? {
+        try StorageErrors.mapping("notification received") {
+            try pool.withConnection { connection in
+                try connection.query("""
+                    SELECT received_at FROM notifications
+                    WHERE project_id = \(projectId) AND notification_uuid = \(notificationUUID)
+                    ORDER BY received_at LIMIT 1
+                    """).first?.decode("received_at", as: Date.self)
+            }
+        }
+    }
+
+    /// The environments of the project's purchases with that original transaction id.
+    public func purchaseEnvironments(projectId: UUID, originalTransactionId: String) throws -> [StoreEnvironment] {
+        try StorageErrors.mapping("purchase environments") {
+            try pool.withConnection { connection in
+                try connection.query("""
+                    SELECT environment FROM purchases
+                    WHERE project_id = \(projectId) AND original_transaction_id = \(originalTransactionId)
+                    ORDER BY environment
+                    """).map { StoreEnvironment(rawValue: try $0.decode("environment", as: String.self)) }
+            }
+        }
+    }
+
+    /// Inserts the record before Apple is asked.
+    public func startRenewalExtension(_ r: RenewalExtensionRecord) throws {
+        try StorageErrors.mapping("start renewal extension") {
+            try pool.autocommit { connection in
+                _ = try connection.execute("""
+                    INSERT INTO renewal_extensions (project_id, request_identifier, environment, original_transaction_id,
+                        extend_by_days, reason_code, created_at)
+                    VALUES (\(r.projectId), \(r.requestIdentifier), \(r.environment.rawValue), \(r.originalTransactionId),
+                        \(r.extendByDays), \(r.reasonCode), \(r.createdAt))
+                    """)
+            }
+        }
+    }
+
+    /// Writes Apple's answer (or the failure) into the record.
+    public func completeRenewalExtension(_ r: RenewalExtensionRecord) throws {
+        try StorageErrors.mapping("complete renewal extension") {
+            try pool.autocommit { connection in
+                _ = try connection.execute("""
+                    UPDATE renewal_extensions SET success = \(Bind.bool(r.success)),
+                        effective_date = \(Bind.date(r.effectiveDate)),
+                        web_order_line_item_id = \(Bind.text(r.webOrderLineItemId))::text,
+                        apple_error_code = \(Bind.int(r.appleErrorCode))::int,
+                        error = \(Bind.text(r.error.map { String($0.prefix(1000)) }))::text,
+                        completed_at = \(Bind.date(r.completedAt))
+                    WHERE project_id = \(r.projectId) AND request_identifier = \(r.requestIdentifier)
+                    """)
+            }
+        }
+    }
+}
