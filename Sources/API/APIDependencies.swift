@@ -20,6 +20,8 @@ public struct APIDependencies: Sendable {
     /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
     /// `APPLE_UNAVAILABLE`.
     public var appStore: (any AppStoreServerAPI)?
+    /// The operator helpers' storage (test notifications, renewal extensions); unwired → 503.
+    public var operations: any AppStoreOperationsStore
     /// Hashes secret keys (for storage and comparison).
     public var hasher: any SecretKeyHashing
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
@@ -37,6 +39,7 @@ public struct APIDependencies: Sendable {
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
         keyInspector: (any PrivateKeyInspecting)? = nil, appStore: (any AppStoreServerAPI)? = nil,
+        operations: (any AppStoreOperationsStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -46,6 +49,7 @@ public struct APIDependencies: Sendable {
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
         self.appStore = appStore
+        self.operations = operations ?? UnconfiguredOperationsStore()
         self.verifier = verifier
         self.hasher = hasher
         self.adminToken = adminToken
@@ -99,4 +103,19 @@ struct UnconfiguredKeyInspector: PrivateKeyInspecting {
         throw DomainError(.serviceUnavailable, "Private key checking is not configured.",
                           underlying: "APIDependencies.keyInspector was not wired")
     }
+}
+
+/// Stands in when no operator-helper store was wired: every call is "unavailable, retry", never a verdict.
+struct UnconfiguredOperationsStore: AppStoreOperationsStore {
+    private static var unavailable: DomainError {
+        DomainError(.serviceUnavailable, "Operator helper storage is not configured.",
+                    underlying: "APIDependencies.operations was not wired")
+    }
+
+    func notificationReceivedAt(projectId: UUID, notificationUUID: UUID) throws -> Date? { throw Self.unavailable }
+    func purchaseEnvironments(projectId: UUID, originalTransactionId: String) throws -> [StoreEnvironment] {
+        throw Self.unavailable
+    }
+    func startRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
+    func completeRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
 }

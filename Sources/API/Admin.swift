@@ -7,10 +7,13 @@ extension APIHandlers {
     static let createSuggestion = "Request body requires name (string) and bundle_id (string). Optional: app_apple_id "
         + "(integer or null), environments ([\"Production\", \"Sandbox\"]), transfer_policy (transfer, share, block), "
         + "allow_xcode (boolean), require_secret_key_for_reads (boolean), "
-        + "app_account_token_policy (ignore, require_match, prefer)."
+        + "app_account_token_policy (ignore, require_match, prefer), " + consumptionSettingsHelp + "."
     static let updateSuggestion = "Send at least one of: name, bundle_id, app_apple_id (integer or null), environments, "
         + "transfer_policy (transfer, share, block), allow_xcode, require_secret_key_for_reads, "
-        + "app_account_token_policy (ignore, require_match, prefer)."
+        + "app_account_token_policy (ignore, require_match, prefer), " + consumptionSettingsHelp + "."
+    static let consumptionSettingsHelp = "consumption_response (off, auto), consumption_customer_consented (boolean), "
+        + "consumption_sample_content_provided (boolean), consumption_refund_preference (DECLINE, GRANT_FULL, "
+        + "GRANT_PRORATED or null)"
     static let productSuggestion = "Request body requires entitlements (array of at most 100 strings), "
         + "e.g. {\"entitlements\": [\"pro\"]}."
     static let productIdSuggestion = "Put the App Store product id (1 to 256 characters) in the URL path."
@@ -43,6 +46,7 @@ extension APIHandlers {
         if let allowXcode = settings.allowXcode { new.allowXcode = allowXcode }
         if let require = settings.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
         if let tokenPolicy = settings.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
+        new.consumption = settings.consumption.applied(to: new.consumption)
         // The use case checks the rules too; asking them here reports type and rule problems in one answer (only
         // for fields that parsed: a missing name already says "Required").
         let ruleProblems = ProjectRules.problems(in: new).filter { problem in
@@ -95,6 +99,7 @@ extension APIHandlers {
         changes.allowXcode = settings.allowXcode
         changes.requireSecretKeyForReads = settings.requireSecretKeyForReads
         changes.appAccountTokenPolicy = settings.appAccountTokenPolicy
+        changes.consumption = settings.consumption
         fields.add(ProjectRules.problems(in: changes))
         try fields.check(suggestion: Self.updateSuggestion)
         let updated = try Self.translating(suggestion: Self.updateSuggestion) {
@@ -208,6 +213,7 @@ extension APIHandlers {
         var allowXcode: Bool?
         var requireSecretKeyForReads: Bool?
         var appAccountTokenPolicy: AppAccountTokenPolicy?
+        var consumption = ConsumptionSettings.Changes()
     }
 
     static func settings(_ fields: inout FieldValidator) -> Settings {
@@ -228,7 +234,28 @@ extension APIHandlers {
         settings.requireSecretKeyForReads = fields.bool("require_secret_key_for_reads")
         settings.appAccountTokenPolicy = fields.enumeration("app_account_token_policy", tokenPolicyNames)
             .flatMap(AppAccountTokenPolicy.init(rawValue:))
+        settings.consumption = consumptionSettings(&fields)
         return settings
+    }
+
+    static let consumptionResponseNames = ConsumptionResponse.allCases.map(\.rawValue)
+    static let refundPreferenceNames = RefundPreference.allCases.map(\.rawValue)
+
+    /// The refund defense settings (`consumption_*`); `consumption_refund_preference: null` clears it.
+    static func consumptionSettings(_ fields: inout FieldValidator) -> ConsumptionSettings.Changes {
+        var changes = ConsumptionSettings.Changes()
+        changes.response = fields.enumeration("consumption_response", consumptionResponseNames)
+            .flatMap(ConsumptionResponse.init(rawValue:))
+        changes.customerConsented = fields.bool("consumption_customer_consented")
+        changes.sampleContentProvided = fields.bool("consumption_sample_content_provided")
+        if let value = fields.object["consumption_refund_preference"] {
+            if value.isNull {
+                changes.refundPreference = .some(nil)
+            } else if let name = fields.checkEnum(value, path: ["consumption_refund_preference"], refundPreferenceNames) {
+                changes.refundPreference = .some(RefundPreference(rawValue: name))
+            }
+        }
+        return changes
     }
 
     static func projectId(_ request: Request) throws(HTTPError) -> UUID {
@@ -278,6 +305,14 @@ extension APIHandlers {
         body.bool(project.requireSecretKeyForReads)
         body.raw(#","app_account_token_policy":"#)
         body.string(project.appAccountTokenPolicy.rawValue)
+        body.raw(#","consumption_response":"#)
+        body.string(project.consumption.response.rawValue)
+        body.raw(#","consumption_customer_consented":"#)
+        body.bool(project.consumption.customerConsented)
+        body.raw(#","consumption_sample_content_provided":"#)
+        body.bool(project.consumption.sampleContentProvided)
+        body.raw(#","consumption_refund_preference":"#)
+        body.stringOrNull(project.consumption.refundPreference?.rawValue)
         body.raw(#","public_key":"#)
         body.string(project.publicKey)
         body.raw(#","public_keys":["#)

@@ -151,6 +151,29 @@ enum ErrorMapping {
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
                     suggestion: "Reload the resource and retry.")
+            case .purchaseNotFound:
+                return HTTPError(
+                    status: 404, code: error.code.rawValue, message: "No such purchase in this project.",
+                    suggestion: "Use the original transaction id of a Production or Sandbox purchase Bouncer has "
+                        + "recorded for this project (posted to /v1/receipts or received in a notification).")
+            case .testNotificationNotFound:
+                return HTTPError(
+                    status: 404, code: error.code.rawValue, message: "Apple does not know this test notification token.",
+                    suggestion: "Use the token POST /v1/admin/projects/{id}/app-store/test-notification returned, with "
+                        + "the same environment query parameter.")
+            case .subscriptionExtensionIneligible:
+                log(logLine(request, status: 422, String(reflecting: error)))
+                return HTTPError(
+                    status: 422, code: error.code.rawValue, message: "Apple says this subscription cannot be extended.",
+                    suggestion: "Apple extends only active, paid subscription periods (not free trials, offer periods, "
+                        + "billing retry or grace, nor Family Sharing purchases). The attempt is recorded; nothing changed.")
+            case .subscriptionExtensionLimitReached:
+                log(logLine(request, status: 409, String(reflecting: error)))
+                return HTTPError(
+                    status: 409, code: error.code.rawValue,
+                    message: "This subscription was already extended as often as Apple allows.",
+                    suggestion: "Apple allows two extensions per subscription in a 365-day period. The attempt is "
+                        + "recorded; nothing changed.")
             default:
                 log(logLine(request, status: 500, String(reflecting: error)))
                 return nil

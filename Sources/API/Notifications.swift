@@ -121,6 +121,18 @@ extension APIHandlers {
         body.date(n.receivedAt)
         body.raw(#","processed_at":"#)
         body.dateOrNull(n.processedAt)
+        if let answer = n.consumption {
+            // Only CONSUMPTION_REQUESTs (Production, Sandbox) have one: where their answer to Apple stands.
+            body.raw(#","consumption":{"status":"#)
+            body.string(answer.status.rawValue)
+            body.raw(#","attempts":"#)
+            body.int(Int64(answer.attempts))
+            body.raw(#","last_error":"#)
+            body.stringOrNull(answer.lastError)
+            body.raw(#","sent_at":"#)
+            body.dateOrNull(answer.sentAt)
+            body.raw("}")
+        }
         body.raw("}")
     }
 }

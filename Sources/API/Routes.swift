@@ -42,6 +42,11 @@ public enum Routes {
         add(.put, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.putAppStoreCredentials($1) }
         add(.get, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.getAppStoreCredentials($1) }
         add(.delete, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.deleteAppStoreCredentials($1) }
+        add(.post, "/v1/admin/projects/:id/app-store/test-notification", admin) { try $0.requestTestNotification($1) }
+        add(.get, "/v1/admin/projects/:id/app-store/test-notification/:token", admin) { try $0.getTestNotification($1) }
+        add(.post, "/v1/admin/projects/:id/subscriptions/:originalTransactionId/extend", admin) {
+            try $0.extendSubscription($1)
+        }
     }
 }
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import API
+import Domain
 import AppStoreJWS
 import AppStoreServerAPI
 import Crypto
@@ -78,14 +79,37 @@ enum ServeCommand {
             sealer: sealer,
             keyInspector: P256KeyInspector(),
             appStore: appStore,
+            operations: PostgresAppStoreOperationsStore(pool: database.pool),
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)
+        let responder = makeConsumptionResponder(settings: settings, database: database, caches: caches,
+                                                 sealer: sealer, appStore: appStore, log: log)
+        responder.run()
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
+        responder.shutdown()
         caches.stop()
         monitor.stop()
         database.close(log: log)
         return status
+    }
+
+    /// The CONSUMPTION_REQUEST responder over the durable queue; its lease always outlasts one Apple call.
+    static func makeConsumptionResponder(
+        settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
+        appStore: AppStoreServerClient, log: @escaping @Sendable (String) -> Void
+    ) -> ConsumptionResponderService {
+        let credentials = CredentialAdministration(
+            projects: caches.projects, store: PostgresCredentialStore(pool: database.pool), sealer: sealer,
+            inspector: P256KeyInspector(), now: { Date() })
+        let responder = ConsumptionResponder(
+            projects: caches.projects, credentials: credentials, appStore: appStore,
+            retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
+        var consumption = settings.consumption
+        let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
+        consumption.leaseSeconds = max(consumption.leaseSeconds, budget + 1)
+        return ConsumptionResponderService(queue: PostgresConsumptionQueue(pool: database.pool), responder: responder,
+                                           settings: consumption, log: log)
     }
 
     /// The App Store Server API client: HTTPS with the system roots plus `caFile`, keep-alive, the call budget.

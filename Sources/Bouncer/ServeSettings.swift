@@ -40,6 +40,9 @@ struct ServeSettings: Sendable {
     /// `BOUNCER_APPLE_API_TIMEOUT_SECONDS`: where and how the App Store Server API is called.
     var appleAPI = AppleAPISettings()
 
+    /// `BOUNCER_CONSUMPTION_*`: the CONSUMPTION_REQUEST responder (`Jobs/ConsumptionResponderService.swift`).
+    var consumption = ConsumptionSettingsOfServe()
+
     /// Bytes in an encryption key (AES-256).
     static let encryptionKeyBytes = 32
     static let encryptionKeyAdvice = "generate one with `openssl rand -base64 32`"
@@ -215,7 +218,7 @@ struct ServeSettings: Sendable {
             }
             return nil
         },
-    ] + operationsVariables
+    ] + operationsVariables + consumptionVariables
 
     /// An `https` URL (any path prefix), or `http` to 127.0.0.1/localhost only (a local fake).
     private static func appleURL(

@@ -1,0 +1,126 @@
+import Domain
+import Foundation
+import HTTPCore
+
+extension APIHandlers {
+    static let testNotificationSuggestion = "Optional query parameter: environment (Production or Sandbox; default "
+        + "Production when the project allows it, else Sandbox)."
+    static let extendSuggestion = "Request body requires extend_by_days (integer 1 to 90) and reason_code (integer: "
+        + "0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage)."
+
+    /// The operator helpers (shared rules in `Domain.AppStoreOperations`), at this server's clock.
+    var appStoreOperations: AppStoreOperations {
+        AppStoreOperations(projects: deps.projects, credentials: credentialAdministration, appStore: deps.appStore,
+                           verifier: deps.verifier, store: deps.operations, now: deps.now)
+    }
+
+    /// `POST /v1/admin/projects/:id/app-store/test-notification[?environment=]`: Apple's Request a Test
+    /// Notification; answers the token to ask about.
+    func requestTestNotification(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let environment = try Self.testEnvironmentQuery(request)
+        let (token, asked) = try Self.translating(suggestion: Self.testNotificationSuggestion) {
+            try appStoreOperations.requestTestNotification(projectId: id, environment: environment)
+        }
+        var body = JSONBody(capacity: 128)
+        body.raw(#"{"token":"#)
+        body.string(token)
+        body.raw(#","environment":"#)
+        body.string(asked.rawValue)
+        body.raw("}")
+        return Response.json(200, body.bytes)
+    }
+
+    /// `GET /v1/admin/projects/:id/app-store/test-notification/:token[?environment=]`: what Apple says about its
+    /// delivery, and whether this Bouncer stored the notification (`received`).
+    func getTestNotification(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let environment = try Self.testEnvironmentQuery(request)
+        let token = request.pathParameters["token"] ?? ""
+        let report = try Self.translating(suggestion: "Use the token that POST …/app-store/test-notification returned.") {
+            try appStoreOperations.testNotificationStatus(projectId: id, token: token, environment: environment)
+        }
+        var body = JSONBody(capacity: 256 + 64 * report.sendAttempts.count)
+        body.raw(#"{"token":"#)
+        body.string(report.token)
+        body.raw(#","environment":"#)
+        body.string(report.environment.rawValue)
+        body.raw(#","notification_uuid":"#)
+        body.string(report.notificationUUID.uuidString.lowercased())
+        body.raw(#","apple_send_attempts":["#)
+        for (i, attempt) in report.sendAttempts.enumerated() {
+            if i > 0 { body.raw(",") }
+            body.raw(#"{"attempt_date":"#)
+            body.date(attempt.attemptDate)
+            body.raw(#","result":"#)
+            body.string(attempt.result)
+            body.raw("}")
+        }
+        body.raw(#"],"received":"#)
+        body.bool(report.receivedAt != nil)
+        body.raw(#","received_at":"#)
+        body.dateOrNull(report.receivedAt)
+        body.raw("}")
+        return Response.json(200, body.bytes)
+    }
+
+    /// `POST /v1/admin/projects/:id/subscriptions/:originalTransactionId/extend`: Extend a Subscription Renewal
+    /// Date with a fresh request identifier; the call and its result are recorded.
+    func extendSubscription(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let originalTransactionId = request.pathParameters["originalTransactionId"] ?? ""
+        let object = try RequestBody.object(request, suggestion: Self.extendSuggestion)
+        var fields = FieldValidator(object)
+        let days = fields.int("extend_by_days")
+        let reason = fields.int("reason_code")
+        if !fields.has("extend_by_days") { fields.fail(["extend_by_days"], "Required") }
+        if !fields.has("reason_code") { fields.fail(["reason_code"], "Required") }
+        fields.add(AppStoreOperations.problems(extendByDays: days, reasonCode: reason))
+        fields.add(TransactionLookup.problems(transactionId: originalTransactionId, path: ["originalTransactionId"]))
+        try fields.check(suggestion: Self.extendSuggestion)
+        guard let days, let reason else {
+            throw HTTPError.validation([ErrorDetail(path: [], message: "Required")], suggestion: Self.extendSuggestion)
+        }
+        let record = try Self.translating(suggestion: Self.extendSuggestion) {
+            try appStoreOperations.extendRenewal(projectId: id, originalTransactionId: originalTransactionId,
+                                                 extendByDays: days, reasonCode: reason)
+        }
+        var body = JSONBody(capacity: 320)
+        body.raw(#"{"original_transaction_id":"#)
+        body.string(record.originalTransactionId)
+        body.raw(#","environment":"#)
+        body.string(record.environment.rawValue)
+        body.raw(#","request_identifier":"#)
+        body.string(record.requestIdentifier.uuidString.lowercased())
+        body.raw(#","extend_by_days":"#)
+        body.int(Int64(record.extendByDays))
+        body.raw(#","reason_code":"#)
+        body.int(Int64(record.reasonCode))
+        body.raw(#","success":"#)
+        body.bool(record.success == true)
+        body.raw(#","effective_date":"#)
+        body.dateOrNull(record.effectiveDate)
+        body.raw(#","web_order_line_item_id":"#)
+        body.stringOrNull(record.webOrderLineItemId)
+        body.raw("}")
+        return Response.json(200, body.bytes)
+    }
+
+    /// `environment` from the query: Production or Sandbox; absent → the use case's default.
+    static func testEnvironmentQuery(_ request: Request) throws(HTTPError) -> StoreEnvironment? {
+        var environment: StoreEnvironment?
+        for item in request.queryItems() where item.name == "environment" {
+            guard item.value == StoreEnvironment.production.rawValue || item.value == StoreEnvironment.sandbox.rawValue
+            else {
+                throw HTTPError.validation(
+                    [ErrorDetail(path: ["environment"], message: "Invalid enum value. Expected 'Production' | 'Sandbox'")],
+                    suggestion: testNotificationSuggestion)
+            }
+            environment = StoreEnvironment(rawValue: item.value)
+        }
+        return environment
+    }
+}
