@@ -327,6 +327,23 @@ public final class FakeAppleServer: Sendable {
         requests.filter { $0.endpoint == .consumption && $0.jwtProblem == nil }.map { ($0.id ?? "", $0.jsonBody) }
     }
 
+    /// Does what Apple does after Request a Test Notification: POSTs the scenario's signed TEST payload for
+    /// `environment` to a Bouncer's webhook (`POST /v1/notifications/:publicKey` on 127.0.0.1:`port`), and appends
+    /// a send attempt (`SUCCESS` on a 200, else `UNSUCCESSFUL_HTTP_RESPONSE_CODE`) to what Get Test Notification
+    /// Status answers. Returns the webhook's status.
+    @discardableResult
+    public func deliverTestNotification(environment: Environment, toPort port: Int, publicKey: String) throws -> Int {
+        guard let payload = store.mutex.withLock({ $0.testNotification[environment]?.signedPayload }) else {
+            preconditionFailure("FakeAppleServer.deliverTestNotification: no test notification set for \(environment)")
+        }
+        let response = try RawHTTPClient(port: port).post("/v1/notifications/\(publicKey)",
+                                                           json: ["signedPayload": .string(payload)])
+        let attempt = SendAttempt(attemptDate: Int64(Date().timeIntervalSince1970 * 1000),
+                                  result: response.status == 200 ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE")
+        store.mutex.withLock { $0.testNotification[environment]?.attempts.append(attempt) }
+        return response.status
+    }
+
     /// Signs `payloadJSON` like Apple (ES256, x5c of `TestPKI`'s chain).
     public static func sign(_ payloadJSON: String) throws -> String { try TestPKI.sign(payloadJSON) }
 
