@@ -346,7 +346,9 @@ public struct ConsumptionResponder: Sendable {
         case .success:
             return .sent(body)
         case .failure(let error):
-            let wait = max(delay, TimeInterval(error.retryAfterSeconds ?? 0))
+            // Apple's own Retry-After (429) is honoured; the client's estimate for a 5xx or a timeout is not
+            // (our backoff is already jittered and the 12-hour window is what matters).
+            let wait = error.httpStatus == 429 ? max(delay, TimeInterval(error.retryAfterSeconds ?? 0)) : delay
             return ConsumptionRules.outcome(of: error, request, now: now, delay: wait)
         }
     }
