@@ -233,6 +233,20 @@ final class RefundDefenseE2ETests: XCTestCase {
         XCTAssertEqual(Self.consumptionCalls(apple, transaction.transactionId).count, 1)
     }
 
+    /// A request older than Apple's 12-hour window (e.g. recovered late) expires unanswered.
+    func testRequestPastApplesWindowExpiresWithoutCallingApple() throws {
+        let api = API(client: try server.client)
+        let tenant = try Self.tenant(api, try apple, settings: Self.answering)
+        var (notification, transaction) = Self.consumptionRequest(tenant)
+        notification.signedDate = E2E.ms(-13 * 3600)
+        try api.deliver(tenant.publicKey, notification)
+        XCTAssertTrue(try E2E.eventually { try Self.status(db, tenant, notification.uuid) == "expired" })
+        XCTAssertEqual(Self.consumptionCalls(try apple, transaction.transactionId).count, 0)
+        let entry = try XCTUnwrap(try Self.logEntry(api, tenant, notification.uuid))
+        XCTAssertEqual(entry["consumption"]?["status"], "expired")
+        XCTAssertEqual(entry["consumption"]?["last_error"], "Apple's 12-hour window to answer had passed")
+    }
+
     /// The queue row commits with the notification: killed (-9) while Apple stalls the answer, a restarted server
     /// (after the lease lapses) sends it.
     func testKilledWhileAnsweringTheRestartedServerSendsIt() throws {
