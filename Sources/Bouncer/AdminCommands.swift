@@ -18,6 +18,9 @@ enum AdminCommands {
 
         SETTINGS: [--app-apple-id N] [--environment Production|Sandbox]... [--transfer-policy transfer|share|block]
                   [--allow-xcode] [--require-secret-key] [--app-account-token-policy ignore|require_match|prefer]
+                  [--consumption-response off|auto] [--consumption-customer-consented true|false]
+                  [--consumption-sample-content-provided true|false]
+                  [--consumption-refund-preference DECLINE|GRANT_FULL|GRANT_PRORATED|none]
 
         rotate-keys: without --key both keys rotate. The replaced key keeps working for --grace-seconds
         (default 2592000 = 30 days for public, 86400 = 24 h for secret; 0 retires it at once; at most 31536000).
@@ -130,6 +133,7 @@ enum AdminCommands {
             if let allowXcode = changes.allowXcode { new.allowXcode = allowXcode }
             if let require = changes.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
             if let tokenPolicy = changes.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
+            new.consumption = changes.consumption.applied(to: new.consumption)
             let project = new
             return { admin in [Representations.project(try admin.createProject(project))] }
         case "update":
@@ -180,6 +184,14 @@ enum AdminCommands {
         }
     }
 
+    private static func boolean(_ flag: String, _ value: String) throws(UsageError) -> Bool {
+        switch value {
+        case "true": return true
+        case "false": return false
+        default: throw UsageError(message: "\(flag) must be true or false")
+        }
+    }
+
     /// The options `create` and `update` share, as a change set plus name and bundle id.
     private static func settings(_ args: ArraySlice<String>) throws(UsageError)
         -> (name: String?, bundleId: String?, changes: ProjectChanges)
@@ -212,6 +224,24 @@ enum AdminCommands {
                     throw UsageError(message: "--app-account-token-policy must be ignore, require_match or prefer")
                 }
                 changes.appAccountTokenPolicy = p
+            case "--consumption-response":
+                guard let r = ConsumptionResponse(rawValue: try value(flag)) else {
+                    throw UsageError(message: "--consumption-response must be off or auto")
+                }
+                changes.consumption.response = r
+            case "--consumption-customer-consented":
+                changes.consumption.customerConsented = try boolean(flag, try value(flag))
+            case "--consumption-sample-content-provided":
+                changes.consumption.sampleContentProvided = try boolean(flag, try value(flag))
+            case "--consumption-refund-preference":
+                let v = try value(flag)
+                if v == "none" {
+                    changes.consumption.refundPreference = .some(nil)
+                } else if let preference = RefundPreference(rawValue: v) {
+                    changes.consumption.refundPreference = .some(preference)
+                } else {
+                    throw UsageError(message: "--consumption-refund-preference must be DECLINE, GRANT_FULL, GRANT_PRORATED or none")
+                }
             case "--allow-xcode": changes.allowXcode = true
             case "--require-secret-key": changes.requireSecretKeyForReads = true
             default: throw UsageError(message: "unknown option \(flag)")

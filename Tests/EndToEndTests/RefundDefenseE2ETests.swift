@@ -492,3 +492,34 @@ final class RefundDefenseE2ETests: XCTestCase {
         XCTAssertEqual(try db.count("renewal_extensions", project: tenant.id), 2)
     }
 }
+
+extension RefundDefenseE2ETests {
+    /// The CLI sets the refund defense settings through the same use case (and prints what the admin API shows).
+    func testCLISetsConsumptionSettingsLikeTheAdminAPI() throws {
+        let server = try server
+        let api = API(client: server.client)
+        let tenant = try api.createProject()
+        var env = server.environment
+        env["BOUNCER_PORT"] = nil
+        let run = try CLIRun.run(["project", "update", tenant.id, "--consumption-response", "auto",
+                                  "--consumption-customer-consented", "true",
+                                  "--consumption-sample-content-provided", "true",
+                                  "--consumption-refund-preference", "GRANT_FULL"], environment: env)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let printed = try JSONParser.parse(run.stdout)
+        XCTAssertEqual(printed["consumption_response"], "auto")
+        XCTAssertEqual(printed["consumption_customer_consented"], true)
+        XCTAssertEqual(printed["consumption_sample_content_provided"], true)
+        XCTAssertEqual(printed["consumption_refund_preference"], "GRANT_FULL")
+        XCTAssertTrue(try E2E.eventually {
+            try api.client.get("/v1/admin/projects/\(tenant.id)", headers: E2E.admin).json()["consumption_refund_preference"]
+                == "GRANT_FULL"
+        })
+        let cleared = try CLIRun.run(["project", "update", tenant.id, "--consumption-refund-preference", "none"],
+                                     environment: env)
+        XCTAssertEqual(try JSONParser.parse(cleared.stdout)["consumption_refund_preference"], .null)
+        let bad = try CLIRun.run(["project", "update", tenant.id, "--consumption-response", "always"], environment: env)
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.stderr.contains("--consumption-response must be off or auto"), bad.stderr)
+    }
+}
