@@ -17,6 +17,8 @@ public struct APIDependencies: Sendable {
     public var sealer: (any CredentialSealing)?
     /// Checks that a private key is a PKCS#8 P-256 key and fingerprints it.
     public var keyInspector: any PrivateKeyInspecting
+    /// Signs promotional offers with a project's In-App Purchase key (`POST /v1/offers/:publicKey/signatures`).
+    public var offerSigner: any PromotionalOfferSigning
     /// Hashes secret keys (for storage and comparison).
     public var hasher: any SecretKeyHashing
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
@@ -28,12 +30,12 @@ public struct APIDependencies: Sendable {
 
     /// Creates the dependencies. Without `notifications`, the webhook answers 503 (Apple keeps retrying), so
     /// wiring that forgets it loses nothing; likewise without `credentials` or `keyInspector` the credential routes
-    /// answer 503, and without `sealer` storing credentials is refused (`ENCRYPTION_KEY_MISSING`).
+    /// answer 503 (and without `offerSigner` the offer route), and without `sealer` storing credentials is refused (`ENCRYPTION_KEY_MISSING`).
     public init(
         projects: any ProjectStore, purchases: any PurchaseStore, verifier: any SignedDataVerifying,
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
-        keyInspector: (any PrivateKeyInspecting)? = nil,
+        keyInspector: (any PrivateKeyInspecting)? = nil, offerSigner: (any PromotionalOfferSigning)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -42,6 +44,7 @@ public struct APIDependencies: Sendable {
         self.credentials = credentials ?? UnconfiguredCredentialStore()
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
+        self.offerSigner = offerSigner ?? UnconfiguredOfferSigner()
         self.verifier = verifier
         self.hasher = hasher
         self.adminToken = adminToken
@@ -94,5 +97,21 @@ struct UnconfiguredKeyInspector: PrivateKeyInspecting {
     func inspect(pem: String) throws -> InspectedPrivateKey {
         throw DomainError(.serviceUnavailable, "Private key checking is not configured.",
                           underlying: "APIDependencies.keyInspector was not wired")
+    }
+}
+
+/// Stands in when no offer signer was wired: nothing is signed ("unavailable"), never a verdict.
+struct UnconfiguredOfferSigner: PromotionalOfferSigning {
+    private static var unavailable: DomainError {
+        DomainError(.serviceUnavailable, "Offer signing is not configured.",
+                    underlying: "APIDependencies.offerSigner was not wired")
+    }
+
+    func signLegacy(_ payload: String, with credentials: UnsealedAppStoreCredentials) throws -> [UInt8] {
+        throw Self.unavailable
+    }
+
+    func signJWS(_ claims: PromotionalOfferClaims, with credentials: UnsealedAppStoreCredentials) throws -> String {
+        throw Self.unavailable
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import API
 import AppStoreJWS
+import AppStoreServerAPI
 import HTTPCore
 import Storage
 import Synchronization
@@ -66,6 +67,7 @@ enum ServeCommand {
             credentials: PostgresCredentialStore(pool: database.pool),
             sealer: sealer,
             keyInspector: P256KeyInspector(),
+            offerSigner: PromotionalOfferSigner(),
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)
