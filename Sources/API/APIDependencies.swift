@@ -19,6 +19,9 @@ public struct APIDependencies: Sendable {
     public var keyInspector: any PrivateKeyInspecting
     /// Signs promotional offers with a project's In-App Purchase key (`POST /v1/offers/:publicKey/signatures`).
     public var offerSigner: any PromotionalOfferSigning
+    /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
+    /// `APPLE_UNAVAILABLE`.
+    public var appStore: (any AppStoreServerAPI)?
     /// Hashes secret keys (for storage and comparison).
     public var hasher: any SecretKeyHashing
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
@@ -36,6 +39,7 @@ public struct APIDependencies: Sendable {
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
         keyInspector: (any PrivateKeyInspecting)? = nil, offerSigner: (any PromotionalOfferSigning)? = nil,
+        appStore: (any AppStoreServerAPI)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -45,6 +49,7 @@ public struct APIDependencies: Sendable {
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
         self.offerSigner = offerSigner ?? UnconfiguredOfferSigner()
+        self.appStore = appStore
         self.verifier = verifier
         self.hasher = hasher
         self.adminToken = adminToken

@@ -4,6 +4,8 @@ import Glibc
 import API
 import AppStoreJWS
 import AppStoreServerAPI
+import Crypto
+import HTTPClient
 import HTTPCore
 import Storage
 import Synchronization
@@ -57,6 +59,14 @@ enum ServeCommand {
         metrics.attach(caches: { caches.statistics })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))
+        let appStore: AppStoreServerClient
+        do {
+            appStore = try makeAppStoreClient(settings.appleAPI)
+        } catch {
+            CLI.err("bouncer serve: BOUNCER_APPLE_API_CA_FILE: \(error)\n")
+            return 2
+        }
+        defer { appStore.shutdown() }
         let dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
@@ -68,6 +78,7 @@ enum ServeCommand {
             sealer: sealer,
             keyInspector: P256KeyInspector(),
             offerSigner: PromotionalOfferSigner(),
+            appStore: appStore,
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)
@@ -76,6 +87,17 @@ enum ServeCommand {
         monitor.stop()
         database.close(log: log)
         return status
+    }
+
+    /// The App Store Server API client: HTTPS with the system roots plus `caFile`, keep-alive, the call budget.
+    /// Throws when the CA file does not load (a startup error, not a failed lookup later).
+    static func makeAppStoreClient(_ settings: AppleAPISettings) throws -> AppStoreServerClient {
+        let http = try HTTPClient(configuration: HTTPClient.Configuration(
+            tls: TLSClientConfiguration(trustsSystemRoots: true, additionalCAFile: settings.caFile),
+            connectTimeout: .seconds(3), readTimeout: settings.callBudget, responseTimeout: settings.callBudget,
+            maxIdleConnectionsPerHost: 8, retry: .never, userAgent: "bouncer"))
+        return AppStoreServerClient(http: http, configuration: AppStoreServerClient.Configuration(
+            productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, callBudget: settings.callBudget))
     }
 
     /// Adds the operational routes to `router`, serves until SIGTERM/SIGINT, drains, returns the exit status.
