@@ -17,6 +17,8 @@ public struct APIDependencies: Sendable {
     public var sealer: (any CredentialSealing)?
     /// Checks that a private key is a PKCS#8 P-256 key and fingerprints it.
     public var keyInspector: any PrivateKeyInspecting
+    /// Signs promotional offers with a project's In-App Purchase key (`POST /v1/offers/:publicKey/signatures`).
+    public var offerSigner: any PromotionalOfferSigning
     /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
     /// `APPLE_UNAVAILABLE`.
     public var appStore: (any AppStoreServerAPI)?
@@ -33,13 +35,13 @@ public struct APIDependencies: Sendable {
 
     /// Creates the dependencies. Without `notifications`, the webhook answers 503 (Apple keeps retrying), so
     /// wiring that forgets it loses nothing; likewise without `credentials` or `keyInspector` the credential routes
-    /// answer 503, and without `sealer` storing credentials is refused (`ENCRYPTION_KEY_MISSING`).
+    /// answer 503 (and without `offerSigner` the offer route), and without `sealer` storing credentials is refused (`ENCRYPTION_KEY_MISSING`).
     public init(
         projects: any ProjectStore, purchases: any PurchaseStore, verifier: any SignedDataVerifying,
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
-        keyInspector: (any PrivateKeyInspecting)? = nil, appStore: (any AppStoreServerAPI)? = nil,
-        operations: (any AppStoreOperationsStore)? = nil,
+        keyInspector: (any PrivateKeyInspecting)? = nil, offerSigner: (any PromotionalOfferSigning)? = nil,
+        appStore: (any AppStoreServerAPI)? = nil, operations: (any AppStoreOperationsStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -48,6 +50,7 @@ public struct APIDependencies: Sendable {
         self.credentials = credentials ?? UnconfiguredCredentialStore()
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
+        self.offerSigner = offerSigner ?? UnconfiguredOfferSigner()
         self.appStore = appStore
         self.operations = operations ?? UnconfiguredOperationsStore()
         self.verifier = verifier
@@ -118,4 +121,20 @@ struct UnconfiguredOperationsStore: AppStoreOperationsStore {
     }
     func startRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
     func completeRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
+}
+
+/// Stands in when no offer signer was wired: nothing is signed ("unavailable"), never a verdict.
+struct UnconfiguredOfferSigner: PromotionalOfferSigning {
+    private static var unavailable: DomainError {
+        DomainError(.serviceUnavailable, "Offer signing is not configured.",
+                    underlying: "APIDependencies.offerSigner was not wired")
+    }
+
+    func signLegacy(_ payload: String, with credentials: UnsealedAppStoreCredentials) throws -> [UInt8] {
+        throw Self.unavailable
+    }
+
+    func signJWS(_ claims: PromotionalOfferClaims, with credentials: UnsealedAppStoreCredentials) throws -> String {
+        throw Self.unavailable
+    }
 }

@@ -69,6 +69,12 @@ extension HTTPError {
     static let productNotFound = HTTPError(
         status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
         suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")
+
+    /// Offers are signed only for products mapped in the project.
+    static let offerProductNotFound = HTTPError(
+        status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found in this project.",
+        suggestion: "Offers are signed only for the project's mapped products: map the product first with PUT "
+            + "/v1/admin/projects/:id/products/:productId (or `bouncer product set`), then retry.")
 }
 
 /// The single place where domain and verification errors become `HTTPError`s (the server renders them).
@@ -110,7 +116,8 @@ enum ErrorMapping {
             case .projectNotFound:
                 return .projectNotFound
             case .productNotFound:
-                return .productNotFound
+                // The offer route's caller is an app: the fix is an admin's mapping, not another id to look up.
+                return request.routeTemplate == offerSignaturesRoute ? .offerProductNotFound : .productNotFound
             case .transactionConflict:
                 // Logged (project, transaction id, the differing fields: `underlying`), never the JWS.
                 log(logLine(request, status: 409, String(reflecting: error)))
@@ -281,6 +288,9 @@ enum ErrorMapping {
             return ("Signed data rejected", "Send the signed data exactly as Apple returned it.")
         }
     }
+
+    /// The promotional-offer signing route's template.
+    static let offerSignaturesRoute = "/v1/offers/:publicKey/signatures"
 
     /// The App Store Server Notifications webhook's route template.
     static let notificationRoute = "/v1/notifications/:publicKey"

@@ -1,7 +1,7 @@
 import Domain
 import HTTPCore
 
-/// The public HTTP API: receipts, subscriptions, the App Store notification webhook and admin provisioning (see `openapi.yaml`).
+/// The public HTTP API: receipts, subscriptions, promotional-offer signatures, the App Store notification webhook and admin provisioning (see `openapi.yaml`).
 public enum Routes {
     /// Registers every API route on `router`. Health routes belong to the executable.
     public static func register(on router: inout Router, _ deps: APIDependencies) {
@@ -26,6 +26,7 @@ public enum Routes {
         let admin: RateLimitScopes = [.client, .admin]
         add(.post, "/v1/receipts/:publicKey", app) { try $0.postReceipt($1) }
         add(.get, "/v1/subscriptions/:publicKey/:userId", app.union(.secretKey)) { try $0.getSubscriptions($1) }
+        add(.post, ErrorMapping.offerSignaturesRoute, app) { try $0.postOfferSignature($1) }
         // Apple is the only caller of the webhook and retries for days: only the per-client limit applies.
         add(.post, ErrorMapping.notificationRoute, .client) { try $0.postNotification($1) }
 

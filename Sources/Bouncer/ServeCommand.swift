@@ -78,6 +78,7 @@ enum ServeCommand {
             credentials: PostgresCredentialStore(pool: database.pool),
             sealer: sealer,
             keyInspector: P256KeyInspector(),
+            offerSigner: PromotionalOfferSigner(),
             appStore: appStore,
             operations: PostgresAppStoreOperationsStore(pool: database.pool),
             log: log)

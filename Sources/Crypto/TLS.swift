@@ -35,48 +35,6 @@ public struct TLSServerConfiguration: Sendable {
     }
 }
 
-/// A TLS failure. `description` is safe to show; OpenSSL's error queue is in `debugDescription`.
-public struct TLSError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// Stable, extensible error code.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String { case configuration, handshakeFailed, certificateRejected, timeout, closed, io }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-        /// The context could not be built (unreadable CA file, bad key).
-        public static let configuration = Code(.configuration)
-        /// The handshake failed for a reason other than the peer's certificate (protocol, version, alert).
-        public static let handshakeFailed = Code(.handshakeFailed)
-        /// The peer's certificate did not verify: untrusted, expired, or not for this host name.
-        public static let certificateRejected = Code(.certificateRejected)
-        /// A deadline passed.
-        public static let timeout = Code(.timeout)
-        /// The peer closed the connection where data was required.
-        public static let closed = Code(.closed)
-        /// A socket or record-layer error.
-        public static let io = Code(.io)
-        /// The code's stable name.
-        public var description: String { base.rawValue }
-    }
-
-    /// What kind of failure.
-    public var code: Code
-    /// Client-safe explanation (for `.certificateRejected`, OpenSSL's verify result text).
-    public var reason: String
-    /// OpenSSL's error queue and errno at the failure site.
-    public var debugDetail: String
-
-    init(_ code: Code, _ reason: String, debugDetail: String? = nil) {
-        self.code = code
-        self.reason = reason
-        self.debugDetail = debugDetail ?? OpenSSLErrors.drain()
-    }
-
-    /// `code: reason`.
-    public var description: String { "TLS \(code): \(reason)" }
-    /// The description plus OpenSSL's error text.
-    public var debugDescription: String { debugDetail.isEmpty ? description : "\(description) [\(debugDetail)]" }
-}
-
 /// Owns one configured OpenSSL `SSL_CTX`, client or server.
 ///
 /// `@unchecked Sendable`: configured in `init`, read-only afterwards; OpenSSL allows concurrent `SSL_new`
@@ -87,58 +45,58 @@ public final class TLSContext: @unchecked Sendable {
     public let isClient: Bool
 
     /// A client context: TLS 1.2+, peer verification on, trust per `configuration`.
-    public init(client configuration: TLSClientConfiguration) throws(TLSError) {
+    public init(client configuration: TLSClientConfiguration) throws(CryptoError) {
         Self.ignoreSIGPIPE
         OpenSSLErrors.clear()
-        guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSError(.configuration, "cannot create TLS context") }
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw CryptoError(.configuration, "cannot create TLS context") }
         self.context = context   // owned from here: deinit frees it even when configuration fails below
         isClient = true
         try configureCommon()
         if configuration.trustsSystemRoots, SSL_CTX_set_default_verify_paths(context) != 1 {
-            throw TLSError(.configuration, "cannot load the system's default CA locations")
+            throw CryptoError(.configuration, "cannot load the system's default CA locations")
         }
         if let file = configuration.additionalCAFile, SSL_CTX_load_verify_locations(context, file, nil) != 1 {
-            throw TLSError(.configuration, "cannot load CA certificates from \(file)")
+            throw CryptoError(.configuration, "cannot load CA certificates from \(file)")
         }
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         if !configuration.applicationProtocols.isEmpty {
             var wire: [UInt8] = []   // RFC 7301 §3.1: length-prefixed protocol names
             for name in configuration.applicationProtocols {
                 let bytes = Array(name.utf8)
-                guard !bytes.isEmpty, bytes.count < 256 else { throw TLSError(.configuration, "invalid ALPN protocol name", debugDetail: "") }
+                guard !bytes.isEmpty, bytes.count < 256 else { throw CryptoError(.configuration, "invalid ALPN protocol name", debugDetail: "") }
                 wire.append(UInt8(bytes.count))
                 wire += bytes
             }
             // Returns 0 on success (unlike most of OpenSSL); copies the bytes.
             guard SSL_CTX_set_alpn_protos(context, wire, UInt32(wire.count)) == 0 else {
-                throw TLSError(.configuration, "cannot set ALPN protocols")
+                throw CryptoError(.configuration, "cannot set ALPN protocols")
             }
         }
     }
 
     /// A server context presenting `configuration`'s certificate chain and key.
-    public init(server configuration: TLSServerConfiguration) throws(TLSError) {
+    public init(server configuration: TLSServerConfiguration) throws(CryptoError) {
         Self.ignoreSIGPIPE
         OpenSSLErrors.clear()
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSError(.configuration, "cannot create TLS context") }
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw CryptoError(.configuration, "cannot create TLS context") }
         self.context = context
         isClient = false
         try configureCommon()
         guard SSL_CTX_use_certificate_chain_file(context, configuration.certificateChainFile) == 1 else {
-            throw TLSError(.configuration, "cannot load certificate chain from \(configuration.certificateChainFile)")
+            throw CryptoError(.configuration, "cannot load certificate chain from \(configuration.certificateChainFile)")
         }
         guard SSL_CTX_use_PrivateKey_file(context, configuration.privateKeyFile, SSL_FILETYPE_PEM) == 1,
               SSL_CTX_check_private_key(context) == 1 else {
-            throw TLSError(.configuration, "cannot load a private key matching the certificate from \(configuration.privateKeyFile)")
+            throw CryptoError(.configuration, "cannot load a private key matching the certificate from \(configuration.privateKeyFile)")
         }
         bouncer_SSL_CTX_select_http11(context)   // ALPN: answer "http/1.1" when the client offers it
     }
 
     deinit { SSL_CTX_free(context) }
 
-    private func configureCommon() throws(TLSError) {
+    private func configureCommon() throws(CryptoError) {
         guard bouncer_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
-            throw TLSError(.configuration, "cannot require TLS 1.2")
+            throw CryptoError(.configuration, "cannot require TLS 1.2")
         }
         _ = bouncer_SSL_CTX_set_write_modes(context)
         _ = SSL_CTX_set_options(context, bouncer_SSL_OP_IGNORE_UNEXPECTED_EOF() | bouncer_SSL_OP_NO_RENEGOTIATION())
@@ -149,7 +107,7 @@ public final class TLSContext: @unchecked Sendable {
     private static let ignoreSIGPIPE: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 
     /// Lends the `SSL_CTX` to `TLSConnection`.
-    fileprivate func withContext<T>(_ body: (OpaquePointer) throws(TLSError) -> T) throws(TLSError) -> T { try body(context) }
+    fileprivate func withContext<T>(_ body: (OpaquePointer) throws(CryptoError) -> T) throws(CryptoError) -> T { try body(context) }
 }
 
 /// A blocking TLS session over a connected socket, with a deadline on every operation: owns one `SSL`.
@@ -167,41 +125,41 @@ public final class TLSConnection: @unchecked Sendable {
 
     /// Runs the client handshake on `fd` (connected), verifying that the peer's certificate chains to
     /// the context's trust and names `serverName` (a DNS name, sent as SNI, or an IP address literal).
-    public init(context: TLSContext, connectedSocket fd: Int32, serverName: String, deadline: ContinuousClock.Instant) throws(TLSError) {
+    public init(context: TLSContext, connectedSocket fd: Int32, serverName: String, deadline: ContinuousClock.Instant) throws(CryptoError) {
         precondition(context.isClient, "client connection from a server context")
         self.fd = fd
         OpenSSLErrors.clear()
-        guard let ssl = try context.withContext({ (ctx) throws(TLSError) -> OpaquePointer? in SSL_new(ctx) }) else {
-            throw TLSError(.configuration, "cannot create TLS session")
+        guard let ssl = try context.withContext({ (ctx) throws(CryptoError) -> OpaquePointer? in SSL_new(ctx) }) else {
+            throw CryptoError(.configuration, "cannot create TLS session")
         }
         self.ssl = ssl   // owned from here; deinit frees it
         try Self.makeNonBlocking(fd)
-        guard SSL_set_fd(ssl, fd) == 1 else { throw TLSError(.io, "cannot attach socket") }
+        guard SSL_set_fd(ssl, fd) == 1 else { throw CryptoError(.io, "cannot attach socket") }
         if Self.isIPAddress(serverName) {
             // get0: the param belongs to the SSL; set1 copies the address.
             guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) == 1 else {
-                throw TLSError(.configuration, "invalid IP address \(serverName)")
+                throw CryptoError(.configuration, "invalid IP address \(serverName)")
             }
         } else {
             // SNI (RFC 6066 §3, DNS names only) and RFC 6125 host-name matching on the leaf; both copy.
             guard bouncer_SSL_set_tlsext_host_name(ssl, serverName) == 1, SSL_set1_host(ssl, serverName) == 1 else {
-                throw TLSError(.configuration, "invalid server name \(serverName)")
+                throw CryptoError(.configuration, "invalid server name \(serverName)")
             }
         }
         try drive(deadline: deadline, what: "handshake") { SSL_connect($0) }
     }
 
     /// Runs the server handshake on an accepted socket.
-    public init(context: TLSContext, acceptedSocket fd: Int32, deadline: ContinuousClock.Instant) throws(TLSError) {
+    public init(context: TLSContext, acceptedSocket fd: Int32, deadline: ContinuousClock.Instant) throws(CryptoError) {
         precondition(!context.isClient, "server connection from a client context")
         self.fd = fd
         OpenSSLErrors.clear()
-        guard let ssl = try context.withContext({ (ctx) throws(TLSError) -> OpaquePointer? in SSL_new(ctx) }) else {
-            throw TLSError(.configuration, "cannot create TLS session")
+        guard let ssl = try context.withContext({ (ctx) throws(CryptoError) -> OpaquePointer? in SSL_new(ctx) }) else {
+            throw CryptoError(.configuration, "cannot create TLS session")
         }
         self.ssl = ssl
         try Self.makeNonBlocking(fd)
-        guard SSL_set_fd(ssl, fd) == 1 else { throw TLSError(.io, "cannot attach socket") }
+        guard SSL_set_fd(ssl, fd) == 1 else { throw CryptoError(.io, "cannot attach socket") }
         try drive(deadline: deadline, what: "handshake") { SSL_accept($0) }
     }
 
@@ -220,7 +178,7 @@ public final class TLSConnection: @unchecked Sendable {
     public var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
 
     /// Reads up to `buffer.count` bytes; returns 0 at the end of the stream (close_notify or EOF).
-    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant) throws(TLSError) -> Int {
+    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant) throws(CryptoError) -> Int {
         guard !finished, let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
         var count = 0
         let outcome = try drive(deadline: deadline, what: "read", allowsEndOfStream: true) { ssl in
@@ -231,8 +189,8 @@ public final class TLSConnection: @unchecked Sendable {
     }
 
     /// Writes all of `bytes` before `deadline`.
-    public func write(_ bytes: UnsafeRawBufferPointer, deadline: ContinuousClock.Instant) throws(TLSError) {
-        guard !finished else { throw TLSError(.closed, "connection already closed", debugDetail: "") }
+    public func write(_ bytes: UnsafeRawBufferPointer, deadline: ContinuousClock.Instant) throws(CryptoError) {
+        guard !finished else { throw CryptoError(.closed, "connection already closed", debugDetail: "") }
         var offset = 0
         while offset < bytes.count {
             guard let base = bytes.baseAddress else { return }
@@ -261,7 +219,7 @@ public final class TLSConnection: @unchecked Sendable {
     /// Calls `operation` until it succeeds, waiting on the socket for WANT_READ/WANT_WRITE.
     @discardableResult
     private func drive(deadline: ContinuousClock.Instant, what: String, allowsEndOfStream: Bool = false,
-                       _ operation: (OpaquePointer) -> Int32) throws(TLSError) -> Outcome {
+                       _ operation: (OpaquePointer) -> Int32) throws(CryptoError) -> Outcome {
         while true {
             OpenSSLErrors.clear()
             let result = operation(ssl)
@@ -274,41 +232,41 @@ public final class TLSConnection: @unchecked Sendable {
                 try wait(events: Int16(POLLOUT), deadline: deadline, what: what)
             case SSL_ERROR_ZERO_RETURN:
                 if allowsEndOfStream { return .endOfStream }
-                throw TLSError(.closed, "peer closed the connection during \(what)")
+                throw CryptoError(.closed, "peer closed the connection during \(what)")
             case SSL_ERROR_SYSCALL:
                 let code = errno
                 if allowsEndOfStream, code == 0 { return .endOfStream }
-                throw TLSError(.io, "socket error during \(what)", debugDetail: "errno \(code) \(String(cString: strerror(code))) \(OpenSSLErrors.drain())")
+                throw CryptoError(.io, "socket error during \(what)", debugDetail: "errno \(code) \(String(cString: strerror(code))) \(OpenSSLErrors.drain())")
             default:
                 let verify = SSL_get_verify_result(ssl)
                 if verify != X509_V_OK {
                     let text = X509_verify_cert_error_string(verify).map { String(cString: $0) } ?? "code \(verify)"
-                    throw TLSError(.certificateRejected, "server certificate rejected: \(text)")
+                    throw CryptoError(.certificateRejected, "server certificate rejected: \(text)")
                 }
-                throw TLSError(what == "handshake" ? .handshakeFailed : .io, "TLS \(what) failed")
+                throw CryptoError(what == "handshake" ? .handshakeFailed : .io, "TLS \(what) failed")
             }
         }
     }
 
-    private func wait(events: Int16, deadline: ContinuousClock.Instant, what: String) throws(TLSError) {
+    private func wait(events: Int16, deadline: ContinuousClock.Instant, what: String) throws(CryptoError) {
         while true {
             let remaining = ContinuousClock.now.duration(to: deadline)
-            guard remaining > .zero else { throw TLSError(.timeout, "\(what) timed out", debugDetail: "") }
+            guard remaining > .zero else { throw CryptoError(.timeout, "\(what) timed out", debugDetail: "") }
             let (seconds, attoseconds) = remaining.components
             let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
             var descriptor = pollfd(fd: fd, events: events, revents: 0)
             let ready = poll(&descriptor, 1, milliseconds)
             if ready > 0 { return }   // readable, writable, or HUP/ERR: the next SSL call reports which
             if ready < 0, errno != EINTR {
-                throw TLSError(.io, "poll failed during \(what)", debugDetail: "errno \(errno)")
+                throw CryptoError(.io, "poll failed during \(what)", debugDetail: "errno \(errno)")
             }
         }
     }
 
-    private static func makeNonBlocking(_ fd: Int32) throws(TLSError) {
+    private static func makeNonBlocking(_ fd: Int32) throws(CryptoError) {
         let flags = fcntl(fd, F_GETFL)
         guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
-            throw TLSError(.io, "cannot make the socket non-blocking", debugDetail: "errno \(errno)")
+            throw CryptoError(.io, "cannot make the socket non-blocking", debugDetail: "errno \(errno)")
         }
     }
 

@@ -81,7 +81,7 @@ final class Connection: @unchecked Sendable {
     }
 
     private static func map(_ error: any Error, while what: String) -> HTTPClientError {
-        guard let error = error as? TLSError else { return HTTPClientError(.io, "connection broke while \(what)", debugDetail: "\(error)") }
+        guard let error = error as? CryptoError else { return HTTPClientError(.io, "connection broke while \(what)", debugDetail: "\(error)") }
         return error.code == .timeout
             ? HTTPClientError(.timeout, "timed out \(what)", debugDetail: error.debugDescription)
             : HTTPClientError(.io, "connection broke while \(what)", debugDetail: error.debugDescription)

@@ -36,7 +36,7 @@ final class ContractTests: XCTestCase {
         let documented = try Self.documentedOperations().filter {
             !$0.hasSuffix("/healthz") && !$0.hasSuffix("/readyz") && !$0.hasSuffix("/metrics")  // served by the executable
         }
-        XCTAssertEqual(documented.count, 19)
+        XCTAssertEqual(documented.count, 20)
         XCTAssertEqual(registered, documented)
     }
 
@@ -47,7 +47,7 @@ final class ContractTests: XCTestCase {
             "JWS_VERIFICATION_FAILED", "BUNDLE_ID_MISMATCH", "ENVIRONMENT_NOT_ALLOWED", "APP_APPLE_ID_MISMATCH",
             "AUTH_INVALID_PUBLIC_KEY", "AUTH_INVALID_SECRET_KEY", "AUTH_SECRET_KEY_REQUIRED",
             "AUTH_INVALID_ADMIN_TOKEN", "ADMIN_API_DISABLED", "PURCHASE_OWNED_BY_ANOTHER_USER", "PROJECT_NOT_FOUND",
-            "PRODUCT_NOT_FOUND", "APP_STORE_CREDENTIALS_NOT_FOUND", "ENCRYPTION_KEY_MISSING", "CONFLICT", "SERVICE_UNAVAILABLE", "INTERNAL_ERROR", "UNSUPPORTED_MEDIA_TYPE",
+            "PRODUCT_NOT_FOUND", "APP_STORE_CREDENTIALS_NOT_FOUND", "APP_STORE_CREDENTIALS_MISSING", "ENCRYPTION_KEY_MISSING", "CONFLICT", "SERVICE_UNAVAILABLE", "INTERNAL_ERROR", "UNSUPPORTED_MEDIA_TYPE",
         ]
         for code in produced {
             XCTAssertTrue(text.contains("            - \(code)\n"), "\(code) missing from the Error.code enum")
@@ -86,6 +86,7 @@ final class ContractTests: XCTestCase {
         let app: RateLimitScopes = [.client, .publicKey]
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/receipts/:publicKey"), app)
         XCTAssertEqual(h.router.rateLimits(.get, "/v1/subscriptions/:publicKey/:userId"), app.union(.secretKey))
+        XCTAssertEqual(h.router.rateLimits(.post, "/v1/offers/:publicKey/signatures"), app)
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/notifications/:publicKey"), [.client])
         let adminRoutes = h.router.registeredRoutes.filter { $0.pattern.hasPrefix("/v1/admin/") }
         XCTAssertEqual(adminRoutes.count, 16)

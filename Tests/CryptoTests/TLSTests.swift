@@ -84,7 +84,7 @@ final class TLSTests: XCTestCase {
         ]
         for (name, configuration, reason) in cases {
             XCTAssertThrowsError(try handshake(server.port, name: name, configuration: configuration)) { error in
-                guard let error = error as? TLSError else { return XCTFail("\(error)") }
+                guard let error = error as? CryptoError else { return XCTFail("\(error)") }
                 XCTAssertEqual(error.code, .certificateRejected, "\(name): \(error.debugDescription)")
                 XCTAssertEqual(error.reason, "server certificate rejected: \(reason)")
             }
@@ -100,17 +100,17 @@ final class TLSTests: XCTestCase {
         let started = ContinuousClock.now
         var chunk = [UInt8](repeating: 0, count: 64)
         XCTAssertThrowsError(try chunk.withUnsafeMutableBytes { try tls.read(into: $0, deadline: .now + .milliseconds(300)) }) { error in
-            XCTAssertEqual((error as? TLSError)?.code, .timeout)
+            XCTAssertEqual((error as? CryptoError)?.code, .timeout)
         }
         let waited = ContinuousClock.now - started
         XCTAssertGreaterThanOrEqual(waited, .milliseconds(300))
         XCTAssertLessThan(waited, .milliseconds(1500))
 
         XCTAssertThrowsError(try TLSContext(client: TLSClientConfiguration(additionalCAFile: pki.directory + "/missing.pem"))) { error in
-            XCTAssertEqual((error as? TLSError)?.code, .configuration)
+            XCTAssertEqual((error as? CryptoError)?.code, .configuration)
         }
         XCTAssertThrowsError(try TLSContext(server: TLSServerConfiguration(certificateChainFile: pki.serverCertificateFile, privateKeyFile: pki.directory + "/ca.key"))) { error in
-            XCTAssertEqual((error as? TLSError)?.code, .configuration)
+            XCTAssertEqual((error as? CryptoError)?.code, .configuration)
         }
     }
 }

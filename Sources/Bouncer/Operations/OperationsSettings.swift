@@ -4,7 +4,7 @@ import HTTPCore
 struct OperationsSettings: Sendable {
     /// `BOUNCER_METRICS_TOKEN`: bearer token for `GET /metrics`; unset = open (bind to a private interface).
     var metricsToken: String?
-    /// Per-public-key requests/s on the receipts and subscriptions routes (`BOUNCER_RATE_LIMIT_PUBLIC_KEY`).
+    /// Per-public-key requests/s on the receipts, subscriptions and offer-signature routes (`BOUNCER_RATE_LIMIT_PUBLIC_KEY`).
     var publicKey = RateSetting()
     /// Per-client-address requests/s on every `/v1` API route (`BOUNCER_RATE_LIMIT_CLIENT`).
     var client = RateSetting()
@@ -34,7 +34,7 @@ extension ServeSettings {
             s.operations.metricsToken = v
             return nil
         },
-        rate("BOUNCER_RATE_LIMIT_PUBLIC_KEY", "requests/s per public key on receipts and subscriptions (default 0 = off)") {
+        rate("BOUNCER_RATE_LIMIT_PUBLIC_KEY", "requests/s per public key on receipts, subscriptions and offer signatures (default 0 = off)") {
             $0.operations.publicKey.rate = $1
         },
         burst("BOUNCER_RATE_LIMIT_PUBLIC_KEY_BURST", "burst per public key (default 2 x rate)") { $0.operations.publicKey.burst = $1 },
