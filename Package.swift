@@ -24,7 +24,7 @@ let package = Package(
         // Protocol / crypto / drivers
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "AppStoreJWS", dependencies: ["Crypto", "JSON"], swiftSettings: strict),
+        .target(name: "AppStoreJWS", dependencies: ["Domain", "Crypto", "JSON"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
         .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
