@@ -185,3 +185,29 @@ public enum AppPurchaseRules {
         return out
     }
 }
+
+/// The answer to posting an app transaction.
+public struct AppPurchaseAnswer: Sendable, Equatable {
+    /// What was verified.
+    public var facts: AppTransactionFacts
+    /// What was stored.
+    public var recorded: RecordedAppTransaction
+    /// What the app transaction grants under the project's `app_purchase_entitlements`.
+    public var entitlements: [String]
+}
+
+/// The app-transaction use case (`POST /v1/app-transactions`), shared by every front end.
+public enum AppPurchases {
+    /// Verifies `jws` for `project`, stores it (binding `userId` when given) and answers what it grants.
+    /// - Throws: `VerificationFailure` (nothing written), `DomainError`.
+    public static func record(
+        _ jws: String, userId: String?, project: Project, verifier: any SignedDataVerifying,
+        store: any AppTransactionStore, now: Date
+    ) throws -> AppPurchaseAnswer {
+        let facts = try verifier.verifyAppTransaction(jws, for: project)
+        let recorded = try store.recordAppTransaction(facts, userId: userId, project: project, now: now)
+        return AppPurchaseAnswer(
+            facts: facts, recorded: recorded,
+            entitlements: AppPurchaseRules.entitlements(for: recorded.stored, setting: project.appPurchaseEntitlements))
+    }
+}

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What Bouncer does with a notification.
 public enum NotificationEffect: String, Sendable {
     /// Apply the signed transaction and renewal facts it carries to the purchase (facts decide state, not the type).
@@ -19,5 +21,12 @@ public enum NotificationRules {
     /// RENEWAL_EXTENSION carry no purchase facts.
     public static func effect(of facts: NotificationFacts) -> NotificationEffect {
         facts.transaction != nil || facts.renewal != nil ? .applyFacts : .recordOnly
+    }
+
+    /// When a RESCIND_CONSENT notification withdrew consent for its app transaction: Apple's `signedDate`, else
+    /// when it was received; `nil` for every other notification. Entitlements are not changed by it.
+    public static func consentRescindedAt(by facts: NotificationFacts, receivedAt now: Date) -> Date? {
+        guard NotificationType(rawValue: facts.type) == .rescindConsent, facts.appTransaction != nil else { return nil }
+        return facts.signedDate ?? now
     }
 }

@@ -66,7 +66,7 @@ public struct PurchaseState: Sendable, Equatable {
             environment: transaction.environment,
             purchaseDate: transaction.purchaseDate,
             expiresDate: transaction.expiresDate,
-            revocationDate: transaction.revocationDate,
+            revocationDate: transaction.accessRevocationDate,
             revocationReason: transaction.revocationReason,
             ownershipType: transaction.ownershipType,
             latestSignedDate: transaction.signedDate

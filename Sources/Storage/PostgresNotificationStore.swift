@@ -59,7 +59,7 @@ public final class PostgresNotificationStore: NotificationStore {
                             \(Bind.text(t?.environment.rawValue))::text,
                             \(Bind.text(t.map { $0.bundleId ?? project.bundleId }))::text, \(Bind.date(t?.purchaseDate)),
                             \(Bind.date(t?.originalPurchaseDate)), \(Bind.date(t?.expiresDate)),
-                            \(Bind.date(t?.revocationDate)), \(Bind.int(t?.revocationReason))::int,
+                            \(Bind.date(t?.accessRevocationDate)), \(Bind.int(t?.revocationReason))::int,
                             \(Bind.uuid(t?.appAccountToken)), \(Bind.text(t?.ownershipType?.rawValue))::text,
                             \(Bind.date(t?.signedDate)), \(Bind.text(t?.payloadJSON))::jsonb,
                             \(Bind.text(r?.originalTransactionId))::text, \(Bind.text(r?.productId))::text,

@@ -114,7 +114,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
                 FROM bouncer_record_transaction(\(project.id), \(t.transactionId)::text, \(t.originalTransactionId)::text,
                     \(t.productId)::text, \(t.type.rawValue)::text, \(t.environment.rawValue)::text, \(bundleId)::text,
                     \(t.purchaseDate), \(Bind.date(t.originalPurchaseDate)), \(Bind.date(t.expiresDate)),
-                    \(Bind.date(t.revocationDate)), \(Bind.int(t.revocationReason))::int, \(Bind.uuid(t.appAccountToken)),
+                    \(Bind.date(t.accessRevocationDate)), \(Bind.int(t.revocationReason))::int, \(Bind.uuid(t.appAccountToken)),
                     \(Bind.text(t.ownershipType?.rawValue))::text, \(t.signedDate), \(t.payloadJSON)::jsonb,
                     \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
                     \(now)) r
