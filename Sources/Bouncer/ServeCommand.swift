@@ -66,6 +66,7 @@ enum ServeCommand {
             credentials: PostgresCredentialStore(pool: database.pool),
             sealer: sealer,
             keyInspector: P256KeyInspector(),
+            appTransactions: caches.appTransactions,
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)
