@@ -199,4 +199,49 @@ final class AppTransactionE2ETests: XCTestCase {
         assertError(version, 400, "VALIDATION_ERROR")
         XCTAssertEqual(try version.json()["details"]?[0]?["path"], ["app_purchase_entitlements", "purchased_before_version"])
     }
+
+    func testThe2025TransactionFieldsAreStoredAndAPartialRefundKeepsTheEntitlement() throws {
+        let api = try api
+        let t = try tenant()
+        try api.mapProduct(t, "com.e2e.pro.monthly", ["pro"])
+        var p = TransactionPayload(bundleId: t.bundleId)
+        p.revocationDate = E2E.ms(-1)
+        p.revocationReason = 1
+        p.revocationType = "REFUND_PRORATED"
+        p.revocationPercentage = 25_000
+        p.extra = [("appTransactionId", "704289572"), ("offerPeriod", "P3M"), ("offerDiscountType", "ONE_TIME"),
+                   ("advancedCommerceInfo", ["requestReferenceId": "ref-1"])]
+        let user = "partial-\(E2E.uniqueId())"
+        let r = try api.postReceipt(t.publicKey, try p.mint(), user: user)
+        XCTAssertEqual(r.status, 201, r.description)
+        XCTAssertEqual(try r.json()["status"], "active")
+        XCTAssertEqual(try r.json()["entitlements"], ["pro"])
+        let row = try XCTUnwrap(try db.query("""
+            SELECT app_transaction_id, offer_period, offer_discount_type, revocation_type, revocation_percentage,
+                advanced_commerce_info::text AS aci, revocation_date
+            FROM transactions WHERE project_id = \(t.id)::uuid AND transaction_id = \(p.transactionId)
+            """).first)
+        XCTAssertEqual(try row.decode("app_transaction_id", as: String?.self), "704289572")
+        XCTAssertEqual(try row.decode("offer_period", as: String?.self), "P3M")
+        XCTAssertEqual(try row.decode("offer_discount_type", as: String?.self), "ONE_TIME")
+        XCTAssertEqual(try row.decode("revocation_type", as: String?.self), "REFUND_PRORATED")
+        XCTAssertEqual(try row.decode("revocation_percentage", as: Int64?.self), 25_000)
+        XCTAssertEqual(try row.decode("aci", as: String?.self), #"{"requestReferenceId": "ref-1"}"#)
+        XCTAssertNil(try row.decode("revocation_date", as: Date?.self), "access is not revoked by a partial refund")
+        let sub = try api.user(t.publicKey, user).json()["subscriptions"]?[0]
+        XCTAssertEqual(sub?["status"], "active")
+        XCTAssertEqual(sub?["partial_refund"], true)
+        XCTAssertEqual(sub?["revocation_type"], "REFUND_PRORATED")
+        XCTAssertEqual(sub?["revocation_percentage"], 25_000)
+
+        // Apple's full refund of the same purchase (a newer signed statement) revokes.
+        var full = p
+        full.signedDate = E2E.ms(0)
+        full.revocationType = "REFUND_FULL"
+        full.revocationPercentage = 100_000
+        XCTAssertEqual(try api.postReceipt(t.publicKey, try full.mint(), user: user).status, 201)
+        let after = try api.user(t.publicKey, user).json()
+        XCTAssertEqual(after["status"], "revoked")
+        XCTAssertEqual(after["subscriptions"]?[0]?["partial_refund"], false)
+    }
 }
