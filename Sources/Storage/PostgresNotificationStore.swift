@@ -52,7 +52,8 @@ public final class PostgresNotificationStore: NotificationStore {
                     // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
                     // The app transaction (RESCIND_CONSENT and other appData notifications) is written by a
                     // data-modifying CTE of the same statement — the same database transaction — and only on first
-                    // delivery: created when unknown (no user), its consent withdrawal recorded once (the first wins).
+                    // delivery: created when unknown (no user; Sandbox and Production only), its consent withdrawal
+                    // recorded once (the first wins).
                     return try connection.query("""
                         WITH n AS (SELECT bouncer_record_notification(\(project.id), \(n.notificationUUID), \(n.type)::text,
                             \(Bind.text(n.subtype))::text, \(Bind.text(n.originalTransactionId))::text,
@@ -83,6 +84,12 @@ public final class PostgresNotificationStore: NotificationStore {
                                 \(Bind.date(a?.receiptCreationDate)), \(Bind.date(rescindedAt)),
                                 \(Bind.text(a?.payloadJSON))::jsonb, \(now), \(now)
                             FROM n WHERE n.outcome = 'processed' AND \(Bind.text(a?.appTransactionId))::text IS NOT NULL
+                              -- Xcode/LocalTesting data, which anyone can sign, only marks a row an app posted: forged
+                              -- notifications are capped (trimKeep), the rows they would create would not be.
+                              AND (\(a?.environment.isLocalTesting != true) OR EXISTS (
+                                  SELECT 1 FROM app_transactions x WHERE x.project_id = \(project.id)
+                                     AND x.environment = \(Bind.text(a?.environment.rawValue))::text
+                                     AND x.app_transaction_id = \(Bind.text(a?.appTransactionId))::text))
                             ON CONFLICT (project_id, environment, app_transaction_id) DO UPDATE SET
                                 consent_rescinded_at = COALESCE(a.consent_rescinded_at, EXCLUDED.consent_rescinded_at),
                                 last_seen_at = GREATEST(EXCLUDED.last_seen_at, a.last_seen_at)

@@ -244,4 +244,39 @@ final class AppTransactionE2ETests: XCTestCase {
         XCTAssertEqual(after["status"], "revoked")
         XCTAssertEqual(after["subscriptions"]?[0]?["partial_refund"], false)
     }
+
+    func testXcodeConsentWithdrawalsNeitherCreateRowsNorTouchRealOnes() throws {
+        let api = try api
+        let t = try api.createProject(extra: [("allow_xcode", true), ("app_purchase_entitlements", Self.paidBefore2)])
+        let real = AppTransactionPayload(bundleId: t.bundleId)
+        let user = "real-\(E2E.uniqueId())"
+        XCTAssertEqual(try api.postAppTransaction(t.publicKey, try real.mint(), user: user).status, 201)
+
+        // A forged Xcode RESCIND_CONSENT reusing the real id, and one for an id nobody posted: recorded, no row.
+        var forged = real
+        forged.receiptType = "Xcode"
+        var unseen = AppTransactionPayload(bundleId: t.bundleId)
+        unseen.receiptType = "Xcode"
+        for app in [forged, unseen] {
+            var n = NotificationPayload("RESCIND_CONSENT", bundleId: t.bundleId)
+            n.environment = "Xcode"
+            n.body = .appData(app)
+            try api.deliver(t.publicKey, n)
+        }
+        XCTAssertEqual(try db.count("app_transactions", project: t.id), 1)
+        XCTAssertEqual(try api.user(t.publicKey, user).json()["consent_rescinded"], false)
+
+        // An Xcode app transaction the app posted is its own row, and its withdrawal marks only it.
+        let tester = "tester-\(E2E.uniqueId())"
+        let posted = try api.postAppTransaction(t.publicKey, try forged.mint(), user: tester)
+        XCTAssertEqual(posted.status, 201, posted.description)
+        XCTAssertEqual(try posted.json()["environment"], "Xcode")
+        var again = NotificationPayload("RESCIND_CONSENT", bundleId: t.bundleId)
+        again.environment = "Xcode"
+        again.body = .appData(forged)
+        try api.deliver(t.publicKey, again)
+        XCTAssertEqual(try api.user(t.publicKey, tester).json()["consent_rescinded"], true)
+        XCTAssertEqual(try api.user(t.publicKey, user).json()["consent_rescinded"], false)
+        XCTAssertEqual(try db.count("app_transactions", project: t.id), 2)
+    }
 }
