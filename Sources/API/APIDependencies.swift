@@ -9,6 +9,8 @@ public struct APIDependencies: Sendable {
     public var purchases: any PurchaseStore
     /// App Store Server Notifications: the audit log and their facts, applied once.
     public var notifications: any NotificationStore
+    /// App transactions (`POST /v1/app-transactions`).
+    public var appTransactions: any AppTransactionStore
     /// Verifies signed App Store data for a project.
     public var verifier: any SignedDataVerifying
     /// Per-project App Store Server API credentials (the private key only sealed).
@@ -40,11 +42,13 @@ public struct APIDependencies: Sendable {
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
         keyInspector: (any PrivateKeyInspecting)? = nil, offerSigner: (any PromotionalOfferSigning)? = nil,
         appStore: (any AppStoreServerAPI)? = nil,
+        appTransactions: (any AppTransactionStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
         self.purchases = purchases
         self.notifications = notifications ?? UnconfiguredNotificationStore()
+        self.appTransactions = appTransactions ?? UnconfiguredAppTransactionStore()
         self.credentials = credentials ?? UnconfiguredCredentialStore()
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
@@ -70,6 +74,16 @@ struct UnconfiguredNotificationStore: NotificationStore {
     func notifications(projectId: UUID, originalTransactionId: String?, limit: Int) throws -> [StoredNotification] {
         throw DomainError(.serviceUnavailable, "Notification storage is not configured.",
                           underlying: "APIDependencies.notifications was not wired")
+    }
+}
+
+/// Stands in when no app-transaction store was wired: every call is "unavailable, retry", never a verdict.
+struct UnconfiguredAppTransactionStore: AppTransactionStore {
+    func recordAppTransaction(_ facts: AppTransactionFacts, userId: String?, project: Project, now: Date) throws
+        -> RecordedAppTransaction
+    {
+        throw DomainError(.serviceUnavailable, "App transaction storage is not configured.",
+                          underlying: "APIDependencies.appTransactions was not wired")
     }
 }
 

@@ -79,6 +79,7 @@ enum ServeCommand {
             keyInspector: P256KeyInspector(),
             offerSigner: PromotionalOfferSigner(),
             appStore: appStore,
+            appTransactions: caches.appTransactions,
             log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)

@@ -21,6 +21,8 @@ public struct Project: Sendable, Equatable {
     public var requireSecretKeyForReads: Bool
     /// Whether a transaction's `appAccountToken` decides which user a posted purchase binds to.
     public var appAccountTokenPolicy: AppAccountTokenPolicy
+    /// Entitlements for customers who first got the app before a version (`app_purchase_entitlements`).
+    public var appPurchaseEntitlements: AppPurchaseEntitlements?
     /// The current public key (`pk_…`), safe to embed in apps; retiring keys are in the store's key list.
     public var publicKey: String
     /// When the project was created.
@@ -33,8 +35,10 @@ public struct Project: Sendable, Equatable {
         id: UUID, name: String, bundleId: String, appAppleId: Int64? = nil,
         environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
         allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
-        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, publicKey: String, createdAt: Date, updatedAt: Date
+        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil,
+        publicKey: String, createdAt: Date, updatedAt: Date
     ) {
+        self.appPurchaseEntitlements = appPurchaseEntitlements
         self.id = id
         self.name = name
         self.bundleId = bundleId
@@ -78,14 +82,17 @@ public struct NewProject: Sendable, Equatable {
     public var requireSecretKeyForReads: Bool
     /// How `appAccountToken` binds purchases to users.
     public var appAccountTokenPolicy: AppAccountTokenPolicy
+    /// Entitlements for customers who first got the app before a version.
+    public var appPurchaseEntitlements: AppPurchaseEntitlements?
 
     /// Creates the settings with the documented defaults.
     public init(
         name: String, bundleId: String, appAppleId: Int64? = nil,
         environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
         allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
-        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore
+        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil
     ) {
+        self.appPurchaseEntitlements = appPurchaseEntitlements
         self.name = name
         self.bundleId = bundleId
         self.appAppleId = appAppleId
@@ -115,6 +122,8 @@ public struct ProjectChanges: Sendable, Equatable {
     public var requireSecretKeyForReads: Bool?
     /// New app-account-token policy.
     public var appAccountTokenPolicy: AppAccountTokenPolicy?
+    /// New `app_purchase_entitlements`: `.some(nil)` clears it.
+    public var appPurchaseEntitlements: AppPurchaseEntitlements??
 
     /// An empty change set.
     public init() {}
@@ -130,6 +139,7 @@ public struct ProjectChanges: Sendable, Equatable {
         if let allowXcode { p.allowXcode = allowXcode }
         if let requireSecretKeyForReads { p.requireSecretKeyForReads = requireSecretKeyForReads }
         if let appAccountTokenPolicy { p.appAccountTokenPolicy = appAccountTokenPolicy }
+        if let appPurchaseEntitlements { p.appPurchaseEntitlements = appPurchaseEntitlements }
         return p
     }
 }

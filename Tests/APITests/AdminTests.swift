@@ -28,7 +28,8 @@ final class AdminTests: XCTestCase {
         XCTAssertTrue(ProjectKeys.isSecretKeySyntax(secretKey))
         XCTAssertEqual(json.objectValue?.keys, ["id", "name", "bundle_id", "app_apple_id", "environments",
                                                  "transfer_policy", "allow_xcode", "require_secret_key_for_reads",
-                                                 "app_account_token_policy", "public_key", "public_keys",
+                                                 "app_account_token_policy", "app_purchase_entitlements",
+                                                 "public_key", "public_keys",
                                                  "secret_keys", "created_at", "updated_at", "secret_key"])
         XCTAssertEqual(json["app_account_token_policy"]?.stringValue, "ignore")
         XCTAssertEqual(json["public_keys"], [["key": .string(publicKey), "created_at": "2026-06-01T00:00:00.000Z",
@@ -104,7 +105,7 @@ final class AdminTests: XCTestCase {
         XCTAssertEqual(response.text, #"{"id":"00000000-0000-0000-0000-000000000900","name":"My App","#
             + #""bundle_id":"com.example.app","app_apple_id":null,"environments":["Production","Sandbox"],"#
             + #""transfer_policy":"transfer","allow_xcode":false,"require_secret_key_for_reads":false,"#
-            + #""app_account_token_policy":"ignore","#
+            + #""app_account_token_policy":"ignore","app_purchase_entitlements":null,"#
             + #""public_key":"pk_0123456789abcdef0123456789abcdef","#
             + #""public_keys":[{"key":"pk_0123456789abcdef0123456789abcdef","created_at":"2026-06-01T00:00:00.000Z","#
             + #""expires_at":null}],"secret_keys":[{"last4":"abab","created_at":"2026-06-01T00:00:00.000Z","#

@@ -78,7 +78,7 @@ final class MigrationTests: XCTestCase {
         let tables = try pool.withConnection { c in
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
-        XCTAssertEqual(tables, ["app_store_credentials", "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
+        XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchases", "schema_migrations", "subscriptions", "transactions"])
     }
 
@@ -127,7 +127,7 @@ final class MigrationTests: XCTestCase {
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
                   AND cl.relname NOT IN ('projects', 'schema_migrations')
                 """)
-            XCTAssertEqual(pks.count, 9)
+            XCTAssertEqual(pks.count, 10)
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)
