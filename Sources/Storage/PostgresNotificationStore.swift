@@ -39,41 +39,11 @@ public final class PostgresNotificationStore: NotificationStore {
     public func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
         -> NotificationOutcome
     {
-        let n = notification
-        // The rules that need no stored state stay here, their one author: which notifications apply their facts,
-        // which environments are capped.
-        let applyFacts = NotificationRules.effect(of: n) == .applyFacts
-        let trimKeep = n.environment?.isLocalTesting == true ? Int64(localTestingNotificationLimit) : nil
-        let t = n.transaction, r = n.renewal
+        let limit = localTestingNotificationLimit
         let outcome: String? = try StorageErrors.mapping("record notification") {
             try pool.autocommit { connection -> String? in
-                do {
-                    // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
-                    return try connection.query("""
-                        SELECT bouncer_record_notification(\(project.id), \(n.notificationUUID), \(n.type)::text,
-                            \(Bind.text(n.subtype))::text, \(Bind.text(n.originalTransactionId))::text,
-                            \(Self.dedupEnvironment(n))::text, \(Bind.date(n.signedDate)), \(n.payloadJSON)::jsonb,
-                            \(Bind.int64(trimKeep)), \(applyFacts),
-                            \(Bind.text(t?.transactionId))::text, \(Bind.text(t?.originalTransactionId))::text,
-                            \(Bind.text(t?.productId))::text, \(Bind.text(t?.type.rawValue))::text,
-                            \(Bind.text(t?.environment.rawValue))::text,
-                            \(Bind.text(t.map { $0.bundleId ?? project.bundleId }))::text, \(Bind.date(t?.purchaseDate)),
-                            \(Bind.date(t?.originalPurchaseDate)), \(Bind.date(t?.expiresDate)),
-                            \(Bind.date(t?.revocationDate)), \(Bind.int(t?.revocationReason))::int,
-                            \(Bind.uuid(t?.appAccountToken)), \(Bind.text(t?.ownershipType?.rawValue))::text,
-                            \(Bind.date(t?.signedDate)), \(Bind.text(t?.payloadJSON))::jsonb,
-                            \(Bind.text(r?.originalTransactionId))::text, \(Bind.text(r?.productId))::text,
-                            \(Bind.text(r?.autoRenewProductId))::text, \(Bind.int(r?.autoRenewStatus))::int,
-                            \(Bind.int(r?.expirationIntent))::int, \(Bind.date(r?.gracePeriodExpiresDate)),
-                            \(Bind.bool(r?.isInBillingRetryPeriod)), \(Bind.int(r?.priceIncreaseStatus))::int,
-                            \(Bind.int(r?.offerType))::int, \(Bind.text(r?.offerIdentifier))::text,
-                            \(Bind.date(r?.renewalDate)), \(Bind.text(r?.environment.rawValue))::text,
-                            \(Bind.date(r?.signedDate)), \(Bind.text(r?.payloadJSON))::jsonb, \(now)) AS outcome
-                        """).first?.decode("outcome", as: String.self)
-                } catch let error as PGError {
-                    guard let t else { throw error }
-                    throw PostgresPurchaseStore.refusal(error, transaction: t, project: project)
-                }
+                try Self.record(notification, project: project, now: now, source: "notification",
+                                localTestingNotificationLimit: limit, on: connection)
             }
         }
         switch outcome {
@@ -81,6 +51,49 @@ public final class PostgresNotificationStore: NotificationStore {
         case "duplicate": return .duplicate
         default:
             throw PGError(code: .decoding, message: "bouncer_record_notification: unexpected outcome \(String(describing: outcome).prefix(40))")
+        }
+    }
+
+    /// One call of `bouncer_record_notification` on `connection` (its own transaction, or part of the caller's):
+    /// `"processed"` or `"duplicate"`. `source` is `notification` (the webhook) or `reconcile` (recovered from
+    /// Notification History); it is stored on the notification and on the transaction facts it writes.
+    static func record(
+        _ notification: NotificationFacts, project: Project, now: Date, source: String,
+        localTestingNotificationLimit: Int, on connection: Connection
+    ) throws -> String? {
+        let n = notification
+        // The rules that need no stored state stay here, their one author: which notifications apply their facts,
+        // which environments are capped.
+        let applyFacts = NotificationRules.effect(of: n) == .applyFacts
+        let trimKeep = n.environment?.isLocalTesting == true ? Int64(localTestingNotificationLimit) : nil
+        let t = n.transaction, r = n.renewal
+        do {
+            // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
+            return try connection.query("""
+                SELECT bouncer_record_notification(\(project.id), \(n.notificationUUID), \(n.type)::text,
+                    \(Bind.text(n.subtype))::text, \(Bind.text(n.originalTransactionId))::text,
+                    \(Self.dedupEnvironment(n))::text, \(Bind.date(n.signedDate)), \(n.payloadJSON)::jsonb,
+                    \(Bind.int64(trimKeep)), \(applyFacts),
+                    \(Bind.text(t?.transactionId))::text, \(Bind.text(t?.originalTransactionId))::text,
+                    \(Bind.text(t?.productId))::text, \(Bind.text(t?.type.rawValue))::text,
+                    \(Bind.text(t?.environment.rawValue))::text,
+                    \(Bind.text(t.map { $0.bundleId ?? project.bundleId }))::text, \(Bind.date(t?.purchaseDate)),
+                    \(Bind.date(t?.originalPurchaseDate)), \(Bind.date(t?.expiresDate)),
+                    \(Bind.date(t?.revocationDate)), \(Bind.int(t?.revocationReason))::int,
+                    \(Bind.uuid(t?.appAccountToken)), \(Bind.text(t?.ownershipType?.rawValue))::text,
+                    \(Bind.date(t?.signedDate)), \(Bind.text(t?.payloadJSON))::jsonb,
+                    \(Bind.text(r?.originalTransactionId))::text, \(Bind.text(r?.productId))::text,
+                    \(Bind.text(r?.autoRenewProductId))::text, \(Bind.int(r?.autoRenewStatus))::int,
+                    \(Bind.int(r?.expirationIntent))::int, \(Bind.date(r?.gracePeriodExpiresDate)),
+                    \(Bind.bool(r?.isInBillingRetryPeriod)), \(Bind.int(r?.priceIncreaseStatus))::int,
+                    \(Bind.int(r?.offerType))::int, \(Bind.text(r?.offerIdentifier))::text,
+                    \(Bind.date(r?.renewalDate)), \(Bind.text(r?.environment.rawValue))::text,
+                    \(Bind.date(r?.signedDate)), \(Bind.text(r?.payloadJSON))::jsonb, \(now), \(source)::text) AS outcome
+                """).first?.decode("outcome", as: String.self)
+        } catch {
+            // Typed throws: `error` is a PGError.
+            guard let t else { throw error }
+            throw PostgresPurchaseStore.refusal(error, transaction: t, project: project)
         }
     }
 
