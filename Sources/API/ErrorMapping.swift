@@ -145,6 +145,11 @@ enum ErrorMapping {
                     status: 500, code: error.code.rawValue, message: "Stored credentials cannot be decrypted.",
                     suggestion: "The operator must set BOUNCER_ENCRYPTION_KEY_PREVIOUS to the key that sealed them "
                         + "(then run `bouncer credentials reencrypt`), or store the credentials again.")
+            case .reconcileInProgress:
+                return HTTPError(
+                    status: 409, code: error.code.rawValue, message: "A reconciliation of this project is already running.",
+                    suggestion: "Wait for it to finish (GET /v1/admin/projects/{id}/reconcile/runs shows it) and retry; "
+                        + "only one run per project at a time, on any instance.")
             case .conflict:
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
@@ -153,9 +158,40 @@ enum ErrorMapping {
                 log(logLine(request, status: 500, String(reflecting: error)))
                 return nil
             }
+        case let error as AppStoreAPIError:
+            return appStoreAPIError(error, request: request, log: log)
         default:
             log(logLine(request, status: 500, String(reflecting: error)))
             return nil
+        }
+    }
+
+    /// Apple's failures: never a verdict on a purchase. Unavailable → 503 `APPLE_UNAVAILABLE` with Apple's (or the
+    /// client's) `Retry-After`; our credentials refused → 502 `APP_STORE_AUTH_FAILED`; anything else Apple did
+    /// not accept or answered unreadably → 502 `APPLE_API_ERROR`. Logged with Apple's code, never a token or key.
+    static func appStoreAPIError(_ error: AppStoreAPIError, request: Request, log: @Sendable (String) -> Void)
+        -> HTTPError
+    {
+        switch error.kind {
+        case .unavailable:
+            log(logLine(request, status: 503, "apple: \(error)"))
+            var http = HTTPError.serviceUnavailable(
+                code: "APPLE_UNAVAILABLE", message: "The App Store Server API is unavailable.",
+                suggestion: "Retry after the delay in Retry-After. Nothing was decided about any purchase.")
+            if let seconds = error.retryAfterSeconds, seconds > 0 { http.headers.set("Retry-After", String(seconds)) }
+            return http
+        case .unauthorized:
+            log(logLine(request, status: 502, "apple: \(error)"))
+            return HTTPError(
+                status: 502, code: "APP_STORE_AUTH_FAILED", message: "Apple refused the project's App Store credentials.",
+                suggestion: "In App Store Connect > Users and Access > Integrations > In-App Purchase, check that the "
+                    + "key exists and is active, that key_id and issuer_id match it, and that the project's bundle_id "
+                    + "is the app's; then store the credentials again.")
+        default:
+            log(logLine(request, status: 502, "apple: \(error)"))
+            return HTTPError(
+                status: 502, code: "APPLE_API_ERROR", message: "The App Store Server API did not accept the request.",
+                suggestion: "Retry later; if it persists, report the request_id to the operator.")
         }
     }
 

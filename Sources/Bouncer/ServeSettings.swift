@@ -31,6 +31,8 @@ struct ServeSettings: Sendable {
     var operations = OperationsSettings()
     /// The project and read caches (`Wiring/Caches.swift`).
     var cache = CacheSettings()
+    /// Scheduled reconciliation with Apple (`Jobs/Reconciler.swift`).
+    var reconcile = ReconcileServeSettings()
     /// `BOUNCER_ENCRYPTION_KEY`: seals App Store private keys (AES-256-GCM); unset = storing credentials is refused.
     var encryptionKey: [UInt8]?
     /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`: the key being rotated away from, accepted for opening only.
@@ -188,7 +190,7 @@ struct ServeSettings: Sendable {
             }
             return nil
         },
-    ] + operationsVariables
+    ] + operationsVariables + reconcileVariables
 
     private static func int(
         _ name: String, _ help: String, _ range: ClosedRange<Int>, _ set: @escaping @Sendable (inout ServeSettings, Int) -> Void
