@@ -56,6 +56,7 @@ let package = Package(
         .testTarget(name: "DomainTests", dependencies: ["Domain"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Crypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "AppStoreServerAPITests", dependencies: ["AppStoreServerAPI", "Domain", "HTTPClient", "Crypto", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),

@@ -147,7 +147,14 @@ public final class HTTPClient: Sendable {
     }
 
     /// One attempt: no retries, every status returned as a response.
-    public func execute(_ request: HTTPClientRequest) throws(HTTPClientError) -> HTTPClientResponse {
+    ///
+    /// `deadline`, when given, also bounds connecting, the handshake and every read and write (a caller's
+    /// total budget across attempts, e.g. the App Store Server API client's per-call budget); passing it
+    /// throws `.timeout` at once.
+    public func execute(_ request: HTTPClientRequest, deadline callDeadline: ContinuousClock.Instant? = nil)
+        throws(HTTPClientError) -> HTTPClientResponse
+    {
+        if let callDeadline, callDeadline <= .now { throw HTTPClientError(.timeout, "no time left for the request") }
         let target = try Target(request.url)
         let head = try Self.serialize(request, target: target, userAgent: configuration.userAgent)
         let key = PoolKey(tls: target.tls, host: target.host, port: target.port)
@@ -158,11 +165,12 @@ public final class HTTPClient: Sendable {
             connection = pooled
             counters.withLock { $0.reused += 1 }
         } else {
+            let connectTimeout = callDeadline.map { min(configuration.connectTimeout, $0 - .now) } ?? configuration.connectTimeout
             connection = try Connection.open(host: target.host, port: target.port, tls: target.tls ? tlsContext : nil,
-                                             connectTimeout: configuration.connectTimeout)
+                                             connectTimeout: connectTimeout)
             counters.withLock { $0.opened += 1 }
         }
-        let attemptDeadline = ContinuousClock.now + configuration.responseTimeout
+        let attemptDeadline = min(ContinuousClock.now + configuration.responseTimeout, callDeadline ?? .now + configuration.responseTimeout)
         func deadline() -> ContinuousClock.Instant { min(.now + configuration.readTimeout, attemptDeadline) }
         try connection.write(head + request.body, deadline: deadline())
         var parser = ResponseParser(limits: configuration.limits, requestMethod: request.method)
