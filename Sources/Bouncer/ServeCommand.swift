@@ -3,6 +3,8 @@ import Foundation
 import Glibc
 import API
 import AppStoreJWS
+import AppStoreServerAPI
+import Domain
 import HTTPCore
 import Storage
 import Synchronization
@@ -56,7 +58,14 @@ enum ServeCommand {
         metrics.attach(caches: { caches.statistics })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))
-        let dependencies = APIDependencies(
+        let appStore: AppStoreServerClient
+        do {
+            appStore = try settings.appleAPI.client()
+        } catch {
+            CLI.err("bouncer serve: App Store Server API client: \(error)\n")
+            return 2
+        }
+        var dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
             verifier: AppStoreVerifier(verifier: verifier, metrics: metrics),
@@ -67,9 +76,23 @@ enum ServeCommand {
             sealer: sealer,
             keyInspector: P256KeyInspector(),
             log: log)
+        let reconciliation = ReconcileWiring.reconciliation(
+            settings: settings, database: database, projects: caches.projects, appStore: appStore,
+            verifier: dependencies.verifier,
+            credentials: CredentialAdministration(
+                projects: caches.projects, store: dependencies.credentials, sealer: sealer,
+                inspector: P256KeyInspector(), now: { Date() }))
+        dependencies.reconciliation = reconciliation
+        var scheduler: ReconcileScheduler?
+        if settings.reconcile.interval > 0 {
+            scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)
+            scheduler?.start()
+        }
         var router = Router()
         Routes.register(on: &router, dependencies)
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
+        scheduler?.shutdown(grace: settings.shutdownGrace)
+        appStore.shutdown()
         caches.stop()
         monitor.stop()
         database.close(log: log)

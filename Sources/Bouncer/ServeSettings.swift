@@ -33,6 +33,8 @@ struct ServeSettings: Sendable {
     var cache = CacheSettings()
     /// Scheduled reconciliation with Apple (`Jobs/Reconciler.swift`).
     var reconcile = ReconcileServeSettings()
+    /// The App Store Server API client (`Wiring/AppleAPIClient.swift`).
+    var appleAPI = AppleAPISettings()
     /// `BOUNCER_ENCRYPTION_KEY`: seals App Store private keys (AES-256-GCM); unset = storing credentials is refused.
     var encryptionKey: [UInt8]?
     /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`: the key being rotated away from, accepted for opening only.
@@ -190,7 +192,7 @@ struct ServeSettings: Sendable {
             }
             return nil
         },
-    ] + operationsVariables + reconcileVariables
+    ] + operationsVariables + appleAPIVariables + reconcileVariables
 
     private static func int(
         _ name: String, _ help: String, _ range: ClosedRange<Int>, _ set: @escaping @Sendable (inout ServeSettings, Int) -> Void
