@@ -81,7 +81,8 @@ enum ServeCommand {
             verifier: dependencies.verifier,
             credentials: CredentialAdministration(
                 projects: caches.projects, store: dependencies.credentials, sealer: sealer,
-                inspector: P256KeyInspector(), now: { Date() }))
+                inspector: P256KeyInspector(), now: { Date() }),
+            caches: caches)
         dependencies.reconciliation = reconciliation
         var scheduler: ReconcileScheduler?
         if settings.reconcile.interval > 0 {

@@ -52,13 +52,18 @@ enum ReconcileWiring {
         return "\(host)/\(getpid())"
     }
 
+    /// `caches`: the serving process's (its read cache and the other instances' hear of each change); without,
+    /// the changes are announced by `NOTIFY` alone (the CLI).
     static func reconciliation(
         settings: ServeSettings, database: Database, projects: any ProjectStore, appStore: any AppStoreServerAPI,
-        verifier: any SignedDataVerifying, credentials: CredentialAdministration
+        verifier: any SignedDataVerifying, credentials: CredentialAdministration, caches: Caches? = nil
     ) -> Reconciliation {
-        Reconciliation(
+        let store = PostgresReconciliationStore(pool: database.pool)
+        let announced = caches?.announcing(store) ?? AnnouncingReconciliationStore(
+            inner: store, announce: AnnouncingReconciliationStore.notifying(pool: database.pool))
+        return Reconciliation(
             projects: projects, credentials: credentials,
-            store: PostgresReconciliationStore(pool: database.pool), appStore: appStore, verifier: verifier,
+            store: announced, appStore: appStore, verifier: verifier,
             settings: settings.reconcile.run, instance: instance, now: { Date() },
             sleep: { seconds in usleep(UInt32(max(0, min(seconds, 60)) * 1_000_000)) })
     }
