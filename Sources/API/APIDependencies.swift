@@ -17,6 +17,9 @@ public struct APIDependencies: Sendable {
     public var sealer: (any CredentialSealing)?
     /// Checks that a private key is a PKCS#8 P-256 key and fingerprints it.
     public var keyInspector: any PrivateKeyInspecting
+    /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
+    /// `APPLE_UNAVAILABLE`.
+    public var appStore: (any AppStoreServerAPI)?
     /// Hashes secret keys (for storage and comparison).
     public var hasher: any SecretKeyHashing
     /// Reconciliation with Apple (`POST /v1/admin/projects/:id/reconcile`); `nil` answers 503 (no App Store client
@@ -36,7 +39,7 @@ public struct APIDependencies: Sendable {
         projects: any ProjectStore, purchases: any PurchaseStore, verifier: any SignedDataVerifying,
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
-        keyInspector: (any PrivateKeyInspecting)? = nil,
+        keyInspector: (any PrivateKeyInspecting)? = nil, appStore: (any AppStoreServerAPI)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -45,6 +48,7 @@ public struct APIDependencies: Sendable {
         self.credentials = credentials ?? UnconfiguredCredentialStore()
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
+        self.appStore = appStore
         self.verifier = verifier
         self.hasher = hasher
         self.adminToken = adminToken

@@ -95,6 +95,8 @@ enum ErrorMapping {
             return HTTPError(
                 status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
                 details: [ErrorDetail(path: [field], message: failure.reason, step: failure.step ?? "format")])
+        case let error as AppStoreAPIError:
+            return appStoreError(error, request: request, log: log)
         case let error as DomainError:
             switch error.code {
             case .serviceUnavailable:
@@ -158,40 +160,56 @@ enum ErrorMapping {
                 log(logLine(request, status: 500, String(reflecting: error)))
                 return nil
             }
-        case let error as AppStoreAPIError:
-            return appStoreAPIError(error, request: request, log: log)
         default:
             log(logLine(request, status: 500, String(reflecting: error)))
             return nil
         }
     }
 
-    /// Apple's failures: never a verdict on a purchase. Unavailable → 503 `APPLE_UNAVAILABLE` with Apple's (or the
-    /// client's) `Retry-After`; our credentials refused → 502 `APP_STORE_AUTH_FAILED`; anything else Apple did
-    /// not accept or answered unreadably → 502 `APPLE_API_ERROR`. Logged with Apple's code, never a token or key.
-    static func appStoreAPIError(_ error: AppStoreAPIError, request: Request, log: @Sendable (String) -> Void)
-        -> HTTPError
-    {
+    /// A call to Apple's App Store Server API that did not give an answer to act on. Never a verdict on the purchase
+    /// unless Apple said the id does not exist (404). 502 and 503 are logged (the error's description: Apple's code
+    /// and message, never the token or key).
+    static func appStoreError(_ error: AppStoreAPIError, request: Request, log: @Sendable (String) -> Void) -> HTTPError {
+        func logged(_ status: Int) { log(logLine(request, status: status, "App Store Server API: \(error)")) }
         switch error.kind {
-        case .unavailable:
-            log(logLine(request, status: 503, "apple: \(error)"))
-            var http = HTTPError.serviceUnavailable(
-                code: "APPLE_UNAVAILABLE", message: "The App Store Server API is unavailable.",
-                suggestion: "Retry after the delay in Retry-After. Nothing was decided about any purchase.")
-            if let seconds = error.retryAfterSeconds, seconds > 0 { http.headers.set("Retry-After", String(seconds)) }
-            return http
+        case .notFound:
+            return HTTPError(
+                status: 404, code: "TRANSACTION_NOT_FOUND", message: "Apple does not know this transaction id.",
+                suggestion: "Check the transaction id (StoreKit 2 Transaction.id, digits only) and that the purchase "
+                    + "was made in an environment the project allows (environments: Production, Sandbox).")
         case .unauthorized:
-            log(logLine(request, status: 502, "apple: \(error)"))
+            logged(502)
             return HTTPError(
                 status: 502, code: "APP_STORE_AUTH_FAILED", message: "Apple refused the project's App Store credentials.",
-                suggestion: "In App Store Connect > Users and Access > Integrations > In-App Purchase, check that the "
-                    + "key exists and is active, that key_id and issuer_id match it, and that the project's bundle_id "
-                    + "is the app's; then store the credentials again.")
-        default:
-            log(logLine(request, status: 502, "apple: \(error)"))
+                suggestion: "In App Store Connect → Users and Access → Integrations → In-App Purchase, check that the "
+                    + "Issuer ID and Key ID match the stored ones and that the key is active (not revoked), and that "
+                    + "the project's bundle_id is the app's bundle ID; then store the credentials again with PUT "
+                    + "/v1/admin/projects/{id}/app-store-credentials.")
+        case .unavailable:
+            logged(503)
+            var headers = HTTPHeaders()
+            headers.set("Retry-After", String(min(max(error.retryAfterSeconds ?? 30, 1), 3600)))
             return HTTPError(
-                status: 502, code: "APPLE_API_ERROR", message: "The App Store Server API did not accept the request.",
-                suggestion: "Retry later; if it persists, report the request_id to the operator.")
+                status: 503, code: "APPLE_UNAVAILABLE", message: "Apple's App Store Server API is unavailable.",
+                suggestion: "Retry after the delay in Retry-After. This says nothing about the purchase.",
+                headers: headers)
+        case .rejected:
+            logged(502)
+            return HTTPError(
+                status: 502, code: "APPLE_REQUEST_REJECTED", message: "Apple rejected the request.",
+                suggestion: "Check the transaction id; if it is right, this is a Bouncer bug: report it with the "
+                    + "request id.")
+        case .invalidResponse:
+            logged(502)
+            return HTTPError(
+                status: 502, code: "APPLE_INVALID_RESPONSE", message: "Apple's answer could not be used.",
+                suggestion: "Retry later; if it persists, report it with the request id. Nothing was recorded.")
+        case .invalidRequest:
+            logged(500)
+            return HTTPError(
+                status: 500, code: "APP_STORE_REQUEST_INVALID", message: "The request to Apple could not be made.",
+                suggestion: "The stored In-App Purchase key may be unusable: store the project's credentials again "
+                    + "with PUT /v1/admin/projects/{id}/app-store-credentials.")
         }
     }
 

@@ -5,6 +5,8 @@ import HTTPCore
 extension APIHandlers {
     static let receiptSuggestion = "Request body requires signed_transaction_info (string). Optional: user_id, device_id."
     static let receiptKeySuggestion = "Use a valid public key (pk_...) in the URL path: POST /v1/receipts/:public_key."
+    static let receiptOneOfSuggestion = "Send exactly one of signed_transaction_info (the StoreKit 2 JWS) and "
+        + "transaction_id (Bouncer asks Apple for it). Optional: user_id, device_id."
 
     /// `POST /v1/receipts/:publicKey`: verify a StoreKit 2 signed transaction for the project, record it, answer
     /// what it grants now.
@@ -14,15 +16,32 @@ extension APIHandlers {
 
         let body = try RequestBody.object(request, suggestion: Self.receiptSuggestion)
         var fields = FieldValidator(body)
-        let jws = fields.string("signed_transaction_info", required: true)
+        // Exactly one of the two. Neither keeps the published example (signed_transaction_info: Required).
+        let lookup = fields.has("transaction_id")
+        if lookup, fields.has("signed_transaction_info") {
+            let message = "Provide exactly one of signed_transaction_info and transaction_id"
+            fields.fail(["signed_transaction_info"], message)
+            fields.fail(["transaction_id"], message)
+            try fields.check(suggestion: Self.receiptOneOfSuggestion)
+        }
+        let jws = lookup ? nil : fields.string("signed_transaction_info", required: true)
+        let transactionId = lookup ? fields.string("transaction_id", required: true) : nil
+        if let transactionId, fields.parsed("transaction_id") {
+            fields.add(TransactionLookup.problems(transactionId: transactionId))
+        }
         let userId = fields.string("user_id", required: false, maxLength: 256)
         let deviceId = fields.string("device_id", required: false, maxLength: 256)
-        try fields.check(suggestion: Self.receiptSuggestion)
-        guard let jws, Self.hasThreeParts(jws) else {
-            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
-        }
+        try fields.check(suggestion: lookup ? Self.receiptOneOfSuggestion : Self.receiptSuggestion)
 
-        let facts = try deps.verifier.verifyTransaction(jws, for: project)
+        let facts: TransactionFacts
+        if let transactionId {
+            facts = try transactionLookup.lookUp(transactionId: transactionId, for: project)
+        } else {
+            guard let jws, Self.hasThreeParts(jws) else {
+                throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
+            }
+            facts = try deps.verifier.verifyTransaction(jws, for: project)
+        }
         // Before anything is written: under require_match a mismatch refuses the whole request.
         let bound = try AccountBindingRules.boundUser(
             postedUserId: userId, appAccountToken: facts.appAccountToken, policy: project.appAccountTokenPolicy)
@@ -36,6 +55,14 @@ extension APIHandlers {
         // Projects that opted into a token policy learn which user the purchase went to, and why.
         let binding = project.appAccountTokenPolicy == .ignore ? nil : bound
         return Response.json(201, Self.receiptBody(recorded, at: now, binding: binding))
+    }
+
+    /// Lookups by transaction id: the shared use case over this API's ports.
+    var transactionLookup: TransactionLookup {
+        TransactionLookup(
+            credentials: CredentialAdministration(projects: deps.projects, store: deps.credentials, sealer: deps.sealer,
+                                                  inspector: deps.keyInspector, now: deps.now),
+            appStore: deps.appStore, verifier: deps.verifier)
     }
 
     /// Compact JWS (RFC 7515 §7.1): three non-empty parts separated by two dots. The verifier checks the rest.

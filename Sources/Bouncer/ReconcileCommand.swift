@@ -61,7 +61,7 @@ enum ReconcileCommand {
         }
         let appStore: any AppStoreServerAPI
         do {
-            appStore = try settings.appleAPI.client()
+            appStore = try ServeCommand.makeAppStoreClient(settings.appleAPI)
         } catch {
             CLI.err("bouncer: App Store Server API client: \(error)\n")
             return 2

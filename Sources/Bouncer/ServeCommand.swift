@@ -4,7 +4,9 @@ import Glibc
 import API
 import AppStoreJWS
 import AppStoreServerAPI
+import Crypto
 import Domain
+import HTTPClient
 import HTTPCore
 import Storage
 import Synchronization
@@ -60,11 +62,12 @@ enum ServeCommand {
         log(CredentialCommands.encryptionLogLine(sealer))
         let appStore: AppStoreServerClient
         do {
-            appStore = try settings.appleAPI.client()
+            appStore = try makeAppStoreClient(settings.appleAPI)
         } catch {
-            CLI.err("bouncer serve: App Store Server API client: \(error)\n")
+            CLI.err("bouncer serve: BOUNCER_APPLE_API_CA_FILE: \(error)\n")
             return 2
         }
+        defer { appStore.shutdown() }
         var dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
@@ -75,6 +78,7 @@ enum ServeCommand {
             credentials: PostgresCredentialStore(pool: database.pool),
             sealer: sealer,
             keyInspector: P256KeyInspector(),
+            appStore: appStore,
             log: log)
         let reconciliation = ReconcileWiring.reconciliation(
             settings: settings, database: database, projects: caches.projects, appStore: appStore,
@@ -93,11 +97,21 @@ enum ServeCommand {
         Routes.register(on: &router, dependencies)
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
         scheduler?.shutdown(grace: settings.shutdownGrace)
-        appStore.shutdown()
         caches.stop()
         monitor.stop()
         database.close(log: log)
         return status
+    }
+
+    /// The App Store Server API client: HTTPS with the system roots plus `caFile`, keep-alive, the call budget.
+    /// Throws when the CA file does not load (a startup error, not a failed lookup later).
+    static func makeAppStoreClient(_ settings: AppleAPISettings) throws -> AppStoreServerClient {
+        let http = try HTTPClient(configuration: HTTPClient.Configuration(
+            tls: TLSClientConfiguration(trustsSystemRoots: true, additionalCAFile: settings.caFile),
+            connectTimeout: .seconds(3), readTimeout: settings.callBudget, responseTimeout: settings.callBudget,
+            maxIdleConnectionsPerHost: 8, retry: .never, userAgent: "bouncer"))
+        return AppStoreServerClient(http: http, configuration: AppStoreServerClient.Configuration(
+            productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, callBudget: settings.callBudget))
     }
 
     /// Adds the operational routes to `router`, serves until SIGTERM/SIGINT, drains, returns the exit status.

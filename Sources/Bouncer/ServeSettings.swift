@@ -33,12 +33,14 @@ struct ServeSettings: Sendable {
     var cache = CacheSettings()
     /// Scheduled reconciliation with Apple (`Jobs/Reconciler.swift`).
     var reconcile = ReconcileServeSettings()
-    /// The App Store Server API client (`Wiring/AppleAPIClient.swift`).
-    var appleAPI = AppleAPISettings()
     /// `BOUNCER_ENCRYPTION_KEY`: seals App Store private keys (AES-256-GCM); unset = storing credentials is refused.
     var encryptionKey: [UInt8]?
     /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`: the key being rotated away from, accepted for opening only.
     var previousEncryptionKey: [UInt8]?
+
+    /// `BOUNCER_APPLE_API_PRODUCTION_URL`, `BOUNCER_APPLE_API_SANDBOX_URL`, `BOUNCER_APPLE_API_CA_FILE`,
+    /// `BOUNCER_APPLE_API_TIMEOUT_SECONDS`: where and how the App Store Server API is called.
+    var appleAPI = AppleAPISettings()
 
     /// Bytes in an encryption key (AES-256).
     static let encryptionKeyBytes = 32
@@ -184,6 +186,29 @@ struct ServeSettings: Sendable {
             }
             return nil
         },
+        appleURL("BOUNCER_APPLE_API_PRODUCTION_URL",
+                 "App Store Server API base URL, Production (default \(AppleAPISettings.defaultProductionURL))") {
+            $0.appleAPI.productionURL = $1
+        },
+        appleURL("BOUNCER_APPLE_API_SANDBOX_URL",
+                 "App Store Server API base URL, Sandbox (default \(AppleAPISettings.defaultSandboxURL))") {
+            $0.appleAPI.sandboxURL = $1
+        },
+        Variable(name: "BOUNCER_APPLE_API_CA_FILE",
+                 help: "PEM file of extra CA certificates trusted for the App Store Server API (default: system roots)") {
+            s, v in
+            // Checked here so a typo is a startup error, not a 503 on the first lookup; the TLS context loads it again.
+            guard !v.isEmpty, let data = FileManager.default.contents(atPath: v) else { return "cannot read the file" }
+            guard String(decoding: data, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
+                return "is not a PEM file of certificates (-----BEGIN CERTIFICATE-----)"
+            }
+            s.appleAPI.caFile = v
+            return nil
+        },
+        seconds("BOUNCER_APPLE_API_TIMEOUT_SECONDS",
+                "most one call to Apple may take, retries included (default 4; a lookup may make two)") {
+            $0.appleAPI.callBudget = $1
+        },
         Variable(name: "BOUNCER_ACCESS_LOG", help: "JSON access log on stderr: on|off (default on)") { s, v in
             switch v.lowercased() {
             case "on", "true", "1", "yes": s.accessLog = true
@@ -192,7 +217,21 @@ struct ServeSettings: Sendable {
             }
             return nil
         },
-    ] + operationsVariables + appleAPIVariables + reconcileVariables
+    ] + operationsVariables + reconcileVariables
+
+    /// An `https` URL (any path prefix), or `http` to 127.0.0.1/localhost only (a local fake).
+    private static func appleURL(
+        _ name: String, _ help: String, _ set: @escaping @Sendable (inout ServeSettings, String) -> Void
+    ) -> Variable {
+        Variable(name: name, help: help) { s, v in
+            guard let url = URLComponents(string: v), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
+                  url.user == nil, url.password == nil, url.query == nil, url.fragment == nil,
+                  scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "[::1]"].contains(host))
+            else { return "must be an https:// URL (no credentials, query or fragment)" }
+            set(&s, v.hasSuffix("/") ? String(v.dropLast()) : v)
+            return nil
+        }
+    }
 
     private static func int(
         _ name: String, _ help: String, _ range: ClosedRange<Int>, _ set: @escaping @Sendable (inout ServeSettings, Int) -> Void
@@ -253,6 +292,21 @@ struct ServeSettings: Sendable {
         return variables.map { "  " + $0.name + String(repeating: " ", count: width - $0.name.count + 2) + $0.help }
             .joined(separator: "\n") + "\n"
     }
+}
+
+/// How `bouncer serve` reaches Apple's App Store Server API.
+struct AppleAPISettings: Sendable {
+    static let defaultProductionURL = "https://api.storekit.itunes.apple.com"
+    static let defaultSandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+    /// Production base URL.
+    var productionURL = defaultProductionURL
+    /// Sandbox base URL.
+    var sandboxURL = defaultSandboxURL
+    /// Extra trusted CA certificates (PEM), besides the system's roots.
+    var caFile: String?
+    /// One call's total budget, retries and waits included: a lookup (Production, then Sandbox) stays within the
+    /// default 10 s handler timeout.
+    var callBudget: Duration = .seconds(4)
 }
 
 /// Every invalid `BOUNCER_*` variable, reported together.

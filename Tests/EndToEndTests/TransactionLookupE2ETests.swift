@@ -1,0 +1,264 @@
+import Foundation
+import JSON
+import Synchronization
+import XCTest
+
+/// Lookups by transaction id over the real `bouncer serve` process, real PostgreSQL and a fake Apple over real TLS
+/// (`FakeAppleServer`, trusted through BOUNCER_APPLE_API_CA_FILE): credentials stored through the admin API with a
+/// key whose public half the fake checks on every request.
+final class TransactionLookupE2ETests: XCTestCase {
+    /// One fake Apple and one server for the class (the server's URLs point at the fake).
+    private final class Fixture: Sendable {
+        let apple: FakeAppleServer
+        let shared: SharedServer
+
+        init() throws {
+            apple = try FakeAppleServer()
+            let key = Array((0..<32).map { _ in UInt8.random(in: 0...255) })
+            var overrides: [String: String?] = apple.environment.mapValues { Optional($0) }
+            overrides["BOUNCER_ENCRYPTION_KEY"] = Data(key).base64EncodedString()
+            overrides["BOUNCER_APPLE_API_TIMEOUT_SECONDS"] = "3"
+            shared = SharedServer(label: "lookup", overrides: overrides)
+        }
+
+        static let current = Mutex<Fixture?>(nil)
+
+        static func get() throws -> Fixture {
+            try current.withLock { current in
+                if let current { return current }
+                let made = try Fixture()
+                current = made
+                return made
+            }
+        }
+    }
+
+    override class func tearDown() {
+        let fixture = Fixture.current.withLock { current -> Fixture? in
+            defer { current = nil }
+            return current
+        }
+        fixture?.shared.stop()
+        fixture?.apple.stop()
+    }
+
+    override func tearDown() { try? Fixture.get().apple.clearFailures() }
+
+    private var apple: FakeAppleServer { get throws { try Fixture.get().apple } }
+    private var server: BouncerProcess { get throws { try Fixture.get().shared.get().server } }
+    private var db: E2EDatabase { get throws { try Fixture.get().shared.get().db } }
+    private var api: API { get throws { API(client: try server.client) } }
+
+    /// A project with the product mapped and credentials stored; the fake expects its key and bundle id.
+    private func tenant(environments: [String]? = nil, credentials: Bool = true) throws -> (Tenant, FakeAppleServer.Key) {
+        let api = try api
+        let tenant = try api.createProject(extra: environments.map { [("environments", .array($0.map { .string($0) }))] } ?? [])
+        try api.mapProduct(tenant)
+        let key = try FakeAppleServer.Key.generate(keyId: "LOOKUP0001")
+        if credentials {
+            let body: JSONValue = ["issuer_id": .string(key.issuerId), "key_id": .string(key.keyId),
+                                   "private_key": .string(key.privateKeyPEM)]
+            let r = try api.client.send("PUT", "/v1/admin/projects/\(tenant.id)/app-store-credentials", json: body,
+                                        headers: E2E.admin)
+            XCTAssertEqual(r.status, 200, r.description)
+        }
+        try apple.expect(key: key, bundleId: tenant.bundleId)
+        return (tenant, key)
+    }
+
+    private func lookup(_ tenant: Tenant, _ transactionId: String, user: String? = nil) throws -> HTTPResponse {
+        var pairs: [(String, JSONValue)] = [("transaction_id", .string(transactionId))]
+        if let user { pairs.append(("user_id", .string(user))) }
+        return try api.client.post("/v1/receipts/\(tenant.publicKey)", json: .object(JSONObject(pairs)))
+    }
+
+    /// Every row the project has in the tables a receipt writes.
+    private func rows(_ tenant: Tenant) throws -> [String] {
+        try db.query("""
+            SELECT to_jsonb(t)::text AS j FROM transactions t WHERE project_id = \(tenant.id)::uuid
+            UNION ALL SELECT to_jsonb(p)::text FROM purchases p WHERE project_id = \(tenant.id)::uuid
+            UNION ALL SELECT to_jsonb(s)::text FROM subscriptions s WHERE project_id = \(tenant.id)::uuid
+            """).map { try $0.decode("j", as: String.self) }
+    }
+
+    private func requests(for id: String) throws -> [FakeAppleServer.ReceivedRequest] {
+        try apple.requests.filter { $0.id == id }
+    }
+
+    // MARK: - Success
+
+    func testLookupByIdAsksProductionVerifiesAndRecordsLikeAPostedJWS() throws {
+        let (tenant, key) = try tenant()
+        var payload = TransactionPayload(bundleId: tenant.bundleId)
+        payload.environment = "Production"
+        try apple.setTransaction(payload.transactionId, signed: try payload.mint(), environment: .production)
+
+        let r = try lookup(tenant, payload.transactionId, user: "alice")
+        XCTAssertEqual(r.status, 201, r.description)
+        XCTAssertEqual(try r.json(), expectedReceipt(payload, entitlements: ["pro"], status: "active"))
+
+        let row = try XCTUnwrap(try db.query("""
+            SELECT transaction_id, original_transaction_id, product_id, environment, type,
+                   (extract(epoch FROM signed_date) * 1000)::int8 AS signed_ms,
+                   (extract(epoch FROM expires_date) * 1000)::int8 AS expires_ms
+            FROM transactions WHERE project_id = \(tenant.id)::uuid
+            """).first)
+        XCTAssertEqual(try row.decode("transaction_id", as: String.self), payload.transactionId)
+        XCTAssertEqual(try row.decode("original_transaction_id", as: String.self), payload.originalTransactionId)
+        XCTAssertEqual(try row.decode("product_id", as: String.self), payload.productId)
+        XCTAssertEqual(try row.decode("environment", as: String.self), "Production")
+        XCTAssertEqual(try row.decode("type", as: String.self), payload.type)
+        XCTAssertEqual(try row.decode("signed_ms", as: Int64.self), payload.signedDate)
+        XCTAssertEqual(try row.decode("expires_ms", as: Int64.self), payload.expiresDate)
+        XCTAssertEqual(try db.count("transactions", project: tenant.id), 1)
+        let bound = try db.query("SELECT user_id FROM subscriptions WHERE project_id = \(tenant.id)::uuid")
+            .map { try $0.decode("user_id", as: String.self) }
+        XCTAssertEqual(bound, ["alice"])
+        // The user sees it like a posted purchase.
+        XCTAssertEqual(try api.user(tenant.publicKey, "alice").json()["entitlements"], ["pro"])
+
+        // Apple was asked once, in Production, with a JWT the fake accepted for this project's key.
+        let asked = try requests(for: payload.transactionId)
+        XCTAssertEqual(asked.map(\.environment), [.production])
+        XCTAssertEqual(asked.map(\.jwtProblem), [nil])
+        XCTAssertEqual(asked.first?.jwtClaims?["iss"], .string(key.issuerId))
+        XCTAssertEqual(asked.first?.jwtClaims?["bid"], .string(tenant.bundleId))
+
+        // The same lookup again: idempotent, one stored transaction.
+        XCTAssertEqual(try lookup(tenant, payload.transactionId, user: "alice").status, 201)
+        XCTAssertEqual(try db.count("transactions", project: tenant.id), 1)
+        // The private key never reached the log.
+        XCTAssertFalse(try server.stderr.contains(key.privateKeyPEM.split(separator: "\n")[1]))
+    }
+
+    func testNotFoundInProductionFallsBackToSandbox() throws {
+        let (tenant, _) = try tenant()
+        let payload = TransactionPayload(bundleId: tenant.bundleId)   // Sandbox
+        try apple.setTransaction(payload.transactionId, signed: try payload.mint(), environment: .sandbox)
+        let r = try lookup(tenant, payload.transactionId)
+        XCTAssertEqual(r.status, 201, r.description)
+        XCTAssertEqual(try r.json(), expectedReceipt(payload, entitlements: ["pro"], status: "active"))
+        XCTAssertEqual(try requests(for: payload.transactionId).map(\.environment), [.production, .sandbox])
+        XCTAssertEqual(try db.count("transactions", project: tenant.id), 1)
+    }
+
+    func testASandboxOnlyProjectAsksOnlySandbox() throws {
+        let (tenant, _) = try tenant(environments: ["Sandbox"])
+        let payload = TransactionPayload(bundleId: tenant.bundleId)
+        try apple.setTransaction(payload.transactionId, signed: try payload.mint(), environment: .sandbox)
+        XCTAssertEqual(try lookup(tenant, payload.transactionId).status, 201)
+        XCTAssertEqual(try requests(for: payload.transactionId).map(\.environment), [.sandbox])
+    }
+
+    // MARK: - Errors (nothing written)
+
+    func testUnknownIdIs404InEveryAllowedEnvironment() throws {
+        let (tenant, _) = try tenant()
+        let id = E2E.uniqueId()
+        let r = try lookup(tenant, id)
+        assertError(r, 404, "TRANSACTION_NOT_FOUND", error: "Apple does not know this transaction id.")
+        XCTAssertEqual(try requests(for: id).map(\.environment), [.production, .sandbox])
+        XCTAssertEqual(try rows(tenant), [])
+    }
+
+    func testCredentialsAppleRefusesAre502AuthFailed() throws {
+        let (tenant, _) = try tenant()
+        let payload = TransactionPayload(bundleId: tenant.bundleId)
+        try apple.setTransaction(payload.transactionId, signed: try payload.mint(), environment: .sandbox)
+        try apple.expect(key: try FakeAppleServer.Key.generate(keyId: "LOOKUP0001"), bundleId: tenant.bundleId)   // another key
+        let r = try lookup(tenant, payload.transactionId)
+        assertError(r, 502, "APP_STORE_AUTH_FAILED", error: "Apple refused the project's App Store credentials.")
+        let suggestion = try r.json()["suggestion"]?.stringValue ?? ""
+        for hint in ["Users and Access", "Integrations", "In-App Purchase", "Issuer ID", "Key ID", "bundle_id"] {
+            XCTAssertTrue(suggestion.contains(hint), "\(hint) missing from: \(suggestion)")
+        }
+        XCTAssertEqual(try requests(for: payload.transactionId).map(\.jwtProblem), ["signature does not verify"])
+        XCTAssertEqual(try rows(tenant), [])
+        // One log line, Apple's status, no token.
+        let line = try XCTUnwrap(try server.stderr.split(separator: "\n").last { $0.contains("APP_STORE") || $0.contains("unauthorized") })
+        XCTAssertTrue(line.contains("\"status\":502"), String(line))
+        XCTAssertFalse(line.contains("Bearer") || line.contains("eyJ"), String(line))
+    }
+
+    func testApplePersistently500Is503WithRetryAfterAndWritesNothing() throws {
+        let (tenant, _) = try tenant()
+        let payload = TransactionPayload(bundleId: tenant.bundleId)
+        try apple.setTransaction(payload.transactionId, signed: try payload.mint(), environment: .production)
+        try apple.inject(.serverError(), on: .transactionInfo, times: nil)
+        let r = try lookup(tenant, payload.transactionId)
+        assertError(r, 503, "APPLE_UNAVAILABLE", suggestion: "Retry after the delay in Retry-After. This says nothing about the purchase.")
+        XCTAssertEqual(r.header("Retry-After"), "30")
+        XCTAssertEqual(try requests(for: payload.transactionId).count, 3)   // the bounded attempts, Production only
+        XCTAssertEqual(try rows(tenant), [])
+    }
+
+    func testNoCredentialsIs400() throws {
+        let (tenant, _) = try tenant(credentials: false)
+        let id = E2E.uniqueId()
+        let r = try lookup(tenant, id)
+        assertError(r, 400, "APP_STORE_CREDENTIALS_MISSING", error: "The project has no App Store Server API credentials.")
+        XCTAssertTrue(try r.json()["suggestion"]?.stringValue?.contains("app-store-credentials") ?? false)
+        XCTAssertEqual(try requests(for: id).count, 0)
+        XCTAssertEqual(try rows(tenant), [])
+    }
+
+    func testAForgedAnswerFromAppleIs400VerificationFailedAndWritesNothing() throws {
+        let (tenant, _) = try tenant()
+        var payload = TransactionPayload(bundleId: tenant.bundleId)
+        payload.environment = "Production"
+        try apple.setTransaction(payload.transactionId, signed: try FakeAppleServer.forge(payload.json.serializedString()),
+                                 environment: .production)
+        let r = try lookup(tenant, payload.transactionId)
+        assertError(r, 400, "JWS_VERIFICATION_FAILED")
+        XCTAssertEqual(try rows(tenant), [])
+    }
+
+    func testAnAnswerAboutAnotherTransactionIs502AndWritesNothing() throws {
+        let (tenant, _) = try tenant()
+        var other = TransactionPayload(bundleId: tenant.bundleId)
+        other.environment = "Production"
+        let asked = E2E.uniqueId()
+        try apple.setTransaction(asked, signed: try other.mint(), environment: .production)
+        assertError(try lookup(tenant, asked), 502, "APPLE_INVALID_RESPONSE")
+        XCTAssertEqual(try rows(tenant), [])
+    }
+
+    func testExactlyOneOfTransactionIdAndSignedTransactionInfo() throws {
+        let (tenant, _) = try tenant()
+        let both = try api.client.post("/v1/receipts/\(tenant.publicKey)",
+                                       json: ["transaction_id": "1", "signed_transaction_info": "a.b.c"])
+        let message = "Provide exactly one of signed_transaction_info and transaction_id"
+        XCTAssertEqual(try both.errorFields(), [
+            "error": "Validation error", "code": "VALIDATION_ERROR",
+            "suggestion": "Send exactly one of signed_transaction_info (the StoreKit 2 JWS) and transaction_id (Bouncer asks Apple for it). Optional: user_id, device_id.",
+            "details": [["path": ["signed_transaction_info"], "message": .string(message)],
+                        ["path": ["transaction_id"], "message": .string(message)]],
+        ])
+        let notDigits = try lookup(tenant, "12ab")
+        XCTAssertEqual(notDigits.status, 400)
+        XCTAssertEqual(try notDigits.json()["details"], [["path": ["transaction_id"], "message": "Must be an App Store transaction id (digits only)"]])
+        XCTAssertEqual(try rows(tenant), [])
+    }
+
+    // MARK: - Configuration
+
+    func testBadAppleAPISettingsStopServeAtStartUp() throws {
+        let notPEM = NSTemporaryDirectory() + "bouncer-not-pem-\(getpid()).txt"
+        try "hello".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: notPEM) }
+        let cases: [([String: String?], String)] = [
+            (["BOUNCER_APPLE_API_CA_FILE": "/nonexistent/ca.pem"],
+             #"BOUNCER_APPLE_API_CA_FILE="/nonexistent/ca.pem": cannot read the file"#),
+            (["BOUNCER_APPLE_API_CA_FILE": notPEM], "is not a PEM file of certificates"),
+            (["BOUNCER_APPLE_API_PRODUCTION_URL": "http://api.example.com"],
+             "BOUNCER_APPLE_API_PRODUCTION_URL=\"http://api.example.com\": must be an https:// URL"),
+            (["BOUNCER_APPLE_API_SANDBOX_URL": "https://user:pw@example.com"], "BOUNCER_APPLE_API_SANDBOX_URL="),
+        ]
+        let db = try db
+        for (overrides, message) in cases {
+            let run = try CLIRun.run(["serve"], environment: BouncerProcess.environment(databaseURL: db.url, overrides: overrides))
+            XCTAssertEqual(run.status, 2, run.stderr)
+            XCTAssertTrue(run.stderr.contains(message), run.stderr)
+        }
+    }
+}
