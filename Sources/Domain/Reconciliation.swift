@@ -327,9 +327,14 @@ public struct Reconciliation: Sendable {
     /// One scheduler tick: every project with credentials whose last scheduled run started at least `interval`
     /// ago (checked under the project's lock, so across instances each interval runs once) is reconciled. A
     /// project that fails is reported through `log` (one line, no secrets) and the others go on.
-    public func runScheduled(interval: TimeInterval, log: (String) -> Void) throws -> [ReconcileReport] {
+    /// `isCancelled` (the process is shutting down) ends a run early, recorded as `partial`.
+    public func runScheduled(interval: TimeInterval, log: (String) -> Void,
+                             isCancelled: @escaping () -> Bool = { false }) throws
+        -> [ReconcileReport]
+    {
         var reports: [ReconcileReport] = []
         for projectId in try store.projectsWithCredentials() {
+            if isCancelled() { break }
             do {
                 guard let project = try projects.project(id: projectId) else { continue }
                 let opened = try credentials.unsealedCredentials(projectId: projectId)
@@ -339,7 +344,8 @@ public struct Reconciliation: Sendable {
                        now().timeIntervalSince(last) < interval {
                         return nil
                     }
-                    return try run(project: project, credentials: apiCredentials, trigger: .schedule, progress: { _ in })
+                    return try run(project: project, credentials: apiCredentials, trigger: .schedule, progress: { _ in },
+                                   isCancelled: isCancelled)
                 }
                 if let report = report ?? nil {
                     reports.append(report)
@@ -376,12 +382,12 @@ public struct Reconciliation: Sendable {
     }
 
     private func run(project: Project, credentials: AppStoreAPICredentials, trigger: ReconcileTrigger,
-                     progress: (String) -> Void) throws -> ReconcileReport {
+                     progress: (String) -> Void, isCancelled: @escaping () -> Bool = { false }) throws -> ReconcileReport {
         let startedAt = now()
         let runId = try store.startRun(projectId: project.id, trigger: trigger, instance: instance, at: startedAt)
         var state = RunState(report: ReconcileReport(runId: runId, projectId: project.id, trigger: trigger,
                                                      startedAt: startedAt),
-                             settings: settings)
+                             settings: settings, isCancelled: isCancelled)
         let environments = [StoreEnvironment.production, .sandbox].filter { project.environments.contains($0) }
         progress("run \(runId) of project \(project.id.uuidString.lowercased()) (\(environments.map(\.rawValue).joined(separator: ", ")))")
         do {
@@ -411,6 +417,8 @@ public struct Reconciliation: Sendable {
     private struct RunState {
         var report: ReconcileReport
         let settings: ReconcileSettings
+        let isCancelled: () -> Bool
+        var cancelled = false
         var lastCall: Date?
         var stage = "subscription_status"
         var environment: StoreEnvironment?
@@ -423,9 +431,15 @@ public struct Reconciliation: Sendable {
         var callsLeft: Int { max(0, settings.maxCallsPerRun - report.appleCalls) }
     }
 
-    /// Waits for the per-second budget, then counts the call; `false` when the run's budget is spent.
+    /// Waits for the per-second budget, then counts the call; `false` when the run's budget is spent or the run
+    /// is cancelled (shutdown).
     private func takeCall(_ state: inout RunState) -> Bool {
-        guard state.callsLeft > 0 else { return false }
+        guard state.callsLeft > 0, !state.cancelled else { return false }
+        if state.isCancelled() {
+            state.cancelled = true
+            state.problem(ReconcileProblem(stage: state.stage, message: "stopped early: the process is shutting down"))
+            return false
+        }
         if let last = state.lastCall, settings.callsPerSecond > 0 {
             let wait = 1 / settings.callsPerSecond - now().timeIntervalSince(last)
             if wait > 0 { sleep(min(wait, 60)) }

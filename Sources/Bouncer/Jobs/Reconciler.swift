@@ -94,8 +94,8 @@ final class ReconcileScheduler: Sendable {
         thread.start()
     }
 
-    /// Stops after the current run (waiting at most `grace`; a run cut short by the exit keeps its row `running`,
-    /// and its lock dies with the connection).
+    /// Stops: a run in progress ends before its next call to Apple (recorded `partial`); waits at most `grace`
+    /// (a run still going then keeps its row `running`, and its lock dies with the connection).
     func shutdown(grace: Duration) {
         stopping.store(true, ordering: .releasing)
         wake.signal()
@@ -107,9 +107,9 @@ final class ReconcileScheduler: Sendable {
         let tick = min(interval, 60)
         while !stopping.load(ordering: .acquiring) {
             do {
-                _ = try reconciliation.runScheduled(interval: interval) { [log] line in
-                    log(jsonLine("reconcile", line))
-                }
+                _ = try reconciliation.runScheduled(
+                    interval: interval, log: { [log] line in log(jsonLine("reconcile", line)) },
+                    isCancelled: { [self] in stopping.load(ordering: .acquiring) })
             } catch {
                 log(jsonLine("reconcile", "scheduled reconciliation failed: \(error)"))
             }
