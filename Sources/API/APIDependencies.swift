@@ -26,6 +26,9 @@ public struct APIDependencies: Sendable {
     public var appStore: (any AppStoreServerAPI)?
     /// Hashes secret keys (for storage and comparison).
     public var hasher: any SecretKeyHashing
+    /// Reconciliation with Apple (`POST /v1/admin/projects/:id/reconcile`); `nil` answers 503 (no App Store client
+    /// wired). Set after `init` by the executable.
+    public var reconciliation: Reconciliation?
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
     /// The clock; status is always evaluated at this instant.

@@ -155,6 +155,11 @@ enum ErrorMapping {
                     status: 500, code: error.code.rawValue, message: "Stored credentials cannot be decrypted.",
                     suggestion: "The operator must set BOUNCER_ENCRYPTION_KEY_PREVIOUS to the key that sealed them "
                         + "(then run `bouncer credentials reencrypt`), or store the credentials again.")
+            case .reconcileInProgress:
+                return HTTPError(
+                    status: 409, code: error.code.rawValue, message: "A reconciliation of this project is already running.",
+                    suggestion: "Wait for it to finish (GET /v1/admin/projects/{id}/reconcile/runs shows it) and retry; "
+                        + "only one run per project at a time, on any instance.")
             case .conflict:
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",

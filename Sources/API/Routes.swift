@@ -44,6 +44,8 @@ public enum Routes {
         add(.put, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.putAppStoreCredentials($1) }
         add(.get, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.getAppStoreCredentials($1) }
         add(.delete, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.deleteAppStoreCredentials($1) }
+        add(.post, "/v1/admin/projects/:id/reconcile", admin) { try $0.reconcileProject($1) }
+        add(.get, "/v1/admin/projects/:id/reconcile/runs", admin) { try $0.listReconcileRuns($1) }
     }
 }
 

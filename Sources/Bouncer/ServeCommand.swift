@@ -5,6 +5,7 @@ import API
 import AppStoreJWS
 import AppStoreServerAPI
 import Crypto
+import Domain
 import HTTPClient
 import HTTPCore
 import Storage
@@ -67,7 +68,7 @@ enum ServeCommand {
             return 2
         }
         defer { appStore.shutdown() }
-        let dependencies = APIDependencies(
+        var dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
             verifier: AppStoreVerifier(verifier: verifier, metrics: metrics),
@@ -81,9 +82,23 @@ enum ServeCommand {
             appStore: appStore,
             appTransactions: caches.appTransactions,
             log: log)
+        let reconciliation = ReconcileWiring.reconciliation(
+            settings: settings, database: database, projects: caches.projects, appStore: appStore,
+            verifier: dependencies.verifier,
+            credentials: CredentialAdministration(
+                projects: caches.projects, store: dependencies.credentials, sealer: sealer,
+                inspector: P256KeyInspector(), now: { Date() }),
+            caches: caches)
+        dependencies.reconciliation = reconciliation
+        var scheduler: ReconcileScheduler?
+        if settings.reconcile.interval > 0 {
+            scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)
+            scheduler?.start()
+        }
         var router = Router()
         Routes.register(on: &router, dependencies)
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
+        scheduler?.shutdown(grace: settings.shutdownGrace)
         caches.stop()
         monitor.stop()
         database.close(log: log)

@@ -38,6 +38,9 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let encryptionKeyUnknown = Code("ENCRYPTION_KEY_UNKNOWN")
         /// A sealed value failed authentication: altered bytes, or moved to another row.
         public static let sealedSecretCorrupt = Code("SEALED_SECRET_CORRUPT")
+        /// A reconciliation of the project is already running (on this or another instance): try again when it
+        /// has finished.
+        public static let reconcileInProgress = Code("RECONCILE_IN_PROGRESS")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

@@ -12,6 +12,17 @@ public protocol SignedDataVerifying: Sendable {
     /// `receiptCreationDate`. One without `appTransactionId` (it cannot be stored) fails like a malformed one.
     /// - Throws: `VerificationFailure`.
     func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts
+    /// Verifies signed renewal info (JWS), e.g. from Get All Subscription Statuses, against the project's rules.
+    /// - Throws: `VerificationFailure`.
+    func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts
+}
+
+extension SignedDataVerifying {
+    /// Verifiers that cannot check renewal info refuse it: nothing unverified is ever applied.
+    public func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
+        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "this verifier cannot check renewal info",
+                                  step: "format")
+    }
 }
 
 /// The verified facts of one App Store Server Notification V2.

@@ -69,6 +69,23 @@ struct AppStoreVerifier: SignedDataVerifying {
             payloadJSON: verified.payloadString)
     }
 
+    func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
+        let verified: VerifiedRenewalInfo
+        do {
+            verified = try verifier.verifyRenewalInfo(jws, policy: Self.policy(for: project))
+            metrics?.verified(kind: "renewal_info", verified.details)
+        } catch {
+            metrics?.verification(kind: "renewal_info", result: error.code.rawValue)
+            throw Self.failure(error)
+        }
+        guard let facts = Self.facts(verified) else {
+            throw VerificationFailure(
+                code: VerificationError.Code.invalidJWSFormat.rawValue,
+                reason: "renewal info has no originalTransactionId", step: VerificationError.Step.payload.contractName)
+        }
+        return facts
+    }
+
     static func policy(for project: Project) -> VerificationPolicy {
         VerificationPolicy(
             bundleId: project.bundleId,

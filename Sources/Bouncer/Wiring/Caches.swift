@@ -63,6 +63,11 @@ final class Caches: Sendable {
         listening.start()
     }
 
+    /// `store` announcing what it changes (reconciliation writes bypass the cached purchase store).
+    func announcing(_ store: any ReconciliationStore) -> any ReconciliationStore {
+        AnnouncingReconciliationStore(inner: store) { [synchronizer] in synchronizer.announce($0) }
+    }
+
     /// Counters for `/metrics`.
     var statistics: ServiceMetrics.CacheStatistics {
         let counts = reads?.counts ?? (hits: 0, misses: 0)
