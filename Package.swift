@@ -24,7 +24,7 @@ let package = Package(
         // Protocol / crypto / drivers
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "AppStoreJWS", dependencies: ["Crypto", "JSON"], swiftSettings: strict),
+        .target(name: "AppStoreJWS", dependencies: ["Domain", "Crypto", "JSON"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
         .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
@@ -57,7 +57,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "AppStoreServerAPITests", dependencies: ["AppStoreServerAPI", "Domain", "HTTPClient", "Crypto", "JSON", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Domain", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),

@@ -9,6 +9,8 @@ public struct APIDependencies: Sendable {
     public var purchases: any PurchaseStore
     /// App Store Server Notifications: the audit log and their facts, applied once.
     public var notifications: any NotificationStore
+    /// App transactions (`POST /v1/app-transactions`).
+    public var appTransactions: any AppTransactionStore
     /// Verifies signed App Store data for a project.
     public var verifier: any SignedDataVerifying
     /// Per-project App Store Server API credentials (the private key only sealed).
@@ -26,6 +28,9 @@ public struct APIDependencies: Sendable {
     public var operations: any AppStoreOperationsStore
     /// Hashes secret keys (for storage and comparison).
     public var hasher: any SecretKeyHashing
+    /// Reconciliation with Apple (`POST /v1/admin/projects/:id/reconcile`); `nil` answers 503 (no App Store client
+    /// wired). Set after `init` by the executable.
+    public var reconciliation: Reconciliation?
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
     /// The clock; status is always evaluated at this instant.
@@ -41,12 +46,14 @@ public struct APIDependencies: Sendable {
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
         keyInspector: (any PrivateKeyInspecting)? = nil, offerSigner: (any PromotionalOfferSigning)? = nil,
-        appStore: (any AppStoreServerAPI)? = nil, operations: (any AppStoreOperationsStore)? = nil,
+        appStore: (any AppStoreServerAPI)? = nil,
+        appTransactions: (any AppTransactionStore)? = nil, operations: (any AppStoreOperationsStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
         self.purchases = purchases
         self.notifications = notifications ?? UnconfiguredNotificationStore()
+        self.appTransactions = appTransactions ?? UnconfiguredAppTransactionStore()
         self.credentials = credentials ?? UnconfiguredCredentialStore()
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
@@ -73,6 +80,16 @@ struct UnconfiguredNotificationStore: NotificationStore {
     func notifications(projectId: UUID, originalTransactionId: String?, limit: Int) throws -> [StoredNotification] {
         throw DomainError(.serviceUnavailable, "Notification storage is not configured.",
                           underlying: "APIDependencies.notifications was not wired")
+    }
+}
+
+/// Stands in when no app-transaction store was wired: every call is "unavailable, retry", never a verdict.
+struct UnconfiguredAppTransactionStore: AppTransactionStore {
+    func recordAppTransaction(_ facts: AppTransactionFacts, userId: String?, project: Project, now: Date) throws
+        -> RecordedAppTransaction
+    {
+        throw DomainError(.serviceUnavailable, "App transaction storage is not configured.",
+                          underlying: "APIDependencies.appTransactions was not wired")
     }
 }
 

@@ -7,10 +7,12 @@ extension APIHandlers {
     static let createSuggestion = "Request body requires name (string) and bundle_id (string). Optional: app_apple_id "
         + "(integer or null), environments ([\"Production\", \"Sandbox\"]), transfer_policy (transfer, share, block), "
         + "allow_xcode (boolean), require_secret_key_for_reads (boolean), "
-        + "app_account_token_policy (ignore, require_match, prefer), " + consumptionSettingsHelp + "."
+        + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
+        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), " + consumptionSettingsHelp + "."
     static let updateSuggestion = "Send at least one of: name, bundle_id, app_apple_id (integer or null), environments, "
         + "transfer_policy (transfer, share, block), allow_xcode, require_secret_key_for_reads, "
-        + "app_account_token_policy (ignore, require_match, prefer), " + consumptionSettingsHelp + "."
+        + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
+        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), " + consumptionSettingsHelp + "."
     static let consumptionSettingsHelp = "consumption_response (off, auto), consumption_customer_consented (boolean), "
         + "consumption_sample_content_provided (boolean), consumption_refund_preference (DECLINE, GRANT_FULL, "
         + "GRANT_PRORATED or null)"
@@ -47,6 +49,7 @@ extension APIHandlers {
         if let require = settings.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
         if let tokenPolicy = settings.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
         new.consumption = settings.consumption.applied(to: new.consumption)
+        if let setting = settings.appPurchaseEntitlements { new.appPurchaseEntitlements = setting }
         // The use case checks the rules too; asking them here reports type and rule problems in one answer (only
         // for fields that parsed: a missing name already says "Required").
         let ruleProblems = ProjectRules.problems(in: new).filter { problem in
@@ -100,6 +103,7 @@ extension APIHandlers {
         changes.requireSecretKeyForReads = settings.requireSecretKeyForReads
         changes.appAccountTokenPolicy = settings.appAccountTokenPolicy
         changes.consumption = settings.consumption
+        changes.appPurchaseEntitlements = settings.appPurchaseEntitlements
         fields.add(ProjectRules.problems(in: changes))
         try fields.check(suggestion: Self.updateSuggestion)
         let updated = try Self.translating(suggestion: Self.updateSuggestion) {
@@ -214,6 +218,8 @@ extension APIHandlers {
         var requireSecretKeyForReads: Bool?
         var appAccountTokenPolicy: AppAccountTokenPolicy?
         var consumption = ConsumptionSettings.Changes()
+        /// `.some(nil)` for an explicit `null` (clear).
+        var appPurchaseEntitlements: AppPurchaseEntitlements??
     }
 
     static func settings(_ fields: inout FieldValidator) -> Settings {
@@ -235,6 +241,7 @@ extension APIHandlers {
         settings.appAccountTokenPolicy = fields.enumeration("app_account_token_policy", tokenPolicyNames)
             .flatMap(AppAccountTokenPolicy.init(rawValue:))
         settings.consumption = consumptionSettings(&fields)
+        settings.appPurchaseEntitlements = appPurchaseEntitlements(&fields)
         return settings
     }
 
@@ -256,6 +263,26 @@ extension APIHandlers {
             }
         }
         return changes
+    }
+
+    /// `app_purchase_entitlements`: `{"purchased_before_version", "entitlements"}` or `null`; the rules (dotted
+    /// numeric version, entitlement names) are the use case's (`AppPurchaseRules.problems`), added by the caller.
+    static func appPurchaseEntitlements(_ fields: inout FieldValidator) -> AppPurchaseEntitlements?? {
+        let key = "app_purchase_entitlements"
+        guard let value = fields.object[key] else { return nil }
+        if value.isNull { return .some(nil) }
+        guard case .object(let object) = value else {
+            fields.fail([key], "Expected object or null")
+            return nil
+        }
+        var nested = FieldValidator(object)
+        let version = nested.string("purchased_before_version", required: true, maxLength: 64)
+        let entitlements = nested.array("entitlements", required: true, maxItems: ProjectRules.maxEntitlements) {
+            fields, value, path in fields.checkString(value, path: path, minLength: 1, maxLength: 128)
+        }
+        for detail in nested.details { fields.fail([key] + detail.path, detail.message) }
+        guard let version, let entitlements else { return nil }
+        return .some(AppPurchaseEntitlements(purchasedBeforeVersion: version, entitlements: entitlements))
     }
 
     static func projectId(_ request: Request) throws(HTTPError) -> UUID {
@@ -313,6 +340,16 @@ extension APIHandlers {
         body.bool(project.consumption.sampleContentProvided)
         body.raw(#","consumption_refund_preference":"#)
         body.stringOrNull(project.consumption.refundPreference?.rawValue)
+        body.raw(#","app_purchase_entitlements":"#)
+        if let setting = project.appPurchaseEntitlements {
+            body.raw(#"{"purchased_before_version":"#)
+            body.string(setting.purchasedBeforeVersion)
+            body.raw(#","entitlements":"#)
+            body.strings(setting.entitlements)
+            body.raw("}")
+        } else {
+            body.raw("null")
+        }
         body.raw(#","public_key":"#)
         body.string(project.publicKey)
         body.raw(#","public_keys":["#)

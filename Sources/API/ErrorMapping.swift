@@ -97,7 +97,8 @@ enum ErrorMapping {
                 // Only Apple calls the webhook: point the operator at App Store Connect, not at StoreKit.
                 suggestion = notificationVerificationSuggestion(failure.code)
             }
-            let field = isWebhook ? "signedPayload" : "signed_transaction_info"
+            let field = isWebhook ? "signedPayload"
+                : request.routeTemplate == appTransactionRoute ? "signed_app_transaction" : "signed_transaction_info"
             return HTTPError(
                 status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
                 details: [ErrorDetail(path: [field], message: failure.reason, step: failure.step ?? "format")])
@@ -154,6 +155,11 @@ enum ErrorMapping {
                     status: 500, code: error.code.rawValue, message: "Stored credentials cannot be decrypted.",
                     suggestion: "The operator must set BOUNCER_ENCRYPTION_KEY_PREVIOUS to the key that sealed them "
                         + "(then run `bouncer credentials reencrypt`), or store the credentials again.")
+            case .reconcileInProgress:
+                return HTTPError(
+                    status: 409, code: error.code.rawValue, message: "A reconciliation of this project is already running.",
+                    suggestion: "Wait for it to finish (GET /v1/admin/projects/{id}/reconcile/runs shows it) and retry; "
+                        + "only one run per project at a time, on any instance.")
             case .conflict:
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
@@ -294,6 +300,8 @@ enum ErrorMapping {
 
     /// The App Store Server Notifications webhook's route template.
     static let notificationRoute = "/v1/notifications/:publicKey"
+    /// The app-transaction route: its verification failures name `signed_app_transaction`.
+    static let appTransactionRoute = "/v1/app-transactions/:publicKey"
 
     /// The webhook's suggestion per verifier code: the caller is Apple (or someone pretending to be), and the
     /// person reading the error is the operator who configured App Store Connect.

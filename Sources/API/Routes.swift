@@ -25,6 +25,7 @@ public enum Routes {
         let app: RateLimitScopes = [.client, .publicKey]
         let admin: RateLimitScopes = [.client, .admin]
         add(.post, "/v1/receipts/:publicKey", app) { try $0.postReceipt($1) }
+        add(.post, ErrorMapping.appTransactionRoute, app) { try $0.postAppTransaction($1) }
         add(.get, "/v1/subscriptions/:publicKey/:userId", app.union(.secretKey)) { try $0.getSubscriptions($1) }
         add(.post, ErrorMapping.offerSignaturesRoute, app) { try $0.postOfferSignature($1) }
         // Apple is the only caller of the webhook and retries for days: only the per-client limit applies.
@@ -48,6 +49,8 @@ public enum Routes {
         add(.post, "/v1/admin/projects/:id/subscriptions/:originalTransactionId/extend", admin) {
             try $0.extendSubscription($1)
         }
+        add(.post, "/v1/admin/projects/:id/reconcile", admin) { try $0.reconcileProject($1) }
+        add(.get, "/v1/admin/projects/:id/reconcile/runs", admin) { try $0.listReconcileRuns($1) }
     }
 }
 

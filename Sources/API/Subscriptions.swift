@@ -19,8 +19,9 @@ extension APIHandlers {
                     : "String must contain at most 256 character(s)")],
                 suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
         }
-        let owned = try deps.purchases.ownedPurchases(userId: userId, project: project)
-        let summary = UserEntitlementSummary.summarize(owned, at: deps.now())
+        let holdings = try deps.purchases.holdings(userId: userId, project: project)
+        let summary = UserEntitlementSummary.summarize(
+            holdings, setting: project.appPurchaseEntitlements, at: deps.now())
         return Response.json(200, Self.subscriptionsBody(userId: userId, summary))
     }
 
@@ -67,9 +68,44 @@ extension APIHandlers {
             body.stringOrNull(purchase.ownershipType?.rawValue)
             body.raw(#","revocation_date":"#)
             body.dateOrNull(purchase.revocationDate)
+            if let type = purchase.revocationType {
+                // Shown as such: a partial refund (REFUND_PRORATED) keeps the entitlement.
+                body.raw(#","revocation_type":"#)
+                body.string(type.rawValue)
+                body.raw(#","revocation_percentage":"#)
+                body.intOrNull(purchase.revocationPercentage)
+                body.raw(#","partial_refund":"#)
+                body.bool(type == .refundProrated)
+            }
             body.raw("}")
         }
-        body.raw("]}")
+        body.raw("]")
+        // Only for users with app transactions: every other answer keeps its published shape byte for byte.
+        if !summary.appPurchases.isEmpty {
+            body.raw(#","app_purchases":["#)
+            for (i, grant) in summary.appPurchases.enumerated() {
+                if i > 0 { body.raw(",") }
+                let app = grant.appTransaction
+                body.raw(#"{"source":"app_purchase","app_transaction_id":"#)
+                body.string(app.appTransactionId)
+                body.raw(#","environment":"#)
+                body.string(app.environment.rawValue)
+                body.raw(#","original_application_version":"#)
+                body.stringOrNull(app.originalApplicationVersion)
+                body.raw(#","original_purchase_date":"#)
+                body.dateOrNull(app.originalPurchaseDate)
+                body.raw(#","entitlements":"#)
+                body.strings(grant.entitlements)
+                body.raw(#","consent_rescinded_at":"#)
+                body.dateOrNull(app.consentRescindedAt)
+                body.raw("}")
+            }
+            body.raw(#"],"consent_rescinded":"#)
+            body.bool(summary.consentRescindedAt != nil)
+            body.raw(#","consent_rescinded_at":"#)
+            body.dateOrNull(summary.consentRescindedAt)
+        }
+        body.raw("}")
         return body.bytes
     }
 }

@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import JSON
 
@@ -69,6 +70,8 @@ public struct JWSTransaction: Sendable, Equatable {
     public var billingPlanType: BillingPlanType?
     /// Commitment data (newer), passed through.
     public var commitmentInfo: JSONValue?
+    /// The original transaction this one replaced (Advanced Commerce migrations, March 2025).
+    public var previousOriginalTransactionId: String?
 
     /// Decodes a transaction; the fields the brief lists as required are errors when missing.
     init(_ reader: PayloadReader) throws(VerificationError) {
@@ -105,6 +108,7 @@ public struct JWSTransaction: Sendable, Equatable {
         advancedCommerceInfo = reader.raw("advancedCommerceInfo")
         billingPlanType = try reader.string("billingPlanType").map(BillingPlanType.init(rawValue:))
         commitmentInfo = reader.raw("commitmentInfo")
+        previousOriginalTransactionId = try reader.string("previousOriginalTransactionId")
     }
 }
 

@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import JSON
 
@@ -111,10 +112,16 @@ public struct ExternalPurchaseToken: Sendable, Equatable {
     public var appAppleId: Int64?
     /// The app's bundle identifier.
     public var bundleId: String?
+    /// The kind of token (`tokenType`, June 2025), raw.
+    public var tokenType: String?
+    /// When a custom link token expires (`tokenExpirationDate`, June 2025).
+    public var tokenExpirationDate: Date?
 
     init(_ reader: PayloadReader) throws(VerificationError) {
         externalPurchaseId = try reader.string("externalPurchaseId")
         tokenCreationDate = try reader.date("tokenCreationDate")
+        tokenType = try reader.string("tokenType")
+        tokenExpirationDate = try reader.date("tokenExpirationDate")
         appAppleId = try reader.int64("appAppleId")
         bundleId = try reader.string("bundleId")
     }

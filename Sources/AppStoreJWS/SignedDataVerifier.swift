@@ -1,3 +1,4 @@
+import Domain
 internal import Crypto
 import Foundation
 import JSON

@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 
 /// How a verification was carried out (shared by every `Verified*` result).

@@ -21,6 +21,9 @@ enum AdminCommands {
                   [--consumption-response off|auto] [--consumption-customer-consented true|false]
                   [--consumption-sample-content-provided true|false]
                   [--consumption-refund-preference DECLINE|GRANT_FULL|GRANT_PRORATED|none]
+                  [--app-purchased-before VERSION --app-purchase-entitlement NAME...] [--no-app-purchase-entitlements]
+        app_purchase_entitlements: customers whose AppTransaction originalApplicationVersion is lower than VERSION
+        (dotted numeric; on iOS the build number) get the named entitlements.
 
         rotate-keys: without --key both keys rotate. The replaced key keeps working for --grace-seconds
         (default 2592000 = 30 days for public, 86400 = 24 h for secret; 0 retires it at once; at most 31536000).
@@ -134,6 +137,7 @@ enum AdminCommands {
             if let require = changes.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
             if let tokenPolicy = changes.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
             new.consumption = changes.consumption.applied(to: new.consumption)
+            if let setting = changes.appPurchaseEntitlements { new.appPurchaseEntitlements = setting }
             let project = new
             return { admin in [Representations.project(try admin.createProject(project))] }
         case "update":
@@ -200,6 +204,8 @@ enum AdminCommands {
         var bundleId: String?
         var changes = ProjectChanges()
         var environments: [StoreEnvironment] = []
+        var purchasedBefore: String?
+        var appPurchaseEntitlements: [String] = []
         var rest = args
         func value(_ flag: String) throws(UsageError) -> String {
             guard let v = rest.popFirst(), !v.isEmpty else { throw UsageError(message: "\(flag) needs a value") }
@@ -242,12 +248,21 @@ enum AdminCommands {
                 } else {
                     throw UsageError(message: "--consumption-refund-preference must be DECLINE, GRANT_FULL, GRANT_PRORATED or none")
                 }
+            case "--app-purchased-before": purchasedBefore = try value(flag)
+            case "--app-purchase-entitlement": appPurchaseEntitlements.append(try value(flag))
+            case "--no-app-purchase-entitlements": changes.appPurchaseEntitlements = .some(nil)
             case "--allow-xcode": changes.allowXcode = true
             case "--require-secret-key": changes.requireSecretKeyForReads = true
             default: throw UsageError(message: "unknown option \(flag)")
             }
         }
         if !environments.isEmpty { changes.environments = environments }
+        if let purchasedBefore {
+            changes.appPurchaseEntitlements = .some(AppPurchaseEntitlements(
+                purchasedBeforeVersion: purchasedBefore, entitlements: appPurchaseEntitlements))
+        } else if !appPurchaseEntitlements.isEmpty {
+            throw UsageError(message: "--app-purchase-entitlement needs --app-purchased-before VERSION")
+        }
         return (name, bundleId, changes)
     }
 

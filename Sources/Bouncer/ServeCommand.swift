@@ -6,6 +6,7 @@ import Domain
 import AppStoreJWS
 import AppStoreServerAPI
 import Crypto
+import Domain
 import HTTPClient
 import HTTPCore
 import Storage
@@ -68,7 +69,7 @@ enum ServeCommand {
             return 2
         }
         defer { appStore.shutdown() }
-        let dependencies = APIDependencies(
+        var dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
             verifier: AppStoreVerifier(verifier: verifier, metrics: metrics),
@@ -80,8 +81,22 @@ enum ServeCommand {
             keyInspector: P256KeyInspector(),
             offerSigner: PromotionalOfferSigner(),
             appStore: appStore,
+            appTransactions: caches.appTransactions,
             operations: PostgresAppStoreOperationsStore(pool: database.pool),
             log: log)
+        let reconciliation = ReconcileWiring.reconciliation(
+            settings: settings, database: database, projects: caches.projects, appStore: appStore,
+            verifier: dependencies.verifier,
+            credentials: CredentialAdministration(
+                projects: caches.projects, store: dependencies.credentials, sealer: sealer,
+                inspector: P256KeyInspector(), now: { Date() }),
+            caches: caches)
+        dependencies.reconciliation = reconciliation
+        var scheduler: ReconcileScheduler?
+        if settings.reconcile.interval > 0 {
+            scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)
+            scheduler?.start()
+        }
         var router = Router()
         Routes.register(on: &router, dependencies)
         let responder = makeConsumptionResponder(settings: settings, database: database, caches: caches,
@@ -89,6 +104,7 @@ enum ServeCommand {
         responder.run()
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
         responder.shutdown()
+        scheduler?.shutdown(grace: settings.shutdownGrace)
         caches.stop()
         monitor.stop()
         database.close(log: log)

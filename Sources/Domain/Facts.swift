@@ -37,6 +37,18 @@ public struct TransactionFacts: Sendable, Equatable {
     public var isUpgraded: Bool
     /// The verified payload exactly as signed (JSON text), kept as the audit record.
     public var payloadJSON: String
+    /// The app download this purchase belongs to (`appTransactionId`, 2025).
+    public var appTransactionId: String?
+    /// ISO 8601 duration of the redeemed offer (`offerPeriod`, 2025).
+    public var offerPeriod: String?
+    /// Payment mode of the redeemed offer.
+    public var offerDiscountType: OfferDiscountType?
+    /// How a refund or revocation applied (`revocationType`, December 2025).
+    public var revocationType: RevocationType?
+    /// The refunded share in thousandths of a percent (100000 = 100%) (`revocationPercentage`).
+    public var revocationPercentage: Int64?
+    /// Advanced Commerce API data (`advancedCommerceInfo`) as JSON text, when present.
+    public var advancedCommerceInfoJSON: String?
 
     /// Creates a fact record.
     public init(
@@ -44,8 +56,16 @@ public struct TransactionFacts: Sendable, Equatable {
         environment: StoreEnvironment, purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil,
         revocationDate: Date? = nil, revocationReason: Int? = nil, appAccountToken: UUID? = nil,
         ownershipType: OwnershipType? = nil, signedDate: Date, bundleId: String? = nil, isUpgraded: Bool = false,
-        payloadJSON: String
+        payloadJSON: String, appTransactionId: String? = nil, offerPeriod: String? = nil,
+        offerDiscountType: OfferDiscountType? = nil, revocationType: RevocationType? = nil,
+        revocationPercentage: Int64? = nil, advancedCommerceInfoJSON: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
+        self.offerPeriod = offerPeriod
+        self.offerDiscountType = offerDiscountType
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
+        self.advancedCommerceInfoJSON = advancedCommerceInfoJSON
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.productId = productId
@@ -63,6 +83,16 @@ public struct TransactionFacts: Sendable, Equatable {
         self.isUpgraded = isUpgraded
         self.payloadJSON = payloadJSON
     }
+}
+
+extension TransactionFacts {
+    /// Whether this is a partial (prorated) refund: Apple refunded part of the price and the customer keeps access.
+    public var isPartialRefund: Bool { revocationType == .refundProrated }
+
+    /// When access ends because of a refund or revocation: `revocationDate`, except for a partial refund, which
+    /// keeps the entitlement (Apple revokes with a full refund or FAMILY_REVOKE, each its own signed transaction).
+    /// The store records this as the purchase's revocation; the signed payload keeps Apple's own date.
+    public var accessRevocationDate: Date? { isPartialRefund ? nil : revocationDate }
 }
 
 /// The verified facts of one signed renewal info (`JWSRenewalInfoDecodedPayload`).
@@ -95,6 +125,14 @@ public struct RenewalFacts: Sendable, Equatable {
     public var signedDate: Date
     /// The verified payload exactly as signed (JSON text).
     public var payloadJSON: String
+    /// The app download this subscription belongs to (`appTransactionId`, 2025).
+    public var appTransactionId: String?
+    /// ISO 8601 duration of the renewal's offer (`offerPeriod`, 2025).
+    public var offerPeriod: String?
+    /// Payment mode of the renewal's offer.
+    public var offerDiscountType: OfferDiscountType?
+    /// Advanced Commerce API data (`advancedCommerceInfo`) as JSON text, when present.
+    public var advancedCommerceInfoJSON: String?
 
     /// Creates a fact record.
     public init(
@@ -102,8 +140,13 @@ public struct RenewalFacts: Sendable, Equatable {
         autoRenewStatus: Int? = nil, expirationIntent: Int? = nil, gracePeriodExpiresDate: Date? = nil,
         isInBillingRetryPeriod: Bool? = nil, priceIncreaseStatus: Int? = nil, offerType: Int? = nil,
         offerIdentifier: String? = nil, renewalDate: Date? = nil, environment: StoreEnvironment, signedDate: Date,
-        payloadJSON: String
+        payloadJSON: String, appTransactionId: String? = nil, offerPeriod: String? = nil,
+        offerDiscountType: OfferDiscountType? = nil, advancedCommerceInfoJSON: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
+        self.offerPeriod = offerPeriod
+        self.offerDiscountType = offerDiscountType
+        self.advancedCommerceInfoJSON = advancedCommerceInfoJSON
         self.originalTransactionId = originalTransactionId
         self.productId = productId
         self.autoRenewProductId = autoRenewProductId

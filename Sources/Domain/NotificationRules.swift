@@ -1,44 +1,4 @@
-/// An App Store Server Notifications V2 `notificationType`; unknown values are kept.
-public struct NotificationType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's spelling.
-    public let rawValue: String
-    /// Wraps any value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
-    /// See `rawValue`.
-    public var description: String { rawValue }
-
-    public static let subscribed = NotificationType(rawValue: "SUBSCRIBED")
-    public static let didRenew = NotificationType(rawValue: "DID_RENEW")
-    public static let didChangeRenewalPref = NotificationType(rawValue: "DID_CHANGE_RENEWAL_PREF")
-    public static let didChangeRenewalStatus = NotificationType(rawValue: "DID_CHANGE_RENEWAL_STATUS")
-    public static let offerRedeemed = NotificationType(rawValue: "OFFER_REDEEMED")
-    public static let didFailToRenew = NotificationType(rawValue: "DID_FAIL_TO_RENEW")
-    public static let gracePeriodExpired = NotificationType(rawValue: "GRACE_PERIOD_EXPIRED")
-    public static let expired = NotificationType(rawValue: "EXPIRED")
-    public static let refund = NotificationType(rawValue: "REFUND")
-    public static let refundDeclined = NotificationType(rawValue: "REFUND_DECLINED")
-    public static let refundReversed = NotificationType(rawValue: "REFUND_REVERSED")
-    public static let revoke = NotificationType(rawValue: "REVOKE")
-    public static let renewalExtended = NotificationType(rawValue: "RENEWAL_EXTENDED")
-    public static let renewalExtension = NotificationType(rawValue: "RENEWAL_EXTENSION")
-    public static let priceIncrease = NotificationType(rawValue: "PRICE_INCREASE")
-    public static let consumptionRequest = NotificationType(rawValue: "CONSUMPTION_REQUEST")
-    public static let oneTimeCharge = NotificationType(rawValue: "ONE_TIME_CHARGE")
-    public static let test = NotificationType(rawValue: "TEST")
-    public static let externalPurchaseToken = NotificationType(rawValue: "EXTERNAL_PURCHASE_TOKEN")
-    public static let rescindConsent = NotificationType(rawValue: "RESCIND_CONSENT")
-    public static let metadataUpdate = NotificationType(rawValue: "METADATA_UPDATE")
-    public static let migration = NotificationType(rawValue: "MIGRATION")
-    public static let priceChange = NotificationType(rawValue: "PRICE_CHANGE")
-
-    /// Every type documented when this was written.
-    public static let known: [NotificationType] = [
-        .subscribed, .didRenew, .didChangeRenewalPref, .didChangeRenewalStatus, .offerRedeemed, .didFailToRenew,
-        .gracePeriodExpired, .expired, .refund, .refundDeclined, .refundReversed, .revoke, .renewalExtended,
-        .renewalExtension, .priceIncrease, .consumptionRequest, .oneTimeCharge, .test, .externalPurchaseToken,
-        .rescindConsent, .metadataUpdate, .migration, .priceChange,
-    ]
-}
+import Foundation
 
 /// What Bouncer does with a notification.
 public enum NotificationEffect: String, Sendable {
@@ -61,5 +21,12 @@ public enum NotificationRules {
     /// RENEWAL_EXTENSION carry no purchase facts.
     public static func effect(of facts: NotificationFacts) -> NotificationEffect {
         facts.transaction != nil || facts.renewal != nil ? .applyFacts : .recordOnly
+    }
+
+    /// When a RESCIND_CONSENT notification withdrew consent for its app transaction: Apple's `signedDate`, else
+    /// when it was received; `nil` for every other notification. Entitlements are not changed by it.
+    public static func consentRescindedAt(by facts: NotificationFacts, receivedAt now: Date) -> Date? {
+        guard NotificationType(rawValue: facts.type) == .rescindConsent, facts.appTransaction != nil else { return nil }
+        return facts.signedDate ?? now
     }
 }

@@ -8,6 +8,21 @@ public protocol SignedDataVerifying: Sendable {
     /// Verifies a signed App Store Server Notification V2 and every signed value nested in it.
     /// - Throws: `VerificationFailure`.
     func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts
+    /// Verifies a signed app transaction (StoreKit `AppTransaction.jwsRepresentation`); its chain is judged at its
+    /// `receiptCreationDate`. One without `appTransactionId` (it cannot be stored) fails like a malformed one.
+    /// - Throws: `VerificationFailure`.
+    func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts
+    /// Verifies signed renewal info (JWS), e.g. from Get All Subscription Statuses, against the project's rules.
+    /// - Throws: `VerificationFailure`.
+    func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts
+}
+
+extension SignedDataVerifying {
+    /// Verifiers that cannot check renewal info refuse it: nothing unverified is ever applied.
+    public func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
+        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "this verifier cannot check renewal info",
+                                  step: "format")
+    }
 }
 
 /// The verified facts of one App Store Server Notification V2.
@@ -26,6 +41,8 @@ public struct NotificationFacts: Sendable, Equatable {
     public var transaction: TransactionFacts?
     /// The nested signed renewal info, verified.
     public var renewal: RenewalFacts?
+    /// The nested signed app transaction (`appData.signedAppTransactionInfo`, e.g. RESCIND_CONSENT), verified.
+    public var appTransaction: AppTransactionFacts?
     /// The verified outer payload exactly as signed (JSON text).
     public var payloadJSON: String
 
@@ -33,8 +50,9 @@ public struct NotificationFacts: Sendable, Equatable {
     public init(
         notificationUUID: UUID, type: String, subtype: String? = nil, signedDate: Date? = nil,
         environment: StoreEnvironment? = nil, transaction: TransactionFacts? = nil, renewal: RenewalFacts? = nil,
-        payloadJSON: String
+        appTransaction: AppTransactionFacts? = nil, payloadJSON: String
     ) {
+        self.appTransaction = appTransaction
         self.notificationUUID = notificationUUID
         self.type = type
         self.subtype = subtype
@@ -144,6 +162,41 @@ public protocol PurchaseStore: Sendable {
     ) throws -> RecordedTransaction
     /// The purchases currently bound to `userId`, with their products' entitlements.
     func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase]
+    /// Everything `GET /v1/subscriptions` reads about `userId` — bound purchases and app transactions — in one
+    /// read. The default has no app transactions (stores that keep none).
+    func holdings(userId: String, project: Project) throws -> UserHoldings
+}
+
+extension PurchaseStore {
+    /// Bound purchases only: a store that keeps no app transactions.
+    public func holdings(userId: String, project: Project) throws -> UserHoldings {
+        UserHoldings(purchases: try ownedPurchases(userId: userId, project: project), appTransactions: [])
+    }
+}
+
+/// What a user holds: bound purchases and the app transactions last posted for them.
+public struct UserHoldings: Sendable, Equatable {
+    /// Purchases bound to the user, with their products' entitlements.
+    public var purchases: [OwnedPurchase]
+    /// App transactions bound to the user.
+    public var appTransactions: [StoredAppTransaction]
+
+    /// Creates a value.
+    public init(purchases: [OwnedPurchase], appTransactions: [StoredAppTransaction]) {
+        self.purchases = purchases
+        self.appTransactions = appTransactions
+    }
+}
+
+/// App transactions (proofs of app purchase or download), per project and environment by `appTransactionId`.
+///
+/// Throws `DomainError` (`.serviceUnavailable` when the store cannot be reached).
+public protocol AppTransactionStore: Sendable {
+    /// Stores the verified app transaction (idempotent; a later `receiptCreationDate` refreshes the payload) and,
+    /// when `userId` is given, binds it to that user (the last user posted wins). A consent withdrawal already
+    /// recorded for it is kept.
+    func recordAppTransaction(_ facts: AppTransactionFacts, userId: String?, project: Project, now: Date) throws
+        -> RecordedAppTransaction
 }
 
 /// What storing a notification did.

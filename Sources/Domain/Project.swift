@@ -21,6 +21,8 @@ public struct Project: Sendable, Equatable {
     public var requireSecretKeyForReads: Bool
     /// Whether a transaction's `appAccountToken` decides which user a posted purchase binds to.
     public var appAccountTokenPolicy: AppAccountTokenPolicy
+    /// Entitlements for customers who first got the app before a version (`app_purchase_entitlements`).
+    public var appPurchaseEntitlements: AppPurchaseEntitlements?
     /// The current public key (`pk_…`), safe to embed in apps; retiring keys are in the store's key list.
     public var publicKey: String
     /// How Bouncer answers Apple's CONSUMPTION_REQUEST notifications (refund defense).
@@ -35,8 +37,10 @@ public struct Project: Sendable, Equatable {
         id: UUID, name: String, bundleId: String, appAppleId: Int64? = nil,
         environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
         allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
-        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, publicKey: String, createdAt: Date, updatedAt: Date
+        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil,
+        publicKey: String, createdAt: Date, updatedAt: Date
     ) {
+        self.appPurchaseEntitlements = appPurchaseEntitlements
         self.id = id
         self.name = name
         self.bundleId = bundleId
@@ -82,14 +86,17 @@ public struct NewProject: Sendable, Equatable {
     public var appAccountTokenPolicy: AppAccountTokenPolicy
     /// Refund defense settings (defaults: off).
     public var consumption: ConsumptionSettings = ConsumptionSettings()
+    /// Entitlements for customers who first got the app before a version.
+    public var appPurchaseEntitlements: AppPurchaseEntitlements?
 
     /// Creates the settings with the documented defaults.
     public init(
         name: String, bundleId: String, appAppleId: Int64? = nil,
         environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
         allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
-        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore
+        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil
     ) {
+        self.appPurchaseEntitlements = appPurchaseEntitlements
         self.name = name
         self.bundleId = bundleId
         self.appAppleId = appAppleId
@@ -121,6 +128,8 @@ public struct ProjectChanges: Sendable, Equatable {
     public var appAccountTokenPolicy: AppAccountTokenPolicy?
     /// New refund defense settings (each `nil` field is left as it is).
     public var consumption = ConsumptionSettings.Changes()
+    /// New `app_purchase_entitlements`: `.some(nil)` clears it.
+    public var appPurchaseEntitlements: AppPurchaseEntitlements??
 
     /// An empty change set.
     public init() {}
@@ -137,6 +146,7 @@ public struct ProjectChanges: Sendable, Equatable {
         if let requireSecretKeyForReads { p.requireSecretKeyForReads = requireSecretKeyForReads }
         if let appAccountTokenPolicy { p.appAccountTokenPolicy = appAccountTokenPolicy }
         p.consumption = consumption.applied(to: p.consumption)
+        if let appPurchaseEntitlements { p.appPurchaseEntitlements = appPurchaseEntitlements }
         return p
     }
 }

@@ -24,6 +24,7 @@ public enum ProjectRules {
         checkString(new.bundleId, ["bundle_id"], bundleIdLength, &out)
         checkAppAppleId(new.appAppleId, &out)
         checkEnvironments(new.environments, &out)
+        if let setting = new.appPurchaseEntitlements { out += AppPurchaseRules.problems(in: setting) }
         return out
     }
 
@@ -34,6 +35,7 @@ public enum ProjectRules {
         if let bundleId = changes.bundleId { checkString(bundleId, ["bundle_id"], bundleIdLength, &out) }
         if let appAppleId = changes.appAppleId { checkAppAppleId(appAppleId, &out) }
         if let environments = changes.environments { checkEnvironments(environments, &out) }
+        if let setting = changes.appPurchaseEntitlements, let setting { out += AppPurchaseRules.problems(in: setting) }
         return out
     }
 

@@ -34,6 +34,11 @@ public struct PurchaseState: Sendable, Equatable {
     public var latestSignedDate: Date
     /// The newest renewal info, for auto-renewable subscriptions.
     public var renewal: RenewalFacts?
+    /// How the latest transaction was refunded or revoked, when the read path loaded it (a `REFUND_PRORATED`
+    /// partial refund leaves `revocationDate` unset: the customer keeps access).
+    public var revocationType: RevocationType? = nil
+    /// The refunded share of the latest transaction, in thousandths of a percent, when the read path loaded it.
+    public var revocationPercentage: Int64? = nil
 
     /// Creates a state value.
     public init(
@@ -66,7 +71,7 @@ public struct PurchaseState: Sendable, Equatable {
             environment: transaction.environment,
             purchaseDate: transaction.purchaseDate,
             expiresDate: transaction.expiresDate,
-            revocationDate: transaction.revocationDate,
+            revocationDate: transaction.accessRevocationDate,
             revocationReason: transaction.revocationReason,
             ownershipType: transaction.ownershipType,
             latestSignedDate: transaction.signedDate

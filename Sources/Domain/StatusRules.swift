@@ -33,7 +33,7 @@ public enum StatusRules {
     /// `revoked` if a revocation date is set; `active` if there is no expiration date (lifetime, consumable) or it
     /// is after `now`; `expired` otherwise.
     public static func evaluate(_ transaction: TransactionFacts, at now: Date) -> EntitlementStatus {
-        if transaction.revocationDate != nil { return .revoked }
+        if transaction.accessRevocationDate != nil { return .revoked }
         guard let expires = transaction.expiresDate else { return .active }
         return expires > now ? .active : .expired
     }

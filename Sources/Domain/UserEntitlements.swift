@@ -30,6 +30,28 @@ public struct UserEntitlementSummary: Sendable, Equatable {
     public var entitlements: [String]
     /// Every purchase of the user, active first, then most recent first.
     public var purchases: [EvaluatedPurchase]
+    /// The user's app transactions with what each grants under `app_purchase_entitlements` (their entitlements
+    /// are in `entitlements` too, and make `status` active).
+    public var appPurchases: [AppPurchaseGrant] = []
+    /// The latest consent withdrawal (RESCIND_CONSENT) recorded for any of the user's app transactions.
+    public var consentRescindedAt: Date?
+
+    /// Evaluates everything the user holds at `now`: purchases, and app transactions under `setting`.
+    public static func summarize(_ holdings: UserHoldings, setting: AppPurchaseEntitlements?, at now: Date)
+        -> UserEntitlementSummary
+    {
+        var summary = summarize(holdings.purchases, at: now)
+        guard !holdings.appTransactions.isEmpty else { return summary }
+        let grants = AppPurchaseRules.grants(holdings.appTransactions, setting: setting)
+        summary.appPurchases = grants
+        summary.consentRescindedAt = holdings.appTransactions.compactMap(\.consentRescindedAt).max()
+        let granted = grants.flatMap(\.entitlements)
+        if !granted.isEmpty {
+            summary.entitlements = Set(summary.entitlements + granted).sorted()
+            summary.status = .active
+        }
+        return summary
+    }
 
     /// Evaluates all of a user's purchases at `now`.
     public static func summarize(_ owned: [OwnedPurchase], at now: Date) -> UserEntitlementSummary {

@@ -39,41 +39,11 @@ public final class PostgresNotificationStore: NotificationStore {
     public func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
         -> NotificationOutcome
     {
-        let n = notification
-        // The rules that need no stored state stay here, their one author: which notifications apply their facts,
-        // which environments are capped.
-        let applyFacts = NotificationRules.effect(of: n) == .applyFacts
-        let trimKeep = n.environment?.isLocalTesting == true ? Int64(localTestingNotificationLimit) : nil
-        let t = n.transaction, r = n.renewal
+        let limit = localTestingNotificationLimit
         let outcome: String? = try StorageErrors.mapping("record notification") {
             try pool.autocommit { connection -> String? in
-                do {
-                    // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
-                    return try connection.query("""
-                        SELECT bouncer_record_notification(\(project.id), \(n.notificationUUID), \(n.type)::text,
-                            \(Bind.text(n.subtype))::text, \(Bind.text(n.originalTransactionId))::text,
-                            \(Self.dedupEnvironment(n))::text, \(Bind.date(n.signedDate)), \(n.payloadJSON)::jsonb,
-                            \(Bind.int64(trimKeep)), \(applyFacts),
-                            \(Bind.text(t?.transactionId))::text, \(Bind.text(t?.originalTransactionId))::text,
-                            \(Bind.text(t?.productId))::text, \(Bind.text(t?.type.rawValue))::text,
-                            \(Bind.text(t?.environment.rawValue))::text,
-                            \(Bind.text(t.map { $0.bundleId ?? project.bundleId }))::text, \(Bind.date(t?.purchaseDate)),
-                            \(Bind.date(t?.originalPurchaseDate)), \(Bind.date(t?.expiresDate)),
-                            \(Bind.date(t?.revocationDate)), \(Bind.int(t?.revocationReason))::int,
-                            \(Bind.uuid(t?.appAccountToken)), \(Bind.text(t?.ownershipType?.rawValue))::text,
-                            \(Bind.date(t?.signedDate)), \(Bind.text(t?.payloadJSON))::jsonb,
-                            \(Bind.text(r?.originalTransactionId))::text, \(Bind.text(r?.productId))::text,
-                            \(Bind.text(r?.autoRenewProductId))::text, \(Bind.int(r?.autoRenewStatus))::int,
-                            \(Bind.int(r?.expirationIntent))::int, \(Bind.date(r?.gracePeriodExpiresDate)),
-                            \(Bind.bool(r?.isInBillingRetryPeriod)), \(Bind.int(r?.priceIncreaseStatus))::int,
-                            \(Bind.int(r?.offerType))::int, \(Bind.text(r?.offerIdentifier))::text,
-                            \(Bind.date(r?.renewalDate)), \(Bind.text(r?.environment.rawValue))::text,
-                            \(Bind.date(r?.signedDate)), \(Bind.text(r?.payloadJSON))::jsonb, \(now)) AS outcome
-                        """).first?.decode("outcome", as: String.self)
-                } catch let error as PGError {
-                    guard let t else { throw error }
-                    throw PostgresPurchaseStore.refusal(error, transaction: t, project: project)
-                }
+                try Self.record(notification, project: project, now: now, source: "notification",
+                                localTestingNotificationLimit: limit, on: connection)
             }
         }
         switch outcome {
@@ -81,6 +51,76 @@ public final class PostgresNotificationStore: NotificationStore {
         case "duplicate": return .duplicate
         default:
             throw PGError(code: .decoding, message: "bouncer_record_notification: unexpected outcome \(String(describing: outcome).prefix(40))")
+        }
+    }
+
+    /// One call of `bouncer_record_notification` on `connection` (its own transaction, or part of the caller's):
+    /// `"processed"` or `"duplicate"`. `source` is `notification` (the webhook) or `reconcile` (recovered from
+    /// Notification History); it is stored on the notification and on the transaction facts it writes.
+    static func record(
+        _ notification: NotificationFacts, project: Project, now: Date, source: String,
+        localTestingNotificationLimit: Int, on connection: Connection
+    ) throws -> String? {
+        let n = notification
+        // The rules that need no stored state stay here, their one author: which notifications apply their facts,
+        // which environments are capped.
+        let applyFacts = NotificationRules.effect(of: n) == .applyFacts
+        let trimKeep = n.environment?.isLocalTesting == true ? Int64(localTestingNotificationLimit) : nil
+        let t = n.transaction, r = n.renewal, a = n.appTransaction
+        let rescindedAt = NotificationRules.consentRescindedAt(by: n, receivedAt: now)
+        do {
+            // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
+            // The app transaction (RESCIND_CONSENT and other appData notifications) is written by a
+            // data-modifying CTE of the same statement — the same database transaction — and only on first
+            // delivery: created when unknown (no user; Sandbox and Production only), its consent withdrawal
+            // recorded once (the first wins).
+            return try connection.query("""
+                WITH n AS (SELECT bouncer_record_notification(\(project.id), \(n.notificationUUID), \(n.type)::text,
+                    \(Bind.text(n.subtype))::text, \(Bind.text(n.originalTransactionId))::text,
+                    \(Self.dedupEnvironment(n))::text, \(Bind.date(n.signedDate)), \(n.payloadJSON)::jsonb,
+                    \(Bind.int64(trimKeep)), \(applyFacts),
+                    \(Bind.text(t?.transactionId))::text, \(Bind.text(t?.originalTransactionId))::text,
+                    \(Bind.text(t?.productId))::text, \(Bind.text(t?.type.rawValue))::text,
+                    \(Bind.text(t?.environment.rawValue))::text,
+                    \(Bind.text(t.map { $0.bundleId ?? project.bundleId }))::text, \(Bind.date(t?.purchaseDate)),
+                    \(Bind.date(t?.originalPurchaseDate)), \(Bind.date(t?.expiresDate)),
+                    \(Bind.date(t?.accessRevocationDate)), \(Bind.int(t?.revocationReason))::int,
+                    \(Bind.uuid(t?.appAccountToken)), \(Bind.text(t?.ownershipType?.rawValue))::text,
+                    \(Bind.date(t?.signedDate)), \(Bind.text(t?.payloadJSON))::jsonb,
+                    \(Bind.text(r?.originalTransactionId))::text, \(Bind.text(r?.productId))::text,
+                    \(Bind.text(r?.autoRenewProductId))::text, \(Bind.int(r?.autoRenewStatus))::int,
+                    \(Bind.int(r?.expirationIntent))::int, \(Bind.date(r?.gracePeriodExpiresDate)),
+                    \(Bind.bool(r?.isInBillingRetryPeriod)), \(Bind.int(r?.priceIncreaseStatus))::int,
+                    \(Bind.int(r?.offerType))::int, \(Bind.text(r?.offerIdentifier))::text,
+                    \(Bind.date(r?.renewalDate)), \(Bind.text(r?.environment.rawValue))::text,
+                    \(Bind.date(r?.signedDate)), \(Bind.text(r?.payloadJSON))::jsonb, \(now), \(source)::text) AS outcome
+                ), app AS (
+                    INSERT INTO app_transactions AS a (project_id, environment, app_transaction_id, bundle_id,
+                        original_application_version, original_purchase_date, receipt_creation_date,
+                        consent_rescinded_at, payload, first_seen_at, last_seen_at)
+                    SELECT \(project.id), \(Bind.text(a?.environment.rawValue))::text,
+                        \(Bind.text(a?.appTransactionId))::text, \(Bind.text(a?.bundleId))::text,
+                        \(Bind.text(a?.originalApplicationVersion))::text, \(Bind.date(a?.originalPurchaseDate)),
+                        \(Bind.date(a?.receiptCreationDate)), \(Bind.date(rescindedAt)),
+                        \(Bind.text(a?.payloadJSON))::jsonb, \(now), \(now)
+                    FROM n WHERE n.outcome = 'processed' AND \(Bind.text(a?.appTransactionId))::text IS NOT NULL
+                      -- Xcode/LocalTesting data, which anyone can sign, only marks a row an app posted: forged
+                      -- notifications are capped (trimKeep), the rows they would create would not be.
+                      AND (\(a?.environment.isLocalTesting != true) OR EXISTS (
+                          SELECT 1 FROM app_transactions x WHERE x.project_id = \(project.id)
+                             AND x.environment = \(Bind.text(a?.environment.rawValue))::text
+                             AND x.app_transaction_id = \(Bind.text(a?.appTransactionId))::text))
+                    ON CONFLICT (project_id, environment, app_transaction_id) DO UPDATE SET
+                        consent_rescinded_at = COALESCE(a.consent_rescinded_at, EXCLUDED.consent_rescinded_at),
+                        last_seen_at = GREATEST(EXCLUDED.last_seen_at, a.last_seen_at)
+                    RETURNING 1
+                )
+                SELECT outcome FROM n
+                """).first?.decode("outcome", as: String.self)
+        } catch {
+            // Typed throws: `error` is a PGError.
+            guard let t else { throw error }
+            throw PostgresPurchaseStore.refusal(error, transaction: t, project: project)
         }
     }
 

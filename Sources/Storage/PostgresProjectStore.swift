@@ -23,6 +23,9 @@ public final class PostgresProjectStore: ProjectStore {
         require_secret_key_for_reads, app_account_token_policy, projects.created_at, updated_at,
         consumption_response, consumption_customer_consented, consumption_sample_content_provided,
         consumption_refund_preference,
+        projects.app_purchase_entitlements ->> 'purchased_before_version' AS app_purchase_before_version,
+        ARRAY(SELECT jsonb_array_elements_text(projects.app_purchase_entitlements -> 'entitlements'))
+            AS app_purchase_entitlement_list,
         (SELECT k.public_key FROM project_keys k WHERE k.project_id = projects.id AND k.kind = 'public'
             AND k.expires_at IS NULL ORDER BY k.created_at DESC LIMIT 1) AS public_key
         """
@@ -71,13 +74,17 @@ public final class PostgresProjectStore: ProjectStore {
                 let id = UUID()
                 try connection.execute("""
                     INSERT INTO projects (id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
-                        require_secret_key_for_reads, app_account_token_policy, created_at, updated_at,
-                        consumption_response, consumption_customer_consented, consumption_sample_content_provided,
-                        consumption_refund_preference)
+                        require_secret_key_for_reads, app_account_token_policy, app_purchase_entitlements, created_at,
+                        updated_at, consumption_response, consumption_customer_consented,
+                        consumption_sample_content_provided, consumption_refund_preference)
                     VALUES (\(id), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
                         \(new.environments.map(\.rawValue)), \(new.transferPolicy.rawValue), \(new.allowXcode),
-                        \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue), \(now), \(now),
-                        \(new.consumption.response.rawValue), \(new.consumption.customerConsented),
+                        \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue),
+                        CASE WHEN \(Bind.text(new.appPurchaseEntitlements?.purchasedBeforeVersion))::text IS NULL THEN NULL
+                            ELSE jsonb_build_object(
+                                'purchased_before_version', \(Bind.text(new.appPurchaseEntitlements?.purchasedBeforeVersion))::text,
+                                'entitlements', to_jsonb(\(new.appPurchaseEntitlements?.entitlements ?? [])::text[])) END,
+                        \(now), \(now), \(new.consumption.response.rawValue), \(new.consumption.customerConsented),
                         \(new.consumption.sampleContentProvided), \(Bind.text(new.consumption.refundPreference?.rawValue)))
                     """)
                 for key in keys { try Self.insert(key, projectId: id, connection) }
@@ -105,11 +112,17 @@ public final class PostgresProjectStore: ProjectStore {
                         app_apple_id = \(Bind.int64(next.appAppleId)), environments = \(next.environments.map(\.rawValue)),
                         transfer_policy = \(next.transferPolicy.rawValue), allow_xcode = \(next.allowXcode),
                         require_secret_key_for_reads = \(next.requireSecretKeyForReads),
-                        app_account_token_policy = \(next.appAccountTokenPolicy.rawValue), updated_at = \(now),
+                        app_account_token_policy = \(next.appAccountTokenPolicy.rawValue),
+                        app_purchase_entitlements = CASE
+                            WHEN \(Bind.text(next.appPurchaseEntitlements?.purchasedBeforeVersion))::text IS NULL THEN NULL
+                            ELSE jsonb_build_object(
+                                'purchased_before_version', \(Bind.text(next.appPurchaseEntitlements?.purchasedBeforeVersion))::text,
+                                'entitlements', to_jsonb(\(next.appPurchaseEntitlements?.entitlements ?? [])::text[])) END,
                         consumption_response = \(next.consumption.response.rawValue),
                         consumption_customer_consented = \(next.consumption.customerConsented),
                         consumption_sample_content_provided = \(next.consumption.sampleContentProvided),
-                        consumption_refund_preference = \(Bind.text(next.consumption.refundPreference?.rawValue))
+                        consumption_refund_preference = \(Bind.text(next.consumption.refundPreference?.rawValue)),
+                        updated_at = \(now)
                     WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
                     """)
@@ -279,6 +292,11 @@ public final class PostgresProjectStore: ProjectStore {
             allowXcode: try row.decode("allow_xcode", as: Bool.self),
             requireSecretKeyForReads: try row.decode("require_secret_key_for_reads", as: Bool.self),
             appAccountTokenPolicy: tokenPolicy,
+            appPurchaseEntitlements: try row.decode("app_purchase_before_version", as: String?.self).map {
+                AppPurchaseEntitlements(
+                    purchasedBeforeVersion: $0,
+                    entitlements: try row.decode("app_purchase_entitlement_list", as: [String]?.self) ?? [])
+            },
             // Every rotation leaves one current public key; "" only if rows were edited by hand.
             publicKey: try row.decode("public_key", as: String?.self) ?? "",
             createdAt: try row.decode("created_at", as: Date.self),

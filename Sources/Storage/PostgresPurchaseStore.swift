@@ -57,26 +57,80 @@ public final class PostgresPurchaseStore: PurchaseStore {
     }
 
     /// The purchases bound to `userId` (not revoked), with the entitlements of each purchase's current product;
-    /// a product without a mapping grants nothing. One prepared statement; sorted by original transaction id (then
-    /// environment: a user may hold an Xcode purchase and a real one with the same id, each its own entry).
+    /// a product without a mapping grants nothing. Sorted by original transaction id (then environment: a user may
+    /// hold an Xcode purchase and a real one with the same id, each its own entry). See `holdings`.
     public func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase] {
+        try holdings(userId: userId, project: project).purchases
+    }
+
+    /// The user's purchases (as `ownedPurchases`, with the latest transaction's revocation type and percentage) and
+    /// app transactions, in one prepared statement: one round trip, whether or not the user has app transactions.
+    /// The app transactions come as parallel arrays in the first row (an aggregate always yields one row; no JSON
+    /// parsing), left-joined to the purchase rows.
+    public func holdings(userId: String, project: Project) throws -> UserHoldings {
         try StorageErrors.mapping("owned purchases") {
             try pool.withConnection { connection in
-                try connection.query("""
-                    SELECT \(unsafeSQL: PurchaseRows.columns), pr.entitlements
-                    FROM subscriptions s
-                    JOIN purchases p
-                      ON p.project_id = s.project_id AND p.environment = s.environment
-                     AND p.original_transaction_id = s.original_transaction_id
-                    LEFT JOIN products pr ON pr.project_id = p.project_id AND pr.product_id = p.product_id
-                    WHERE s.project_id = \(project.id) AND s.user_id = \(userId) AND s.revoked_at IS NULL
-                    ORDER BY p.original_transaction_id COLLATE "C", p.environment COLLATE "C"
-                    """).map { row in
-                    OwnedPurchase(
-                        purchase: try PurchaseRows.state(from: row),
-                        entitlements: try row.decode("entitlements", as: [String]?.self) ?? [])
+                let rows = try connection.query("""
+                    WITH apps AS (
+                        SELECT array_agg(a.app_transaction_id ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_ids,
+                            array_agg(a.environment ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_environments,
+                            array_agg(COALESCE(a.original_application_version, '')
+                                ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_versions,
+                            array_agg(COALESCE((extract(epoch FROM a.original_purchase_date) * 1000)::bigint::text, '')
+                                ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_purchased_ms,
+                            array_agg(COALESCE((extract(epoch FROM a.consent_rescinded_at) * 1000)::bigint::text, '')
+                                ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_rescinded_ms
+                        FROM app_transactions a
+                        WHERE a.project_id = \(project.id) AND a.user_id = \(userId)
+                    )
+                    SELECT apps.*, o.* FROM apps LEFT JOIN (
+                        SELECT \(unsafeSQL: PurchaseRows.columns), pr.entitlements,
+                            t.revocation_type AS latest_revocation_type,
+                            t.revocation_percentage AS latest_revocation_percentage
+                        FROM subscriptions s
+                        JOIN purchases p
+                          ON p.project_id = s.project_id AND p.environment = s.environment
+                         AND p.original_transaction_id = s.original_transaction_id
+                        LEFT JOIN products pr ON pr.project_id = p.project_id AND pr.product_id = p.product_id
+                        LEFT JOIN transactions t ON t.project_id = p.project_id AND t.environment = p.environment
+                         AND t.transaction_id = p.latest_transaction_id
+                        WHERE s.project_id = \(project.id) AND s.user_id = \(userId) AND s.revoked_at IS NULL
+                    ) o ON true
+                    ORDER BY o.original_transaction_id COLLATE "C", o.environment COLLATE "C"
+                    """)
+                var purchases: [OwnedPurchase] = []
+                for row in rows where try row.decode("original_transaction_id", as: String?.self) != nil {
+                    var state = try PurchaseRows.state(from: row)
+                    state.revocationType = try row.decode("latest_revocation_type", as: String?.self)
+                        .map(RevocationType.init(rawValue:))
+                    state.revocationPercentage = try row.decode("latest_revocation_percentage", as: Int64?.self)
+                    purchases.append(OwnedPurchase(
+                        purchase: state, entitlements: try row.decode("entitlements", as: [String]?.self) ?? []))
                 }
+                guard let first = rows.first else { return UserHoldings(purchases: purchases, appTransactions: []) }
+                return UserHoldings(purchases: purchases, appTransactions: try Self.appTransactions(from: first))
             }
+        }
+    }
+
+    /// The parallel arrays of `holdings`' first row as values (empty text is NULL; dates are epoch milliseconds).
+    private static func appTransactions(from row: Row) throws -> [StoredAppTransaction] {
+        let ids = try row.decode("app_ids", as: [String]?.self) ?? []
+        let environments = try row.decode("app_environments", as: [String]?.self) ?? []
+        let versions = try row.decode("app_versions", as: [String]?.self) ?? []
+        let purchased = try row.decode("app_purchased_ms", as: [String]?.self) ?? []
+        let rescinded = try row.decode("app_rescinded_ms", as: [String]?.self) ?? []
+        guard environments.count == ids.count, versions.count == ids.count, purchased.count == ids.count,
+              rescinded.count == ids.count
+        else { throw PGError(code: .decoding, message: "app transaction arrays differ in length") }
+        func date(_ text: String) -> Date? {
+            Int64(text).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        }
+        return ids.indices.map { i in
+            StoredAppTransaction(
+                appTransactionId: ids[i], environment: StoreEnvironment(rawValue: environments[i]),
+                originalApplicationVersion: versions[i].isEmpty ? nil : versions[i],
+                originalPurchaseDate: date(purchased[i]), consentRescindedAt: date(rescinded[i]))
         }
     }
 
@@ -114,7 +168,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
                 FROM bouncer_record_transaction(\(project.id), \(t.transactionId)::text, \(t.originalTransactionId)::text,
                     \(t.productId)::text, \(t.type.rawValue)::text, \(t.environment.rawValue)::text, \(bundleId)::text,
                     \(t.purchaseDate), \(Bind.date(t.originalPurchaseDate)), \(Bind.date(t.expiresDate)),
-                    \(Bind.date(t.revocationDate)), \(Bind.int(t.revocationReason))::int, \(Bind.uuid(t.appAccountToken)),
+                    \(Bind.date(t.accessRevocationDate)), \(Bind.int(t.revocationReason))::int, \(Bind.uuid(t.appAccountToken)),
                     \(Bind.text(t.ownershipType?.rawValue))::text, \(t.signedDate), \(t.payloadJSON)::jsonb,
                     \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
                     \(now)) r

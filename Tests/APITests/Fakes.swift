@@ -291,6 +291,10 @@ final class FakeVerifier: SignedDataVerifying, Sendable {
     func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts {
         throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "not used by these tests")
     }
+
+    func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
+        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "not used by these tests")
+    }
 }
 
 /// Collects log lines.

@@ -25,6 +25,10 @@ final class FakeNotificationVerifier: SignedDataVerifying, Sendable {
         }
         return try result.get()
     }
+
+    func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
+        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "not used by these tests")
+    }
 }
 
 /// An in-memory `NotificationStore` with the port's semantics: first delivery processed, redelivery duplicate.

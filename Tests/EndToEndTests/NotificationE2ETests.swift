@@ -5,7 +5,8 @@ import XCTest
 /// App Store Server Notifications V2 over real HTTP: `bouncer serve` trusting the test PKI, a fresh database,
 /// notifications minted with `Tests/Fixtures/pki/sign-jws`, and the user's `GET /v1/subscriptions` answer after each.
 final class NotificationE2ETests: XCTestCase {
-    static let shared = SharedServer(label: "notify")
+    static let metricsToken = "e2e-notify-metrics-token-0123456789"
+    static let shared = SharedServer(label: "notify", overrides: ["BOUNCER_METRICS_TOKEN": metricsToken])
     static let day = 86_400.0
 
     override class func tearDown() {
@@ -272,6 +273,9 @@ final class NotificationE2ETests: XCTestCase {
             n.body = .summary
             return ([n], merged(active, ["current_period_end": .string(E2E.iso(s.initial.expiresDate ?? 0))]))
         },
+        Case(name: "RENEWAL_EXTENSION/FAILURE") { s in
+            ([s.notification("RENEWAL_EXTENSION", "FAILURE", transaction: s.resigned(), renewal: s.renewal())], active)
+        },
         Case(name: "PRICE_INCREASE/PENDING") { s in
             ([s.notification("PRICE_INCREASE", "PENDING", transaction: s.resigned(),
                              renewal: s.renewal { $0.priceIncreaseStatus = 0 })], active)
@@ -292,6 +296,51 @@ final class NotificationE2ETests: XCTestCase {
             var n = s.notification("EXTERNAL_PURCHASE_TOKEN", "UNREPORTED")
             n.body = .externalPurchaseToken
             return ([n], active)
+        },
+        Case(name: "EXTERNAL_PURCHASE_TOKEN/CREATED") { s in
+            var n = s.notification("EXTERNAL_PURCHASE_TOKEN", "CREATED")
+            n.body = .externalPurchaseToken
+            return ([n], active)
+        },
+        Case(name: "EXTERNAL_PURCHASE_TOKEN/ACTIVE_TOKEN_REMINDER") { s in
+            var n = s.notification("EXTERNAL_PURCHASE_TOKEN", "ACTIVE_TOKEN_REMINDER")
+            n.body = .externalPurchaseToken
+            return ([n], active)
+        },
+        Case(name: "ONE_TIME_CHARGE") { s in
+            var lifetime = TransactionPayload(bundleId: s.bundle)
+            lifetime.productId = "com.e2e.lifetime"
+            lifetime.type = "Non-Consumable"
+            lifetime.expiresDate = nil
+            return ([s.notification("ONE_TIME_CHARGE", transaction: lifetime)], active)
+        },
+        Case(name: "RESCIND_CONSENT (consent recorded, entitlements kept)") { s in
+            var n = s.notification("RESCIND_CONSENT")
+            n.body = .appData(AppTransactionPayload(bundleId: s.bundle))
+            return ([n], active)
+        },
+        Case(name: "METADATA_UPDATE (Advanced Commerce)") { s in
+            ([s.notification("METADATA_UPDATE", transaction: s.resigned {
+                $0.extra = [("advancedCommerceInfo", ["requestReferenceId": "e2e-ref", "period": "P1M"])]
+            }, renewal: s.renewal())], active)
+        },
+        Case(name: "MIGRATION (Advanced Commerce)") { s in
+            ([s.notification("MIGRATION", transaction: s.resigned(), renewal: s.renewal())], active)
+        },
+        Case(name: "PRICE_CHANGE (Advanced Commerce)") { s in
+            ([s.notification("PRICE_CHANGE", transaction: s.resigned(), renewal: s.renewal())], active)
+        },
+        Case(name: "REFUND (partial: REFUND_PRORATED keeps access)") { s in
+            ([s.notification("REFUND", transaction: s.resigned {
+                $0.revocationDate = E2E.ms(-1)
+                $0.revocationReason = 0
+                $0.revocationType = "REFUND_PRORATED"
+                $0.revocationPercentage = 40_000
+                $0.extra = [("appTransactionId", "704E2E"), ("offerPeriod", "P1M"), ("offerDiscountType", "PAY_AS_YOU_GO")]
+            })], merged(active, [
+                "revocation_date": nil, "revocation_type": "REFUND_PRORATED", "revocation_percentage": 40_000,
+                "partial_refund": true,
+            ]))
         },
         Case(name: "A type Apple adds later") { s in
             ([s.notification("SUBSCRIPTION_TELEPORTED", "TO_MARS", transaction: s.resigned(), renewal: s.renewal())],
@@ -320,8 +369,30 @@ final class NotificationE2ETests: XCTestCase {
             "SUBSCRIBED", "DID_RENEW", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED",
             "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "EXPIRED", "REFUND", "REFUND_DECLINED", "REFUND_REVERSED",
             "REVOKE", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION", "PRICE_INCREASE", "CONSUMPTION_REQUEST", "TEST",
-            "EXTERNAL_PURCHASE_TOKEN", "A",
+            "EXTERNAL_PURCHASE_TOKEN", "ONE_TIME_CHARGE", "RESCIND_CONSENT", "METADATA_UPDATE", "MIGRATION",
+            "PRICE_CHANGE", "A",
         ])
+        // …and every documented subtype.
+        let subtypes = Set(Self.cases.compactMap { c in
+            c.name.split(separator: " ")[0].split(separator: "/").dropFirst().first.map(String.init)
+        })
+        XCTAssertEqual(subtypes, [
+            "INITIAL_BUY", "RESUBSCRIBE", "BILLING_RECOVERY", "UPGRADE", "DOWNGRADE", "AUTO_RENEW_DISABLED",
+            "AUTO_RENEW_ENABLED", "GRACE_PERIOD", "VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE",
+            "SUMMARY", "FAILURE", "PENDING", "ACCEPTED", "UNREPORTED", "CREATED", "ACTIVE_TOKEN_REMINDER",
+        ])
+        // Recognised, not counted as unknown: only the invented type is.
+        let metrics = try api.client.get("/metrics", headers: ["Authorization": "Bearer \(Self.metricsToken)"])
+        XCTAssertEqual(metrics.status, 200, metrics.description)
+        let text = String(decoding: metrics.body, as: UTF8.self)
+        for series in [#"{type="RESCIND_CONSENT",subtype="none"}"#, #"{type="EXTERNAL_PURCHASE_TOKEN",subtype="CREATED"}"#,
+                       #"{type="EXTERNAL_PURCHASE_TOKEN",subtype="ACTIVE_TOKEN_REMINDER"}"#,
+                       #"{type="METADATA_UPDATE",subtype="none"}"#, #"{type="MIGRATION",subtype="none"}"#,
+                       #"{type="PRICE_CHANGE",subtype="none"}"#, #"{type="RENEWAL_EXTENSION",subtype="FAILURE"}"#] {
+            XCTAssertTrue(text.contains("bouncer_notifications_total" + series), series)
+        }
+        let unknown = text.split(separator: "\n").filter { $0.hasPrefix("bouncer_notifications_total{type=\"unknown\"") }
+        XCTAssertEqual(unknown, [#"bouncer_notifications_total{type="unknown",subtype="unknown"} 1"#])
     }
 
     // MARK: - The issue's "done when"

@@ -50,6 +50,8 @@ struct NotificationPayload {
         case summary
         /// `externalPurchaseToken` (EXTERNAL_PURCHASE_TOKEN).
         case externalPurchaseToken
+        /// `appData` with a signed app transaction (RESCIND_CONSENT).
+        case appData(AppTransactionPayload)
     }
 
     var type: String
@@ -100,7 +102,13 @@ struct NotificationPayload {
         case .externalPurchaseToken:
             pairs.append(("externalPurchaseToken", [
                 "externalPurchaseId": "SANDBOX_e2e-token-0001", "tokenCreationDate": JSONValue(signedDate),
-                "bundleId": .string(bundleId),
+                "bundleId": .string(bundleId), "tokenType": "SERVICES",
+                "tokenExpirationDate": JSONValue(signedDate + 30 * 86_400_000),
+            ]))
+        case .appData(let appTransaction):
+            pairs.append(("appData", [
+                "bundleId": .string(bundleId), "environment": .string(environment),
+                "signedAppTransactionInfo": .string(try appTransaction.mint()),
             ]))
         }
         return .object(JSONObject(pairs))
@@ -109,7 +117,42 @@ struct NotificationPayload {
     func mint() throws -> String { try E2E.mint(try json()) }
 }
 
+/// An app transaction payload (StoreKit `AppTransaction`), signed by the test PKI.
+struct AppTransactionPayload {
+    var appTransactionId = "7040" + E2E.uniqueId()
+    var bundleId: String
+    var receiptType = "Sandbox"
+    var applicationVersion = "412"
+    var originalApplicationVersion: String? = "1.9"
+    var originalPurchaseDate: Int64 = E2E.ms(-400 * 86_400)
+    var receiptCreationDate: Int64 = E2E.ms(-60)
+    var includeId = true
+
+    var json: JSONValue {
+        var pairs: [(String, JSONValue)] = [
+            ("receiptType", .string(receiptType)), ("bundleId", .string(bundleId)),
+            ("applicationVersion", .string(applicationVersion)), ("versionExternalIdentifier", 0),
+            ("receiptCreationDate", JSONValue(receiptCreationDate)),
+            ("originalPurchaseDate", JSONValue(originalPurchaseDate)),
+            ("deviceVerification", "dGVzdA=="), ("deviceVerificationNonce", "1c0ebd39-2c4d-4a31-9a6b-2dd28fb0a3b1"),
+            ("originalPlatform", "iOS"),
+        ]
+        if let originalApplicationVersion { pairs.append(("originalApplicationVersion", .string(originalApplicationVersion))) }
+        if includeId { pairs.append(("appTransactionId", .string(appTransactionId))) }
+        return .object(JSONObject(pairs))
+    }
+
+    func mint() throws -> String { try E2E.mint(json) }
+}
+
 extension API {
+    /// `POST /v1/app-transactions/:publicKey`.
+    func postAppTransaction(_ key: String, _ jws: String, user: String? = nil) throws -> HTTPResponse {
+        var pairs: [(String, JSONValue)] = [("signed_app_transaction", .string(jws))]
+        if let user { pairs.append(("user_id", .string(user))) }
+        return try client.post("/v1/app-transactions/\(key)", json: .object(JSONObject(pairs)))
+    }
+
     /// `POST /v1/notifications/:publicKey` with Apple's body.
     func notify(_ key: String, _ jws: String) throws -> HTTPResponse {
         try client.post("/v1/notifications/\(key)", json: ["signedPayload": .string(jws)])

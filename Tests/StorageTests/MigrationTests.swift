@@ -78,9 +78,11 @@ final class MigrationTests: XCTestCase {
         let tables = try pool.withConnection { c in
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
-        XCTAssertEqual(tables, ["app_store_credentials", "consumption_requests", "notifications", "ownership_events",
-                                "pending_renewals", "products", "project_keys", "projects", "purchases",
-                                "renewal_extensions", "schema_migrations", "subscriptions", "transactions"])
+        XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "consumption_requests", "notifications",
+                                "ownership_events", "pending_renewals", "products", "project_keys", "projects",
+                                "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
+                                "reconcile_runs", "renewal_extensions", "schema_migrations", "subscriptions",
+                                "transactions"])
     }
 
     /// 0005 moves each project's keys into project_keys as its current keys: apps and backends keep working.
@@ -128,7 +130,7 @@ final class MigrationTests: XCTestCase {
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
                   AND cl.relname NOT IN ('projects', 'schema_migrations')
                 """)
-            XCTAssertEqual(pks.count, 11)
+            XCTAssertEqual(pks.count, 16)
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)

@@ -21,7 +21,7 @@ public final class BouncerProcess: @unchecked Sendable {
     public static let adminToken = "e2e-admin-token-0123456789abcdef"
 
     /// Default test settings: this process's environment without any `BOUNCER_*`/`DATABASE_URL`, then port 0 on
-    /// 127.0.0.1, access log off, the test PKI trusted, an admin token, a 3 s shutdown grace. Pass `nil` values in
+    /// 127.0.0.1, access log off, the test PKI trusted, an admin token, a 3 s shutdown grace, no scheduled reconciliation. Pass `nil` values in
     /// `overrides` to remove a variable (e.g. `BOUNCER_ROOT_CERTIFICATES: nil` for the bundled Apple roots).
     /// Without `databaseURL` the server runs its embedded PostgreSQL (`BOUNCER_DATA_DIR` or its default).
     public static func environment(databaseURL: String? = nil, overrides: [String: String?] = [:]) -> [String: String] {
@@ -34,6 +34,8 @@ public final class BouncerProcess: @unchecked Sendable {
         env["BOUNCER_ROOT_CERTIFICATES"] = TestPaths.testRoot.path
         env["BOUNCER_ACCESS_LOG"] = "off"
         env["BOUNCER_SHUTDOWN_GRACE_SECONDS"] = "3"
+        // No scheduled reconciliation unless a test asks for it: it would call Apple (or a fake) on its own clock.
+        env["BOUNCER_RECONCILE_INTERVAL_SECONDS"] = "0"
         for (key, value) in overrides { env[key] = value }
         return env
     }

@@ -1,3 +1,4 @@
+import Domain
 import AppStoreJWS
 import Foundation
 import HTTPCore

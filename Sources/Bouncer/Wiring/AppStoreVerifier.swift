@@ -2,6 +2,7 @@ import AppStoreJWS
 import Crypto
 import Domain
 import Foundation
+import JSON
 
 /// Adapts `AppStoreJWS.SignedDataVerifier` to the Domain port: project settings become a verification policy,
 /// verified payloads become Domain facts, verifier errors become `VerificationFailure` with the same code.
@@ -19,6 +20,24 @@ struct AppStoreVerifier: SignedDataVerifying {
             metrics?.verification(kind: "transaction", result: error.code.rawValue)
             throw Self.failure(error)
         }
+    }
+
+    func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
+        let verified: VerifiedAppTransaction
+        do {
+            verified = try verifier.verifyAppTransaction(jws, policy: Self.policy(for: project))
+            metrics?.verified(kind: "appTransaction", verified.details)
+        } catch {
+            metrics?.verification(kind: "appTransaction", result: error.code.rawValue)
+            throw Self.failure(error)
+        }
+        guard let facts = Self.facts(verified) else {
+            throw VerificationFailure(
+                code: VerificationError.Code.invalidJWSFormat.rawValue,
+                reason: "payload field appTransactionId is required but missing (StoreKit sends it since iOS 18.4)",
+                step: VerificationError.Step.payload.contractName)
+        }
+        return facts
     }
 
     func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts {
@@ -46,7 +65,25 @@ struct AppStoreVerifier: SignedDataVerifying {
             environment: environment.map { StoreEnvironment(rawValue: $0.rawValue) },
             transaction: verified.transaction.map(Self.facts),
             renewal: verified.renewalInfo.flatMap(Self.facts),
+            appTransaction: verified.appTransaction.flatMap(Self.facts),
             payloadJSON: verified.payloadString)
+    }
+
+    func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
+        let verified: VerifiedRenewalInfo
+        do {
+            verified = try verifier.verifyRenewalInfo(jws, policy: Self.policy(for: project))
+            metrics?.verified(kind: "renewal_info", verified.details)
+        } catch {
+            metrics?.verification(kind: "renewal_info", result: error.code.rawValue)
+            throw Self.failure(error)
+        }
+        guard let facts = Self.facts(verified) else {
+            throw VerificationFailure(
+                code: VerificationError.Code.invalidJWSFormat.rawValue,
+                reason: "renewal info has no originalTransactionId", step: VerificationError.Step.payload.contractName)
+        }
+        return facts
     }
 
     static func policy(for project: Project) -> VerificationPolicy {
@@ -81,7 +118,13 @@ struct AppStoreVerifier: SignedDataVerifying {
             signedDate: t.signedDate,
             bundleId: t.bundleId,
             isUpgraded: t.isUpgraded ?? false,
-            payloadJSON: v.payloadString)
+            payloadJSON: v.payloadString,
+            appTransactionId: t.appTransactionId,
+            offerPeriod: t.offerPeriod,
+            offerDiscountType: t.offerDiscountType,
+            revocationType: t.revocationType,
+            revocationPercentage: t.revocationPercentage,
+            advancedCommerceInfoJSON: t.advancedCommerceInfo.map { $0.serializedString() })
     }
 
     /// Renewal info without an `originalTransactionId` cannot be tied to a purchase; it is dropped (the outer
@@ -103,7 +146,21 @@ struct AppStoreVerifier: SignedDataVerifying {
             renewalDate: r.renewalDate,
             environment: StoreEnvironment(rawValue: r.environment.rawValue),
             signedDate: r.signedDate,
-            payloadJSON: v.payloadString)
+            payloadJSON: v.payloadString,
+            appTransactionId: r.appTransactionId,
+            offerPeriod: r.offerPeriod,
+            offerDiscountType: r.offerDiscountType,
+            advancedCommerceInfoJSON: r.advancedCommerceInfo.map { $0.serializedString() })
+    }
+
+    /// An app transaction without `appTransactionId` (StoreKit before iOS 18.4) cannot be keyed; `nil`.
+    static func facts(_ v: VerifiedAppTransaction) -> AppTransactionFacts? {
+        let a = v.appTransaction
+        guard let id = a.appTransactionId, !id.isEmpty else { return nil }
+        return AppTransactionFacts(
+            appTransactionId: id, bundleId: a.bundleId, environment: a.receiptType,
+            originalApplicationVersion: a.originalApplicationVersion, originalPurchaseDate: a.originalPurchaseDate,
+            receiptCreationDate: a.receiptCreationDate, payloadJSON: v.payloadString)
     }
 }
 

@@ -20,6 +20,7 @@ final class Caches: Sendable {
     let projects: CachedProjectStore
     let purchases: any PurchaseStore
     let notifications: any NotificationStore
+    let appTransactions: any AppTransactionStore
     private let synchronizer: CacheSynchronizer
     private let reads: PurchaseReadCache?
     private let listener: NotificationListener
@@ -42,6 +43,8 @@ final class Caches: Sendable {
             ?? purchaseStore
         self.notifications = AnnouncingNotificationStore(
             inner: PostgresNotificationStore(pool: database.pool), announce: announce)
+        self.appTransactions = AnnouncingAppTransactionStore(
+            inner: PostgresAppTransactionStore(pool: database.pool), announce: announce)
         self.synchronizer = synchronizer
         self.reads = reads
         var listenerSettings = database.pool.settings
@@ -58,6 +61,11 @@ final class Caches: Sendable {
         }
         listening.name = "bouncer-cache-listener"
         listening.start()
+    }
+
+    /// `store` announcing what it changes (reconciliation writes bypass the cached purchase store).
+    func announcing(_ store: any ReconciliationStore) -> any ReconciliationStore {
+        AnnouncingReconciliationStore(inner: store) { [synchronizer] in synchronizer.announce($0) }
     }
 
     /// Counters for `/metrics`.

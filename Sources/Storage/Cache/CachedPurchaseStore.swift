@@ -37,21 +37,58 @@ public final class CachedPurchaseStore: PurchaseStore {
         }
     }
 
+    /// The user's purchases (see `holdings`).
+    public func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase] {
+        try holdings(userId: userId, project: project).purchases
+    }
+
     /// From the cache when a current entry exists; otherwise one query, remembered unless a write raced it.
     /// Renewal info comes without its raw signed payload (`payloadJSON` is empty): the read API never shows it, it
     /// stays in the database, and dropping it keeps a user holding one purchase near 1 KB of cache (measured) instead
     /// of about twice that.
-    public func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase] {
-        if let cached = cache.lookup(projectId: project.id, userId: userId) { return cached }
+    public func holdings(userId: String, project: Project) throws -> UserHoldings {
+        if let cached = cache.lookupHoldings(projectId: project.id, userId: userId) { return cached }
         let ticket = cache.ticket()
         let startedAt = cache.now()
-        let owned = try inner.ownedPurchases(userId: userId, project: project).map { owned in
+        var holdings = try inner.holdings(userId: userId, project: project)
+        holdings.purchases = holdings.purchases.map { owned in
             var slim = owned
             slim.purchase.renewal?.payloadJSON = ""
             return slim
         }
-        cache.fill(projectId: project.id, userId: userId, owned: owned, ticket: ticket, at: startedAt)
-        return owned
+        cache.fill(projectId: project.id, userId: userId, holdings: holdings, ticket: ticket, at: startedAt)
+        return holdings
+    }
+}
+
+/// An `AppTransactionStore` that announces the users whose answer a write changed (the one posted, and the one it
+/// was bound to before), after the inner call returns.
+public final class AnnouncingAppTransactionStore: AppTransactionStore {
+    private let inner: any AppTransactionStore
+    private let announce: @Sendable ([CacheMessage]) -> Void
+
+    /// Wraps `inner`.
+    public init(inner: any AppTransactionStore, announce: @escaping @Sendable ([CacheMessage]) -> Void) {
+        self.inner = inner
+        self.announce = announce
+    }
+
+    public func recordAppTransaction(_ facts: AppTransactionFacts, userId: String?, project: Project, now: Date) throws
+        -> RecordedAppTransaction
+    {
+        do {
+            let recorded = try inner.recordAppTransaction(facts, userId: userId, project: project, now: now)
+            var messages: [CacheMessage] = []
+            if let userId { messages.append(.user(project.id, userId: userId)) }
+            if let previous = recorded.previousUserId { messages.append(.user(project.id, userId: previous)) }
+            if !messages.isEmpty { announce(messages) }
+            return recorded
+        } catch let error as DomainError where error.code == .serviceUnavailable {
+            // A lost answer may hide a commit: the posted user reads again (a previous holder is unknown here; the
+            // cache's maxAge bounds it).
+            if let userId { announce([.user(project.id, userId: userId)]) }
+            throw error
+        }
     }
 }
 
@@ -74,6 +111,11 @@ public final class AnnouncingNotificationStore: NotificationStore {
         if let t = notification.transaction {
             messages.append(.purchase(project.id, environment: t.environment.rawValue,
                                       originalTransactionId: t.originalTransactionId))
+        }
+        // A consent withdrawal changes the answer of whoever holds the app transaction; the store does not say who,
+        // and RESCIND_CONSENT is rare: the project's cached users read again.
+        if notification.appTransaction != nil, NotificationRules.consentRescindedAt(by: notification, receivedAt: now) != nil {
+            messages.append(.allUsers(project.id))
         }
         if let r = notification.renewal {
             let message = CacheMessage.purchase(project.id, environment: r.environment.rawValue,

@@ -23,7 +23,8 @@ public final class PurchaseReadCache: Sendable {
         let originalTransactionId: String
     }
     struct Entry {
-        var owned: [OwnedPurchase]
+        var holdings: UserHoldings
+        var owned: [OwnedPurchase] { holdings.purchases }
         var filledAt: ContinuousClock.Instant
     }
     /// What a fill must check it missed: invalidations newer than its ticket.
@@ -69,6 +70,17 @@ public final class PurchaseReadCache: Sendable {
 
     /// The user's cached purchases, if a current entry exists.
     func lookup(projectId: UUID, userId: String) -> [OwnedPurchase]? {
+        lookupHoldings(projectId: projectId, userId: userId)?.purchases
+    }
+
+    /// Stores purchases only (no app transactions); see `fill(projectId:userId:holdings:ticket:at:)`.
+    func fill(projectId: UUID, userId: String, owned: [OwnedPurchase], ticket: UInt64, at filledAt: ContinuousClock.Instant) {
+        fill(projectId: projectId, userId: userId, holdings: UserHoldings(purchases: owned, appTransactions: []),
+             ticket: ticket, at: filledAt)
+    }
+
+    /// What the user holds, if a current entry exists.
+    func lookupHoldings(projectId: UUID, userId: String) -> UserHoldings? {
         let now = clock.now
         return state.withLock { s in
             guard s.enabled else { return nil }
@@ -83,17 +95,18 @@ public final class PurchaseReadCache: Sendable {
                 return nil
             }
             s.hits += 1
-            return entry.owned
+            return entry.holdings
         }
     }
 
     /// The ticket a reader takes before querying, handed back to `fill`.
     func ticket() -> UInt64 { state.withLock { $0.sequence } }
 
-    /// Stores what a query begun at `ticket` read, unless an invalidation since then touches it.
-    func fill(projectId: UUID, userId: String, owned: [OwnedPurchase], ticket: UInt64, at filledAt: ContinuousClock.Instant) {
+    /// Stores what a query begun at `ticket` read, unless an invalidation since then touches it. App transactions
+    /// are invalidated through their users (`CacheMessage.user`) or the project (`allUsers`), never by purchase.
+    func fill(projectId: UUID, userId: String, holdings: UserHoldings, ticket: UInt64, at filledAt: ContinuousClock.Instant) {
         let key = UserKey(projectId: projectId, userId: userId)
-        let purchases = Set(owned.map { Self.purchaseKey(projectId, $0.purchase) })
+        let purchases = Set(holdings.purchases.map { Self.purchaseKey(projectId, $0.purchase) })
         state.withLock { s in
             guard s.enabled else { return }
             guard s.sequence - ticket <= UInt64(s.recent.count) else { return }  // too many to check: skip
@@ -107,7 +120,7 @@ public final class PurchaseReadCache: Sendable {
                 }
             }
             s.remove(key)
-            if let evicted = s.entries.set(key, Entry(owned: owned, filledAt: filledAt)) {
+            if let evicted = s.entries.set(key, Entry(holdings: holdings, filledAt: filledAt)) {
                 s.unindex(evicted.0, evicted.1)
             }
             for purchase in purchases { s.holders[purchase, default: []].insert(key) }

@@ -94,6 +94,12 @@ struct TransactionPayload {
     var inAppOwnershipType = "PURCHASED"
     var revocationDate: Int64?
     var revocationReason: Int64?
+    /// `revocationType` / `revocationPercentage` (December 2025: partial refunds).
+    var revocationType: String?
+    var revocationPercentage: Int64?
+    /// The 2025 fields that are only stored (`appTransactionId`, `offerPeriod`, `offerDiscountType`,
+    /// `advancedCommerceInfo`), as extra payload members.
+    var extra: [(String, JSONValue)] = []
     /// The UUID the app passed as `Product.PurchaseOption.appAccountToken`, lowercase as Apple sends it.
     var appAccountToken: String?
 
@@ -123,6 +129,9 @@ struct TransactionPayload {
         if let revocationDate { pairs.append(("revocationDate", JSONValue(revocationDate))) }
         if let revocationReason { pairs.append(("revocationReason", JSONValue(revocationReason))) }
         if let appAccountToken { pairs.append(("appAccountToken", .string(appAccountToken))) }
+        if let revocationType { pairs.append(("revocationType", .string(revocationType))) }
+        if let revocationPercentage { pairs.append(("revocationPercentage", JSONValue(revocationPercentage))) }
+        pairs += extra
         if type == "Auto-Renewable Subscription" { pairs.append(("subscriptionGroupIdentifier", "21000000")) }
         return .object(JSONObject(pairs))
     }

@@ -1,0 +1,107 @@
+import API
+import AppStoreJWS
+import Domain
+import Foundation
+import JSON
+import Storage
+
+/// `bouncer reconcile [--project ID]`: the admin API's reconciliation, now, from a terminal, with progress.
+enum ReconcileCommand {
+    static let usage = """
+        usage: bouncer reconcile [--project PROJECT_ID]
+
+        Asks Apple about one project (or every project with App Store credentials) now: the current state of each
+        known subscription (Get All Subscription Statuses), refunds of other purchases (Get Transaction Info), then
+        Notification History since the last complete catch-up, applied exactly once. The same run as
+        POST /v1/admin/projects/{id}/reconcile, recorded in reconcile_runs with trigger cli; a project another run
+        holds is reported and skipped. Progress goes to stderr, one JSON result per project to stdout.
+        Uses DATABASE_URL (or the embedded PostgreSQL), BOUNCER_ENCRYPTION_KEY, BOUNCER_APPLE_API_* and
+        BOUNCER_RECONCILE_MAX_CALLS / _CALLS_PER_SECOND like `bouncer serve`.
+        Exit status: 0 every run finished (completed or partial), 1 some run failed or could not start (Apple
+        unavailable, credentials refused, a run in progress, database), 2 invalid arguments or configuration.
+
+        """
+
+    static let command = Command(name: "reconcile", summary: "Reconcile purchases with Apple now (one or all projects)",
+                                 usage: usage) { args in run(args) }
+
+    static func run(_ args: [String]) -> Int32 {
+        var projectId: UUID?
+        var rest = ArraySlice(args)
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "--help", "-h":
+                CLI.out(usage)
+                return 0
+            case "--project":
+                guard let value = rest.popFirst(), let id = UUID(uuidString: value) else {
+                    CLI.err("bouncer: --project needs a project id (a UUID)\n\n" + usage)
+                    return 2
+                }
+                projectId = id
+            default:
+                CLI.err("bouncer: unknown option '\(flag)'\n\n" + usage)
+                return 2
+            }
+        }
+        let settings: ServeSettings
+        switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
+        case .failure(let problems):
+            CLI.err("bouncer: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
+            return 2
+        case .success(let s): settings = s
+        }
+        let roots: TrustedRoots
+        do {
+            roots = settings.rootCertificatePaths.isEmpty
+                ? TrustedRoots.apple : try TrustedRoots(contentsOf: settings.rootCertificatePaths)
+        } catch {
+            CLI.err("bouncer: BOUNCER_ROOT_CERTIFICATES: \(error)\n")
+            return 2
+        }
+        let appStore: any AppStoreServerAPI
+        do {
+            appStore = try ServeCommand.makeAppStoreClient(settings.appleAPI)
+        } catch {
+            CLI.err("bouncer: App Store Server API client: \(error)\n")
+            return 2
+        }
+        let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
+        let database: Database
+        do {
+            database = try Database.open(settings.database, log: log)
+        } catch {
+            CLI.err("bouncer: database: \(error)\n")
+            return 1
+        }
+        defer { database.close(log: log) }
+        let projects = PostgresProjectStore(pool: database.pool)
+        let reconciliation = ReconcileWiring.reconciliation(
+            settings: settings, database: database, projects: projects, appStore: appStore,
+            verifier: AppStoreVerifier(verifier: SignedDataVerifier(roots: roots)),
+            credentials: CredentialCommands.administration(settings, database))
+        let ids: [UUID]
+        do {
+            ids = try projectId.map { [$0] } ?? PostgresReconciliationStore(pool: database.pool).projectsWithCredentials()
+        } catch {
+            CLI.err("bouncer: \(error)\n")
+            return 1
+        }
+        if ids.isEmpty { CLI.err("no project has App Store credentials: nothing to reconcile\n") }
+        var status: Int32 = 0
+        for id in ids {
+            let name = "project \(id.uuidString.lowercased())"
+            do {
+                let report = try reconciliation.reconcile(projectId: id, trigger: .cli) { line in
+                    CLI.err("\(name): \(line)\n")
+                }
+                let json = Representations.reconcileRun(report)
+                CLI.out(((try? JSONParser.parse(json).serializedString(pretty: true)) ?? String(decoding: json, as: UTF8.self)) + "\n")
+            } catch {
+                CLI.err("\(name): \(error)\n")
+                status = 1
+            }
+        }
+        return status
+    }
+}
