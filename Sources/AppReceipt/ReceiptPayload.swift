@@ -128,8 +128,8 @@ enum ReceiptPayloadDecoder {
 
     private struct Attribute { var type: Int64; var version: Int64; var value: Range<Int> }
 
-    private static func readAttribute(_ reader: inout DERReader) throws(DERError) -> Attribute {
-        let sequence = try reader.next(tag: DERTag.sequence, "receipt attribute")
+    private static func readAttribute(_ reader: inout DERReader, _ what: String = "receipt attribute") throws(DERError) -> Attribute {
+        let sequence = try reader.next(tag: DERTag.sequence, what)
         var fields = reader.reader(for: sequence)
         let type = try fields.integer(fields.next())
         let version = try fields.integer(fields.next())
@@ -189,7 +189,7 @@ enum ReceiptPayloadDecoder {
         while !reader.isAtEnd {
             count += 1
             guard count <= maxAttributes else { throw DERError("more than \(maxAttributes) in-app attributes") }
-            let attribute = try readAttribute(&reader)
+            let attribute = try readAttribute(&reader, "in-app record (17) attribute")
             guard seen.insert(attribute.type).inserted || !knownRecordFields.contains(attribute.type) else {
                 throw DERError("in-app field \(attribute.type) appears twice")
             }
