@@ -77,6 +77,13 @@ public struct ReceiptVerifier: Sendable {
             signerSubject: signer.subjectDescription, chainSubjects: chainSubjects)
     }
 
+    /// The payload of a receipt read WITHOUT any verification (for diagnostics of a rejected receipt only, e.g.
+    /// `bouncer verify` showing what an expired receipt holds); nil if it is not a readable receipt.
+    public static func decodeUnverified(der: [UInt8]) -> AppReceiptPayload? {
+        guard !der.isEmpty, der.count <= maxReceiptBytes, let message = try? parsePKCS7(der) else { return nil }
+        return try? decodePayload(message.content)
+    }
+
     // MARK: Steps
 
     static func parsePKCS7(_ der: [UInt8]) throws(ReceiptVerificationError) -> PKCS7SignedData {
