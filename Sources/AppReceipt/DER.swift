@@ -51,9 +51,10 @@ struct DERReader {
     }
 
     /// Reads the next element and requires `tag`.
-    mutating func next(tag: UInt8, _ what: String) throws(DERError) -> DERElement {
+    mutating func next(tag: UInt8, _ what: @autoclosure () -> String) throws(DERError) -> DERElement {
         let element = try next()
-        guard element.tag == tag else { throw DERError("\(what): expected tag 0x\(hex(tag)), found 0x\(hex(element.tag))") }
+        // `what` is an autoclosure: building the message costs only on failure (this runs per attribute).
+        guard element.tag == tag else { throw DERError("\(what()): expected tag 0x\(hex(tag)), found 0x\(hex(element.tag))") }
         return element
     }
 
@@ -85,11 +86,14 @@ struct DERReader {
         let value = content(of: element)
         switch element.tag {
         case DERTag.utf8String:
-            guard let text = String(validating: value, as: UTF8.self) else { throw DERError("UTF8String is not valid UTF-8") }
+            // Through a buffer pointer: the contiguous fast path of UTF-8 validation (a generic sequence is much slower).
+            guard let text = value.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) else {
+                throw DERError("UTF8String is not valid UTF-8")
+            }
             return text
         case DERTag.ia5String:
             guard value.allSatisfy({ $0 < 0x80 }) else { throw DERError("IA5String holds a non-ASCII byte") }
-            return String(decoding: value, as: UTF8.self)
+            return value.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
         default:
             throw DERError("expected UTF8String or IA5String, found tag 0x\(hex(element.tag))")
         }

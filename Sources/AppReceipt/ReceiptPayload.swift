@@ -86,16 +86,16 @@ enum ReceiptPayloadDecoder {
         var bundleIdDER: [UInt8] = []
         var creation: ReceiptDate?, originalVersion: String?, expiration: ReceiptDate?
         var inApp: [InAppPurchaseRecord] = [], others: [ReceiptAttribute] = []
-        var seen: Set<Int64> = []
+        var seen: UInt64 = 0   // bit n: field n (0…63) already read; only singleton fields are checked
         var count = 0
         while !reader.isAtEnd {
             count += 1
             guard count <= maxAttributes else { throw DERError("more than \(maxAttributes) receipt attributes") }
             let attribute = try readAttribute(&reader)
-            if attribute.type != 17 {
-                guard seen.insert(attribute.type).inserted || !knownReceiptFields.contains(attribute.type) else {
-                    throw DERError("field \(attribute.type) appears twice")
-                }
+            if knownReceiptField(attribute.type) {
+                let bit: UInt64 = 1 << UInt64(attribute.type)   // known fields are < 64
+                guard seen & bit == 0 else { throw DERError("field \(attribute.type) appears twice") }
+                seen |= bit
             }
             let value = attribute.value
             switch attribute.type {
@@ -123,8 +123,12 @@ enum ReceiptPayloadDecoder {
             inAppPurchases: inApp, otherAttributes: others)
     }
 
-    private static let knownReceiptFields: Set<Int64> = [0, 2, 3, 4, 5, 12, 19, 21]
-    private static let knownRecordFields: Set<Int64> = [1701, 1702, 1703, 1704, 1705, 1706, 1708, 1711, 1712, 1713, 1719, 1721]
+    private static func knownReceiptField(_ type: Int64) -> Bool {
+        switch type { case 0, 2, 3, 4, 5, 12, 19, 21: return true; default: return false }
+    }
+    private static func knownRecordField(_ type: Int64) -> Bool {
+        switch type { case 1701...1706, 1708, 1711, 1712, 1713, 1719, 1721: return true; default: return false }
+    }
 
     private struct Attribute { var type: Int64; var version: Int64; var value: Range<Int> }
 
@@ -184,14 +188,18 @@ enum ReceiptPayloadDecoder {
         var reader = outer.reader(for: set)
         var record = InAppPurchaseRecord(productId: "", transactionId: "", otherAttributes: [])
         var productId: String?, transactionId: String?
-        var seen: Set<Int64> = []
+        var seen: UInt64 = 0   // bit n: field 1700 + n already read (known fields only)
         var count = 0
         while !reader.isAtEnd {
             count += 1
             guard count <= maxAttributes else { throw DERError("more than \(maxAttributes) in-app attributes") }
             let attribute = try readAttribute(&reader, "in-app record (17) attribute")
-            guard seen.insert(attribute.type).inserted || !knownRecordFields.contains(attribute.type) else {
-                throw DERError("in-app field \(attribute.type) appears twice")
+            if (1701...1721).contains(attribute.type) {
+                let bit: UInt64 = 1 << UInt64(attribute.type - 1700)
+                guard seen & bit == 0 || !knownRecordField(attribute.type) else {
+                    throw DERError("in-app field \(attribute.type) appears twice")
+                }
+                seen |= bit
             }
             let v = attribute.value
             switch attribute.type {

@@ -184,63 +184,66 @@ public struct ReceiptVerifier: Sendable {
     // MARK: Input
 
     /// Standard base64 (RFC 4648 §4) with ASCII whitespace ignored (receipts are often wrapped at 64 or 76
-    /// columns); padding optional at the end only. Bounded by `maxReceiptBytes`.
+    /// columns); padding optional, at the end only. Bounded by `maxReceiptBytes`.
     static func decodeBase64(_ text: String) throws(ReceiptVerificationError) -> [UInt8] {
-        let maxText = (maxReceiptBytes / 3 + 1) * 4
-        var sextets: [UInt8] = []
-        sextets.reserveCapacity(min(text.utf8.count, maxText))
-        var padding = 0
-        for byte in text.utf8 {
-            switch byte {
-            case 0x20, 0x09, 0x0A, 0x0D: continue
-            case UInt8(ascii: "="):
+        var text = text
+        // withUTF8 rethrows untyped errors: carry the typed one out in a Result.
+        return try text.withUTF8 { bytes in Result { () throws(ReceiptVerificationError) in try decodeBase64(bytes) } }.get()
+    }
+
+    /// 0–63 for the alphabet, `skip` for ASCII whitespace, `pad` for "=", `bad` for everything else.
+    private static let base64Table: [UInt8] = {
+        var table = [UInt8](repeating: bad, count: 256)
+        for (index, byte) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() { table[Int(byte)] = UInt8(index) }
+        for byte in [0x20, 0x09, 0x0A, 0x0D] { table[byte] = skip }
+        table[Int(UInt8(ascii: "="))] = pad
+        return table
+    }()
+    private static let bad: UInt8 = 0xFF, skip: UInt8 = 0xFE, pad: UInt8 = 0xFD
+
+    static func decodeBase64(_ input: UnsafeBufferPointer<UInt8>) throws(ReceiptVerificationError) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(min(input.count / 4 * 3 + 3, maxReceiptBytes + 3))
+        var accumulator: UInt32 = 0, pending = 0, padding = 0
+        for byte in input {
+            let value = base64Table[Int(byte)]
+            switch value {
+            case skip: continue
+            case pad:
                 padding += 1
                 guard padding <= 2 else { throw .format(.encoding, "receipt is not base64: too much padding") }
                 continue
+            case bad: throw .format(.encoding, "receipt is not base64: unexpected character")
             default: break
             }
             guard padding == 0 else { throw .format(.encoding, "receipt is not base64: data after padding") }
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "+"): value = 62
-            case UInt8(ascii: "/"): value = 63
-            default: throw .format(.encoding, "receipt is not base64: unexpected character")
-            }
-            sextets.append(value)
-            guard sextets.count <= maxText else { throw .format(.encoding, "the receipt exceeds \(maxReceiptBytes) bytes") }
-        }
-        guard !sextets.isEmpty else { throw .format(.encoding, "the receipt is empty") }
-        let remainder = sextets.count % 4
-        guard remainder != 1 else { throw .format(.encoding, "receipt is not base64: truncated") }
-        guard padding == 0 || (remainder + padding) % 4 == 0 else { throw .format(.encoding, "receipt is not base64: wrong padding") }
-        var output: [UInt8] = []
-        output.reserveCapacity(sextets.count / 4 * 3 + 2)
-        var index = 0
-        while index + 4 <= sextets.count {
-            let a = sextets[index], b = sextets[index + 1], c = sextets[index + 2], d = sextets[index + 3]
-            output.append(a << 2 | b >> 4)
-            output.append((b & 0x0F) << 4 | c >> 2)
-            output.append((c & 0x03) << 6 | d)
-            index += 4
-        }
-        if remainder >= 2 {
-            let a = sextets[index], b = sextets[index + 1]
-            output.append(a << 2 | b >> 4)
-            if remainder == 3 {
-                let c = sextets[index + 2]
-                output.append((b & 0x0F) << 4 | c >> 2)
+            accumulator = accumulator << 6 | UInt32(value)
+            pending += 1
+            if pending == 4 {
+                output.append(UInt8(truncatingIfNeeded: accumulator >> 16))
+                output.append(UInt8(truncatingIfNeeded: accumulator >> 8))
+                output.append(UInt8(truncatingIfNeeded: accumulator))
+                accumulator = 0
+                pending = 0
+                guard output.count <= maxReceiptBytes else { throw .format(.encoding, "the receipt exceeds \(maxReceiptBytes) bytes") }
             }
         }
+        guard pending != 1 else { throw .format(.encoding, "receipt is not base64: truncated") }
+        guard padding == 0 || (pending + padding) % 4 == 0 else { throw .format(.encoding, "receipt is not base64: wrong padding") }
+        if pending == 2 {
+            output.append(UInt8(truncatingIfNeeded: accumulator >> 4))
+        } else if pending == 3 {
+            output.append(UInt8(truncatingIfNeeded: accumulator >> 10))
+            output.append(UInt8(truncatingIfNeeded: accumulator >> 2))
+        }
+        guard !output.isEmpty else { throw .format(.encoding, "the receipt is empty") }
         return output
     }
 
     /// A receipt file's bytes as DER: raw DER (starts with a SEQUENCE tag) as is, anything else as base64 text.
     public static func der(fromFileBytes bytes: [UInt8]) throws(ReceiptVerificationError) -> [UInt8] {
         if bytes.first == DERTag.sequence { return bytes }
-        return try decodeBase64(String(decoding: bytes, as: UTF8.self))
+        return try bytes.withUnsafeBufferPointer { buffer in Result { () throws(ReceiptVerificationError) in try decodeBase64(buffer) } }.get()
     }
 
     static func iso8601(_ date: Date) -> String {

@@ -122,6 +122,21 @@ final class DERReaderTests: XCTestCase {
         XCTAssertEqual(parsed.otherAttributes, [ReceiptAttribute(type: 1799, version: 1, value: [0xDE, 0xAD])])
     }
 
+    func testBase64FrontDoor() throws {
+        XCTAssertEqual(try ReceiptVerifier.decodeBase64("QQ=="), [0x41])
+        XCTAssertEqual(try ReceiptVerifier.decodeBase64("QQ"), [0x41])
+        XCTAssertEqual(try ReceiptVerifier.decodeBase64(" QU\r\nI=\n"), [0x41, 0x42])
+        XCTAssertEqual(try ReceiptVerifier.decodeBase64("QUJD"), [0x41, 0x42, 0x43])
+        XCTAssertEqual(try ReceiptVerifier.decodeBase64("+/+/"), [0xFB, 0xFF, 0xBF])
+        for bad in ["", "  ", "Q", "QQ=A", "QQ===", "QUJD=", "QU-D", "QU_D", "QUJDé"] {
+            XCTAssertThrowsError(try ReceiptVerifier.decodeBase64(bad), bad) {
+                XCTAssertEqual(($0 as? ReceiptVerificationError)?.code, .invalidReceiptFormat, bad)
+            }
+        }
+        XCTAssertEqual(try ReceiptVerifier.der(fromFileBytes: [0x30, 0x00]), [0x30, 0x00])   // DER passes through
+        XCTAssertEqual(try ReceiptVerifier.der(fromFileBytes: Array("MAA=\n".utf8)), [0x30, 0x00])
+    }
+
     func testReceiptDatesAreStrict() {
         XCTAssertEqual(ReceiptDate("1970-01-01T00:00:00Z")?.milliseconds, 0)
         XCTAssertEqual(ReceiptDate("2020-05-06T18:28:49Z")?.milliseconds, 1_588_789_729_000)
