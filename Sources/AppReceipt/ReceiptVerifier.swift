@@ -12,10 +12,11 @@ import Foundation
 /// 4. payload: our own DER reader decodes the (now integrity-checked) attributes, creation date (12) included;
 /// 5. Xcode receipts (type `Xcode`) are signed by a self-signed "StoreKit" certificate: nothing Apple to verify,
 ///    so they are refused unless the policy allows Xcode (and Sandbox), and then marked environment `Xcode`;
+///    every other receipt, whatever type it claims, goes through steps 6–7 before any claim is believed;
 /// 6. chain: signer → embedded WWDR intermediate → Apple Inc. Root, judged at the creation date (or `at`),
 ///    like the JWS `signedDate` rule: a receipt stays valid data after its signing certificate expires;
 /// 7. marker OIDs: 1.2.840.113635.100.6.11.1 on the leaf, 1.2.840.113635.100.6.2.1 on the intermediate;
-/// 8. claims: bundle id equals the policy's, the receipt type's environment is allowed.
+/// 8. claims: bundle id equals the policy's, then the receipt type's environment is allowed.
 public struct ReceiptVerifier: Sendable {
     /// The largest receipt accepted, in DER bytes (receipts of long purchase histories reach a few hundred KB).
     public static let maxReceiptBytes = 2 * 1024 * 1024
@@ -63,14 +64,19 @@ public struct ReceiptVerifier: Sendable {
         let message = try Self.parsePKCS7(der)
         let signer = try Self.checkSignature(message)
         let payload = try Self.decodePayload(message.content)
-        let environment = try Self.environment(of: payload, policy: policy)
         let effective = date ?? payload.creationDate.date
         let source: VerifiedReceipt.DateSource = date == nil ? .receiptCreationDate : .override
         var chainSubjects: [String] = []
-        if environment != .xcode {
+        let claimed = Self.environment(ofReceiptType: payload.receiptType)
+        if claimed == .xcode {
+            // Nothing Apple to verify: the (self-signed) receipt's own claim decides, so it must be allowed first.
+            try Self.checkEnvironment(payload, claimed, policy: policy)
+        } else {
+            // Everything else is Apple's or nothing: the chain comes before any claim is believed.
             chainSubjects = try validateChain(signer: signer, certificates: message.certificates, at: effective)
         }
         try Self.checkBundleId(payload, policy: policy)
+        let environment = try Self.checkEnvironment(payload, claimed, policy: policy)
         return VerifiedReceipt(
             payload: payload, environment: environment, effectiveDate: effective, effectiveDateSource: source,
             digestAlgorithm: message.digestAlgorithm.name, isXcodeSigned: environment == .xcode,
@@ -127,8 +133,10 @@ public struct ReceiptVerifier: Sendable {
         }
     }
 
-    static func environment(of payload: AppReceiptPayload, policy: VerificationPolicy) throws(ReceiptVerificationError) -> AppStoreEnvironment {
-        guard let environment = environment(ofReceiptType: payload.receiptType) else {
+    @discardableResult
+    static func checkEnvironment(_ payload: AppReceiptPayload, _ claimed: AppStoreEnvironment?,
+                                 policy: VerificationPolicy) throws(ReceiptVerificationError) -> AppStoreEnvironment {
+        guard let environment = claimed else {
             throw ReceiptVerificationError(code: .environmentNotAllowed, step: .claims, reason: "unknown receipt type \"\(payload.receiptType)\"")
         }
         if environment == .xcode {

@@ -43,8 +43,7 @@ enum VerifyReceiptCommand {
         var bundleId = options.bundleId ?? ""
         var environments = options.environments
         if environments.isEmpty { environments = [.production, .sandbox] }
-        let allowXcode = options.allowXcode || environments.contains(.xcode)
-        if allowXcode { environments.insert(.sandbox) }
+        let allowXcode = options.allowXcode || environments.contains(.xcode)   // as for a JWS: Xcode also needs Sandbox
 
         let der: [UInt8]
         do {

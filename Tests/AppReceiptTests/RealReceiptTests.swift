@@ -186,6 +186,10 @@ final class RealReceiptTests: XCTestCase {
         assertRejected(.verificationFailed, .chain) {
             try ReceiptVerifier.apple.verify(der: resigned, policy: Self.policy("dev.bonzer.weeka.app"))
         }
+        // Its claims are not believed before the chain: a Production-only project still hears "verification failed".
+        assertRejected(.verificationFailed, .chain) {
+            try ReceiptVerifier.apple.verify(der: resigned, policy: Self.policy("com.example.other", [.production]))
+        }
         let testRoot = try [UInt8](Data(contentsOf: TestPaths.pki.appendingPathComponent("root.der")))
         let verifier = try XCTUnwrap(ReceiptVerifier(rootDERs: [testRoot]))
         let verified = try verifier.verify(der: resigned, policy: Self.policy("dev.bonzer.weeka.app"))
