@@ -25,6 +25,7 @@ let package = Package(
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AppStoreJWS", dependencies: ["Domain", "Crypto", "JSON"], swiftSettings: strict),
+        .target(name: "AppReceipt", dependencies: ["Crypto", "AppStoreJWS"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
         .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
@@ -38,7 +39,7 @@ let package = Package(
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Storage", "AppStoreJWS", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
+            dependencies: ["API", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
             swiftSettings: strict
         ),
 
@@ -58,6 +59,7 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "AppStoreServerAPITests", dependencies: ["AppStoreServerAPI", "Domain", "HTTPClient", "Crypto", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Domain", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "AppReceiptTests", dependencies: ["AppReceipt", "AppStoreJWS", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),

@@ -287,6 +287,15 @@ enum ErrorMapping {
             return ("Environment not allowed",
                     "Allow the environment in the project's settings (environments, allow_xcode) "
                         + "or post from an allowed build.")
+        case "INVALID_RECEIPT_FORMAT":
+            return ("Invalid receipt format",
+                    "Send the app receipt exactly as StoreKit 1 returns it: the base64 of the file at "
+                        + "Bundle.main.appStoreReceiptURL (a PKCS#7 container), not a JWS or a transaction receipt.")
+        case "RECEIPT_VERIFICATION_FAILED":
+            return ("Receipt verification failed",
+                    "The receipt's signature or certificate chain did not verify against Apple Inc. Root at the "
+                        + "receipt's creation date. Send a genuine, unmodified receipt; refresh it with "
+                        + "SKReceiptRefreshRequest if it is damaged.")
         case "APP_APPLE_ID_MISMATCH":
             return ("App Apple ID mismatch",
                     "Set the project's app_apple_id to the app's Apple ID, or clear it.")

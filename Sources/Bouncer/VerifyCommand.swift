@@ -10,6 +10,7 @@ enum VerifyCommand {
     /// Help text for `bouncer verify --help` and usage errors.
     static let usage = """
         usage: bouncer verify [options] [JWS | FILE | -]
+               bouncer verify --receipt FILE|- [options]
 
         Verifies a StoreKit 2 signed transaction, renewal info, app transaction or App Store Server
         Notification V2 and prints its payload as JSON. Input: the JWS itself, a file holding it, a
@@ -27,6 +28,10 @@ enum VerifyCommand {
                                  instead of the payload's signedDate ("signed", the default)
           --allow-xcode          accept StoreKit Testing in Xcode data (self-signed, no Apple chain)
           --type KIND            transaction, renewalInfo, notification or appTransaction (default: guessed)
+          --receipt FILE         verify a StoreKit 1 app receipt instead (base64 text or DER; "-" for stdin):
+                                 PKCS#7 signer chained to the embedded Apple Inc. Root (or --root) at the
+                                 receipt's creation date ("created", the default for --at); prints every
+                                 decoded field and the verdict as JSON (also when rejected: exit 1)
           -h, --help             show this help
         """
 
@@ -39,6 +44,7 @@ enum VerifyCommand {
         var allowXcode = false
         var kind: SignedDataKind?
         var input: String?
+        var receipt: String?
     }
 
     enum UsageError: Error { case message(String), help }
@@ -55,6 +61,14 @@ enum VerifyCommand {
                 write("bouncer verify: \(message)\n\n\(usage)\n", to: .standardError)
                 return 2
             }
+        }
+
+        if let receipt = options.receipt {
+            guard options.input == nil else {
+                write("bouncer verify: --receipt takes the receipt file; no other input\n\n\(usage)\n", to: .standardError)
+                return 2
+            }
+            return VerifyReceiptCommand.run(path: receipt, options: options)
         }
 
         let jws: String
@@ -181,7 +195,7 @@ enum VerifyCommand {
                 options.appAppleId = id
             case "--at":
                 let text = try value(argument)
-                if text == "signed" {
+                if text == "signed" || text == "created" {
                     options.at = nil
                 } else if text == "now" {
                     options.at = Date()
@@ -193,6 +207,7 @@ enum VerifyCommand {
                     throw .message("--at takes an ISO 8601 date, Unix seconds, \"now\" or \"signed\"")
                 }
             case "--allow-xcode": options.allowXcode = true
+            case "--receipt": options.receipt = try value(argument)
             case "--type":
                 let text = try value(argument)
                 let kinds: [String: SignedDataKind] = ["transaction": .transaction, "renewalinfo": .renewalInfo, "renewal": .renewalInfo,

@@ -14,6 +14,7 @@
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
 #include <openssl/ssl.h>
+#include <openssl/cms.h>
 
 // sk_X509_* are type-checking macros over OPENSSL_sk_*; Swift cannot import macros, so these adapters
 // give Crypto typed functions for the untrusted-intermediates stack and the built chain.
@@ -62,5 +63,14 @@ static int bouncer_alpn_select_http11(SSL *ssl, const unsigned char **out, unsig
 }
 /// Why: installs the C callback above on a server context.
 static inline void bouncer_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, bouncer_alpn_select_http11, NULL); }
+
+// PKCS#7 / CMS adapters (StoreKit 1 receipts): the typed stack accessors are macros too.
+
+/// Why: sk_X509_pop_free is a macro; frees a stack returned by CMS_get1_certs and drops each certificate's reference.
+static inline void bouncer_sk_X509_pop_free(STACK_OF(X509) *stack) { sk_X509_pop_free(stack, X509_free); }
+/// Why: sk_CMS_SignerInfo_num is a macro; number of SignerInfos (borrowed stack, owned by the CMS_ContentInfo).
+static inline int bouncer_sk_CMS_SignerInfo_num(STACK_OF(CMS_SignerInfo) *stack) { return sk_CMS_SignerInfo_num(stack); }
+/// Why: sk_CMS_SignerInfo_value is a macro; borrowed SignerInfo, freed with its CMS_ContentInfo.
+static inline CMS_SignerInfo *bouncer_sk_CMS_SignerInfo_value(STACK_OF(CMS_SignerInfo) *stack, int index) { return sk_CMS_SignerInfo_value(stack, index); }
 
 #endif

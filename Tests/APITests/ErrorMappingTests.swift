@@ -103,6 +103,24 @@ final class ErrorMappingTests: XCTestCase {
         XCTAssertEqual(response.status, 400)
         XCTAssertEqual(response.json?["error"]?.stringValue, "JWS signature verification failed: bad \"x5c\"\n\\ chain")
     }
+
+    /// StoreKit 1 receipt codes (AppReceipt's `ReceiptVerificationError`) have their own title and suggestion.
+    func testReceiptVerificationCodesHaveTheirOwnTitleAndSuggestion() {
+        let expected = [
+            ("INVALID_RECEIPT_FORMAT", "Invalid receipt format: not a PKCS#7 SignedData receipt", "appStoreReceiptURL"),
+            ("RECEIPT_VERIFICATION_FAILED", "Receipt verification failed: not a PKCS#7 SignedData receipt", "Apple Inc. Root"),
+        ]
+        for (code, error, suggestionFragment) in expected {
+            let h = Harness()
+            h.verifier.register("r.e.c", .failure(VerificationFailure(code: code, reason: "not a PKCS#7 SignedData receipt", step: "format")))
+            let response = h.postReceipt("r.e.c")
+            XCTAssertEqual(response.status, 400)
+            XCTAssertEqual(response.json?["code"]?.stringValue, code)
+            XCTAssertEqual(response.json?["error"]?.stringValue, error)
+            XCTAssertTrue(response.json?["suggestion"]?.stringValue?.contains(suggestionFragment) == true, code)
+            XCTAssertEqual(response.json?["details"]?[0]?["step"]?.stringValue, "format")
+        }
+    }
 }
 
 /// Maps one error through the API's single mapping, via a route whose store throws it.
