@@ -8,11 +8,13 @@ extension APIHandlers {
         + "(integer or null), environments ([\"Production\", \"Sandbox\"]), transfer_policy (transfer, share, block), "
         + "allow_xcode (boolean), require_secret_key_for_reads (boolean), "
         + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
-        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null)."
+        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), "
+        + "entitlement_tokens (boolean), entitlement_token_ttl_seconds (30 to 86400)."
     static let updateSuggestion = "Send at least one of: name, bundle_id, app_apple_id (integer or null), environments, "
         + "transfer_policy (transfer, share, block), allow_xcode, require_secret_key_for_reads, "
         + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
-        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null)."
+        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), "
+        + "entitlement_tokens (boolean), entitlement_token_ttl_seconds (30 to 86400)."
     static let productSuggestion = "Request body requires entitlements (array of at most 100 strings), "
         + "e.g. {\"entitlements\": [\"pro\"]}."
     static let productIdSuggestion = "Put the App Store product id (1 to 256 characters) in the URL path."
@@ -46,6 +48,8 @@ extension APIHandlers {
         if let require = settings.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
         if let tokenPolicy = settings.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
         if let setting = settings.appPurchaseEntitlements { new.appPurchaseEntitlements = setting }
+        if let tokens = settings.entitlementTokens { new.entitlementTokens = tokens }
+        if let ttl = settings.entitlementTokenTTLSeconds { new.entitlementTokenTTLSeconds = ttl }
         // The use case checks the rules too; asking them here reports type and rule problems in one answer (only
         // for fields that parsed: a missing name already says "Required").
         let ruleProblems = ProjectRules.problems(in: new).filter { problem in
@@ -99,6 +103,8 @@ extension APIHandlers {
         changes.requireSecretKeyForReads = settings.requireSecretKeyForReads
         changes.appAccountTokenPolicy = settings.appAccountTokenPolicy
         changes.appPurchaseEntitlements = settings.appPurchaseEntitlements
+        changes.entitlementTokens = settings.entitlementTokens
+        changes.entitlementTokenTTLSeconds = settings.entitlementTokenTTLSeconds
         fields.add(ProjectRules.problems(in: changes))
         try fields.check(suggestion: Self.updateSuggestion)
         let updated = try Self.translating(suggestion: Self.updateSuggestion) {
@@ -214,6 +220,8 @@ extension APIHandlers {
         var appAccountTokenPolicy: AppAccountTokenPolicy?
         /// `.some(nil)` for an explicit `null` (clear).
         var appPurchaseEntitlements: AppPurchaseEntitlements??
+        var entitlementTokens: Bool?
+        var entitlementTokenTTLSeconds: Int?
     }
 
     static func settings(_ fields: inout FieldValidator) -> Settings {
@@ -235,6 +243,8 @@ extension APIHandlers {
         settings.appAccountTokenPolicy = fields.enumeration("app_account_token_policy", tokenPolicyNames)
             .flatMap(AppAccountTokenPolicy.init(rawValue:))
         settings.appPurchaseEntitlements = appPurchaseEntitlements(&fields)
+        settings.entitlementTokens = fields.bool("entitlement_tokens")
+        settings.entitlementTokenTTLSeconds = fields.int("entitlement_token_ttl_seconds")
         return settings
     }
 
@@ -315,6 +325,10 @@ extension APIHandlers {
         } else {
             body.raw("null")
         }
+        body.raw(#","entitlement_tokens":"#)
+        body.bool(project.entitlementTokens)
+        body.raw(#","entitlement_token_ttl_seconds":"#)
+        body.int(Int64(project.entitlementTokenTTLSeconds))
         body.raw(#","public_key":"#)
         body.string(project.publicKey)
         body.raw(#","public_keys":["#)

@@ -21,6 +21,7 @@ public final class PostgresProjectStore: ProjectStore {
     private static let columns = """
         projects.id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
         require_secret_key_for_reads, app_account_token_policy, projects.created_at, updated_at,
+        entitlement_tokens, entitlement_token_ttl_seconds,
         projects.app_purchase_entitlements ->> 'purchased_before_version' AS app_purchase_before_version,
         ARRAY(SELECT jsonb_array_elements_text(projects.app_purchase_entitlements -> 'entitlements'))
             AS app_purchase_entitlement_list,
@@ -73,7 +74,7 @@ public final class PostgresProjectStore: ProjectStore {
                 try connection.execute("""
                     INSERT INTO projects (id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
                         require_secret_key_for_reads, app_account_token_policy, app_purchase_entitlements, created_at,
-                        updated_at)
+                        updated_at, entitlement_tokens, entitlement_token_ttl_seconds)
                     VALUES (\(id), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
                         \(new.environments.map(\.rawValue)), \(new.transferPolicy.rawValue), \(new.allowXcode),
                         \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue),
@@ -81,7 +82,7 @@ public final class PostgresProjectStore: ProjectStore {
                             ELSE jsonb_build_object(
                                 'purchased_before_version', \(Bind.text(new.appPurchaseEntitlements?.purchasedBeforeVersion))::text,
                                 'entitlements', to_jsonb(\(new.appPurchaseEntitlements?.entitlements ?? [])::text[])) END,
-                        \(now), \(now))
+                        \(now), \(now), \(new.entitlementTokens), \(Int64(new.entitlementTokenTTLSeconds))::int4)
                     """)
                 for key in keys { try Self.insert(key, projectId: id, connection) }
                 try Self.announceChange(of: id, connection)
@@ -114,6 +115,8 @@ public final class PostgresProjectStore: ProjectStore {
                             ELSE jsonb_build_object(
                                 'purchased_before_version', \(Bind.text(next.appPurchaseEntitlements?.purchasedBeforeVersion))::text,
                                 'entitlements', to_jsonb(\(next.appPurchaseEntitlements?.entitlements ?? [])::text[])) END,
+                        entitlement_tokens = \(next.entitlementTokens),
+                        entitlement_token_ttl_seconds = \(Int64(next.entitlementTokenTTLSeconds))::int4,
                         updated_at = \(now)
                     WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
@@ -274,7 +277,7 @@ public final class PostgresProjectStore: ProjectStore {
             throw PGError(code: .decoding,
                           message: "projects.app_account_token_policy has unknown value \(tokenPolicyName)")
         }
-        return Project(
+        var project = Project(
             id: try row.decode("id", as: UUID.self),
             name: try row.decode("name", as: String.self),
             bundleId: try row.decode("bundle_id", as: String.self),
@@ -294,6 +297,9 @@ public final class PostgresProjectStore: ProjectStore {
             createdAt: try row.decode("created_at", as: Date.self),
             updatedAt: try row.decode("updated_at", as: Date.self)
         )
+        project.entitlementTokens = try row.decode("entitlement_tokens", as: Bool.self)
+        project.entitlementTokenTTLSeconds = Int(try row.decode("entitlement_token_ttl_seconds", as: Int64.self))
+        return project
     }
 
     static func key(from row: Row) throws -> StoredProjectKey {
