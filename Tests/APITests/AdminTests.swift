@@ -29,6 +29,7 @@ final class AdminTests: XCTestCase {
         XCTAssertEqual(json.objectValue?.keys, ["id", "name", "bundle_id", "app_apple_id", "environments",
                                                  "transfer_policy", "allow_xcode", "require_secret_key_for_reads",
                                                  "app_account_token_policy", "app_purchase_entitlements",
+                                                 "entitlement_tokens", "entitlement_token_ttl_seconds",
                                                  "public_key", "public_keys",
                                                  "secret_keys", "created_at", "updated_at", "secret_key"])
         XCTAssertEqual(json["app_account_token_policy"]?.stringValue, "ignore")
@@ -106,6 +107,7 @@ final class AdminTests: XCTestCase {
             + #""bundle_id":"com.example.app","app_apple_id":null,"environments":["Production","Sandbox"],"#
             + #""transfer_policy":"transfer","allow_xcode":false,"require_secret_key_for_reads":false,"#
             + #""app_account_token_policy":"ignore","app_purchase_entitlements":null,"#
+            + #""entitlement_tokens":false,"entitlement_token_ttl_seconds":300,"#
             + #""public_key":"pk_0123456789abcdef0123456789abcdef","#
             + #""public_keys":[{"key":"pk_0123456789abcdef0123456789abcdef","created_at":"2026-06-01T00:00:00.000Z","#
             + #""expires_at":null}],"secret_keys":[{"last4":"abab","created_at":"2026-06-01T00:00:00.000Z","#

@@ -29,7 +29,8 @@ final class ContractE2ETests: XCTestCase {
         let created = tenant.created
         XCTAssertEqual(Set(created.objectValue?.keys ?? []), [
             "id", "name", "bundle_id", "app_apple_id", "environments", "transfer_policy", "allow_xcode",
-            "require_secret_key_for_reads", "app_account_token_policy", "app_purchase_entitlements", "public_key", "public_keys", "secret_keys",
+            "require_secret_key_for_reads", "app_account_token_policy", "app_purchase_entitlements",
+            "entitlement_tokens", "entitlement_token_ttl_seconds", "public_key", "public_keys", "secret_keys",
             "created_at", "updated_at", "secret_key",
         ])
         XCTAssertNotNil(UUID(uuidString: tenant.id), tenant.id)
