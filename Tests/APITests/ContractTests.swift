@@ -36,7 +36,7 @@ final class ContractTests: XCTestCase {
         let documented = try Self.documentedOperations().filter {
             !$0.hasSuffix("/healthz") && !$0.hasSuffix("/readyz") && !$0.hasSuffix("/metrics")  // served by the executable
         }
-        XCTAssertEqual(documented.count, 20)
+        XCTAssertEqual(documented.count, 22)
         XCTAssertEqual(registered, documented)
     }
 
