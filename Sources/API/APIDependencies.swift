@@ -31,6 +31,9 @@ public struct APIDependencies: Sendable {
     /// Reconciliation with Apple (`POST /v1/admin/projects/:id/reconcile`); `nil` answers 503 (no App Store client
     /// wired). Set after `init` by the executable.
     public var reconciliation: Reconciliation?
+    /// Entitlement tokens and the JWKS; `nil` answers 503 on the token and JWKS routes and leaves receipts without a
+    /// token. Set after `init` by the executable.
+    public var entitlementTokens: EntitlementTokens?
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
     /// The clock; status is always evaluated at this instant.

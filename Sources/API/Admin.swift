@@ -8,11 +8,13 @@ extension APIHandlers {
         + "(integer or null), environments ([\"Production\", \"Sandbox\"]), transfer_policy (transfer, share, block), "
         + "allow_xcode (boolean), require_secret_key_for_reads (boolean), "
         + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
-        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), " + consumptionSettingsHelp + "."
+        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), " + consumptionSettingsHelp + ", "
+        + "entitlement_tokens (boolean), entitlement_token_ttl_seconds (30 to 86400)."
     static let updateSuggestion = "Send at least one of: name, bundle_id, app_apple_id (integer or null), environments, "
         + "transfer_policy (transfer, share, block), allow_xcode, require_secret_key_for_reads, "
         + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
-        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), " + consumptionSettingsHelp + "."
+        + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), " + consumptionSettingsHelp + ", "
+        + "entitlement_tokens (boolean), entitlement_token_ttl_seconds (30 to 86400)."
     static let consumptionSettingsHelp = "consumption_response (off, auto), consumption_customer_consented (boolean), "
         + "consumption_sample_content_provided (boolean), consumption_refund_preference (DECLINE, GRANT_FULL, "
         + "GRANT_PRORATED or null)"
@@ -50,6 +52,8 @@ extension APIHandlers {
         if let tokenPolicy = settings.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
         new.consumption = settings.consumption.applied(to: new.consumption)
         if let setting = settings.appPurchaseEntitlements { new.appPurchaseEntitlements = setting }
+        if let tokens = settings.entitlementTokens { new.entitlementTokens = tokens }
+        if let ttl = settings.entitlementTokenTTLSeconds { new.entitlementTokenTTLSeconds = ttl }
         // The use case checks the rules too; asking them here reports type and rule problems in one answer (only
         // for fields that parsed: a missing name already says "Required").
         let ruleProblems = ProjectRules.problems(in: new).filter { problem in
@@ -104,6 +108,8 @@ extension APIHandlers {
         changes.appAccountTokenPolicy = settings.appAccountTokenPolicy
         changes.consumption = settings.consumption
         changes.appPurchaseEntitlements = settings.appPurchaseEntitlements
+        changes.entitlementTokens = settings.entitlementTokens
+        changes.entitlementTokenTTLSeconds = settings.entitlementTokenTTLSeconds
         fields.add(ProjectRules.problems(in: changes))
         try fields.check(suggestion: Self.updateSuggestion)
         let updated = try Self.translating(suggestion: Self.updateSuggestion) {
@@ -220,6 +226,8 @@ extension APIHandlers {
         var consumption = ConsumptionSettings.Changes()
         /// `.some(nil)` for an explicit `null` (clear).
         var appPurchaseEntitlements: AppPurchaseEntitlements??
+        var entitlementTokens: Bool?
+        var entitlementTokenTTLSeconds: Int?
     }
 
     static func settings(_ fields: inout FieldValidator) -> Settings {
@@ -242,6 +250,8 @@ extension APIHandlers {
             .flatMap(AppAccountTokenPolicy.init(rawValue:))
         settings.consumption = consumptionSettings(&fields)
         settings.appPurchaseEntitlements = appPurchaseEntitlements(&fields)
+        settings.entitlementTokens = fields.bool("entitlement_tokens")
+        settings.entitlementTokenTTLSeconds = fields.int("entitlement_token_ttl_seconds")
         return settings
     }
 
@@ -350,6 +360,10 @@ extension APIHandlers {
         } else {
             body.raw("null")
         }
+        body.raw(#","entitlement_tokens":"#)
+        body.bool(project.entitlementTokens)
+        body.raw(#","entitlement_token_ttl_seconds":"#)
+        body.int(Int64(project.entitlementTokenTTLSeconds))
         body.raw(#","public_key":"#)
         body.string(project.publicKey)
         body.raw(#","public_keys":["#)

@@ -66,6 +66,24 @@ extension HTTPError {
         suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to 32 random bytes in base64 "
             + "(generate one with `openssl rand -base64 32`, keep it in your secret store) and restart.")
 
+    /// Like `encryptionKeyMissing` (409, final until the operator acts), in the words of the token route.
+    static let tokenEncryptionKeyMissing = HTTPError(
+        status: 409, code: "ENCRYPTION_KEY_MISSING",
+        message: "Entitlement tokens cannot be signed: the server has no encryption key.",
+        suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to 32 random bytes in base64 "
+            + "(generate one with `openssl rand -base64 32`, keep it in your secret store) and restart: the signing "
+            + "key is generated then and stored encrypted under it.")
+
+    static let entitlementTokensDisabled = HTTPError(
+        status: 403, code: "ENTITLEMENT_TOKENS_DISABLED", message: "Entitlement tokens are disabled for this project.",
+        suggestion: "An admin can enable them: PATCH /v1/admin/projects/{id} with {\"entitlement_tokens\": true} "
+            + "(or `bouncer project update PROJECT_ID --entitlement-tokens on`).")
+
+    static let tokenSecretKeyRequired = HTTPError(
+        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
+        suggestion: "Entitlement tokens are issued to backends: send the project's secret key as "
+            + "Authorization: Bearer sk_... (apps get a token in the 201 of POST /v1/receipts/:public_key).")
+
     static let productNotFound = HTTPError(
         status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
         suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")
@@ -147,7 +165,9 @@ enum ErrorMapping {
                         + "/v1/admin/projects/{id}/app-store-credentials with issuer_id, key_id and private_key "
                         + "(see the README's \"Connect to Apple\").")
             case .encryptionKeyMissing:
-                return .encryptionKeyMissing
+                return request.routeTemplate == entitlementTokenRoute ? .tokenEncryptionKeyMissing : .encryptionKeyMissing
+            case .entitlementTokensDisabled:
+                return .entitlementTokensDisabled
             case .encryptionKeyUnknown, .sealedSecretCorrupt:
                 // The operator's problem, not the caller's: a 500 with a code that names it, the cause in the log.
                 log(logLine(request, status: 500, String(reflecting: error)))
@@ -303,6 +323,9 @@ enum ErrorMapping {
             return ("Signed data rejected", "Send the signed data exactly as Apple returned it.")
         }
     }
+
+    /// The entitlement-token route's template.
+    static let entitlementTokenRoute = "/v1/subscriptions/:publicKey/:userId/token"
 
     /// The promotional-offer signing route's template.
     static let offerSignaturesRoute = "/v1/offers/:publicKey/signatures"

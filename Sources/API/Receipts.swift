@@ -54,7 +54,9 @@ extension APIHandlers {
         }
         // Projects that opted into a token policy learn which user the purchase went to, and why.
         let binding = project.appAccountTokenPolicy == .ignore ? nil : bound
-        return Response.json(201, Self.receiptBody(recorded, at: now, binding: binding))
+        var created = Self.receiptBody(recorded, at: now, binding: binding)
+        appendEntitlementToken(to: &created, project: project, userId: bound.userId, request: request)
+        return Response.json(201, created)
     }
 
     /// Lookups by transaction id: the shared use case over this API's ports.

@@ -28,6 +28,8 @@ public enum Routes {
         add(.post, ErrorMapping.appTransactionRoute, app) { try $0.postAppTransaction($1) }
         add(.get, "/v1/subscriptions/:publicKey/:userId", app.union(.secretKey)) { try $0.getSubscriptions($1) }
         add(.post, ErrorMapping.offerSignaturesRoute, app) { try $0.postOfferSignature($1) }
+        add(.get, ErrorMapping.entitlementTokenRoute, app.union(.secretKey)) { try $0.getEntitlementToken($1) }
+        add(.get, "/.well-known/jwks.json", .client) { try $0.getJWKS($1) }
         // Apple is the only caller of the webhook and retries for days: only the per-client limit applies.
         add(.post, ErrorMapping.notificationRoute, .client) { try $0.postNotification($1) }
 

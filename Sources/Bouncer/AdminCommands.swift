@@ -22,6 +22,7 @@ enum AdminCommands {
                   [--consumption-sample-content-provided true|false]
                   [--consumption-refund-preference DECLINE|GRANT_FULL|GRANT_PRORATED|none]
                   [--app-purchased-before VERSION --app-purchase-entitlement NAME...] [--no-app-purchase-entitlements]
+                  [--entitlement-tokens on|off] [--entitlement-token-ttl SECONDS (30..86400, default 300)]
         app_purchase_entitlements: customers whose AppTransaction originalApplicationVersion is lower than VERSION
         (dotted numeric; on iOS the build number) get the named entitlements.
 
@@ -138,6 +139,8 @@ enum AdminCommands {
             if let tokenPolicy = changes.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
             new.consumption = changes.consumption.applied(to: new.consumption)
             if let setting = changes.appPurchaseEntitlements { new.appPurchaseEntitlements = setting }
+            if let tokens = changes.entitlementTokens { new.entitlementTokens = tokens }
+            if let ttl = changes.entitlementTokenTTLSeconds { new.entitlementTokenTTLSeconds = ttl }
             let project = new
             return { admin in [Representations.project(try admin.createProject(project))] }
         case "update":
@@ -253,6 +256,17 @@ enum AdminCommands {
             case "--no-app-purchase-entitlements": changes.appPurchaseEntitlements = .some(nil)
             case "--allow-xcode": changes.allowXcode = true
             case "--require-secret-key": changes.requireSecretKeyForReads = true
+            case "--entitlement-tokens":
+                switch try value(flag) {
+                case "on": changes.entitlementTokens = true
+                case "off": changes.entitlementTokens = false
+                default: throw UsageError(message: "--entitlement-tokens must be on or off")
+                }
+            case "--entitlement-token-ttl":
+                guard let n = Int(try value(flag)) else {
+                    throw UsageError(message: "--entitlement-token-ttl must be an integer (seconds)")
+                }
+                changes.entitlementTokenTTLSeconds = n
             default: throw UsageError(message: "unknown option \(flag)")
             }
         }

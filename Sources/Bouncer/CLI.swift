@@ -20,6 +20,7 @@ enum CLI {
         AdminCommands.projectCommand,
         AdminCommands.productCommand,
         CredentialCommands.command,
+        SigningKeyCommands.command,
         ReconcileCommand.command,
         Command(name: "verify", summary: "Verify and decode a StoreKit 2 JWS (transaction, renewal, notification) or a StoreKit 1 receipt",
                 usage: VerifyCommand.usage, run: { VerifyCommand.run($0) }),

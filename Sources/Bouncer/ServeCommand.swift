@@ -92,6 +92,9 @@ enum ServeCommand {
                 inspector: P256KeyInspector(), now: { Date() }),
             caches: caches)
         dependencies.reconciliation = reconciliation
+        dependencies.entitlementTokens = SigningKeyCommands.entitlementTokens(
+            settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
+        log(SigningKeyCommands.startupLogLine(dependencies.entitlementTokens, sealer: sealer))
         var scheduler: ReconcileScheduler?
         if settings.reconcile.interval > 0 {
             scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)

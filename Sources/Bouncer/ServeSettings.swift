@@ -37,6 +37,8 @@ struct ServeSettings: Sendable {
     var encryptionKey: [UInt8]?
     /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`: the key being rotated away from, accepted for opening only.
     var previousEncryptionKey: [UInt8]?
+    /// `BOUNCER_TOKEN_ISSUER`: the `iss` of entitlement tokens (default `bouncer`).
+    var tokenIssuer = "bouncer"
 
     /// `BOUNCER_APPLE_API_PRODUCTION_URL`, `BOUNCER_APPLE_API_SANDBOX_URL`, `BOUNCER_APPLE_API_CA_FILE`,
     /// `BOUNCER_APPLE_API_TIMEOUT_SECONDS`: where and how the App Store Server API is called.
@@ -171,6 +173,12 @@ struct ServeSettings: Sendable {
         },
         seconds("BOUNCER_CACHE_REFRESH_SECONDS", "full reload of the project cache, a safety net (default 60)") {
             $0.cache.refreshInterval = $1
+        },
+        Variable(name: "BOUNCER_TOKEN_ISSUER", help: "the iss claim of entitlement tokens, e.g. your public URL (default bouncer)") {
+            s, v in
+            guard (1...256).contains(v.unicodeScalars.count) else { return "must be 1 to 256 characters" }
+            s.tokenIssuer = v
+            return nil
         },
         Variable(name: "BOUNCER_ENCRYPTION_KEY",
                  help: "32 random bytes, base64: encrypts App Store private keys (unset = storing them is refused)") {

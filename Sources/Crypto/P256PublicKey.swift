@@ -82,6 +82,23 @@ extension P256 {
         /// SHA-256 of the DER `SubjectPublicKeyInfo`, lowercase hex: a stable key identity for logs and lists.
         public var fingerprint: String { Hex.encode(Digest.sha256(derRepresentation)) }
 
+        /// The affine coordinates (32 bytes each, big-endian): a JWK's `x` and `y` (RFC 7518 §6.2.1) before base64url.
+        public var coordinates: (x: [UInt8], y: [UInt8]) {
+            get throws(CryptoError) {
+                OpenSSLErrors.clear()
+                // The uncompressed point 04‖X‖Y (SEC 1 §2.3.3), OpenSSL 3's default encoding for EC keys.
+                var point = [UInt8](repeating: 0, count: 65)
+                var length = 0
+                let ok = point.withUnsafeMutableBufferPointer { buffer in
+                    EVP_PKEY_get_octet_string_param(pkey, "encoded-pub-key", buffer.baseAddress, buffer.count, &length)
+                }
+                guard ok == 1, length == 65, point[0] == 0x04 else {
+                    throw CryptoError(.internalFailure, "cannot read the P-256 public point")
+                }
+                return (Array(point[1...32]), Array(point[33...64]))
+            }
+        }
+
         /// A verify-initialised context (from the pool or new); the caller owns it until `recycle`.
         private func borrowContext() -> OpaquePointer? {
             if let context = idleContexts.withLock({ $0.popLast() }) { return context.pointer }

@@ -49,6 +49,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         /// A reconciliation of the project is already running (on this or another instance): try again when it
         /// has finished.
         public static let reconcileInProgress = Code("RECONCILE_IN_PROGRESS")
+        /// The project has not enabled `entitlement_tokens`: no token is issued for it.
+        public static let entitlementTokensDisabled = Code("ENTITLEMENT_TOKENS_DISABLED")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

@@ -23,6 +23,10 @@ public struct Project: Sendable, Equatable {
     public var appAccountTokenPolicy: AppAccountTokenPolicy
     /// Entitlements for customers who first got the app before a version (`app_purchase_entitlements`).
     public var appPurchaseEntitlements: AppPurchaseEntitlements?
+    /// Whether entitlement tokens (signed JWTs of the user's entitlements) are issued for this project.
+    public var entitlementTokens: Bool = false
+    /// The longest lifetime of an entitlement token (`EntitlementTokenRules.ttlSeconds`).
+    public var entitlementTokenTTLSeconds: Int = EntitlementTokenRules.defaultTTLSeconds
     /// The current public key (`pk_…`), safe to embed in apps; retiring keys are in the store's key list.
     public var publicKey: String
     /// How Bouncer answers Apple's CONSUMPTION_REQUEST notifications (refund defense).
@@ -88,6 +92,10 @@ public struct NewProject: Sendable, Equatable {
     public var consumption: ConsumptionSettings = ConsumptionSettings()
     /// Entitlements for customers who first got the app before a version.
     public var appPurchaseEntitlements: AppPurchaseEntitlements?
+    /// Issue entitlement tokens.
+    public var entitlementTokens: Bool = false
+    /// Entitlement token lifetime bound, in seconds.
+    public var entitlementTokenTTLSeconds: Int = EntitlementTokenRules.defaultTTLSeconds
 
     /// Creates the settings with the documented defaults.
     public init(
@@ -130,6 +138,10 @@ public struct ProjectChanges: Sendable, Equatable {
     public var consumption = ConsumptionSettings.Changes()
     /// New `app_purchase_entitlements`: `.some(nil)` clears it.
     public var appPurchaseEntitlements: AppPurchaseEntitlements??
+    /// New `entitlement_tokens`.
+    public var entitlementTokens: Bool?
+    /// New `entitlement_token_ttl_seconds`.
+    public var entitlementTokenTTLSeconds: Int?
 
     /// An empty change set.
     public init() {}
@@ -147,6 +159,8 @@ public struct ProjectChanges: Sendable, Equatable {
         if let appAccountTokenPolicy { p.appAccountTokenPolicy = appAccountTokenPolicy }
         p.consumption = consumption.applied(to: p.consumption)
         if let appPurchaseEntitlements { p.appPurchaseEntitlements = appPurchaseEntitlements }
+        if let entitlementTokens { p.entitlementTokens = entitlementTokens }
+        if let entitlementTokenTTLSeconds { p.entitlementTokenTTLSeconds = entitlementTokenTTLSeconds }
         return p
     }
 }

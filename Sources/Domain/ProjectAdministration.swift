@@ -25,6 +25,7 @@ public enum ProjectRules {
         checkAppAppleId(new.appAppleId, &out)
         checkEnvironments(new.environments, &out)
         if let setting = new.appPurchaseEntitlements { out += AppPurchaseRules.problems(in: setting) }
+        out += EntitlementTokenRules.problems(ttlSeconds: new.entitlementTokenTTLSeconds)
         return out
     }
 
@@ -36,6 +37,7 @@ public enum ProjectRules {
         if let appAppleId = changes.appAppleId { checkAppAppleId(appAppleId, &out) }
         if let environments = changes.environments { checkEnvironments(environments, &out) }
         if let setting = changes.appPurchaseEntitlements, let setting { out += AppPurchaseRules.problems(in: setting) }
+        if let ttl = changes.entitlementTokenTTLSeconds { out += EntitlementTokenRules.problems(ttlSeconds: ttl) }
         return out
     }
 

@@ -23,6 +23,7 @@ public final class PostgresProjectStore: ProjectStore {
         require_secret_key_for_reads, app_account_token_policy, projects.created_at, updated_at,
         consumption_response, consumption_customer_consented, consumption_sample_content_provided,
         consumption_refund_preference,
+        entitlement_tokens, entitlement_token_ttl_seconds,
         projects.app_purchase_entitlements ->> 'purchased_before_version' AS app_purchase_before_version,
         ARRAY(SELECT jsonb_array_elements_text(projects.app_purchase_entitlements -> 'entitlements'))
             AS app_purchase_entitlement_list,
@@ -76,7 +77,8 @@ public final class PostgresProjectStore: ProjectStore {
                     INSERT INTO projects (id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
                         require_secret_key_for_reads, app_account_token_policy, app_purchase_entitlements, created_at,
                         updated_at, consumption_response, consumption_customer_consented,
-                        consumption_sample_content_provided, consumption_refund_preference)
+                        consumption_sample_content_provided, consumption_refund_preference,
+                        entitlement_tokens, entitlement_token_ttl_seconds)
                     VALUES (\(id), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
                         \(new.environments.map(\.rawValue)), \(new.transferPolicy.rawValue), \(new.allowXcode),
                         \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue),
@@ -85,7 +87,8 @@ public final class PostgresProjectStore: ProjectStore {
                                 'purchased_before_version', \(Bind.text(new.appPurchaseEntitlements?.purchasedBeforeVersion))::text,
                                 'entitlements', to_jsonb(\(new.appPurchaseEntitlements?.entitlements ?? [])::text[])) END,
                         \(now), \(now), \(new.consumption.response.rawValue), \(new.consumption.customerConsented),
-                        \(new.consumption.sampleContentProvided), \(Bind.text(new.consumption.refundPreference?.rawValue)))
+                        \(new.consumption.sampleContentProvided), \(Bind.text(new.consumption.refundPreference?.rawValue)),
+                        \(new.entitlementTokens), \(Int64(new.entitlementTokenTTLSeconds))::int4)
                     """)
                 for key in keys { try Self.insert(key, projectId: id, connection) }
                 try Self.announceChange(of: id, connection)
@@ -122,6 +125,8 @@ public final class PostgresProjectStore: ProjectStore {
                         consumption_customer_consented = \(next.consumption.customerConsented),
                         consumption_sample_content_provided = \(next.consumption.sampleContentProvided),
                         consumption_refund_preference = \(Bind.text(next.consumption.refundPreference?.rawValue)),
+                        entitlement_tokens = \(next.entitlementTokens),
+                        entitlement_token_ttl_seconds = \(Int64(next.entitlementTokenTTLSeconds))::int4,
                         updated_at = \(now)
                     WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
@@ -302,6 +307,8 @@ public final class PostgresProjectStore: ProjectStore {
             createdAt: try row.decode("created_at", as: Date.self),
             updatedAt: try row.decode("updated_at", as: Date.self)
         )
+        project.entitlementTokens = try row.decode("entitlement_tokens", as: Bool.self)
+        project.entitlementTokenTTLSeconds = Int(try row.decode("entitlement_token_ttl_seconds", as: Int64.self))
         project.consumption = try consumptionSettings(from: row)
         return project
     }

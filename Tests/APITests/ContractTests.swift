@@ -36,7 +36,7 @@ final class ContractTests: XCTestCase {
         let documented = try Self.documentedOperations().filter {
             !$0.hasSuffix("/healthz") && !$0.hasSuffix("/readyz") && !$0.hasSuffix("/metrics")  // served by the executable
         }
-        XCTAssertEqual(documented.count, 23)
+        XCTAssertEqual(documented.count, 25)
         XCTAssertEqual(registered, documented)
     }
 

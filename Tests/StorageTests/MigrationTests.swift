@@ -81,7 +81,7 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "consumption_requests", "notifications",
                                 "ownership_events", "pending_renewals", "products", "project_keys", "projects",
                                 "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
-                                "reconcile_runs", "renewal_extensions", "schema_migrations", "subscriptions",
+                                "reconcile_runs", "renewal_extensions", "schema_migrations", "signing_keys", "subscriptions",
                                 "transactions"])
     }
 
@@ -121,14 +121,15 @@ final class MigrationTests: XCTestCase {
     func testTenantKeysStartWithProjectID() throws {
         try Migrator(pool: pool).migrate()
         try pool.withConnection { c in
-            // First primary-key column of every table except projects and the migration log.
+            // First primary-key column of every table except projects, the migration log and the server-wide
+            // token signing keys (one JWKS for all projects: not a tenant table).
             let pks = try c.query("""
                 SELECT cl.relname::text AS tbl, a.attname::text AS col
                 FROM pg_constraint con
                 JOIN pg_class cl ON cl.oid = con.conrelid
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
-                  AND cl.relname NOT IN ('projects', 'schema_migrations')
+                  AND cl.relname NOT IN ('projects', 'schema_migrations', 'signing_keys')
                 """)
             XCTAssertEqual(pks.count, 16)
             for row in pks {

@@ -1,0 +1,85 @@
+import Domain
+import HTTPCore
+
+extension APIHandlers {
+    static let tokenUserIdSuggestion =
+        "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id/token."
+
+    /// `GET /v1/subscriptions/:publicKey/:userId/token` (secret key required): a signed token of what the user is
+    /// entitled to now, for services that check entitlements without calling Bouncer.
+    func getEntitlementToken(_ request: Request) throws -> Response {
+        let project = try Auth.project(
+            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.subscriptionsKeySuggestion)
+        guard request.headers["Authorization"] != nil else { throw HTTPError.tokenSecretKeyRequired }
+        try Auth.authorizeRead(request, project: project, deps: deps)
+        let userId = request.pathParameters["userId"] ?? ""
+        let scalars = userId.unicodeScalars.count
+        guard scalars >= 1, scalars <= 256 else {
+            throw HTTPError.validation(
+                [ErrorDetail(path: ["userId"], message: scalars == 0
+                    ? "String must contain at least 1 character(s)" : "String must contain at most 256 character(s)")],
+                suggestion: Self.tokenUserIdSuggestion)
+        }
+        let issued = try tokens().issue(project: project, userId: userId)
+        var body = JSONBody(capacity: 128 + issued.token.utf8.count)
+        body.raw(#"{"token":"#)
+        body.string(issued.token)
+        body.raw(#","expires_at":"#)
+        body.date(issued.expiresAt)
+        body.raw("}")
+        var headers = HTTPHeaders()
+        headers.set("Cache-Control", "no-store")
+        return Response.json(200, body.bytes, headers: headers)
+    }
+
+    /// `GET /.well-known/jwks.json`: the public keys that verify entitlement tokens (RFC 7517), current first.
+    /// Public and cacheable for 5 minutes; a verifier meeting an unknown `kid` refetches (a rotation happened).
+    func getJWKS(_ request: Request) throws -> Response {
+        let keys = try tokens().publishedKeys()
+        var body = JSONBody(capacity: 32 + 192 * keys.count)
+        body.raw(#"{"keys":["#)
+        for (i, key) in keys.enumerated() {
+            if i > 0 { body.raw(",") }
+            body.raw(#"{"kty":"EC","crv":"P-256","kid":"#)
+            body.string(key.kid)
+            body.raw(#","x":"#)
+            body.string(key.x)
+            body.raw(#","y":"#)
+            body.string(key.y)
+            body.raw(#","use":"sig","alg":"ES256"}"#)
+        }
+        body.raw("]}")
+        var headers = HTTPHeaders()
+        headers.set("Cache-Control", "public, max-age=\(Self.jwksMaxAgeSeconds)")
+        return Response.json(200, body.bytes, headers: headers)
+    }
+
+    /// How long a JWKS answer may be cached.
+    static let jwksMaxAgeSeconds = 300
+
+    /// Adds `"entitlement_token"` to a receipt's 201 `body` when the project enables tokens and a user was bound.
+    /// The purchase is already recorded, so a token that cannot be issued (no encryption key, the database busy)
+    /// is left out and logged, never turned into an error: the backend can fetch one from the token route.
+    func appendEntitlementToken(to body: inout [UInt8], project: Project, userId: String?, request: Request) {
+        guard project.entitlementTokens, let userId, body.last == UInt8(ascii: "}") else { return }
+        do {
+            let issued = try tokens().issue(project: project, userId: userId)
+            var field = JSONBody(capacity: 32 + issued.token.utf8.count)
+            field.raw(#","entitlement_token":"#)
+            field.string(issued.token)
+            field.raw("}")
+            body.removeLast()
+            body.append(contentsOf: field.bytes)
+        } catch {
+            deps.log(ErrorMapping.logLine(request, status: 201, "entitlement token not issued: \(String(reflecting: error))"))
+        }
+    }
+
+    private func tokens() throws -> EntitlementTokens {
+        guard let tokens = deps.entitlementTokens else {
+            throw DomainError(.serviceUnavailable, "Entitlement tokens are not configured.",
+                              underlying: "APIDependencies.entitlementTokens was not wired")
+        }
+        return tokens
+    }
+}
