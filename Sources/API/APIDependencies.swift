@@ -29,6 +29,10 @@ public struct APIDependencies: Sendable {
     /// Reconciliation with Apple (`POST /v1/admin/projects/:id/reconcile`); `nil` answers 503 (no App Store client
     /// wired). Set after `init` by the executable.
     public var reconciliation: Reconciliation?
+    /// The body limit of `POST /v1/receipts` (`BOUNCER_MAX_RECEIPT_BODY_BYTES`, default 1 MiB): StoreKit 1
+    /// receipts of long purchase histories exceed 100 KB. It only raises the server's `maxBodyBytes` for that
+    /// route. Set after `init` by the executable.
+    public var maxReceiptBodyBytes = 1024 * 1024
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
     /// The clock; status is always evaluated at this instant.
