@@ -17,7 +17,8 @@ extension APIHandlers {
         let project = try Auth.project(
             publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.receiptKeySuggestion)
 
-        let body = try RequestBody.object(request, suggestion: Self.receiptSuggestion)
+        let body = try RequestBody.object(request, suggestion: Self.receiptSuggestion,
+                                          limits: RequestBody.receiptLimits(maxBodyBytes: deps.maxReceiptBodyBytes))
         var fields = FieldValidator(body)
         // Exactly one of the three. None keeps the published example (signed_transaction_info: Required).
         let present = Self.receiptInputs.filter { fields.has($0) }
