@@ -34,6 +34,10 @@ public struct APIDependencies: Sendable {
     /// Entitlement tokens and the JWKS; `nil` answers 503 on the token and JWKS routes and leaves receipts without a
     /// token. Set after `init` by the executable.
     public var entitlementTokens: EntitlementTokens?
+    /// The body limit of `POST /v1/receipts` (`BOUNCER_MAX_RECEIPT_BODY_BYTES`, default 1 MiB): StoreKit 1
+    /// receipts of long purchase histories exceed 100 KB. It only raises the server's `maxBodyBytes` for that
+    /// route. Set after `init` by the executable.
+    public var maxReceiptBodyBytes = 1024 * 1024
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
     /// The clock; status is always evaluated at this instant.

@@ -115,8 +115,8 @@ enum ErrorMapping {
                 // Only Apple calls the webhook: point the operator at App Store Connect, not at StoreKit.
                 suggestion = notificationVerificationSuggestion(failure.code)
             }
-            let field = isWebhook ? "signedPayload"
-                : request.routeTemplate == appTransactionRoute ? "signed_app_transaction" : "signed_transaction_info"
+            let field = failure.field ?? (isWebhook ? "signedPayload"
+                : request.routeTemplate == appTransactionRoute ? "signed_app_transaction" : "signed_transaction_info")
             return HTTPError(
                 status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
                 details: [ErrorDetail(path: [field], message: failure.reason, step: failure.step ?? "format")])

@@ -5,49 +5,72 @@ import HTTPCore
 extension APIHandlers {
     static let receiptSuggestion = "Request body requires signed_transaction_info (string). Optional: user_id, device_id."
     static let receiptKeySuggestion = "Use a valid public key (pk_...) in the URL path: POST /v1/receipts/:public_key."
-    static let receiptOneOfSuggestion = "Send exactly one of signed_transaction_info (the StoreKit 2 JWS) and "
-        + "transaction_id (Bouncer asks Apple for it). Optional: user_id, device_id."
+    static let receiptOneOfSuggestion = "Send exactly one of signed_transaction_info (the StoreKit 2 JWS), "
+        + "transaction_id (Bouncer asks Apple for it) and receipt_data (the StoreKit 1 app receipt, base64). "
+        + "Optional: user_id, device_id."
+    /// The three ways to name a purchase; exactly one per request.
+    static let receiptInputs = ["signed_transaction_info", "transaction_id", "receipt_data"]
 
-    /// `POST /v1/receipts/:publicKey`: verify a StoreKit 2 signed transaction for the project, record it, answer
-    /// what it grants now.
+    /// `POST /v1/receipts/:publicKey`: verify a StoreKit 2 signed transaction (or look one up at Apple, or verify a
+    /// StoreKit 1 app receipt) for the project, record it, answer what it grants now.
     func postReceipt(_ request: Request) throws -> Response {
         let project = try Auth.project(
             publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.receiptKeySuggestion)
 
-        let body = try RequestBody.object(request, suggestion: Self.receiptSuggestion)
+        let body = try RequestBody.object(request, suggestion: Self.receiptSuggestion,
+                                          limits: RequestBody.receiptLimits(maxBodyBytes: deps.maxReceiptBodyBytes))
         var fields = FieldValidator(body)
-        // Exactly one of the two. Neither keeps the published example (signed_transaction_info: Required).
-        let lookup = fields.has("transaction_id")
-        if lookup, fields.has("signed_transaction_info") {
-            let message = "Provide exactly one of signed_transaction_info and transaction_id"
-            fields.fail(["signed_transaction_info"], message)
-            fields.fail(["transaction_id"], message)
+        // Exactly one of the three. None keeps the published example (signed_transaction_info: Required).
+        let present = Self.receiptInputs.filter { fields.has($0) }
+        if present.count > 1 {
+            let message = "Provide exactly one of signed_transaction_info, transaction_id and receipt_data"
+            for key in present { fields.fail([key], message) }
             try fields.check(suggestion: Self.receiptOneOfSuggestion)
         }
-        let jws = lookup ? nil : fields.string("signed_transaction_info", required: true)
+        let lookup = present == ["transaction_id"]
+        let legacy = present == ["receipt_data"]
+        let jws = lookup || legacy ? nil : fields.string("signed_transaction_info", required: true)
         let transactionId = lookup ? fields.string("transaction_id", required: true) : nil
         if let transactionId, fields.parsed("transaction_id") {
             fields.add(TransactionLookup.problems(transactionId: transactionId))
         }
+        // An empty receipt is the verifier's INVALID_RECEIPT_FORMAT, not a validation error: minLength 0.
+        let receiptData = legacy ? fields.string("receipt_data", required: true, minLength: 0) : nil
         let userId = fields.string("user_id", required: false, maxLength: 256)
         let deviceId = fields.string("device_id", required: false, maxLength: 256)
-        try fields.check(suggestion: lookup ? Self.receiptOneOfSuggestion : Self.receiptSuggestion)
+        try fields.check(suggestion: lookup || legacy ? Self.receiptOneOfSuggestion : Self.receiptSuggestion)
 
+        if let receiptData {
+            return try postAppReceipt(receiptData, userId: userId, deviceId: deviceId, project: project)
+        }
         let facts: TransactionFacts
+        let source: TransactionSource
         if let transactionId {
             facts = try transactionLookup.lookUp(transactionId: transactionId, for: project)
+            source = .lookup
         } else {
             guard let jws, Self.hasThreeParts(jws) else {
                 throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
             }
             facts = try deps.verifier.verifyTransaction(jws, for: project)
+            source = .transaction
         }
         // Before anything is written: under require_match a mismatch refuses the whole request.
         let bound = try AccountBindingRules.boundUser(
             postedUserId: userId, appAccountToken: facts.appAccountToken, policy: project.appAccountTokenPolicy)
         let now = deps.now()
-        let recorded = try deps.purchases.recordTransaction(
-            facts, userId: bound.userId, deviceId: deviceId, project: project, now: now)
+        let recorded: RecordedTransaction
+        if source == .transaction {
+            recorded = try deps.purchases.recordTransaction(
+                facts, userId: bound.userId, deviceId: deviceId, project: project, now: now)
+        } else {
+            let all = try deps.purchases.recordTransactions(
+                [facts], source: source, userId: bound.userId, deviceId: deviceId, project: project, now: now)
+            guard let first = all.first else {
+                throw StoreAnswerMissing()   // a store bug: 500 INTERNAL_ERROR with the request id
+            }
+            recorded = first
+        }
         if case .block = recorded.ownership {
             // The store is expected to throw; never answer 201 for a refused binding either way.
             throw DomainError(.purchaseOwnedByAnotherUser, "The purchase is bound to another user.")

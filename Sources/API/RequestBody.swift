@@ -9,10 +9,19 @@ enum RequestBody {
     static let limits = JSONParser.Limits(maxDepth: 16, maxBytes: 256 * 1024, maxStringBytes: 128 * 1024,
                                           maxNumberBytes: 64)
 
+    /// `POST /v1/receipts` also takes StoreKit 1 receipts (one base64 string of up to the route's body limit):
+    /// the same limits, with the byte and string bounds raised to `maxBodyBytes` (the HTTP layer's bound already).
+    static func receiptLimits(maxBodyBytes: Int) -> JSONParser.Limits {
+        JSONParser.Limits(maxDepth: limits.maxDepth, maxBytes: max(limits.maxBytes, maxBodyBytes),
+                          maxStringBytes: max(limits.maxStringBytes, maxBodyBytes), maxNumberBytes: limits.maxNumberBytes)
+    }
+
     /// The body as a JSON object, after checking `Content-Type` (RFC 9110 §8.3.1: media types are
     /// case-insensitive and may carry parameters such as `; charset=utf-8`). A body sent without any
     /// `Content-Type` is read as JSON when it parses; a declared non-JSON media type is 415.
-    static func object(_ request: Request, suggestion: String) throws(HTTPError) -> JSONObject {
+    static func object(_ request: Request, suggestion: String, limits: JSONParser.Limits = RequestBody.limits)
+        throws(HTTPError) -> JSONObject
+    {
         switch mediaType(request.headers["Content-Type"]) {
         case .json, .absent: break
         case .formURLEncoded: throw HTTPError.formURLEncodedBody

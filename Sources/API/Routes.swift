@@ -7,10 +7,10 @@ public enum Routes {
     public static func register(on router: inout Router, _ deps: APIDependencies) {
         let api = APIHandlers(deps: deps)
         func add(
-            _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes,
+            _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, maxBodyBytes: Int? = nil,
             _ handler: @escaping @Sendable (APIHandlers, Request) throws -> Response
         ) {
-            router.add(method, pattern, rateLimits: rateLimits) { request in
+            router.add(method, pattern, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes) { request in
                 do {
                     return try handler(api, request)
                 } catch {
@@ -24,7 +24,8 @@ public enum Routes {
         // apps, so anyone can replay it: per key; a backend presenting its secret key has its own bucket.
         let app: RateLimitScopes = [.client, .publicKey]
         let admin: RateLimitScopes = [.client, .admin]
-        add(.post, "/v1/receipts/:publicKey", app) { try $0.postReceipt($1) }
+        // StoreKit 1 receipts of long purchase histories exceed 100 KB: this route alone takes larger bodies.
+        add(.post, "/v1/receipts/:publicKey", app, maxBodyBytes: deps.maxReceiptBodyBytes) { try $0.postReceipt($1) }
         add(.post, ErrorMapping.appTransactionRoute, app) { try $0.postAppTransaction($1) }
         add(.get, "/v1/subscriptions/:publicKey/:userId", app.union(.secretKey)) { try $0.getSubscriptions($1) }
         add(.post, ErrorMapping.offerSignaturesRoute, app) { try $0.postOfferSignature($1) }

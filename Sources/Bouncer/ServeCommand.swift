@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import API
-import Domain
+import AppReceipt
 import AppStoreJWS
 import AppStoreServerAPI
 import Crypto
@@ -47,6 +47,16 @@ enum ServeCommand {
             CLI.err("bouncer serve: BOUNCER_ROOT_CERTIFICATES: \(error)\n")
             return 2
         }
+        // StoreKit 1 receipts chain to Apple Inc. Root; BOUNCER_ROOT_CERTIFICATES replaces it too (test PKIs).
+        var receiptVerifier = ReceiptVerifier.apple
+        if !settings.rootCertificatePaths.isEmpty {
+            let ders = settings.rootCertificatePaths.compactMap(VerifyReceiptCommand.certificateDER(atPath:))
+            guard ders.count == settings.rootCertificatePaths.count, let custom = ReceiptVerifier(rootDERs: ders) else {
+                CLI.err("bouncer serve: BOUNCER_ROOT_CERTIFICATES: not usable for receipts\n")
+                return 2
+            }
+            receiptVerifier = custom
+        }
         let database: Database
         do {
             database = try Database.open(settings.database, log: log)
@@ -72,7 +82,7 @@ enum ServeCommand {
         var dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
-            verifier: AppStoreVerifier(verifier: verifier, metrics: metrics),
+            verifier: AppStoreVerifier(verifier: verifier, metrics: metrics, receipts: receiptVerifier),
             hasher: SHA256SecretHasher(),
             adminToken: settings.adminToken,
             notifications: caches.notifications,
@@ -95,6 +105,7 @@ enum ServeCommand {
         dependencies.entitlementTokens = SigningKeyCommands.entitlementTokens(
             settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
         log(SigningKeyCommands.startupLogLine(dependencies.entitlementTokens, sealer: sealer))
+        dependencies.maxReceiptBodyBytes = settings.maxReceiptBodyBytes
         var scheduler: ReconcileScheduler?
         if settings.reconcile.interval > 0 {
             scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)

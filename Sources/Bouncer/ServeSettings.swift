@@ -17,6 +17,9 @@ struct ServeSettings: Sendable {
     static func defaultWorkerCount(cpus: Int) -> Int { min(16, max(4, 8 * cpus)) }
     /// How long SIGTERM/SIGINT waits for in-flight requests. `BOUNCER_SHUTDOWN_GRACE_SECONDS`, default 10.
     var shutdownGrace: Duration = .seconds(10)
+    /// `BOUNCER_MAX_RECEIPT_BODY_BYTES`: the body limit of `POST /v1/receipts` (StoreKit 1 receipts of long
+    /// purchase histories exceed 100 KB); other routes keep `BOUNCER_MAX_BODY_BYTES`.
+    var maxReceiptBodyBytes = 1024 * 1024
     /// JSON access log on stderr. `BOUNCER_ACCESS_LOG` (on/off), default on.
     var accessLog = true
     /// Where the data lives: `DATABASE_URL`, or else an embedded cluster under `BOUNCER_DATA_DIR`.
@@ -115,6 +118,10 @@ struct ServeSettings: Sendable {
         },
         int("BOUNCER_MAX_BODY_BYTES", "request body limit, else 413 (default 65536)", 0...67_108_864) {
             $0.server.maxBodyBytes = $1
+        },
+        int("BOUNCER_MAX_RECEIPT_BODY_BYTES",
+            "POST /v1/receipts body limit (StoreKit 1 receipts), else 413 (default 1048576)", 0...67_108_864) {
+            $0.maxReceiptBodyBytes = $1
         },
         seconds("BOUNCER_HEADER_TIMEOUT_SECONDS", "time to receive a request head, else 408 (default 30)") {
             $0.server.headerTimeout = $1

@@ -150,7 +150,7 @@ enum VerifyReceiptCommand {
     }
 
     /// One certificate from a DER or PEM file (the first CERTIFICATE block).
-    private static func certificateDER(atPath path: String) -> [UInt8]? {
+    static func certificateDER(atPath path: String) -> [UInt8]? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         let text = String(decoding: data, as: UTF8.self)
         guard let begin = text.range(of: "-----BEGIN CERTIFICATE-----") else { return [UInt8](data) }

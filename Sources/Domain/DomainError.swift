@@ -108,13 +108,16 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
     /// The verification step that failed, as the contract names it: `format`, `header`, `chain`, `signature` or
     /// `claims` (the API reports it in `details[].step`).
     public var step: String?
+    /// The request field that held the rejected data, when it is not the route's usual one (`receipt_data`).
+    public var field: String?
 
     /// Creates a failure.
-    public init(code: String, reason: String, isRetryable: Bool = false, step: String? = nil) {
+    public init(code: String, reason: String, isRetryable: Bool = false, step: String? = nil, field: String? = nil) {
         self.code = code
         self.reason = reason
         self.isRetryable = isRetryable
         self.step = step
+        self.field = field
     }
 
     /// See `reason`.

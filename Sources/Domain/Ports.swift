@@ -15,6 +15,11 @@ public protocol SignedDataVerifying: Sendable {
     /// Verifies signed renewal info (JWS), e.g. from Get All Subscription Statuses, against the project's rules.
     /// - Throws: `VerificationFailure`.
     func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts
+    /// Verifies a StoreKit 1 app receipt (base64, as `SKReceipt` SDKs send it) locally: PKCS#7 signature, chain to
+    /// Apple Inc. Root at the receipt's creation date, bundle id and environment; every in-app record becomes
+    /// `TransactionFacts` by `ReceiptRules`.
+    /// - Throws: `VerificationFailure` (`field` is `receipt_data`).
+    func verifyReceipt(_ base64: String, for project: Project) throws -> ReceiptFacts
 }
 
 extension SignedDataVerifying {
@@ -160,6 +165,13 @@ public protocol PurchaseStore: Sendable {
     func recordTransaction(
         _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date
     ) throws -> RecordedTransaction
+    /// Records verified transactions from one source (a receipt's records, a lookup's answer) in ONE database
+    /// transaction, each under the same rules as `recordTransaction` (newer facts win, exactly once per
+    /// transaction id, the same user binding); any refusal writes nothing. Results are in input order.
+    func recordTransactions(
+        _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
+        project: Project, now: Date
+    ) throws -> [RecordedTransaction]
     /// The purchases currently bound to `userId`, with their products' entitlements.
     func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase]
     /// Everything `GET /v1/subscriptions` reads about `userId` — bound purchases and app transactions — in one

@@ -45,7 +45,12 @@ final class EventLoop: @unchecked Sendable {
     init(core: ServerCore, listenFD: Int32) throws {
         self.core = core
         self.listenFD = listenFD
-        self.limits = core.configuration.parserLimits
+        var limits = core.configuration.parserLimits
+        if core.router.hasBodyLimitOverrides {
+            let router = core.router
+            limits.routeBodyLimit = { method, path in router.maxBodyBytes(method, path) }
+        }
+        self.limits = limits
         epfd = bouncer_epoll_create()
         wakeFD = bouncer_eventfd()
         guard let events = bouncer_epoll_events_alloc(maxEvents) else {

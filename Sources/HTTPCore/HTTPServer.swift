@@ -57,7 +57,8 @@ public final class HTTPServer: Sendable {
     public var connectionCount: Int { core.connectionCount.load(ordering: .relaxed) }
 
     /// The most request bytes one connection has made the server buffer at once since start (diagnostics,
-    /// tests): bounded by the head limits plus `maxBodyBytes + maxChunkedFramingBytes` plus one 64 KiB read.
+    /// tests): bounded by the head limits plus `maxBodyBytes + maxChunkedFramingBytes` plus one 64 KiB read, where
+    /// `maxBodyBytes` is the largest a route raised it to (`Router.add(maxBodyBytes:)`).
     public var peakConnectionInputBytes: Int { core.peakConnectionInputBytes.load(ordering: .relaxed) }
 
     /// Binds, starts the I/O and worker threads and returns the bound port (useful with port 0).

@@ -13,6 +13,20 @@ struct ParserLimits: Sendable {
     /// Raw bytes of a chunked body as sent (chunk-size lines, extensions, data, CRLFs, trailers); more → 413.
     /// The decoded limit alone would let 1-byte chunks with 1 KiB extensions make the server buffer ~1000× it.
     var maxChunkedBodyWireBytes = 128 * 1024
+    /// A route's raised body limit (`Router.add(maxBodyBytes:)`), asked only for a body that would exceed
+    /// `maxBodyBytes` (a larger Content-Length, or any chunked body), so other requests pay no route match.
+    var routeBodyLimit: (@Sendable (HTTPMethod, String) -> Int?)? = nil
+
+    /// The decoded and wire limits of a body of `method` `path`: the route's raised limit when it has one, with the
+    /// same framing allowance on top for chunked bodies.
+    func bodyLimits(_ method: HTTPMethod, _ path: String) -> (body: Int, wire: Int) {
+        guard let raised = routeBodyLimit?(method, path), raised > maxBodyBytes else {
+            return (maxBodyBytes, maxChunkedBodyWireBytes)
+        }
+        let framing = max(0, maxChunkedBodyWireBytes - maxBodyBytes)
+        let (wire, overflow) = raised.addingReportingOverflow(framing)
+        return (raised, overflow ? Int.max : wire)
+    }
 }
 
 /// A framing or syntax failure: the connection answers with `status` and closes (RFC 9112 §9.6).
@@ -65,6 +79,10 @@ struct RequestParser: Sendable {
         var framing: BodyFraming
         var bodyStart: Int
         var expectContinue: Bool
+        /// Decoded body limit for this request (the route's raised one, or `maxBodyBytes`).
+        var maxBodyBytes: Int
+        /// Raw chunked-body limit for this request.
+        var maxChunkedBodyWireBytes: Int
     }
 
     private enum ChunkPhase: Sendable { case size, data(Int), dataEnd, trailers(Int) }
@@ -335,6 +353,11 @@ struct RequestParser: Sendable {
         }
 
         var framing = BodyFraming.none
+        var bodyLimit = limits.maxBodyBytes
+        var wireLimit = limits.maxChunkedBodyWireBytes
+        if limits.routeBodyLimit != nil, sawTransferEncoding || (contentLength ?? 0) > bodyLimit {
+            (bodyLimit, wireLimit) = limits.bodyLimits(method, path)
+        }
         if sawTransferEncoding {
             // RFC 9112 §6.1: TE with CL is request smuggling; TE in 1.0 is faulty framing.
             if contentLength != nil { return .failure(.badRequest("Content-Length with Transfer-Encoding")) }
@@ -350,7 +373,7 @@ struct RequestParser: Sendable {
             }
             framing = .chunked
         } else if let n = contentLength, n > 0 {
-            if n > limits.maxBodyBytes { return .failure(Self.bodyTooLarge) }
+            if n > bodyLimit { return .failure(Self.bodyTooLarge) }
             framing = .length(n)
         }
 
@@ -358,7 +381,8 @@ struct RequestParser: Sendable {
         let request = ParsedRequest(
             method: method, path: path, query: query, versionMinor: minor, headers: headers, body: [],
             keepAlive: keepAlive, requestIDHeader: requestID)
-        return .success(Head(request: request, framing: framing, bodyStart: headEnd, expectContinue: expectContinue))
+        return .success(Head(request: request, framing: framing, bodyStart: headEnd, expectContinue: expectContinue,
+                             maxBodyBytes: bodyLimit, maxChunkedBodyWireBytes: wireLimit))
     }
 
     // MARK: bodies
@@ -383,7 +407,7 @@ struct RequestParser: Sendable {
         while true {
             // The wire budget is checked at element boundaries only (never against how much has
             // arrived), so a body fed whole or in pieces gets the same verdict.
-            if cursor - head.bodyStart > limits.maxChunkedBodyWireBytes { return .failure(Self.chunkedBodyTooLarge) }
+            if cursor - head.bodyStart > head.maxChunkedBodyWireBytes { return .failure(Self.chunkedBodyTooLarge) }
             switch phase {
             case .size:
                 var lf = cursor
@@ -412,9 +436,9 @@ struct RequestParser: Sendable {
                         return .failure(.badRequest("Invalid chunk extension"))
                     }
                 }
-                if size > UInt64(limits.maxBodyBytes - head.request.body.count) { return .failure(Self.bodyTooLarge) }
+                if size > UInt64(head.maxBodyBytes - head.request.body.count) { return .failure(Self.bodyTooLarge) }
                 // The chunk's data must end inside the wire budget too (size is at most maxBodyBytes here).
-                if lf + 1 + Int(size) - head.bodyStart > limits.maxChunkedBodyWireBytes {
+                if lf + 1 + Int(size) - head.bodyStart > head.maxChunkedBodyWireBytes {
                     return .failure(Self.chunkedBodyTooLarge)
                 }
                 cursor = lf + 1

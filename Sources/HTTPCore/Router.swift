@@ -44,6 +44,8 @@ public struct Router: Sendable {
         var literalCount: Int
         var placement: Placement
         var rateLimits: RateLimitScopes
+        /// Raises the server's body limit for this route (nil: the server's `maxBodyBytes`).
+        var maxBodyBytes: Int?
         var handler: Handler
     }
 
@@ -61,17 +63,33 @@ public struct Router: Sendable {
 
     /// Registers `handler` for `method` requests matching `pattern`; `GET` routes also answer `HEAD`.
     /// Literal segments win over parameters when two patterns match the same path. `rateLimits` names the
-    /// limits that guard the route (none for operational routes).
+    /// limits that guard the route (none for operational routes). `maxBodyBytes` raises the server's body limit
+    /// for this route only (a value at or below `Configuration.maxBodyBytes` changes nothing); it counts the body
+    /// as sent, and a chunked body may add `maxChunkedFramingBytes` of framing on top, as for every route.
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, placement: Placement = .workerPool, rateLimits: RateLimitScopes = [],
-        _ handler: @escaping Handler
+        maxBodyBytes: Int? = nil, _ handler: @escaping Handler
     ) {
         let segments = Self.split(pattern).map { raw -> Segment in
             raw.hasPrefix(":") ? .parameter(String(raw.dropFirst())) : .literal(String(raw))
         }
         let literalCount = segments.reduce(0) { if case .literal = $1 { $0 + 1 } else { $0 } }
         routes.append(Route(method: method, template: pattern, segments: segments, literalCount: literalCount,
-                            placement: placement, rateLimits: rateLimits, handler: handler))
+                            placement: placement, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes, handler: handler))
+    }
+
+    /// Whether any route raises the body limit (the parser asks `maxBodyBytes(_:_:)` only then).
+    var hasBodyLimitOverrides: Bool { routes.contains { $0.maxBodyBytes != nil } }
+
+    /// The raised body limit of the route `method` and `path` match, nil when none (or no route matches).
+    func maxBodyBytes(_ method: HTTPMethod, _ path: String) -> Int? {
+        if case .found(let route, _) = match(method, path) { return route.maxBodyBytes }
+        return nil
+    }
+
+    /// The raised body limit declared for (method, pattern), nil when none or no such route.
+    public func maxBodyBytes(method: HTTPMethod, pattern: String) -> Int? {
+        routes.first { $0.method == method && $0.template == pattern }?.maxBodyBytes
     }
 
     /// Every registered (method, pattern), for diagnostics and tests.

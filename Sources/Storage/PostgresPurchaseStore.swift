@@ -51,7 +51,30 @@ public final class PostgresPurchaseStore: PurchaseStore {
         try StorageErrors.mapping("record transaction") {
             try pool.autocommit { connection in
                 try Self.apply(transaction, userId: userId, deviceId: deviceId, project: project, now: now,
-                               on: connection)
+                               source: .transaction, on: connection)
+            }
+        }
+    }
+
+    /// Records `transactions` (a receipt's in-app records, a lookup's answer) from `source` and binds each
+    /// purchase to `userId`, when given, in ONE statement and so one database transaction and one round trip:
+    /// `bouncer_record_transaction` called once per element of the bound arrays (`unnest … WITH ORDINALITY`,
+    /// `CROSS JOIN LATERAL`), in input order, each call seeing the rows the previous ones wrote. A refusal of any
+    /// element (`.transactionConflict`, `.purchaseOwnedByAnotherUser`) rolls the whole statement back. Results are
+    /// in input order. Measured on the 187-record receipt of 2020: one round trip (see README, "StoreKit 1
+    /// receipts").
+    ///
+    /// The arrays are text (our array binds carry no NULL elements): empty text is NULL, instants are
+    /// microseconds since 1970 (the binary bind's resolution, so a receipt and a JWS of the same instant are equal).
+    public func recordTransactions(
+        _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
+        project: Project, now: Date
+    ) throws -> [RecordedTransaction] {
+        guard !transactions.isEmpty else { return [] }
+        return try StorageErrors.mapping("record transactions") {
+            try pool.autocommit { connection in
+                try Self.apply(transactions, source: source, userId: userId, deviceId: deviceId, project: project,
+                               now: now, on: connection)
             }
         }
     }
@@ -156,7 +179,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
     /// `bouncer_record_transaction` (schema/0006), which applies the rules. The body of `recordTransaction`.
     private static func apply(
         _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date,
-        on connection: Connection
+        source: TransactionSource, on connection: Connection
     ) throws -> RecordedTransaction {
         let t = transaction
         let bundleId = t.bundleId ?? project.bundleId
@@ -171,7 +194,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
                     \(Bind.date(t.accessRevocationDate)), \(Bind.int(t.revocationReason))::int, \(Bind.uuid(t.appAccountToken)),
                     \(Bind.text(t.ownershipType?.rawValue))::text, \(t.signedDate), \(t.payloadJSON)::jsonb,
                     \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
-                    \(now)) r
+                    \(now), \(source.rawValue)::text) r
                 """)
         } catch {
             throw Self.refusal(error, transaction: t, project: project)
@@ -179,6 +202,77 @@ public final class PostgresPurchaseStore: PurchaseStore {
         guard let row = rows.first else {
             throw PGError(code: .decoding, message: "bouncer_record_transaction returned no row")
         }
+        return try Self.recorded(transaction, row)
+    }
+
+    /// The body of `recordTransactions`: one statement over parallel text arrays.
+    private static func apply(
+        _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
+        project: Project, now: Date, on connection: Connection
+    ) throws -> [RecordedTransaction] {
+        func micros(_ date: Date?) -> String {
+            guard let date else { return "" }
+            let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
+            // Out of range cannot come from a verifier (dates are bounded); "" (NULL) rather than a trap.
+            guard value.isFinite, abs(value) < 9.0e15 else { return "" }
+            return String(Int64(value))
+        }
+        var ids: [String] = [], originals: [String] = [], products: [String] = [], types: [String] = []
+        var environments: [String] = [], bundles: [String] = [], purchased: [String] = []
+        var originallyPurchased: [String] = [], expires: [String] = [], revoked: [String] = []
+        var reasons: [String] = [], tokens: [String] = [], ownerships: [String] = [], signed: [String] = []
+        var payloads: [String] = []
+        for t in transactions {
+            ids.append(t.transactionId)
+            originals.append(t.originalTransactionId)
+            products.append(t.productId)
+            types.append(t.type.rawValue)
+            environments.append(t.environment.rawValue)
+            bundles.append(t.bundleId ?? project.bundleId)
+            purchased.append(micros(t.purchaseDate))
+            originallyPurchased.append(micros(t.originalPurchaseDate))
+            expires.append(micros(t.expiresDate))
+            revoked.append(micros(t.accessRevocationDate))
+            reasons.append(t.revocationReason.map(String.init) ?? "")
+            tokens.append(t.appAccountToken?.uuidString ?? "")
+            ownerships.append(t.ownershipType?.rawValue ?? "")
+            signed.append(micros(t.signedDate))
+            payloads.append(t.payloadJSON)
+        }
+        let rows: Rows
+        do {
+            rows = try connection.query("""
+                SELECT f.ord, (r.purchase).*, r.entitlements, r.ownership, r.previous_owners
+                FROM unnest(\(ids)::text[], \(originals)::text[], \(products)::text[], \(types)::text[],
+                    \(environments)::text[], \(bundles)::text[], \(purchased)::text[], \(originallyPurchased)::text[],
+                    \(expires)::text[], \(revoked)::text[], \(reasons)::text[], \(tokens)::text[], \(ownerships)::text[],
+                    \(signed)::text[], \(payloads)::text[])
+                    WITH ORDINALITY AS f(id, original, product, type, environment, bundle, purchased, original_purchased,
+                        expires, revoked, reason, token, ownership_type, signed, payload, ord)
+                CROSS JOIN LATERAL bouncer_record_transaction(\(project.id), f.id, f.original, f.product, f.type,
+                    f.environment, f.bundle,
+                    timestamptz 'epoch' + f.purchased::bigint * interval '1 microsecond',
+                    timestamptz 'epoch' + NULLIF(f.original_purchased, '')::bigint * interval '1 microsecond',
+                    timestamptz 'epoch' + NULLIF(f.expires, '')::bigint * interval '1 microsecond',
+                    timestamptz 'epoch' + NULLIF(f.revoked, '')::bigint * interval '1 microsecond',
+                    NULLIF(f.reason, '')::int, NULLIF(f.token, '')::uuid, NULLIF(f.ownership_type, ''),
+                    timestamptz 'epoch' + f.signed::bigint * interval '1 microsecond', f.payload::jsonb,
+                    \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
+                    \(now), \(source.rawValue)::text) r
+                ORDER BY f.ord
+                """)
+        } catch {
+            guard let first = transactions.first else { throw error }
+            throw Self.refusal(error, transaction: first, project: project)
+        }
+        guard rows.count == transactions.count else {
+            throw PGError(code: .decoding, message: "bouncer_record_transaction returned \(rows.count) rows for \(transactions.count)")
+        }
+        return try zip(transactions, rows).map { try Self.recorded($0, $1) }
+    }
+
+    /// A `RecordedTransaction` from one row of `bouncer_record_transaction`.
+    private static func recorded(_ transaction: TransactionFacts, _ row: Row) throws -> RecordedTransaction {
         let ownership: OwnershipDecision?
         switch try row.decode("ownership", as: String?.self) {
         case nil: ownership = nil

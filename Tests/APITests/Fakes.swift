@@ -295,6 +295,17 @@ final class FakeVerifier: SignedDataVerifying, Sendable {
     func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
         throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "not used by these tests")
     }
+
+    /// StoreKit 1 receipts this fake accepts, by their base64 text.
+    let receipts: Mutex<[String: ReceiptFacts]> = Mutex([:])
+
+    func verifyReceipt(_ base64: String, for project: Project) throws -> ReceiptFacts {
+        guard let facts = receipts.withLock({ $0[base64] }) else {
+            throw VerificationFailure(code: "RECEIPT_VERIFICATION_FAILED", reason: "the receipt's signature does not verify",
+                                      step: "signature", field: "receipt_data")
+        }
+        return facts
+    }
 }
 
 /// Collects log lines.

@@ -157,9 +157,14 @@ extension ContractE2ETests {
         XCTAssertEqual(wrongMethod.status, 405, wrongMethod.description)
         XCTAssertNotNil(try wrongMethod.json()["code"]?.stringValue)
         XCTAssertEqual(wrongMethod.header("Allow"), "POST")
-        let big = try api.client.request("POST", "/v1/receipts/\(tenant.publicKey)", headers: ["Content-Type": "application/json"],
+        // 64 KiB elsewhere; POST /v1/receipts takes StoreKit 1 receipts up to BOUNCER_MAX_RECEIPT_BODY_BYTES (1 MiB).
+        let big = try api.client.request("POST", "/v1/offers/\(tenant.publicKey)/signatures", headers: ["Content-Type": "application/json"],
                                          body: Array(repeating: UInt8(ascii: " "), count: 70_000))
         XCTAssertEqual(big.status, 413, big.description)
+        XCTAssertEqual(try big.json()["code"], "PAYLOAD_TOO_LARGE")
+        let bigReceipt = try api.client.request("POST", "/v1/receipts/\(tenant.publicKey)", headers: ["Content-Type": "application/json"],
+                                                body: Array(repeating: UInt8(ascii: " "), count: 1024 * 1024 + 1))
+        XCTAssertEqual(bigReceipt.status, 413, bigReceipt.description)
         let upper = try api.postReceipt(tenant.publicKey.uppercased().replacingOccurrences(of: "PK_", with: "pk_"),
                                         try TransactionPayload(bundleId: tenant.bundleId).mint())
         assertError(upper, 401, "AUTH_INVALID_PUBLIC_KEY")

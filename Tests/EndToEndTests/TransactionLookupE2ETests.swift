@@ -98,7 +98,7 @@ final class TransactionLookupE2ETests: XCTestCase {
         XCTAssertEqual(try r.json(), expectedReceipt(payload, entitlements: ["pro"], status: "active"))
 
         let row = try XCTUnwrap(try db.query("""
-            SELECT transaction_id, original_transaction_id, product_id, environment, type,
+            SELECT transaction_id, original_transaction_id, product_id, environment, type, source,
                    (extract(epoch FROM signed_date) * 1000)::int8 AS signed_ms,
                    (extract(epoch FROM expires_date) * 1000)::int8 AS expires_ms
             FROM transactions WHERE project_id = \(tenant.id)::uuid
@@ -108,6 +108,7 @@ final class TransactionLookupE2ETests: XCTestCase {
         XCTAssertEqual(try row.decode("product_id", as: String.self), payload.productId)
         XCTAssertEqual(try row.decode("environment", as: String.self), "Production")
         XCTAssertEqual(try row.decode("type", as: String.self), payload.type)
+        XCTAssertEqual(try row.decode("source", as: String.self), "lookup")
         XCTAssertEqual(try row.decode("signed_ms", as: Int64.self), payload.signedDate)
         XCTAssertEqual(try row.decode("expires_ms", as: Int64.self), payload.expiresDate)
         XCTAssertEqual(try db.count("transactions", project: tenant.id), 1)
@@ -227,10 +228,10 @@ final class TransactionLookupE2ETests: XCTestCase {
         let (tenant, _) = try tenant()
         let both = try api.client.post("/v1/receipts/\(tenant.publicKey)",
                                        json: ["transaction_id": "1", "signed_transaction_info": "a.b.c"])
-        let message = "Provide exactly one of signed_transaction_info and transaction_id"
+        let message = "Provide exactly one of signed_transaction_info, transaction_id and receipt_data"
         XCTAssertEqual(try both.errorFields(), [
             "error": "Validation error", "code": "VALIDATION_ERROR",
-            "suggestion": "Send exactly one of signed_transaction_info (the StoreKit 2 JWS) and transaction_id (Bouncer asks Apple for it). Optional: user_id, device_id.",
+            "suggestion": "Send exactly one of signed_transaction_info (the StoreKit 2 JWS), transaction_id (Bouncer asks Apple for it) and receipt_data (the StoreKit 1 app receipt, base64). Optional: user_id, device_id.",
             "details": [["path": ["signed_transaction_info"], "message": .string(message)],
                         ["path": ["transaction_id"], "message": .string(message)]],
         ])

@@ -104,7 +104,7 @@ final class ReconciliationStoreTests: XCTestCase {
     func testAppliedFactsRecordTheirChangeAndSource() throws {
         let bought = Self.transaction("sub1")
         _ = try purchases.recordTransaction(bought, userId: "u", deviceId: nil, project: project, now: Self.t0)
-        XCTAssertEqual(try source("sub1"), "receipt")
+        XCTAssertEqual(try source("sub1"), "transaction")   // a posted JWS (schema/0011)
         let runId = try store.startRun(projectId: project.id, trigger: .admin, instance: "test", at: Self.t0)
         let at = Self.t0.addingTimeInterval(Self.day)
 

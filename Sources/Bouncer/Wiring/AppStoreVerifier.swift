@@ -1,3 +1,4 @@
+import AppReceipt
 import AppStoreJWS
 import Crypto
 import Domain
@@ -10,6 +11,82 @@ struct AppStoreVerifier: SignedDataVerifying {
     let verifier: SignedDataVerifier
     /// Counts outcomes, chain-cache use and notification types for `/metrics` (`Operations/`).
     var metrics: ServiceMetrics? = nil
+    /// Verifies StoreKit 1 receipts: Apple Inc. Root, or the roots of `BOUNCER_ROOT_CERTIFICATES` when set.
+    var receipts: ReceiptVerifier = .apple
+
+    func verifyReceipt(_ base64: String, for project: Project) throws -> ReceiptFacts {
+        let verified: VerifiedReceipt
+        do {
+            // The chain at the receipt's creation date (no `at`): like a JWS at its signedDate.
+            verified = try receipts.verify(base64: base64, policy: Self.policy(for: project))
+            metrics?.verification(kind: "receipt", result: "ok")
+        } catch {
+            metrics?.verification(kind: "receipt", result: error.code.rawValue)
+            throw VerificationFailure(code: error.code.rawValue, reason: error.reason, step: error.step.contractName,
+                                      field: "receipt_data")
+        }
+        return Self.facts(verified)
+    }
+
+    /// Every in-app record as `TransactionFacts` under `ReceiptRules`, in receipt order.
+    static func facts(_ verified: VerifiedReceipt) -> ReceiptFacts {
+        let receipt = verified.payload
+        let environment = StoreEnvironment(rawValue: verified.environment.rawValue)
+        let created = receipt.creationDate.date
+        let transactions = receipt.inAppPurchases.map { record -> TransactionFacts in
+            let expires = record.expiresDate?.date
+            return TransactionFacts(
+                transactionId: record.transactionId,
+                originalTransactionId: record.originalTransactionId ?? record.transactionId,
+                productId: record.productId,
+                type: ReceiptRules.productType(expiresDate: expires),
+                environment: environment,
+                purchaseDate: record.purchaseDate?.date ?? created,
+                originalPurchaseDate: record.originalPurchaseDate?.date,
+                expiresDate: expires,
+                revocationDate: record.cancellationDate?.date,
+                revocationReason: record.cancellationReason.map { Int(truncatingIfNeeded: $0) },
+                signedDate: created,
+                bundleId: receipt.bundleId,
+                payloadJSON: payloadJSON(record, receipt: receipt))
+        }
+        return ReceiptFacts(
+            bundleId: receipt.bundleId, environment: environment, creationDate: created,
+            originalApplicationVersion: receipt.originalApplicationVersion, transactions: transactions)
+    }
+
+    /// The audit record of one in-app record: its decoded fields under verifyReceipt's `in_app` names (dates as
+    /// the receipt's RFC 3339 text and as `_ms`), plus the receipt it came from. Undecoded attributes are not kept.
+    static func payloadJSON(_ record: InAppPurchaseRecord, receipt: AppReceiptPayload) -> String {
+        var pairs: [(String, JSONValue)] = [
+            ("source", "receipt"),
+            ("receipt_type", .string(receipt.receiptType)),
+            ("bundle_id", .string(receipt.bundleId)),
+            ("application_version", .string(receipt.applicationVersion)),
+            ("receipt_creation_date", .string(receipt.creationDate.text)),
+            ("receipt_creation_date_ms", JSONValue(receipt.creationDate.milliseconds)),
+            ("product_id", .string(record.productId)),
+            ("transaction_id", .string(record.transactionId)),
+        ]
+        func add(_ key: String, _ value: JSONValue?) { if let value { pairs.append((key, value)) } }
+        func date(_ key: String, _ value: ReceiptDate?) {
+            guard let value else { return }
+            pairs.append((key, .string(value.text)))
+            pairs.append((key + "_ms", JSONValue(value.milliseconds)))
+        }
+        add("original_transaction_id", record.originalTransactionId.map { .string($0) })
+        add("quantity", record.quantity.map { JSONValue($0) })
+        date("purchase_date", record.purchaseDate)
+        date("original_purchase_date", record.originalPurchaseDate)
+        date("expires_date", record.expiresDate)
+        add("web_order_line_item_id", record.webOrderLineItemId.map { .string(String($0)) })
+        date("cancellation_date", record.cancellationDate)
+        add("cancellation_reason", record.cancellationReason.map { JSONValue($0) })
+        add("is_trial_period", record.isTrialPeriod.map { .bool($0) })
+        add("is_in_intro_offer_period", record.isInIntroOfferPeriod.map { .bool($0) })
+        add("promotional_offer_id", record.promotionalOfferId.map { .string($0) })
+        return JSONValue.object(JSONObject(pairs)).serializedString()
+    }
 
     func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
         do {

@@ -37,6 +37,30 @@ public final class CachedPurchaseStore: PurchaseStore {
         }
     }
 
+    /// Records through the inner store (one database transaction), then announces every purchase the transactions
+    /// belong to (once each) and the posted user, as `recordTransaction` does.
+    public func recordTransactions(
+        _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
+        project: Project, now: Date
+    ) throws -> [RecordedTransaction] {
+        var messages: [CacheMessage] = []
+        var seen = Set<String>()
+        for t in transactions where seen.insert(t.environment.rawValue + "/" + t.originalTransactionId).inserted {
+            messages.append(.purchase(project.id, environment: t.environment.rawValue,
+                                      originalTransactionId: t.originalTransactionId))
+        }
+        if let userId { messages.append(.user(project.id, userId: userId)) }
+        do {
+            let recorded = try inner.recordTransactions(
+                transactions, source: source, userId: userId, deviceId: deviceId, project: project, now: now)
+            if !messages.isEmpty { announce(messages) }
+            return recorded
+        } catch let error as DomainError where error.code == .serviceUnavailable {
+            if !messages.isEmpty { announce(messages) }
+            throw error
+        }
+    }
+
     /// The user's purchases (see `holdings`).
     public func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase] {
         try holdings(userId: userId, project: project).purchases

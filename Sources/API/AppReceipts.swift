@@ -1,0 +1,109 @@
+import Foundation
+import Domain
+import HTTPCore
+
+/// A store answered a write without its result (a bug of the store, never of the request): 500 `INTERNAL_ERROR`.
+struct StoreAnswerMissing: Error, CustomStringConvertible {
+    var description: String { "the purchase store returned no result for a recorded transaction" }
+}
+
+extension APIHandlers {
+    /// `POST /v1/receipts/:publicKey` with `receipt_data`: a StoreKit 1 app receipt verified locally (no call to
+    /// Apple), every in-app record recorded in one database transaction (source `receipt`), answered with the usual
+    /// body for the most recent purchase plus `transactions` (all records) and the receipt's `entitlements`.
+    func postAppReceipt(_ receiptData: String, userId: String?, deviceId: String?, project: Project) throws -> Response {
+        let receipt = try deps.verifier.verifyReceipt(receiptData, for: project)
+        // Receipts carry no appAccountToken: the posted user_id binds under every policy.
+        let bound = try AccountBindingRules.boundUser(
+            postedUserId: userId, appAccountToken: nil, policy: project.appAccountTokenPolicy)
+        let now = deps.now()
+        let recorded = try deps.purchases.recordTransactions(
+            receipt.transactions, source: .receipt, userId: bound.userId, deviceId: deviceId, project: project, now: now)
+        guard recorded.count == receipt.transactions.count else { throw StoreAnswerMissing() }
+        for item in recorded {
+            if case .block = item.ownership {
+                throw DomainError(.purchaseOwnedByAnotherUser, "The purchase is bound to another user.")
+            }
+        }
+        let binding = project.appAccountTokenPolicy == .ignore ? nil : bound
+        return Response.json(201, Self.appReceiptBody(receipt, recorded, at: now, binding: binding))
+    }
+
+    /// What the receipt grants at `now`: the union of the entitlements of its purchases that are active, each
+    /// purchase evaluated on its state after the whole receipt was recorded (its latest transaction's product).
+    static func receiptEntitlements(_ recorded: [RecordedTransaction], at now: Date) -> [String] {
+        var finalState: [String: RecordedTransaction] = [:]   // per environment + original id: the last answer
+        var byTransaction: [String: [String]] = [:]
+        for item in recorded {
+            let key = item.transaction.environment.rawValue + "\u{0}" + item.transaction.originalTransactionId
+            finalState[key] = item
+            byTransaction[item.transaction.transactionId] = item.entitlements
+        }
+        var granted = Set<String>()
+        for item in finalState.values where StatusRules.evaluate(item.purchase, at: now).status == .active {
+            // The purchase's product is its latest transaction's; one recorded earlier (a newer JWS) keeps this one's.
+            granted.formUnion(byTransaction[item.purchase.latestTransactionId] ?? item.entitlements)
+        }
+        return granted.sorted()
+    }
+
+    /// The 201 body for a receipt: `receiptBody`'s fields for the most recent purchase (all null, status `none`,
+    /// when the receipt holds no in-app record), `entitlements` for the whole receipt, and `transactions`: every
+    /// record with its own status at `now`, in receipt order.
+    static func appReceiptBody(
+        _ receipt: ReceiptFacts, _ recorded: [RecordedTransaction], at now: Date,
+        binding: (userId: String?, source: BoundUserSource?)? = nil
+    ) -> [UInt8] {
+        var body = JSONBody(capacity: 256 + 220 * recorded.count)
+        let entitlements = receiptEntitlements(recorded, at: now)
+        if let index = ReceiptRules.mostRecent(recorded.map(\.transaction)), recorded.indices.contains(index) {
+            let latest = recorded[index]
+            let transaction = latest.transaction
+            let status = latest.isLatest
+                ? StatusRules.evaluate(latest.purchase, at: now).status
+                : StatusRules.evaluate(transaction, at: now)
+            body.raw(#"{"valid":true,"transaction_id":"#)
+            body.string(transaction.transactionId)
+            body.raw(#","original_transaction_id":"#)
+            body.string(transaction.originalTransactionId)
+            body.raw(#","product_id":"#)
+            body.string(transaction.productId)
+            body.raw(#","entitlements":"#)
+            body.strings(entitlements)
+            body.raw(#","expires_date":"#)
+            body.dateOrNull(transaction.expiresDate)
+            body.raw(#","status":"#)
+            body.string(status.rawValue)
+        } else {
+            body.raw(#"{"valid":true,"transaction_id":null,"original_transaction_id":null,"product_id":null,"#)
+            body.raw(#""entitlements":[],"expires_date":null,"status":"none""#)
+        }
+        body.raw(#","environment":"#)
+        body.string(receipt.environment.rawValue)
+        if let binding {
+            body.raw(#","user_id":"#)
+            body.stringOrNull(binding.userId)
+            body.raw(#","user_id_source":"#)
+            body.stringOrNull(binding.source?.rawValue)
+        }
+        body.raw(#","transactions":["#)
+        for (offset, item) in recorded.enumerated() {
+            let t = item.transaction
+            body.raw(offset == 0 ? #"{"transaction_id":"# : #",{"transaction_id":"#)
+            body.string(t.transactionId)
+            body.raw(#","original_transaction_id":"#)
+            body.string(t.originalTransactionId)
+            body.raw(#","product_id":"#)
+            body.string(t.productId)
+            body.raw(#","purchase_date":"#)
+            body.date(t.purchaseDate)
+            body.raw(#","expires_date":"#)
+            body.dateOrNull(t.expiresDate)
+            body.raw(#","status":"#)
+            body.string(StatusRules.evaluate(t, at: now).rawValue)
+            body.raw("}")
+        }
+        body.raw("]}")
+        return body.bytes
+    }
+}

@@ -1,0 +1,121 @@
+import Domain
+import Foundation
+import Postgres
+import Storage
+import XCTest
+
+/// `recordTransactions`: a StoreKit 1 receipt's records in one statement (one database transaction, one round trip),
+/// under the same rules as `recordTransaction`, exactly once per transaction id, nothing written on a refusal, and
+/// the source kept on every row.
+final class ReceiptRecordingTests: XCTestCase {
+    private var s: TestStores!
+
+    override func setUpWithError() throws {
+        s = try TestStores.make(label: "receiptrecording", poolSize: 1)
+    }
+
+    override func tearDown() {
+        s?.close()
+    }
+
+    /// `count` monthly renewals of one purchase, as a receipt lists them (signed at the receipt's creation date).
+    private func records(_ prefix: String, count: Int, original: String, created: Double) -> [TransactionFacts] {
+        (0..<count).map { i in
+            var t = Fixtures.monthly("\(prefix)\(i)", original: original, start: Double(i) * 30, signed: created)
+            t.appAccountToken = nil
+            t.ownershipType = nil
+            t.payloadJSON = "{\"source\": \"receipt\", \"transaction_id\": \"\(prefix)\(i)\"}"
+            return t
+        }
+    }
+
+    private func sources(_ project: Project) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try s.rows("SELECT source, count(*)::int8 AS n FROM transactions WHERE project_id = \(project.id) GROUP BY source") {
+            counts[try row.decode("source", as: String.self)] = Int(try row.decode("n", as: Int64.self))
+        }
+        return counts
+    }
+
+    func test187RecordsAreOneRoundTripExactlyOnceWithSourceReceipt() throws {
+        let project = try s.makeProject(policy: .transfer)
+        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
+                                      now: Fixtures.t0)
+        // Warm the statement (its first use on a session also prepares it).
+        _ = try s.purchases.recordTransactions(records("w", count: 2, original: "w0", created: 60), source: .receipt,
+                                               userId: "warm", deviceId: nil, project: project, now: Fixtures.t0)
+        let receipt = records("r", count: 187, original: "r0", created: 187 * 30)
+        let now = Fixtures.at(186 * 30 + 10)   // inside the last record's period
+        let before = try s.pool.withConnection { $0.roundTrips }
+        let started = Date()
+        let recorded = try s.purchases.recordTransactions(receipt, source: .receipt, userId: "u1", deviceId: "d1",
+                                                          project: project, now: now)
+        let elapsed = Date().timeIntervalSince(started)
+        let trips = try s.pool.withConnection { $0.roundTrips } - before
+        print("recordTransactions: 187 records in \(String(format: "%.1f", elapsed * 1000)) ms, \(trips) round trip(s)")
+        XCTAssertEqual(trips, 1)
+        XCTAssertEqual(recorded.map(\.transaction.transactionId), receipt.map(\.transactionId))
+        let last = try XCTUnwrap(recorded.last)
+        XCTAssertEqual(last.purchase.latestTransactionId, "r186")
+        XCTAssertTrue(last.isLatest)
+        XCTAssertEqual(last.entitlements, ["pro"])
+        XCTAssertEqual(StatusRules.evaluate(last.purchase, at: now).status, .active)
+        XCTAssertEqual(recorded.first?.ownership, .bind)
+        XCTAssertEqual(recorded.dropFirst().map(\.ownership), Array(repeating: .alreadyOwned, count: 186))
+        XCTAssertEqual(try sources(project), ["receipt": 189])
+
+        // Again: the same rows, the same purchase, the user still holds it.
+        let again = try s.purchases.recordTransactions(receipt, source: .receipt, userId: "u1", deviceId: "d1",
+                                                       project: project, now: now)
+        XCTAssertEqual(again.last?.purchase, last.purchase)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM transactions WHERE project_id = \(project.id) AND original_transaction_id = 'r0'"), 187)
+        XCTAssertEqual(try s.purchases.ownedPurchases(userId: "u1", project: project).map(\.purchase.originalTransactionId), ["r0"])
+        let stored = try XCTUnwrap(s.rows("SELECT payload::text AS p FROM transactions WHERE project_id = \(project.id) AND transaction_id = 'r7'").first)
+        XCTAssertEqual(try stored.decode("p", as: String.self), #"{"source": "receipt", "transaction_id": "r7"}"#)
+    }
+
+    func testARefusalOfOneRecordWritesNothingAtAll() throws {
+        let project = try s.makeProject(policy: .block)
+        // u-first holds purchase "held" (a JWS posted before).
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("held1", original: "held1", start: 0), userId: "u-first",
+                                              deviceId: nil, project: project, now: Fixtures.t0)
+        // A receipt of another user: a new purchase first, then the held one; block refuses the whole receipt.
+        let receipt = records("new", count: 3, original: "new0", created: 90)
+            + [Fixtures.monthly("held2", original: "held1", start: 30, signed: 90)]
+        assertDomainError(.purchaseOwnedByAnotherUser) {
+            try s.purchases.recordTransactions(receipt, source: .receipt, userId: "u-second", deviceId: nil,
+                                               project: project, now: Fixtures.t0)
+        }
+        XCTAssertEqual(try s.count("SELECT count(*) FROM transactions WHERE project_id = \(project.id)"), 1)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM purchases WHERE project_id = \(project.id)"), 1)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM subscriptions WHERE project_id = \(project.id)"), 1)
+
+        // A record contradicting a stored identity (same id, other product): conflict, nothing written either.
+        var conflicting = Fixtures.monthly("held1", original: "held1", product: "other.product", start: 0, signed: 5)
+        conflicting.payloadJSON = "{}"
+        assertDomainError(.transactionConflict) {
+            try s.purchases.recordTransactions(records("c", count: 2, original: "c0", created: 90) + [conflicting],
+                                               source: .receipt, userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        }
+        XCTAssertEqual(try s.count("SELECT count(*) FROM transactions WHERE project_id = \(project.id)"), 1)
+    }
+
+    func testSourcesOfEachWritePath() throws {
+        let project = try s.makeProject()
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("jws1", original: "jws1", start: 0), userId: nil,
+                                              deviceId: nil, project: project, now: Fixtures.t0)
+        _ = try s.purchases.recordTransactions([Fixtures.monthly("look1", original: "look1", start: 0)], source: .lookup,
+                                               userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        _ = try s.purchases.recordTransactions(records("rc", count: 2, original: "rc0", created: 60), source: .receipt,
+                                               userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        XCTAssertEqual(try sources(project), ["transaction": 1, "lookup": 1, "receipt": 2])
+        XCTAssertEqual(try s.purchases.recordTransactions([], source: .receipt, userId: "u", deviceId: nil,
+                                                          project: project, now: Fixtures.t0), [])
+
+        // A newer signed statement about a receipt's transaction wins, and its source with it.
+        var newer = Fixtures.monthly("rc1", original: "rc0", start: 30, signed: 61)
+        newer.appAccountToken = nil
+        _ = try s.purchases.recordTransaction(newer, userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        XCTAssertEqual(try sources(project), ["transaction": 2, "lookup": 1, "receipt": 1])
+    }
+}
