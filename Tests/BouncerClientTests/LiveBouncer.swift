@@ -53,9 +53,9 @@ final class LiveBouncer: Sendable {
     }
 
     /// `POST /v1/admin/projects` with `extra` settings and `product` mapped to `entitlements`.
-    func project(extra: [(String, JSONValue)] = [], product: String? = "com.client.pro.monthly",
-                 entitlements: [String] = ["pro"], file: StaticString = #filePath, line: UInt = #line) throws -> Project {
-        let bundleId = "com.client.app\(Self.uniqueId())"
+    func project(bundleId: String = "com.client.app\(LiveBouncer.uniqueId())", extra: [(String, JSONValue)] = [],
+                 product: String? = "com.client.pro.monthly", entitlements: [String] = ["pro"],
+                 file: StaticString = #filePath, line: UInt = #line) throws -> Project {
         let body = JSONValue.object(JSONObject([("name", "Client test"), ("bundle_id", .string(bundleId))] + extra))
         let r = try server.client.post("/v1/admin/projects", json: body, headers: admin)
         XCTAssertEqual(r.status, 201, r.description, file: file, line: line)
