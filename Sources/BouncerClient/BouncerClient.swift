@@ -14,7 +14,9 @@ import FoundationNetworking
 ///
 /// Every method throws `BouncerError`. Answers `503` and `429` are retried per `retryPolicy` (honouring
 /// `Retry-After`); nothing else is. The secret key, when given, is sent only as `Authorization: Bearer` on reads and
-/// never appears in `description` or `dump`: give it to backends only, never ship it in an app.
+/// never appears in `description` or `dump`: give it to backends only, never ship it in an app. Apple platforms:
+/// macOS 12 / iOS 15 and later (async `URLSession`).
+@available(macOS 12.0, iOS 15.0, tvOS 15.0, watchOS 8.0, *)
 public struct BouncerClient: Sendable {
     /// The server, e.g. `https://bouncer.example.com` (a path prefix is kept: `https://host/bouncer`).
     public let baseURL: URL
@@ -126,6 +128,7 @@ public struct BouncerClient: Sendable {
     }
 }
 
+@available(macOS 12.0, iOS 15.0, tvOS 15.0, watchOS 8.0, *)
 extension BouncerClient: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The server and public key; a secret key shows as `<redacted>`.
     public var description: String {

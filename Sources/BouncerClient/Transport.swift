@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
+@available(macOS 12.0, iOS 15.0, tvOS 15.0, watchOS 8.0, *)
 extension BouncerClient {
     /// Longest single wait, whatever the policy says: keeps the nanosecond conversion in range.
     static let longestWait: TimeInterval = 86_400

@@ -139,6 +139,18 @@ final class RetryTests: XCTestCase {
     }
 }
 
+extension RetryTests {
+    func testABasePathPrefixIsKept() async throws {
+        let server = try Self.scripted([
+            .respond(status: 200, headers: [("Content-Type", "application/json")], body: Self.userBody),
+        ])
+        defer { server.stop() }
+        let base = URL(fileURLWithPath: "/").withPort(server.port).appendingPathComponent("bouncer/")
+        _ = try await BouncerClient(baseURL: base, publicKey: "pk_test").subscriptions(userId: "u")
+        XCTAssertEqual(server.requests.map(\.path), ["/bouncer/v1/subscriptions/pk_test/u"])
+    }
+}
+
 /// 429 from a real `bouncer serve` rate limit (per public key, burst 1).
 final class RateLimitLiveTests: XCTestCase {
     func testRateLimitIsHonouredThenSurfacedBeyondTheCap() async throws {
