@@ -11,6 +11,8 @@ let package = Package(
     name: "Bouncer",
     products: [
         .executable(name: "bouncer", targets: ["Bouncer"]),
+        // For apps and backends: Foundation only, no server module (BouncerClientTests checks the graph stays clean).
+        .library(name: "BouncerClient", targets: ["BouncerClient"]),
     ],
     targets: [
         // C wrappers
@@ -43,6 +45,9 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Client library: depends on nothing (Foundation, and FoundationNetworking on Linux).
+        .target(name: "BouncerClient", swiftSettings: strict),
+
         // Build time: schema/*.sql → Swift source of `Migration.embedded`, so schema/ is the one copy of the SQL
         // and the binary still carries it. The plugin's root is schema/ (its only source: schema/EmbedSchema/)
         // because SwiftPM re-plans when a target root's files change: a new or renamed migration is picked up
@@ -65,6 +70,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "Storage", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BouncerClientTests", dependencies: ["BouncerClient", "TestSupport", "JSON"], swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON"], swiftSettings: strict),
     ]
 )
