@@ -1,0 +1,65 @@
+import Crypto
+
+/// What the first bytes of a connection on the TLS port are: a TLS handshake record, a plain-HTTP request sent
+/// to the wrong scheme, or something else. Pure, so the fuzzer and the unit tests can feed it anything.
+enum FirstBytes: Equatable {
+    case tlsHandshake
+    case plainHTTP
+    case other
+    case needMore
+
+    /// Classifies the bytes peeked from a fresh connection (any prefix of what it sent).
+    static func classify(_ bytes: UnsafeRawBufferPointer) -> FirstBytes {
+        guard let first = bytes.first else { return .needMore }
+        // RFC 8446 §5.1: a ClientHello arrives in a handshake record (content type 22), legacy_record_version
+        // 0x03xx (0x0301 for compatibility). Anything else is not TLS we could ever accept.
+        if first == 0x16 {
+            guard bytes.count >= 2 else { return .needMore }
+            return bytes[1] == 0x03 ? .tlsHandshake : .other
+        }
+        // An HTTP/1.x request starts with a method token; every method we or anyone uses is upper-case letters.
+        // One letter is enough to answer in HTTP: a TLS client never starts so.
+        if first >= UInt8(ascii: "A") && first <= UInt8(ascii: "Z") { return .plainHTTP }
+        return .other
+    }
+}
+
+/// The server's current certificate and key as a ready `TLSContext`, swapped whole on reload: connections
+/// keep the context they started with (each `SSL` holds a reference to its `SSL_CTX`).
+final class TLSIdentity: Sendable {
+    let configuration: TLSServerConfiguration
+    private let context = Locked<TLSContext?>(nil)
+
+    init(configuration: TLSServerConfiguration) { self.configuration = configuration }
+
+    /// The context new connections use (nil before `load()` succeeded).
+    var current: TLSContext? { context.withLock { $0 } }
+
+    /// Builds a context from the files and makes it current; on failure the previous one stays current.
+    @discardableResult
+    func load() throws(CryptoError) -> TLSContext {
+        let fresh = try TLSContext(server: configuration)
+        context.withLock { $0 = fresh }
+        return fresh
+    }
+}
+
+/// The outcome of `HTTPServer.reloadTLS()`: the serial of the certificate now served.
+public struct TLSReload: Sendable, Equatable {
+    /// Uppercase hex serial of the leaf certificate new connections now get.
+    public var certificateSerial: String
+}
+
+extension HTTPServer {
+    /// Re-reads `configuration.tls`'s certificate chain and key and serves them to new connections; open
+    /// connections keep the old pair until they close. A pair that does not load (unreadable, not PEM, key not
+    /// matching the certificate) throws and changes nothing: the old pair keeps serving.
+    public func reloadTLS() throws -> TLSReload {
+        guard let identity = core.tls else { throw HTTPServerError("TLS is not configured") }
+        let context = try identity.load()
+        return TLSReload(certificateSerial: context.certificateSerial ?? "")
+    }
+
+    /// The serial of the certificate new connections get, nil without TLS.
+    public var tlsCertificateSerial: String? { core.tls?.current?.certificateSerial }
+}
