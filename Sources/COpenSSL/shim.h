@@ -70,10 +70,6 @@ static inline long bouncer_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size) 
 /// Why: SSL_CTX_set_mode is a macro; SSL_MODE_RELEASE_BUFFERS frees an idle connection's record buffers
 /// (~34 KiB each way), which is most of an idle TLS connection's memory.
 static inline long bouncer_SSL_CTX_release_buffers(SSL_CTX *ctx) { return SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS); }
-/// Why: SSL_set_mode is a macro over SSL_ctrl; the same write modes as bouncer_SSL_CTX_set_write_modes, per session.
-static inline long bouncer_SSL_set_write_modes(SSL *ssl) {
-    return SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-}
 /// Why: SSL_OP_NO_TLSv1_1 etc. are function-like macros; the options that keep the server at TLS 1.2+ even if the
 /// minimum version were lowered, plus no compression and the server's own cipher order.
 static inline uint64_t bouncer_SSL_OP_server_defaults(void) {

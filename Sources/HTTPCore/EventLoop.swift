@@ -432,28 +432,17 @@ final class EventLoop: @unchecked Sendable {
                 conn.countedClient = conn.clientAddress
             }
         }
-        let match = core.router.match(parsed.method, parsed.path)
-        if let unmatched = core.unmatched {
-            switch match {
-            case .found: break
-            case .notFound, .methodNotAllowed, .badPath:
-                let request = Request(
-                    method: parsed.method, path: parsed.path, query: parsed.query, headers: parsed.headers,
-                    body: parsed.body, routeTemplate: "<unmatched>", requestID: requestID,
-                    remoteAddress: conn.remoteAddress, clientAddress: conn.clientAddress, versionMinor: minor)
-                let (response, errorType) = core.invoke(unmatched, request)
-                finishInline(conn, response, parsed, "<unmatched>", requestID, keepAlive, startedAt, errorType)
-                return
-            }
-        }
-        switch match {
+        switch core.router.match(parsed.method, parsed.path) {
         case .notFound:
+            if answerUnmatched(conn, parsed, requestID, keepAlive, startedAt) { return }
             let r = core.render(Self.notFound(parsed.method, parsed.path), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .methodNotAllowed(let allow):
+            if answerUnmatched(conn, parsed, requestID, keepAlive, startedAt) { return }
             let r = core.render(Self.methodNotAllowed(parsed.method, allow: allow), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .badPath(let message):
+            if answerUnmatched(conn, parsed, requestID, keepAlive, startedAt) { return }
             let r = core.render(Self.badPath(message), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .found(let route, let parameters):
@@ -501,6 +490,20 @@ final class EventLoop: @unchecked Sendable {
                 finishInline(conn, r, parsed, template, requestID, keepAlive, startedAt)
             }
         }
+    }
+
+    /// Lets the server's `unmatched` handler answer a request no route matched; false when there is none.
+    private func answerUnmatched(
+        _ conn: Connection, _ parsed: ParsedRequest, _ requestID: String, _ keepAlive: Bool, _ startedAt: UInt64
+    ) -> Bool {
+        guard let unmatched = core.unmatched else { return false }
+        let request = Request(
+            method: parsed.method, path: parsed.path, query: parsed.query, headers: parsed.headers, body: parsed.body,
+            routeTemplate: "<unmatched>", requestID: requestID, remoteAddress: conn.remoteAddress,
+            clientAddress: conn.clientAddress, versionMinor: parsed.versionMinor)
+        let (response, errorType) = core.invoke(unmatched, request)
+        finishInline(conn, response, parsed, "<unmatched>", requestID, keepAlive, startedAt, errorType)
+        return true
     }
 
     private func finishInline(
@@ -551,8 +554,8 @@ final class EventLoop: @unchecked Sendable {
             let start = conn.outIndex
             if let tls = conn.tls, conn.tlsPhase == .established {
                 switch conn.outbuf.withUnsafeBytes({ tls.write(UnsafeRawBufferPointer(rebasing: $0[start...])) }) {
-                case .done(let n):
-                    conn.outIndex += max(1, n)
+                case .done(let n) where n > 0:
+                    conn.outIndex += n
                     continue
                 case .wantWrite, .wantRead:
                     if !conn.waitingWritable {
@@ -560,7 +563,7 @@ final class EventLoop: @unchecked Sendable {
                         arm(conn, .write, core.configuration.writeTimeout)
                     }
                     return
-                case .closed, .failed:
+                case .done, .closed, .failed:
                     close(conn)
                     return
                 }
