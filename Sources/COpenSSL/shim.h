@@ -67,6 +67,11 @@ static inline void bouncer_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alp
 
 /// Why: SSL_CTX_sess_set_cache_size is a macro over SSL_CTX_ctrl; bounds the server's session-id cache (resumption).
 static inline long bouncer_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size) { return SSL_CTX_sess_set_cache_size(ctx, size); }
+/// Why: SSL_CTX_set_session_cache_mode is a macro over SSL_CTX_ctrl. Server cache without the automatic flush that
+/// walks the whole cache every 255 handshakes (perf: OPENSSL_LH_doall_arg); a full cache evicts its oldest entry.
+static inline long bouncer_SSL_CTX_server_cache_no_auto_clear(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER | SSL_SESS_CACHE_NO_AUTO_CLEAR);
+}
 /// Why: SSL_CTX_set_mode is a macro; SSL_MODE_RELEASE_BUFFERS frees an idle connection's record buffers
 /// (~34 KiB each way), which is most of an idle TLS connection's memory.
 static inline long bouncer_SSL_CTX_release_buffers(SSL_CTX *ctx) { return SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS); }

@@ -101,6 +101,7 @@ public final class TLSContext: @unchecked Sendable {
         // OpenSSL's default, keys random per context: a reload starts a new ticket key, old tickets fall back
         // to a full handshake). The id context names the cache so sessions never cross into another context.
         _ = bouncer_SSL_CTX_sess_set_cache_size(context, 20_000)
+        _ = bouncer_SSL_CTX_server_cache_no_auto_clear(context)
         let sessionContext = Array("bouncer".utf8)
         guard SSL_CTX_set_session_id_context(context, sessionContext, UInt32(sessionContext.count)) == 1 else {
             throw CryptoError(.configuration, "cannot set the session id context")

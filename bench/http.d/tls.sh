@@ -45,7 +45,7 @@ NGINX
 
 negotiated() {  # port -> "TLSv1.3 TLS_AES_128_GCM_SHA256 http/1.1"
     openssl s_client -connect "127.0.0.1:$1" -alpn http/1.1 < /dev/null 2>/dev/null \
-        | awk '/^New, / {v=$2; c=$NF} /^ALPN protocol:/ {a=$3} END {print v, c, a}'
+        | awk '/^New, / {v=$2; sub(",", "", v); c=$NF} /^ALPN protocol:/ {a=$3} END {print v, c, a}'
 }
 echo "negotiated (wrk's OpenSSL client defaults): bouncer $(negotiated "$PORT"); nginx $(negotiated "$NPORT")"
 
@@ -63,6 +63,9 @@ measure() {  # name url [extra wrk args] -> "name rps p50 p99"
 }
 ratio() { awk -v b="$(cat "$tmp/$1.rps")" -v n="$(cat "$tmp/$2.rps")" 'BEGIN { printf "%.2f", b / n }'; }
 
+# Idle memory first, on a fresh process: after the wrk runs, freed buffers would be reused and hide the cost.
+python3 bench/http.d/idle-tls.py "$PORT" "${BENCH_IDLE_TLS:-2000}" "$BPID"
+
 rounds="${BENCH_ROUNDS:-1}"
 echo "== TLS: wrk -t2 -c64 -d${secs}s, ${rounds} round(s), access logs ${access_log}; load $(uptime | sed 's/.*load average: //') =="
 curl -sk "https://127.0.0.1:$PORT/v1/ping" >/dev/null
@@ -76,4 +79,3 @@ for round in $(seq "$rounds"); do
         "new connection per request (handshakes/s) $(ratio bouncer-tls-new-connection nginx-tls-new-connection)"
 done
 kill "$(cat "$tmp/nginx.pid")" 2>/dev/null || true
-python3 bench/http.d/idle-tls.py "$PORT" "${BENCH_IDLE_TLS:-2000}" "$BPID"
