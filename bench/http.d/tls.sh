@@ -49,16 +49,25 @@ negotiated() {  # port -> "TLSv1.3 TLS_AES_128_GCM_SHA256 http/1.1"
 }
 echo "negotiated (wrk's OpenSSL client defaults): bouncer $(negotiated "$PORT"); nginx $(negotiated "$NPORT")"
 
-measure() {  # name url [extra wrk args] -> "name rps p50 p99"
+# Server CPU time (user + system ticks of every process) during a run: a figure the other load on the shared box
+# blurs far less than req/s. nginx: its workers; bouncer: the process.
+ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
+hz=$(getconf CLK_TCK)
+measure() {  # name url [extra wrk args] -> "name rps p50 p99 cpu/request"
     local name=$1 url=$2; shift 2
+    local pids
+    case $name in nginx*) pids=$(pgrep -P "$(cat "$tmp/nginx.pid")" | tr '\n' ' ') ;; *) pids=$BPID ;; esac
+    local t0; t0=$(ticks $pids)
     wrk -t2 -c64 -d"${secs}s" --latency "$@" "$url" > "$tmp/$name.txt"
-    local rps p50 p99 errors
+    local t1; t1=$(ticks $pids)
+    local rps p50 p99 errors cpu
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$tmp/$name.txt")
     p50=$(awk '$1=="50%" {print $2}' "$tmp/$name.txt")
     p99=$(awk '$1=="99%" {print $2}' "$tmp/$name.txt")
     errors=$(awk '/Socket errors|Non-2xx/ {printf "%s ", $0}' "$tmp/$name.txt")
-    printf '%-34s %12s req/s   p50 %8s   p99 %8s   load %s %s\n' "$name" "$rps" "$p50" "$p99" \
-        "$(cut -d' ' -f1 /proc/loadavg)" "$errors"
+    cpu=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v r="$rps" -v s="$secs" 'BEGIN { printf "%.1f", t / hz * 1e6 / (r * s) }')
+    printf '%-28s %10s req/s  p50 %8s  p99 %8s  server CPU %6s us/request  load %s %s\n' "$name" "$rps" "$p50" \
+        "$p99" "$cpu" "$(cut -d' ' -f1 /proc/loadavg)" "$errors"
     echo "$rps" > "$tmp/$name.rps"
 }
 ratio() { awk -v b="$(cat "$tmp/$1.rps")" -v n="$(cat "$tmp/$2.rps")" 'BEGIN { printf "%.2f", b / n }'; }
