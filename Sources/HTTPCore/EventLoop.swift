@@ -330,9 +330,10 @@ final class EventLoop: @unchecked Sendable {
             }
             if n < 0 {
                 let e = bouncer_errno()
+                if e == EINTR { return advanceHandshake(conn) }
                 if e == EAGAIN || e == EWOULDBLOCK {
                     conn.readable = false
-                } else if e != EINTR {
+                } else {
                     close(conn)
                 }
                 return false
