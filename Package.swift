@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
         .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
-        .target(name: "HTTPCore", dependencies: ["CSystem", "JSON"], swiftSettings: strict),
+        .target(name: "HTTPCore", dependencies: ["CSystem", "JSON", "Crypto"], swiftSettings: strict),
         .target(name: "Metrics", swiftSettings: strict),
 
         // Adapters and the API. Storage's migrations are schema/*.sql, compiled in by the EmbedSchema plugin.
@@ -65,12 +65,12 @@ let package = Package(
         .testTarget(name: "AppStoreServerAPITests", dependencies: ["AppStoreServerAPI", "Domain", "HTTPClient", "Crypto", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Domain", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "AppReceiptTests", dependencies: ["AppReceipt", "AppStoreJWS", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "Storage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BouncerClientTests", dependencies: ["BouncerClient", "TestSupport", "JSON"], swiftSettings: strict),
-        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON"], swiftSettings: strict),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], swiftSettings: strict),
     ]
 )

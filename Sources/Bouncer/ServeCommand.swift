@@ -17,8 +17,9 @@ enum ServeCommand {
     static let usage = """
         usage: bouncer serve
 
-        Runs the HTTP API. Prints `listening on http://HOST:PORT` once ready; SIGTERM or SIGINT
-        drains in-flight requests and exits 0. GET /metrics serves Prometheus text. Rate limits
+        Runs the HTTP API. Prints `listening on http://HOST:PORT` (https:// with BOUNCER_TLS_*) once
+        ready; SIGTERM or SIGINT drains in-flight requests and exits 0; with HTTPS, SIGHUP reloads the
+        certificate and key. GET /metrics serves Prometheus text. Rate limits
         (BOUNCER_RATE_LIMIT_*) are token buckets kept per process: N instances behind a load
         balancer allow up to N times the configured rate. Configuration comes from the environment:
 
@@ -173,6 +174,7 @@ enum ServeCommand {
         // Block the signals' default action before any thread starts, then observe them on a queue.
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
+        if settings.server.tls != nil { signal(SIGHUP, SIG_IGN) }  // SIGHUP reloads the certificate (TLSReloader)
         let stop = DispatchSemaphore(value: 0)
         let signalQueue = DispatchQueue(label: "bouncer.signals")
         let sources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
@@ -200,15 +202,51 @@ enum ServeCommand {
             return 1
         }
         let host = settings.server.host.contains(":") ? "[\(settings.server.host)]" : settings.server.host
-        CLI.out("listening on http://\(host):\(port)\n")
+        let https = startHTTPS(settings: settings, server: server, httpsPort: port, log: log, logWriter: writeLine)
+        if settings.httpRedirectPort != nil && https.redirect == nil {
+            server.shutdown(gracePeriod: .zero)
+            return 1
+        }
+        CLI.out("listening on \(settings.server.tls == nil ? "http" : "https")://\(host):\(port)\n")
 
         stop.wait()
         lifecycle.draining.store(true, ordering: .releasing)
         logWriter.write(#"{"event":"shutdown","phase":"draining"}"#)
+        https.reloader?.stop()
+        https.redirect?.shutdown(gracePeriod: .zero)
         server.shutdown(gracePeriod: settings.shutdownGrace)
         logWriter.write(#"{"event":"shutdown","phase":"done"}"#)
         sources.forEach { $0.cancel() }
         return 0
+    }
+
+    /// With HTTPS: the certificate reloader (SIGHUP and the periodic file check) and the optional redirect port.
+    /// A redirect port that cannot bind is reported here and leaves `redirect` nil.
+    static func startHTTPS(
+        settings: ServeSettings, server: HTTPServer, httpsPort: Int, log: (@Sendable (String) -> Void)?,
+        logWriter: @escaping @Sendable (String) -> Void
+    ) -> (reloader: TLSReloader?, redirect: HTTPServer?) {
+        guard let tls = settings.server.tls else { return (nil, nil) }
+        let reloader = TLSReloader(server: server, certificateFile: tls.certificateChainFile,
+                                   keyFile: tls.privateKeyFile, log: logWriter)
+        reloader.start(checkEvery: settings.tlsReloadCheck)
+        guard let redirectPort = settings.httpRedirectPort else { return (reloader, nil) }
+        var configuration = settings.server
+        configuration.tls = nil
+        configuration.port = redirectPort
+        configuration.eventLoopCount = 1
+        configuration.workerCount = 1
+        let redirect = HTTPServer(configuration: configuration, router: HTTPSRedirect.router(), accessLog: log,
+                                  unmatched: HTTPSRedirect.handler(httpsPort: httpsPort))
+        do {
+            let bound = try redirect.start()
+            logWriter(#"{"event":"http_redirect","port":\#(bound),"https_port":\#(httpsPort)}"#)
+            return (reloader, redirect)
+        } catch {
+            CLI.err("bouncer serve: BOUNCER_HTTP_REDIRECT_PORT: \(error)\n")
+            reloader.stop()
+            return (nil, nil)
+        }
     }
 
     /// `GET /healthz` (alive) and `GET /readyz` (ready unless draining or `readiness` says no). Both answer

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPCore
 
@@ -49,6 +50,14 @@ struct ServeSettings: Sendable {
 
     /// `BOUNCER_CONSUMPTION_*`: the CONSUMPTION_REQUEST responder (`Jobs/ConsumptionResponderService.swift`).
     var consumption = ConsumptionSettingsOfServe()
+
+    /// `BOUNCER_TLS_CERT_FILE` / `BOUNCER_TLS_KEY_FILE`: HTTPS on the listener (both or neither); see `server.tls`.
+    var tlsCertificateFile: String?
+    var tlsKeyFile: String?
+    /// `BOUNCER_TLS_RELOAD_CHECK_SECONDS`: how often the certificate files are checked for changes (default 60).
+    var tlsReloadCheck: Duration = .seconds(60)
+    /// `BOUNCER_HTTP_REDIRECT_PORT`: a plain-HTTP port that redirects to HTTPS and serves /healthz (TLS only).
+    var httpRedirectPort: Int?
 
     /// Bytes in an encryption key (AES-256).
     static let encryptionKeyBytes = 32
@@ -227,6 +236,24 @@ struct ServeSettings: Sendable {
                 "most one call to Apple may take, retries included (default 4; a lookup may make two)") {
             $0.appleAPI.callBudget = $1
         },
+        Variable(name: "BOUNCER_TLS_CERT_FILE",
+                 help: "PEM certificate chain (leaf first): serve HTTPS; needs BOUNCER_TLS_KEY_FILE (default unset: HTTP)") {
+            s, v in
+            guard !v.isEmpty, !v.utf8.contains(0) else { return "must be a file path" }
+            s.tlsCertificateFile = v
+            return nil
+        },
+        Variable(name: "BOUNCER_TLS_KEY_FILE", help: "PEM private key of BOUNCER_TLS_CERT_FILE; SIGHUP reloads both") {
+            s, v in
+            guard !v.isEmpty, !v.utf8.contains(0) else { return "must be a file path" }
+            s.tlsKeyFile = v
+            return nil
+        },
+        seconds("BOUNCER_TLS_RELOAD_CHECK_SECONDS", "how often the TLS files are checked for changes (default 60)") {
+            $0.tlsReloadCheck = $1
+        },
+        int("BOUNCER_HTTP_REDIRECT_PORT", "plain-HTTP port redirecting to HTTPS, also serving /healthz (default unset)",
+            0...65535) { $0.httpRedirectPort = $1 },
         Variable(name: "BOUNCER_ACCESS_LOG", help: "JSON access log on stderr: on|off (default on)") { s, v in
             switch v.lowercased() {
             case "on", "true", "1", "yes": s.accessLog = true
@@ -301,6 +328,24 @@ struct ServeSettings: Sendable {
             problems.append("BOUNCER_ENCRYPTION_KEY_PREVIOUS equals BOUNCER_ENCRYPTION_KEY: set the new key as "
                 + "BOUNCER_ENCRYPTION_KEY, or unset BOUNCER_ENCRYPTION_KEY_PREVIOUS once `bouncer credentials "
                 + "reencrypt` has run")
+        }
+        switch (settings.tlsCertificateFile, settings.tlsKeyFile) {
+        case (let certificate?, let key?):
+            settings.server.tls = TLSServerConfiguration(certificateChainFile: certificate, privateKeyFile: key)
+        case (nil, nil):
+            if settings.httpRedirectPort != nil {
+                problems.append("BOUNCER_HTTP_REDIRECT_PORT is set without HTTPS: it redirects to the HTTPS listener, "
+                    + "so set BOUNCER_TLS_CERT_FILE and BOUNCER_TLS_KEY_FILE too (or unset it)")
+            }
+        case (_?, nil):
+            problems.append("BOUNCER_TLS_CERT_FILE is set without BOUNCER_TLS_KEY_FILE: HTTPS needs both the "
+                + "certificate chain and its private key")
+        case (nil, _?):
+            problems.append("BOUNCER_TLS_KEY_FILE is set without BOUNCER_TLS_CERT_FILE: HTTPS needs both the "
+                + "certificate chain and its private key")
+        }
+        if let redirect = settings.httpRedirectPort, redirect != 0, redirect == settings.server.port {
+            problems.append("BOUNCER_HTTP_REDIRECT_PORT equals BOUNCER_PORT: the redirect needs a port of its own")
         }
         return problems.isEmpty ? .success(settings) : .failure(ConfigurationProblems(messages: problems))
     }

@@ -73,4 +73,24 @@ static inline int bouncer_sk_CMS_SignerInfo_num(STACK_OF(CMS_SignerInfo) *stack)
 /// Why: sk_CMS_SignerInfo_value is a macro; borrowed SignerInfo, freed with its CMS_ContentInfo.
 static inline CMS_SignerInfo *bouncer_sk_CMS_SignerInfo_value(STACK_OF(CMS_SignerInfo) *stack, int index) { return sk_CMS_SignerInfo_value(stack, index); }
 
+// Server-side TLS adapters (HTTPCore's HTTPS listener through Crypto's TLSServerSession).
+
+/// Why: SSL_CTX_sess_set_cache_size is a macro over SSL_CTX_ctrl; bounds the server's session-id cache (resumption).
+static inline long bouncer_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size) { return SSL_CTX_sess_set_cache_size(ctx, size); }
+/// Why: SSL_CTX_set_session_cache_mode is a macro over SSL_CTX_ctrl. Server cache without the automatic flush that
+/// walks the whole cache every 255 handshakes (perf: OPENSSL_LH_doall_arg); a full cache evicts its oldest entry.
+static inline long bouncer_SSL_CTX_server_cache_no_auto_clear(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER | SSL_SESS_CACHE_NO_AUTO_CLEAR);
+}
+/// Why: SSL_CTX_set_mode is a macro; SSL_MODE_RELEASE_BUFFERS frees an idle connection's record buffers
+/// (~34 KiB each way), which is most of an idle TLS connection's memory.
+static inline long bouncer_SSL_CTX_release_buffers(SSL_CTX *ctx) { return SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS); }
+/// Why: SSL_OP_NO_TLSv1_1 etc. are function-like macros; the options that keep the server at TLS 1.2+ even if the
+/// minimum version were lowered, plus no compression and the server's own cipher order.
+static inline uint64_t bouncer_SSL_OP_server_defaults(void) {
+    return SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+}
+/// Why: BIO_pending is a macro over BIO_ctrl; bytes a memory BIO holds (the fuzz harness's output side).
+static inline long bouncer_BIO_pending(BIO *bio) { return (long)BIO_pending(bio); }
+
 #endif

@@ -90,6 +90,48 @@ public final class TLSContext: @unchecked Sendable {
             throw CryptoError(.configuration, "cannot load a private key matching the certificate from \(configuration.privateKeyFile)")
         }
         bouncer_SSL_CTX_select_http11(context)   // ALPN: answer "http/1.1" when the client offers it
+        // TLS 1.2 suites: ECDHE only (forward secrecy), AEAD only (AES-GCM, ChaCha20-Poly1305), ECDSA or RSA
+        // certificates (Mozilla's "intermediate" list). TLS 1.3 suites are all AEAD; listed to pin the order.
+        guard SSL_CTX_set_cipher_list(context, Self.tls12Ciphers) == 1,
+              SSL_CTX_set_ciphersuites(context, Self.tls13Ciphersuites) == 1 else {
+            throw CryptoError(.configuration, "cannot set the cipher list")
+        }
+        _ = SSL_CTX_set_options(context, bouncer_SSL_OP_server_defaults())
+        // Resumption: a bounded server-side session-id cache (TLS 1.2) plus stateless tickets (TLS 1.2 and 1.3,
+        // OpenSSL's default, keys random per context: a reload starts a new ticket key, old tickets fall back
+        // to a full handshake). The id context names the cache so sessions never cross into another context.
+        _ = bouncer_SSL_CTX_sess_set_cache_size(context, 20_000)
+        _ = bouncer_SSL_CTX_server_cache_no_auto_clear(context)
+        let sessionContext = Array("bouncer".utf8)
+        guard SSL_CTX_set_session_id_context(context, sessionContext, UInt32(sessionContext.count)) == 1 else {
+            throw CryptoError(.configuration, "cannot set the session id context")
+        }
+        // Idle keep-alive connections then hold no record buffers (most of a TLS connection's memory).
+        _ = bouncer_SSL_CTX_release_buffers(context)
+    }
+
+    /// TLS 1.2 cipher list of server contexts (OpenSSL names).
+    public static let tls12Ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+        + "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+        + "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+    /// TLS 1.3 cipher suites of server contexts.
+    public static let tls13Ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
+    /// The serial number of the leaf certificate a server context presents, uppercase hex (e.g. for a reload's
+    /// log line); nil for client contexts.
+    public var certificateSerial: String? {
+        guard !isClient, let leaf = SSL_CTX_get0_certificate(context) else { return nil }   // get0: owned by the context
+        return Self.serialHex(leaf)
+    }
+
+    /// The certificate's serial number as uppercase hex.
+    static func serialHex(_ certificate: OpaquePointer) -> String? {
+        // get0 on the serial: owned by the certificate. ASN1_INTEGER_to_BN and BN_bn2hex allocate: freed here.
+        guard let serial = X509_get0_serialNumber(certificate), let number = ASN1_INTEGER_to_BN(serial, nil) else { return nil }
+        defer { BN_free(number) }
+        guard let hex = BN_bn2hex(number) else { return nil }
+        defer { CRYPTO_free(hex, #fileID, #line) }
+        return String(cString: hex)
     }
 
     deinit { SSL_CTX_free(context) }
@@ -106,8 +148,8 @@ public final class TLSContext: @unchecked Sendable {
     /// and kill the process. Ignored once, process-wide (as HTTPServer does for the same reason).
     private static let ignoreSIGPIPE: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 
-    /// Lends the `SSL_CTX` to `TLSConnection`.
-    fileprivate func withContext<T>(_ body: (OpaquePointer) throws(CryptoError) -> T) throws(CryptoError) -> T { try body(context) }
+    /// Lends the `SSL_CTX` to `TLSConnection` and `TLSServerSession`.
+    func withContext<T>(_ body: (OpaquePointer) throws(CryptoError) -> T) throws(CryptoError) -> T { try body(context) }
 }
 
 /// A blocking TLS session over a connected socket, with a deadline on every operation: owns one `SSL`.
@@ -176,6 +218,16 @@ public final class TLSConnection: @unchecked Sendable {
 
     /// The negotiated protocol version, e.g. "TLSv1.3".
     public var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
+
+    /// The serial number of the peer's leaf certificate, uppercase hex (which certificate a server presented).
+    public var peerCertificateSerial: String? {
+        guard let peer = SSL_get1_peer_certificate(ssl) else { return nil }   // get1: up-ref'd, freed here
+        defer { X509_free(peer) }
+        return TLSContext.serialHex(peer)
+    }
+
+    /// Whether the handshake resumed an earlier session (ticket or session id).
+    public var sessionWasReused: Bool { SSL_session_reused(ssl) == 1 }
 
     /// Reads up to `buffer.count` bytes; returns 0 at the end of the stream (close_notify or EOF).
     public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant) throws(CryptoError) -> Int {

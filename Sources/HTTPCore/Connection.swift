@@ -1,7 +1,12 @@
+import Crypto
+
 /// One client connection; owned and touched only by its event loop's thread.
 final class Connection {
     enum Phase { case reading, processing, closing, lingering }
     enum DeadlineKind { case none, head, body, idle, handler, write, linger }
+    /// Where a connection on a TLS listener is: `off` on a plain listener (or after a plain-HTTP request got its
+    /// clear-text refusal), `sniffing` until its first bytes are seen, `handshaking`, then `established`.
+    enum TLSPhase { case off, sniffing, handshaking, established }
 
     let fd: Int32
     let remoteAddress: String
@@ -28,6 +33,9 @@ final class Connection {
     /// Identifies the request handed to a worker; a completion with another token is stale.
     var token: UInt64 = 0
     var requestsServed = 0
+    var tlsPhase: TLSPhase = .off
+    /// The TLS session once a ClientHello arrived; all reads and writes go through it while `established`.
+    var tls: TLSServerSession?
     /// What the in-flight request needs for a timeout response and its log line.
     var inflight: (method: String, template: String, requestID: String, startedAt: UInt64)? = nil
 

@@ -1,4 +1,5 @@
 import CSystem
+import Crypto
 import Dispatch
 import Glibc
 import Synchronization
@@ -35,6 +36,13 @@ final class EventLoop: @unchecked Sendable {
     private var largestInput = 0
     private let sweepInterval: UInt64
     private let limits: ParserLimits
+    /// Whether the listener speaks TLS (then every connection starts in `TLSPhase.sniffing`).
+    private let tlsEnabled: Bool
+    /// Connections accepted per wake-up. A TLS connection costs a handshake (~0.4 ms of CPU) on the loop that
+    /// accepted it: taking one at a time lets the level-triggered listener wake the other loops for the next ones
+    /// (nginx's default, `multi_accept off`) instead of one loop queueing 64 handshakes; plain connections are
+    /// cheap, so a batch saves wake-ups. (bench/http could not tell 1 from 64 apart on the noisy 2-core box.)
+    private let acceptBatch: Int
     /// Signalled when `run()` returns.
     let stopped = DispatchSemaphore(value: 0)
 
@@ -51,6 +59,8 @@ final class EventLoop: @unchecked Sendable {
             limits.routeBodyLimit = { method, path in router.maxBodyBytes(method, path) }
         }
         self.limits = limits
+        self.tlsEnabled = core.tls != nil
+        self.acceptBatch = core.tls != nil ? 1 : 64
         epfd = bouncer_epoll_create()
         wakeFD = bouncer_eventfd()
         guard let events = bouncer_epoll_events_alloc(maxEvents) else {
@@ -151,7 +161,7 @@ final class EventLoop: @unchecked Sendable {
         guard listening else { return }
         let maxConnections = core.configuration.maxConnections
         var peer = [CChar](repeating: 0, count: 64)
-        for _ in 0..<64 {
+        for _ in 0..<acceptBatch {
             let fd = peer.withUnsafeMutableBufferPointer { bouncer_accept(listenFD, $0.baseAddress, 64) }
             if fd < 0 {
                 let e = bouncer_errno()
@@ -176,6 +186,12 @@ final class EventLoop: @unchecked Sendable {
             let countsPeer = core.clientConnections.isEnabled && !fromProxy
             if count > maxConnections || core.isDraining || (countsPeer && !core.clientConnections.acquire(remote)) {
                 // Best effort, before the connection's request is even read: it gets the same shape as any error.
+                // A TLS client could not read clear text before its handshake: it only sees the close.
+                if tlsEnabled {
+                    Glibc.close(fd)
+                    core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
+                    continue
+                }
                 let id = core.nextRequestID()
                 var out: [UInt8] = []
                 ResponseEncoder.encode(core.render(Self.tooManyConnections, requestID: id), headRequest: false,
@@ -189,6 +205,7 @@ final class EventLoop: @unchecked Sendable {
             }
             let conn = Connection(fd: fd, remoteAddress: remote, limits: limits)
             conn.fromTrustedProxy = fromProxy
+            if tlsEnabled { conn.tlsPhase = .sniffing }
             if countsPeer { conn.countedClient = remote }
             let interest = bouncer_EPOLLIN | bouncer_EPOLLOUT | bouncer_EPOLLRDHUP | bouncer_EPOLLET
             guard bouncer_epoll_add(epfd, fd, interest, UInt64(UInt32(bitPattern: fd))) == 0 else {
@@ -213,6 +230,10 @@ final class EventLoop: @unchecked Sendable {
 
     static let handlerTimedOut = HTTPError.serviceUnavailable(
         code: "HANDLER_TIMEOUT", message: "The request took too long", suggestion: "Retry later.")
+
+    static let tlsRequired = HTTPError(
+        status: 400, code: "TLS_REQUIRED", message: "This port speaks HTTPS only; the request was sent as plain HTTP",
+        suggestion: "Use an https:// URL for this host and port.")
 
     static let requestTimeout = HTTPError(
         status: 408, code: "REQUEST_TIMEOUT", message: "Request not received in time",
@@ -243,11 +264,36 @@ final class EventLoop: @unchecked Sendable {
 
     /// Parse what is buffered, write what is ready, read more while allowed; repeat.
     private func drive(_ conn: Connection) {
-        while !conn.closed {
+        if conn.tlsPhase == .sniffing || conn.tlsPhase == .handshaking {
+            guard advanceHandshake(conn) else { return }
+        }
+        reading: while !conn.closed {
             if conn.phase == .reading { processBuffered(conn) }
             flush(conn)
             guard !conn.closed, !conn.waitingWritable, conn.readable,
                   conn.phase == .reading || conn.phase == .lingering else { break }
+            if let tls = conn.tls, conn.tlsPhase == .established, conn.phase == .reading {
+                switch tls.read(into: scratch) {
+                case .done(let n):
+                    // No short-read shortcut: a record is at most 16 KiB and OpenSSL reads one at a time, so only
+                    // wantRead proves the socket drained.
+                    conn.inbuf.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<min(n, scratch.count)]))
+                    if conn.inbuf.count > largestInput {
+                        largestInput = conn.inbuf.count
+                        core.notePeakInput(largestInput)
+                    }
+                    continue reading
+                case .wantRead:
+                    conn.readable = false
+                    break reading
+                case .wantWrite:
+                    conn.waitingWritable = true  // e.g. a TLS 1.3 KeyUpdate answer; EPOLLOUT resumes the read
+                    break reading
+                case .closed, .failed:
+                    close(conn)
+                    return
+                }
+            }
             let n = Glibc.read(conn.fd, scratch.baseAddress, scratch.count)
             if n > 0 {
                 // A short read means the socket is drained; ET reports the next arrival.
@@ -274,6 +320,70 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         if !conn.closed { rearm(conn) }
+    }
+
+    /// Moves a TLS connection through its first bytes and handshake; true once requests can be read (or a
+    /// plain-HTTP request got its clear-text 400 queued). Never blocks: WANT_READ/WANT_WRITE wait for epoll.
+    private func advanceHandshake(_ conn: Connection) -> Bool {
+        if conn.tlsPhase == .sniffing {
+            guard conn.readable else { return false }
+            // Peek, not read: the bytes stay in the socket for OpenSSL's own reads.
+            let n = recv(conn.fd, scratch.baseAddress, 8, Int32(MSG_PEEK))
+            if n == 0 {
+                close(conn)
+                return false
+            }
+            if n < 0 {
+                let e = bouncer_errno()
+                if e == EINTR { return advanceHandshake(conn) }
+                if e == EAGAIN || e == EWOULDBLOCK {
+                    conn.readable = false
+                } else {
+                    close(conn)
+                }
+                return false
+            }
+            switch FirstBytes.classify(UnsafeRawBufferPointer(rebasing: scratch[0..<min(n, 8)])) {
+            case .needMore:
+                conn.readable = false  // fewer than 8 bytes peeked: the socket holds nothing more yet
+                return false
+            case .other:
+                close(conn)
+                return false
+            case .plainHTTP:
+                // Answered in clear text (the client speaks it); flush then half-closes and discards the request.
+                conn.tlsPhase = .off
+                let id = core.nextRequestID()
+                let r = core.render(Self.tlsRequired, requestID: id)
+                writeInline(conn, r, headRequest: false, requestID: id, keepAlive: false, versionMinor: 1)
+                core.log(method: "-", template: "-", status: r.status, bytes: r.body.count, startedAt: monotonicNanos(),
+                         requestID: id, remote: conn.clientAddress)
+                conn.phase = .closing
+                return true
+            case .tlsHandshake:
+                guard let context = core.tls?.current,
+                      let session = try? TLSServerSession(context: context, socket: conn.fd) else {
+                    close(conn)
+                    return false
+                }
+                conn.tls = session
+                conn.tlsPhase = .handshaking
+            }
+        }
+        switch conn.tls?.handshake() {
+        case .done:
+            conn.tlsPhase = .established
+            return true
+        case .wantRead:
+            conn.readable = false
+            return false
+        case .wantWrite:
+            conn.waitingWritable = true
+            return false
+        case .closed, .failed, nil:
+            close(conn)
+            return false
+        }
     }
 
     /// Parses and dispatches buffered requests until one goes to a worker, input runs out,
@@ -336,12 +446,15 @@ final class EventLoop: @unchecked Sendable {
         }
         switch core.router.match(parsed.method, parsed.path) {
         case .notFound:
+            if answerUnmatched(conn, parsed, requestID, keepAlive, startedAt) { return }
             let r = core.render(Self.notFound(parsed.method, parsed.path), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .methodNotAllowed(let allow):
+            if answerUnmatched(conn, parsed, requestID, keepAlive, startedAt) { return }
             let r = core.render(Self.methodNotAllowed(parsed.method, allow: allow), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .badPath(let message):
+            if answerUnmatched(conn, parsed, requestID, keepAlive, startedAt) { return }
             let r = core.render(Self.badPath(message), requestID: requestID)
             finishInline(conn, r, parsed, "<unmatched>", requestID, keepAlive, startedAt)
         case .found(let route, let parameters):
@@ -391,6 +504,20 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Lets the server's `unmatched` handler answer a request no route matched; false when there is none.
+    private func answerUnmatched(
+        _ conn: Connection, _ parsed: ParsedRequest, _ requestID: String, _ keepAlive: Bool, _ startedAt: UInt64
+    ) -> Bool {
+        guard let unmatched = core.unmatched else { return false }
+        let request = Request(
+            method: parsed.method, path: parsed.path, query: parsed.query, headers: parsed.headers, body: parsed.body,
+            routeTemplate: "<unmatched>", requestID: requestID, remoteAddress: conn.remoteAddress,
+            clientAddress: conn.clientAddress, versionMinor: parsed.versionMinor)
+        let (response, errorType) = core.invoke(unmatched, request)
+        finishInline(conn, response, parsed, "<unmatched>", requestID, keepAlive, startedAt, errorType)
+        return true
+    }
+
     private func finishInline(
         _ conn: Connection, _ response: Response, _ parsed: ParsedRequest, _ template: String,
         _ requestID: String, _ keepAlive: Bool, _ startedAt: UInt64, _ errorType: String? = nil
@@ -437,6 +564,22 @@ final class EventLoop: @unchecked Sendable {
     private func flush(_ conn: Connection) {
         while conn.outIndex < conn.outbuf.count {
             let start = conn.outIndex
+            if let tls = conn.tls, conn.tlsPhase == .established {
+                switch conn.outbuf.withUnsafeBytes({ tls.write(UnsafeRawBufferPointer(rebasing: $0[start...])) }) {
+                case .done(let n) where n > 0:
+                    conn.outIndex += n
+                    continue
+                case .wantWrite, .wantRead:
+                    if !conn.waitingWritable {
+                        conn.waitingWritable = true
+                        arm(conn, .write, core.configuration.writeTimeout)
+                    }
+                    return
+                case .done, .closed, .failed:
+                    close(conn)
+                    return
+                }
+            }
             let n = conn.outbuf.withUnsafeBytes { p -> Int in
                 guard let base = p.baseAddress else { return 0 }
                 return bouncer_send(conn.fd, base + start, p.count - start)
@@ -469,6 +612,7 @@ final class EventLoop: @unchecked Sendable {
             if conn.hasBufferedInput || conn.readable {
                 // Closing with unread input makes the kernel send RST, which can destroy the
                 // response before the client reads it; half-close and discard input briefly instead.
+                conn.tls?.shutdown()  // close_notify first: the TLS client knows the response is complete
                 _ = Glibc.shutdown(conn.fd, Int32(SHUT_WR))
                 conn.phase = .lingering
                 conn.inbuf = []
@@ -483,6 +627,10 @@ final class EventLoop: @unchecked Sendable {
     private func close(_ conn: Connection) {
         guard !conn.closed else { return }
         conn.closed = true
+        if let tls = conn.tls {
+            tls.shutdown()  // close_notify, once, best effort; nothing after a failure
+            conn.tls = nil  // frees the SSL before its descriptor goes
+        }
         Glibc.close(conn.fd)  // also removes it from the epoll set
         connections[conn.fd] = nil
         core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
@@ -520,6 +668,10 @@ final class EventLoop: @unchecked Sendable {
         }
         let expired = connections.values.filter { $0.deadline <= now && $0.deadlineKind != .none }
         for conn in expired where !conn.closed {
+            if conn.tlsPhase == .sniffing || conn.tlsPhase == .handshaking {
+                close(conn)  // a stalled or dripped handshake: no channel for a 408, the slot is freed
+                continue
+            }
             switch conn.deadlineKind {
             case .head, .body:
                 // 408 then close (RFC 9110 §15.5.9); the slowloris client loses its slot.

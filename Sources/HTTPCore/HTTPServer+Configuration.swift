@@ -1,3 +1,4 @@
+import Crypto
 import Glibc
 
 extension HTTPServer {
@@ -60,6 +61,12 @@ extension HTTPServer {
         /// Seconds sent in `Retry-After` with every 503 (overload, handler timeout, readiness, the API's outages):
         /// the one source, applied when an `HTTPError` is rendered. Default 1.
         public var retryAfterSeconds: Int = 1
+
+        /// HTTPS: the certificate chain and key files. When set, the listener speaks only TLS (1.2 and 1.3,
+        /// ECDHE with AES-GCM or ChaCha20-Poly1305, ALPN `http/1.1`, session resumption); a plain-HTTP request
+        /// gets 400 `TLS_REQUIRED` in clear text and is closed. The handshake runs under `headerTimeout` and every
+        /// connection limit, like a request head. `HTTPServer.reloadTLS()` re-reads the files. Default nil (HTTP).
+        public var tls: TLSServerConfiguration? = nil
 
         /// Defaults as documented on each property.
         public init() {}

@@ -26,7 +26,7 @@ public final class HTTPServer: Sendable {
         case stopped
     }
 
-    private let core: ServerCore
+    let core: ServerCore
     private let lifecycle = Mutex<Lifecycle>(.idle)
 
     /// Prepares a server; nothing is bound until `start()`.
@@ -39,12 +39,15 @@ public final class HTTPServer: Sendable {
     ///   - observer: called once per response, on whichever thread finished it, with the values of the
     ///     access-log line (e.g. for metrics). Same rules: cheap, never blocking. A handler that outlives
     ///     `handlerTimeout` is reported twice, like in the access log: the 503 sent, then its discarded result.
+    ///   - unmatched: answers, on the I/O thread, every request no route matches instead of 404/405 (e.g. a
+    ///     plain-HTTP port that redirects everything to HTTPS). Same rules: cheap, never blocking.
     public init(
         configuration: Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?,
-        admission: (@Sendable (Request) -> HTTPError?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+        admission: (@Sendable (Request) -> HTTPError?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil,
+        unmatched: Handler? = nil
     ) {
         core = ServerCore(configuration: configuration, router: router, accessLog: accessLog,
-                          admission: admission, observer: observer)
+                          admission: admission, observer: observer, unmatched: unmatched)
     }
 
     /// The configuration the server runs with.
@@ -68,6 +71,13 @@ public final class HTTPServer: Sendable {
             guard case .idle = state else { throw HTTPServerError("server already started") }
             bouncer_ignore_sigpipe()
             let c = core.configuration
+            if let tls = core.tls {
+                do {
+                    try tls.load()
+                } catch {
+                    throw HTTPServerError("TLS: \(error)")
+                }
+            }
             guard (0...65535).contains(c.port) else { throw HTTPServerError("port \(c.port) out of range") }
             var gaiError: Int32 = 0
             let fd = c.host.withCString { bouncer_listen($0, Int32(c.port), Int32(c.listenBacklog), &gaiError) }

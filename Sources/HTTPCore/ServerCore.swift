@@ -12,6 +12,10 @@ final class ServerCore: Sendable {
     /// Told once per response (on the access-log path), e.g. for metrics.
     let observer: (@Sendable (RequestRecord) -> Void)?
     let pool: WorkerPool
+    /// Answers requests no route matches (instead of 404/405), when set.
+    let unmatched: Handler?
+    /// The certificate and key, when the listener speaks TLS.
+    let tls: TLSIdentity?
     let draining = Atomic<Bool>(false)
     /// Monotonic ns after which loops force-close what is left; set by `shutdown`.
     let drainDeadline = Atomic<UInt64>(UInt64.max)
@@ -26,8 +30,11 @@ final class ServerCore: Sendable {
 
     init(
         configuration: HTTPServer.Configuration, router: Router, accessLog: (@Sendable (String) -> Void)?,
-        admission: (@Sendable (Request) -> HTTPError?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+        admission: (@Sendable (Request) -> HTTPError?)? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil,
+        unmatched: Handler? = nil
     ) {
+        self.unmatched = unmatched
+        self.tls = configuration.tls.map { TLSIdentity(configuration: $0) }
         self.configuration = configuration
         self.router = router
         self.accessLog = accessLog

@@ -10,7 +10,7 @@ import Glibc
 public final class BouncerProcess: @unchecked Sendable {
     public let process: Process
     public let port: Int
-    /// The first stdout line, `listening on http://127.0.0.1:PORT\n`.
+    /// The first stdout line, `listening on http://127.0.0.1:PORT\n` (`https://` with `BOUNCER_TLS_*`).
     public let listeningLine: String
     public let stderrPath: String
     public let environment: [String: String]
@@ -85,8 +85,9 @@ public final class BouncerProcess: @unchecked Sendable {
             bytes += chunk[0..<n]
             if let newline = bytes.firstIndex(of: 10) {
                 let line = String(decoding: bytes[0..<newline], as: UTF8.self)
-                let prefix = "listening on http://127.0.0.1:"
-                if line.hasPrefix(prefix), let port = Int(line.dropFirst(prefix.count)) { found = (port, line + "\n") }
+                for prefix in ["listening on http://127.0.0.1:", "listening on https://127.0.0.1:"] {
+                    if line.hasPrefix(prefix), let port = Int(line.dropFirst(prefix.count)) { found = (port, line + "\n") }
+                }
                 break
             }
         }
