@@ -41,6 +41,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         /// A reconciliation of the project is already running (on this or another instance): try again when it
         /// has finished.
         public static let reconcileInProgress = Code("RECONCILE_IN_PROGRESS")
+        /// No grant with that id for that user of the project.
+        public static let grantNotFound = Code("GRANT_NOT_FOUND")
         /// See `rawValue`.
         public var description: String { rawValue }
     }
