@@ -80,7 +80,7 @@ enum ServeCommand {
             keyInspector: P256KeyInspector(),
             offerSigner: PromotionalOfferSigner(),
             appStore: appStore,
-            appTransactions: caches.appTransactions,
+            appTransactions: caches.appTransactions, customers: caches.customers,
             log: log)
         let reconciliation = ReconcileWiring.reconciliation(
             settings: settings, database: database, projects: caches.projects, appStore: appStore,
