@@ -5,7 +5,7 @@ import Foundation
 /// Throws `DomainError` (`.serviceUnavailable` when the store cannot be reached, `.projectNotFound` for a grant in
 /// a project that does not exist).
 public protocol CustomerStore: Sendable {
-    /// Stores `grant` (and, where the outbox exists, its `entitlement.granted` event) in one database transaction.
+    /// Stores `grant` and its `entitlement.granted` webhook event in one database transaction.
     func createGrant(_ grant: Grant, projectId: UUID) throws -> Grant
     /// Marks the user's grant removed at `now` (and its `entitlement.revoked` event) in one database transaction;
     /// an already removed grant is returned unchanged; nil when the user has no such grant.

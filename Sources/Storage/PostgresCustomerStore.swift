@@ -61,21 +61,17 @@ public final class PostgresCustomerStore: CustomerStore {
         }
     }
 
-    /// Writes a webhook event in the caller's transaction, when the outbox exists (schema 0012's
-    /// `bouncer_emit_event`); without it, nothing (the function is looked up, so this store works on either schema).
+    /// Writes the grant's webhook event (schema 0012's outbox, `bouncer_emit_event`: only when the project's webhook
+    /// wants the type) in the caller's transaction, so the event commits or rolls back with the grant.
     private static func emit(on connection: Connection, projectId: UUID, userId: String?, type: String, grant: Grant,
                              reason: String?) throws {
         guard let userId else { return }
-        let present = try connection.query(
-            "SELECT to_regprocedure('bouncer_emit_event(uuid,text,text,jsonb)') IS NOT NULL AS present")
-        guard try present.first?.decode("present", as: Bool.self) == true else { return }
-        var data = #"{"entitlement":"# + JSONText.string(grant.entitlement)
-            + #","source":"grant","grant_id":"# + JSONText.string(grant.id.uuidString.lowercased())
-            + #","expires_at":"# + (grant.expiresAt.map { JSONText.string(TimelineRules.text($0)) } ?? "null")
-        if let reason { data += #","reason":"# + JSONText.string(reason) }
-        data += "}"
         _ = try connection.query("""
-            SELECT bouncer_emit_event(\(projectId), \(userId)::text, \(type)::text, \(data)::jsonb)
+            SELECT bouncer_emit_event(\(projectId), \(userId)::text, \(type)::text, jsonb_strip_nulls(jsonb_build_object(
+                'entitlement', \(grant.entitlement)::text, 'source', 'grant',
+                'grant_id', \(grant.id.uuidString.lowercased())::text,
+                'reason', \(Bind.text(reason))::text)) || jsonb_build_object(
+                'expires_at', bouncer_webhook_time(\(Bind.date(grant.expiresAt))))) AS id
             """)
     }
 
@@ -290,40 +286,29 @@ public final class PostgresCustomerStore: CustomerStore {
         }
     }
 
-    /// The webhook outbox (schema 0012), when present: pending events about the user are dropped, delivered and
-    /// failed ones kept without the user id. Without the outbox, nothing.
+    /// The webhook outbox (schema 0012): the user's pending events are dropped (never sent), the others (delivered,
+    /// failed) kept without the user id; other users' events that name the user (`purchase.transferred`'s
+    /// `from_user_id`/`to_user_id`) lose the name; what was last announced for the user is deleted.
     private static func eraseEvents(on connection: Connection, projectId: UUID, userId: String,
                                     into summary: inout ErasureSummary) throws {
-        let present = try connection.query("SELECT to_regclass('events') IS NOT NULL AS present")
-        guard try present.first?.decode("present", as: Bool.self) == true else { return }
         summary.eventsDropped = try connection.execute("""
-            DELETE FROM events WHERE project_id = \(projectId) AND user_id = \(userId)::text AND status = 'pending'
+            DELETE FROM webhook_events WHERE project_id = \(projectId) AND user_id = \(userId)::text AND status = 'pending'
             """)
         summary.eventsAnonymised = try connection.execute("""
-            UPDATE events SET user_id = NULL, data = data - 'user_id'
+            UPDATE webhook_events SET user_id = NULL
             WHERE project_id = \(projectId) AND user_id = \(userId)::text
             """)
-    }
-}
-
-/// JSON text for the few values the store writes as JSON (event data).
-enum JSONText {
-    /// `value` as a JSON string literal (RFC 8259 §7: quote, backslash and control characters escaped).
-    static func string(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
+        for key in ["from_user_id", "to_user_id", "user_id"] {
+            _ = try connection.execute("""
+                UPDATE webhook_events SET data = jsonb_set(data, ARRAY[\(key)::text], 'null'::jsonb)
+                WHERE project_id = \(projectId) AND data ->> \(key)::text = \(userId)::text
+                """)
         }
-        return out + "\""
+        _ = try connection.execute("""
+            DELETE FROM webhook_purchase_states WHERE project_id = \(projectId) AND user_id = \(userId)::text
+            """)
+        _ = try connection.execute("""
+            DELETE FROM webhook_entitlement_states WHERE project_id = \(projectId) AND user_id = \(userId)::text
+            """)
     }
 }
