@@ -85,9 +85,9 @@ public final class PostgresPurchaseStore: PurchaseStore {
                     ), standing AS (
                         SELECT array_agg(g.id::text ORDER BY g.created_at, g.id) AS grant_ids,
                             array_agg(g.entitlement ORDER BY g.created_at, g.id) AS grant_entitlements,
-                            array_agg(COALESCE((extract(epoch FROM g.expires_at) * 1000)::bigint::text, '')
+                            array_agg(COALESCE(floor(extract(epoch FROM g.expires_at) * 1000)::bigint::text, '')
                                 ORDER BY g.created_at, g.id) AS grant_expires_ms,
-                            array_agg((extract(epoch FROM g.created_at) * 1000)::bigint::text
+                            array_agg(floor(extract(epoch FROM g.created_at) * 1000)::bigint::text
                                 ORDER BY g.created_at, g.id) AS grant_created_ms
                         FROM grants g
                         WHERE g.project_id = \(project.id) AND g.user_id = \(userId) AND g.revoked_at IS NULL
@@ -145,7 +145,8 @@ public final class PostgresPurchaseStore: PurchaseStore {
         }
     }
 
-    /// The standing grants of `holdings`' first row (parallel arrays; dates are epoch milliseconds, empty is NULL).
+    /// The standing grants of `holdings`' first row (parallel arrays; dates are epoch milliseconds, floored as the API
+    /// renders them, so the same grant shows the same instants here and in the admin routes; empty is NULL).
     /// The reason is not read: the public read path never shows it.
     private static func grants(userId: String, from row: Row) throws -> [Grant] {
         let ids = try row.decode("grant_ids", as: [String]?.self) ?? []
