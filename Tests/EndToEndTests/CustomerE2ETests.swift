@@ -276,6 +276,44 @@ final class CustomerE2ETests: XCTestCase {
         XCTAssertEqual(try db.count("grants", project: tenant.id), 1, "nothing written by the refused grant")
     }
 
+    /// Two instances with long-lived read caches: a grant, its removal and an erase made through A reach B's cached
+    /// answer through the announcements alone (neither the maximum age nor the refresh can explain it in time).
+    func testGrantsAndEraseInvalidateEveryInstance() throws {
+        let db = try E2EDatabase(label: "customercache")
+        let servers = try (0..<2).map { _ in
+            try BouncerProcess(databaseURL: db.url, overrides: [
+                "BOUNCER_CACHE_REFRESH_SECONDS": "3600", "BOUNCER_READ_CACHE_MAX_AGE_SECONDS": "3600",
+            ])
+        }
+        defer { servers.forEach { $0.stopAndAssertCleanExit() } }
+        for server in servers {
+            XCTAssertTrue(E2E.eventually { server.stderr.contains("cache: listening; projects and reads served from memory") },
+                          server.stderr)
+        }
+        let a = API(client: servers[0].client), b = API(client: servers[1].client)
+        let tenant = try a.createProject()
+        try a.mapProduct(tenant)
+        let user = "user-\(E2E.uniqueId())"
+        XCTAssertEqual(try a.postReceipt(tenant.publicKey, try TransactionPayload(bundleId: tenant.bundleId).mint(),
+                                         user: user).status, 201)
+        XCTAssertTrue(try E2E.eventually { try b.user(tenant.publicKey, user).json()["entitlements"] == ["pro"] })
+        XCTAssertEqual(try b.user(tenant.publicKey, user).json()["entitlements"], ["pro"], "cached on B")
+
+        let created = try a.client.post(userPath(tenant, user) + "/grants", json: ["entitlement": "gold", "reason": "vip"],
+                                        headers: E2E.admin)
+        XCTAssertEqual(created.status, 201, created.description)
+        XCTAssertTrue(try E2E.eventually { try b.user(tenant.publicKey, user).json()["entitlements"] == ["gold", "pro"] },
+                      "the grant reaches B")
+        let id = try XCTUnwrap(try created.json()["id"]?.stringValue)
+        XCTAssertEqual(try a.client.delete(userPath(tenant, user) + "/grants/\(id)", headers: E2E.admin).status, 200)
+        XCTAssertTrue(try E2E.eventually { try b.user(tenant.publicKey, user).json()["entitlements"] == ["pro"] },
+                      "the removal reaches B")
+        XCTAssertEqual(try a.client.delete(userPath(tenant, user), headers: E2E.admin).status, 200)
+        XCTAssertTrue(try E2E.eventually { try b.user(tenant.publicKey, user).json()["status"] == "none" },
+                      "the erase reaches B")
+        XCTAssertEqual(try b.user(tenant.publicKey, user).json()["subscriptions"], [])
+    }
+
     // MARK: - Export and erase
 
     func testExportThenEraseLeavesNoTraceOfTheUser() throws {
