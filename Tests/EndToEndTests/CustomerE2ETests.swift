@@ -294,7 +294,10 @@ final class CustomerE2ETests: XCTestCase {
         let tenant = try a.createProject()
         try a.mapProduct(tenant)
         let user = "user-\(E2E.uniqueId())"
-        XCTAssertEqual(try a.postReceipt(tenant.publicKey, try TransactionPayload(bundleId: tenant.bundleId).mint(),
+        // Posted through B (its own write invalidates at once), so no late announcement from A can drop B's entry:
+        // only the grant's can.
+        XCTAssertTrue(try E2E.eventually { try b.user(tenant.publicKey, user).status == 200 }, "the project reaches B")
+        XCTAssertEqual(try b.postReceipt(tenant.publicKey, try TransactionPayload(bundleId: tenant.bundleId).mint(),
                                          user: user).status, 201)
         XCTAssertTrue(try E2E.eventually { try b.user(tenant.publicKey, user).json()["entitlements"] == ["pro"] })
         XCTAssertEqual(try b.user(tenant.publicKey, user).json()["entitlements"], ["pro"], "cached on B")
