@@ -79,25 +79,7 @@ extension APIHandlers {
     func eraseUser(_ request: Request) throws -> Response {
         let (projectId, userId) = try authorizedUser(request)
         let summary = try support.erase(projectId: projectId, userId: userId)
-        var out = JSONBody(capacity: 320)
-        out.raw(#"{"user_id":"#)
-        out.string(userId)
-        out.raw(#","erased":true,"bindings_deleted":"#)
-        out.int(Int64(summary.bindingsDeleted))
-        out.raw(#","grants_anonymised":"#)
-        out.int(Int64(summary.grantsAnonymised))
-        out.raw(#","app_transactions_unbound":"#)
-        out.int(Int64(summary.appTransactionsUnbound))
-        out.raw(#","ownership_events_anonymised":"#)
-        out.int(Int64(summary.ownershipEventsAnonymised))
-        out.raw(#","app_account_tokens_cleared":"#)
-        out.int(Int64(summary.appAccountTokensCleared))
-        out.raw(#","events_dropped":"#)
-        out.int(Int64(summary.eventsDropped))
-        out.raw(#","events_anonymised":"#)
-        out.int(Int64(summary.eventsAnonymised))
-        out.raw("}")
-        return Response.json(200, out.bytes)
+        return Response.json(200, Self.erasureBody(userId: userId, summary))
     }
 
     // MARK: - Parsing
@@ -126,6 +108,28 @@ extension APIHandlers {
     }
 
     // MARK: - Rendering
+
+    static func erasureBody(userId: String, _ summary: ErasureSummary) -> [UInt8] {
+        var out = JSONBody(capacity: 320)
+        out.raw(#"{"user_id":"#)
+        out.string(userId)
+        out.raw(#","erased":true,"bindings_deleted":"#)
+        out.int(Int64(summary.bindingsDeleted))
+        out.raw(#","grants_anonymised":"#)
+        out.int(Int64(summary.grantsAnonymised))
+        out.raw(#","app_transactions_unbound":"#)
+        out.int(Int64(summary.appTransactionsUnbound))
+        out.raw(#","ownership_events_anonymised":"#)
+        out.int(Int64(summary.ownershipEventsAnonymised))
+        out.raw(#","app_account_tokens_cleared":"#)
+        out.int(Int64(summary.appAccountTokensCleared))
+        out.raw(#","events_dropped":"#)
+        out.int(Int64(summary.eventsDropped))
+        out.raw(#","events_anonymised":"#)
+        out.int(Int64(summary.eventsAnonymised))
+        out.raw("}")
+        return out.bytes
+    }
 
     static func writeGrant(_ grant: Grant, at now: Date, into body: inout JSONBody) {
         body.raw(#"{"id":"#)
@@ -291,5 +295,32 @@ extension APIHandlers {
         writeTimeline(timeline, into: &body)
         body.raw("}")
         return body.bytes
+    }
+}
+
+/// The customer routes' JSON shapes, for the `bouncer user` CLI to print exactly what the API returns.
+extension Representations {
+    /// A grant as `POST …/users/:userId/grants` returns it, `active` at `now`.
+    public static func grant(_ grant: Grant, at now: Date) -> [UInt8] {
+        var body = JSONBody(capacity: 320)
+        APIHandlers.writeGrant(grant, at: now, into: &body)
+        return body.bytes
+    }
+
+    /// A timeline as `GET …/users/:userId/timeline` returns it.
+    public static func timeline(_ timeline: CustomerTimeline) -> [UInt8] {
+        var body = JSONBody(capacity: 256 + 256 * timeline.events.count)
+        APIHandlers.writeTimeline(timeline, into: &body)
+        return body.bytes
+    }
+
+    /// An export as `GET …/users/:userId/export` returns it.
+    public static func export(_ facts: CustomerFacts, timeline: CustomerTimeline, at now: Date) -> [UInt8] {
+        APIHandlers.exportBody(facts, timeline: timeline, at: now)
+    }
+
+    /// An erasure's answer as `DELETE …/users/:userId` returns it.
+    public static func erasure(userId: String, _ summary: ErasureSummary) -> [UInt8] {
+        APIHandlers.erasureBody(userId: userId, summary)
     }
 }

@@ -317,6 +317,48 @@ final class CustomerE2ETests: XCTestCase {
         XCTAssertEqual(try b.user(tenant.publicKey, user).json()["subscriptions"], [])
     }
 
+    /// `bouncer user …` against the server's database: the API's JSON, the running server's cache told at once.
+    func testCLIGrantsTimelineExportAndErase() throws {
+        let tenant = try makeTenant()
+        let user = "user-\(E2E.uniqueId())"
+        var env = try server.environment
+        env["BOUNCER_PORT"] = nil
+        func cli(_ args: [String]) throws -> CLIRun { try CLIRun.run(["user"] + args, environment: env) }
+        // Cached on the server first: only the CLI's announcement can change the answer.
+        XCTAssertEqual(try api.user(tenant.publicKey, user).json()["status"], "none")
+
+        let granted = try cli(["grant", tenant.id, user, "pro", "--reason", "cli ticket"])
+        XCTAssertEqual(granted.status, 0, granted.stderr)
+        let grant = try JSONParser.parse(granted.stdout)
+        XCTAssertEqual(grant["entitlement"], "pro")
+        XCTAssertEqual(grant["reason"], "cli ticket")
+        XCTAssertEqual(grant["active"], true)
+        XCTAssertTrue(try E2E.eventually { try api.user(tenant.publicKey, user).json()["entitlements"] == ["pro"] })
+
+        let timeline = try cli(["timeline", tenant.id, user])
+        XCTAssertEqual(timeline.status, 0, timeline.stderr)
+        XCTAssertEqual(try JSONParser.parse(timeline.stdout), try self.timeline(tenant, user), "the API's JSON")
+        XCTAssertEqual(try JSONParser.parse(timeline.stdout)["entitlements"], [[
+            "id": "pro", "active": true, "reason": "Granted manually by an admin with no expiry (reason: cli ticket).",
+        ]])
+        let export = try cli(["export", tenant.id, user])
+        XCTAssertEqual(export.status, 0, export.stderr)
+        XCTAssertEqual(try JSONParser.parse(export.stdout)["grants"]?[0]?["id"], grant["id"])
+
+        let bad = try cli(["grant", tenant.id, user, "pro"])
+        XCTAssertEqual(bad.status, 2, "usage: --reason is required")
+        XCTAssertTrue(bad.stderr.contains("--reason is required"), bad.stderr)
+        let unknown = try cli(["revoke-grant", tenant.id, user, UUID().uuidString])
+        XCTAssertEqual(unknown.status, 1, unknown.stderr)
+        XCTAssertTrue(unknown.stderr.contains("GRANT_NOT_FOUND"), unknown.stderr)
+
+        let erased = try cli(["erase", tenant.id, user])
+        XCTAssertEqual(erased.status, 0, erased.stderr)
+        XCTAssertEqual(try JSONParser.parse(erased.stdout)["grants_anonymised"], 1)
+        XCTAssertTrue(try E2E.eventually { try api.user(tenant.publicKey, user).json()["status"] == "none" })
+        XCTAssertEqual(try self.timeline(tenant, user), ["user_id": .string(user), "entitlements": [], "events": []])
+    }
+
     // MARK: - Export and erase
 
     func testExportThenEraseLeavesNoTraceOfTheUser() throws {

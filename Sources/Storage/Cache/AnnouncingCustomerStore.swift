@@ -1,5 +1,6 @@
 import Domain
 import Foundation
+import Postgres
 
 /// A `CustomerStore` that announces the user whose `GET /v1/subscriptions` answer a grant, a removal or an erasure
 /// changed (this instance at once, the others through `CacheSynchronizer`), after the inner call returns.
@@ -42,6 +43,23 @@ public final class AnnouncingCustomerStore: CustomerStore {
         } catch let error as DomainError where error.code == .serviceUnavailable {
             if !messages.isEmpty { announce(messages) }
             throw error
+        }
+    }
+}
+
+extension CacheSynchronizer {
+    /// Sends `messages` on the cache channel now, from a process that runs no synchronizer (the `bouncer user` CLI),
+    /// so running servers forget what it changed. A failure is only logged: their read caches' maximum age bounds it.
+    public static func notify(pool: ConnectionPool, _ messages: [CacheMessage], log: (String) -> Void = { _ in }) {
+        guard !messages.isEmpty else { return }
+        let payloads = CacheMessage.payloads(messages, origin: UUID())
+        do {
+            try pool.withConnection { connection in
+                _ = try connection.execute(
+                    "SELECT pg_notify(\(CacheMessage.channel), p) FROM unnest(\(payloads)::text[]) AS p")
+            }
+        } catch {
+            log("cache: could not announce \(messages.count) changes (\(error))")
         }
     }
 }
