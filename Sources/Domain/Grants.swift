@@ -82,6 +82,8 @@ public enum GrantRules {
     }
 
     private static func length(_ value: String, _ path: [String], _ range: ClosedRange<Int>) -> [FieldProblem] {
+        // PostgreSQL text cannot hold U+0000 (a path may carry %00): refused here, not failed in storage.
+        if value.utf8.contains(0) { return [FieldProblem(path: path, message: "String must not contain NUL characters")] }
         let count = value.unicodeScalars.count
         if count < range.lowerBound {
             return [FieldProblem(path: path, message: "String must contain at least \(range.lowerBound) character(s)")]

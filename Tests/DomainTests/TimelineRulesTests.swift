@@ -199,6 +199,8 @@ final class TimelineRulesTests: XCTestCase {
             FieldProblem(path: ["reason"], message: "String must contain at least 1 character(s)"),
             FieldProblem(path: ["expires_at"], message: "Must be in the future"),
         ])
+        XCTAssertEqual(GrantRules.problems(userId: "a\u{0}b"),  // the CLI's way in; the router refuses %00 itself
+                       [FieldProblem(path: ["userId"], message: "String must not contain NUL characters")])
         XCTAssertTrue(grant().isActive(at: now))
         XCTAssertFalse(grant(expires: 0).isActive(at: now))  // ends exactly now: over
         XCTAssertFalse(grant(removed: -1).isActive(at: now))

@@ -256,6 +256,8 @@ final class CustomerE2ETests: XCTestCase {
         assertError(try client.delete(userPath(tenant, user) + "/grants/\(UUID().uuidString)", headers: E2E.admin),
                     404, "GRANT_NOT_FOUND")
         assertError(try client.delete(userPath(tenant, user) + "/grants/nope", headers: E2E.admin), 400, "VALIDATION_ERROR")
+        let nul = try client.get(userPath(tenant, "a%00b") + "/timeline", headers: E2E.admin)
+        assertError(nul, 400, "BAD_REQUEST")  // the router refuses NUL in a path segment before any handler
         // Another user's grant is not this user's.
         let created = try client.post(userPath(tenant, "someone-else") + "/grants", json: [
             "entitlement": "pro", "reason": "r",
