@@ -28,6 +28,9 @@ public struct APIDependencies: Sendable {
     public var operations: any AppStoreOperationsStore
     /// Hashes secret keys (for storage and comparison).
     public var hasher: any SecretKeyHashing
+    /// Users as support sees them: grants, timeline, export, erase (`/v1/admin/projects/:id/users/…`); unwired
+    /// answers 503.
+    public var customers: any CustomerStore
     /// Reconciliation with Apple (`POST /v1/admin/projects/:id/reconcile`); `nil` answers 503 (no App Store client
     /// wired). Set after `init` by the executable.
     public var reconciliation: Reconciliation?
@@ -55,12 +58,14 @@ public struct APIDependencies: Sendable {
         keyInspector: (any PrivateKeyInspecting)? = nil, offerSigner: (any PromotionalOfferSigning)? = nil,
         appStore: (any AppStoreServerAPI)? = nil,
         appTransactions: (any AppTransactionStore)? = nil, operations: (any AppStoreOperationsStore)? = nil,
+        customers: (any CustomerStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
         self.purchases = purchases
         self.notifications = notifications ?? UnconfiguredNotificationStore()
         self.appTransactions = appTransactions ?? UnconfiguredAppTransactionStore()
+        self.customers = customers ?? UnconfiguredCustomerStore()
         self.credentials = credentials ?? UnconfiguredCredentialStore()
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
@@ -98,6 +103,24 @@ struct UnconfiguredAppTransactionStore: AppTransactionStore {
         throw DomainError(.serviceUnavailable, "App transaction storage is not configured.",
                           underlying: "APIDependencies.appTransactions was not wired")
     }
+}
+
+/// Stands in when no customer store was wired: every call is "unavailable, retry", never a verdict.
+struct UnconfiguredCustomerStore: CustomerStore {
+    private static var unavailable: DomainError {
+        DomainError(.serviceUnavailable, "Customer storage is not configured.",
+                    underlying: "APIDependencies.customers was not wired")
+    }
+
+    func createGrant(_ grant: Grant, projectId: UUID) throws -> Grant { throw Self.unavailable }
+
+    func revokeGrant(projectId: UUID, userId: String, grantId: UUID, now: Date) throws -> Grant? {
+        throw Self.unavailable
+    }
+
+    func facts(projectId: UUID, userId: String) throws -> CustomerFacts { throw Self.unavailable }
+
+    func erase(projectId: UUID, userId: String, now: Date) throws -> ErasureSummary { throw Self.unavailable }
 }
 
 /// Stands in when no credential store was wired: every call is "unavailable, retry", never a verdict.

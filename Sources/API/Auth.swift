@@ -1,4 +1,5 @@
 import Domain
+import Foundation
 import HTTPCore
 
 /// Who may call what: public keys in the path, secret keys and the admin token as bearer tokens.
@@ -44,6 +45,26 @@ enum Auth {
               ProjectKeys.constantTimeEquals(hasher.hash(token), adminDigest) else {
             throw HTTPError.invalidAdminToken
         }
+    }
+
+    /// Routes about one project's users (`/v1/admin/projects/:id/users/…`): the admin token, or that project's secret
+    /// key (a customer's backend). A bearer of `sk_…` form is checked only as the project's secret key (live ones,
+    /// compared in constant time); anything else only as the admin token. An unknown project answers
+    /// `PROJECT_NOT_FOUND` to the admin and `AUTH_INVALID_SECRET_KEY` to a secret key (no probing of project ids).
+    static func authorizeAdminOrSecretKey(
+        _ request: Request, projectId: UUID, adminDigest: [UInt8]?, deps: APIDependencies
+    ) throws {
+        if let header = request.headers["Authorization"], let token = bearerToken(header),
+           ProjectKeys.isSecretKeySyntax(token) {
+            let presented = deps.hasher.hash(token)
+            var matched = false
+            for stored in try deps.projects.liveSecretKeyHashes(projectId: projectId, at: deps.now()) {
+                matched = ProjectKeys.constantTimeEquals(presented, stored) || matched
+            }
+            guard matched else { throw HTTPError.invalidSecretKey }
+            return
+        }
+        try authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
     }
 
     /// The credentials of `Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110 §11.1).

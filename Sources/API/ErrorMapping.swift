@@ -180,6 +180,11 @@ enum ErrorMapping {
                     status: 409, code: error.code.rawValue, message: "A reconciliation of this project is already running.",
                     suggestion: "Wait for it to finish (GET /v1/admin/projects/{id}/reconcile/runs shows it) and retry; "
                         + "only one run per project at a time, on any instance.")
+            case .grantNotFound:
+                return HTTPError(
+                    status: 404, code: error.code.rawValue, message: "Grant not found.",
+                    suggestion: "Check the grant id and the user id; GET /v1/admin/projects/{id}/users/{userId}/export "
+                        + "lists the user's grants.")
             case .conflict:
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",

@@ -65,6 +65,12 @@ struct JSONBody {
         }
     }
 
+    /// Appends a parsed JSON value (stored JSON re-serialized, so only well-formed JSON is ever embedded).
+    mutating func json(_ value: JSONValue) {
+        let text = value.serializedString()
+        writer.writeRaw { $0.append(contentsOf: text.utf8) }
+    }
+
     /// Appends a date, or `null`.
     mutating func dateOrNull(_ value: Date?) {
         if let value { date(value) } else { raw("null") }

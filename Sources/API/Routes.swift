@@ -54,6 +54,14 @@ public enum Routes {
         }
         add(.post, "/v1/admin/projects/:id/reconcile", admin) { try $0.reconcileProject($1) }
         add(.get, "/v1/admin/projects/:id/reconcile/runs", admin) { try $0.listReconcileRuns($1) }
+        // A project's users: the admin token or the project's secret key (a customer's backend); both share the
+        // admin bucket (these are support tools, not a hot path).
+        let support = admin
+        add(.post, "/v1/admin/projects/:id/users/:userId/grants", support) { try $0.createGrant($1) }
+        add(.delete, "/v1/admin/projects/:id/users/:userId/grants/:grantId", support) { try $0.deleteGrant($1) }
+        add(.get, "/v1/admin/projects/:id/users/:userId/timeline", support) { try $0.getTimeline($1) }
+        add(.get, "/v1/admin/projects/:id/users/:userId/export", support) { try $0.exportUser($1) }
+        add(.delete, "/v1/admin/projects/:id/users/:userId", support) { try $0.eraseUser($1) }
     }
 }
 

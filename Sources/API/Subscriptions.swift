@@ -80,6 +80,26 @@ extension APIHandlers {
             body.raw("}")
         }
         body.raw("]")
+        // Only for users with standing manual grants (as app_purchases below): other answers keep their shape.
+        if !summary.grants.isEmpty {
+            body.raw(#","grants":["#)
+            for (i, evaluated) in summary.grants.enumerated() {
+                if i > 0 { body.raw(",") }
+                let grant = evaluated.grant
+                body.raw(#"{"source":"grant","id":"#)
+                body.string(grant.id.uuidString.lowercased())
+                body.raw(#","entitlement":"#)
+                body.string(grant.entitlement)
+                body.raw(#","expires_at":"#)
+                body.dateOrNull(grant.expiresAt)
+                body.raw(#","created_at":"#)
+                body.date(grant.createdAt)
+                body.raw(#","active":"#)
+                body.bool(evaluated.active)
+                body.raw("}")
+            }
+            body.raw("]")
+        }
         // Only for users with app transactions: every other answer keeps its published shape byte for byte.
         if !summary.appPurchases.isEmpty {
             body.raw(#","app_purchases":["#)

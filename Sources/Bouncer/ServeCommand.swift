@@ -94,6 +94,7 @@ enum ServeCommand {
             appStore: appStore,
             appTransactions: caches.appTransactions,
             operations: PostgresAppStoreOperationsStore(pool: database.pool),
+            customers: caches.customers,
             log: log)
         let reconciliation = ReconcileWiring.reconciliation(
             settings: settings, database: database, projects: caches.projects, appStore: appStore,

@@ -51,6 +51,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let reconcileInProgress = Code("RECONCILE_IN_PROGRESS")
         /// The project has not enabled `entitlement_tokens`: no token is issued for it.
         public static let entitlementTokensDisabled = Code("ENTITLEMENT_TOKENS_DISABLED")
+        /// No grant with that id for that user of the project.
+        public static let grantNotFound = Code("GRANT_NOT_FOUND")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

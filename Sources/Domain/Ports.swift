@@ -192,11 +192,14 @@ public struct UserHoldings: Sendable, Equatable {
     public var purchases: [OwnedPurchase]
     /// App transactions bound to the user.
     public var appTransactions: [StoredAppTransaction]
+    /// The user's manual grants that are not removed (nor ended when read), oldest first.
+    public var grants: [Grant]
 
     /// Creates a value.
-    public init(purchases: [OwnedPurchase], appTransactions: [StoredAppTransaction]) {
+    public init(purchases: [OwnedPurchase], appTransactions: [StoredAppTransaction], grants: [Grant] = []) {
         self.purchases = purchases
         self.appTransactions = appTransactions
+        self.grants = grants
     }
 }
 

@@ -22,6 +22,14 @@ public struct EvaluatedPurchase: Sendable, Equatable {
     public var evaluation: PurchaseEvaluation
 }
 
+/// A manual grant evaluated at an instant.
+public struct EvaluatedGrant: Sendable, Equatable {
+    /// The grant.
+    public var grant: Grant
+    /// Whether it gives its entitlement at the instant.
+    public var active: Bool
+}
+
 /// The answer to "what is this user entitled to right now?".
 public struct UserEntitlementSummary: Sendable, Equatable {
     /// `active` if any purchase is active; otherwise the status of the most recently ended one; `none` if none.
@@ -35,12 +43,23 @@ public struct UserEntitlementSummary: Sendable, Equatable {
     public var appPurchases: [AppPurchaseGrant] = []
     /// The latest consent withdrawal (RESCIND_CONSENT) recorded for any of the user's app transactions.
     public var consentRescindedAt: Date?
+    /// The user's manual grants with whether each is active now (their active entitlements are in `entitlements`
+    /// too, and make `status` active).
+    public var grants: [EvaluatedGrant] = []
 
     /// Evaluates everything the user holds at `now`: purchases, and app transactions under `setting`.
     public static func summarize(_ holdings: UserHoldings, setting: AppPurchaseEntitlements?, at now: Date)
         -> UserEntitlementSummary
     {
         var summary = summarize(holdings.purchases, at: now)
+        if !holdings.grants.isEmpty {
+            summary.grants = holdings.grants.map { EvaluatedGrant(grant: $0, active: $0.isActive(at: now)) }
+            let granted = summary.grants.filter(\.active).map(\.grant.entitlement)
+            if !granted.isEmpty {
+                summary.entitlements = Set(summary.entitlements + granted).sorted()
+                summary.status = .active
+            }
+        }
         guard !holdings.appTransactions.isEmpty else { return summary }
         let grants = AppPurchaseRules.grants(holdings.appTransactions, setting: setting)
         summary.appPurchases = grants

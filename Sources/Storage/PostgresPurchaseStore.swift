@@ -105,8 +105,18 @@ public final class PostgresPurchaseStore: PurchaseStore {
                                 ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_rescinded_ms
                         FROM app_transactions a
                         WHERE a.project_id = \(project.id) AND a.user_id = \(userId)
+                    ), standing AS (
+                        SELECT array_agg(g.id::text ORDER BY g.created_at, g.id) AS grant_ids,
+                            array_agg(g.entitlement ORDER BY g.created_at, g.id) AS grant_entitlements,
+                            array_agg(COALESCE(floor(extract(epoch FROM g.expires_at) * 1000)::bigint::text, '')
+                                ORDER BY g.created_at, g.id) AS grant_expires_ms,
+                            array_agg(floor(extract(epoch FROM g.created_at) * 1000)::bigint::text
+                                ORDER BY g.created_at, g.id) AS grant_created_ms
+                        FROM grants g
+                        WHERE g.project_id = \(project.id) AND g.user_id = \(userId) AND g.revoked_at IS NULL
+                          AND (g.expires_at IS NULL OR g.expires_at > now())
                     )
-                    SELECT apps.*, o.* FROM apps LEFT JOIN (
+                    SELECT apps.*, standing.*, o.* FROM apps CROSS JOIN standing LEFT JOIN (
                         SELECT \(unsafeSQL: PurchaseRows.columns), pr.entitlements,
                             t.revocation_type AS latest_revocation_type,
                             t.revocation_percentage AS latest_revocation_percentage
@@ -131,7 +141,8 @@ public final class PostgresPurchaseStore: PurchaseStore {
                         purchase: state, entitlements: try row.decode("entitlements", as: [String]?.self) ?? []))
                 }
                 guard let first = rows.first else { return UserHoldings(purchases: purchases, appTransactions: []) }
-                return UserHoldings(purchases: purchases, appTransactions: try Self.appTransactions(from: first))
+                return UserHoldings(purchases: purchases, appTransactions: try Self.appTransactions(from: first),
+                                    grants: try Self.grants(userId: userId, from: first))
             }
         }
     }
@@ -154,6 +165,28 @@ public final class PostgresPurchaseStore: PurchaseStore {
                 appTransactionId: ids[i], environment: StoreEnvironment(rawValue: environments[i]),
                 originalApplicationVersion: versions[i].isEmpty ? nil : versions[i],
                 originalPurchaseDate: date(purchased[i]), consentRescindedAt: date(rescinded[i]))
+        }
+    }
+
+    /// The standing grants of `holdings`' first row (parallel arrays; dates are epoch milliseconds, floored as the API
+    /// renders them, so the same grant shows the same instants here and in the admin routes; empty is NULL).
+    /// The reason is not read: the public read path never shows it.
+    private static func grants(userId: String, from row: Row) throws -> [Grant] {
+        let ids = try row.decode("grant_ids", as: [String]?.self) ?? []
+        let entitlements = try row.decode("grant_entitlements", as: [String]?.self) ?? []
+        let expires = try row.decode("grant_expires_ms", as: [String]?.self) ?? []
+        let created = try row.decode("grant_created_ms", as: [String]?.self) ?? []
+        guard entitlements.count == ids.count, expires.count == ids.count, created.count == ids.count
+        else { throw PGError(code: .decoding, message: "grant arrays differ in length") }
+        func date(_ text: String) -> Date? {
+            Int64(text).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        }
+        return try ids.indices.map { i in
+            guard let id = UUID(uuidString: ids[i]), let createdAt = date(created[i]) else {
+                throw PGError(code: .decoding, message: "grant row without id or creation date")
+            }
+            return Grant(id: id, userId: userId, entitlement: entitlements[i], expiresAt: date(expires[i]), reason: "",
+                         createdAt: createdAt)
         }
     }
 

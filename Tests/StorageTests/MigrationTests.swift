@@ -78,11 +78,12 @@ final class MigrationTests: XCTestCase {
         let tables = try pool.withConnection { c in
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
-        XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "consumption_requests", "notifications",
-                                "ownership_events", "pending_renewals", "products", "project_keys", "projects",
-                                "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
-                                "reconcile_runs", "renewal_extensions", "schema_migrations", "signing_keys", "subscriptions",
-                                "transactions"])
+        XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "consumption_requests", "grants",
+                                "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
+                                "projects", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
+                                "reconcile_runs", "renewal_extensions", "schema_migrations", "signing_keys",
+                                "subscriptions", "transactions", "webhook_attempts", "webhook_endpoints",
+                                "webhook_entitlement_states", "webhook_events", "webhook_purchase_states"])
     }
 
     /// 0005 moves each project's keys into project_keys as its current keys: apps and backends keep working.
@@ -131,7 +132,7 @@ final class MigrationTests: XCTestCase {
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
                   AND cl.relname NOT IN ('projects', 'schema_migrations', 'signing_keys')
                 """)
-            XCTAssertEqual(pks.count, 16)
+            XCTAssertEqual(pks.count, 22)  // grants (0014) and five webhook tables (0012) added to 16
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)

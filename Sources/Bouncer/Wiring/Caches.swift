@@ -21,6 +21,7 @@ final class Caches: Sendable {
     let purchases: any PurchaseStore
     let notifications: any NotificationStore
     let appTransactions: any AppTransactionStore
+    let customers: any CustomerStore
     private let synchronizer: CacheSynchronizer
     private let reads: PurchaseReadCache?
     private let listener: NotificationListener
@@ -43,6 +44,7 @@ final class Caches: Sendable {
             ?? purchaseStore
         self.notifications = AnnouncingNotificationStore(
             inner: PostgresNotificationStore(pool: database.pool), announce: announce)
+        self.customers = AnnouncingCustomerStore(inner: PostgresCustomerStore(pool: database.pool), announce: announce)
         self.appTransactions = AnnouncingAppTransactionStore(
             inner: PostgresAppTransactionStore(pool: database.pool), announce: announce)
         self.synchronizer = synchronizer

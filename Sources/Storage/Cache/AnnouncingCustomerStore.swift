@@ -1,0 +1,65 @@
+import Domain
+import Foundation
+import Postgres
+
+/// A `CustomerStore` that announces the user whose `GET /v1/subscriptions` answer a grant, a removal or an erasure
+/// changed (this instance at once, the others through `CacheSynchronizer`), after the inner call returns.
+public final class AnnouncingCustomerStore: CustomerStore {
+    private let inner: any CustomerStore
+    private let announce: @Sendable ([CacheMessage]) -> Void
+
+    /// Wraps `inner`.
+    public init(inner: any CustomerStore, announce: @escaping @Sendable ([CacheMessage]) -> Void) {
+        self.inner = inner
+        self.announce = announce
+    }
+
+    public func createGrant(_ grant: Grant, projectId: UUID) throws -> Grant {
+        try announcing(projectId, grant.userId) { try inner.createGrant(grant, projectId: projectId) }
+    }
+
+    public func revokeGrant(projectId: UUID, userId: String, grantId: UUID, now: Date) throws -> Grant? {
+        try announcing(projectId, userId) {
+            try inner.revokeGrant(projectId: projectId, userId: userId, grantId: grantId, now: now)
+        }
+    }
+
+    public func facts(projectId: UUID, userId: String) throws -> CustomerFacts {
+        try inner.facts(projectId: projectId, userId: userId)
+    }
+
+    public func erase(projectId: UUID, userId: String, now: Date) throws -> ErasureSummary {
+        try announcing(projectId, userId) { try inner.erase(projectId: projectId, userId: userId, now: now) }
+    }
+
+    /// Runs `body`, then announces the user; also after `.serviceUnavailable`, which may hide a commit whose answer
+    /// was lost.
+    private func announcing<T>(_ projectId: UUID, _ userId: String?, _ body: () throws -> T) throws -> T {
+        let messages = userId.map { [CacheMessage.user(projectId, userId: $0)] } ?? []
+        do {
+            let result = try body()
+            if !messages.isEmpty { announce(messages) }
+            return result
+        } catch let error as DomainError where error.code == .serviceUnavailable {
+            if !messages.isEmpty { announce(messages) }
+            throw error
+        }
+    }
+}
+
+extension CacheSynchronizer {
+    /// Sends `messages` on the cache channel now, from a process that runs no synchronizer (the `bouncer user` CLI),
+    /// so running servers forget what it changed. A failure is only logged: their read caches' maximum age bounds it.
+    public static func notify(pool: ConnectionPool, _ messages: [CacheMessage], log: (String) -> Void = { _ in }) {
+        guard !messages.isEmpty else { return }
+        let payloads = CacheMessage.payloads(messages, origin: UUID())
+        do {
+            try pool.withConnection { connection in
+                _ = try connection.execute(
+                    "SELECT pg_notify(\(CacheMessage.channel), p) FROM unnest(\(payloads)::text[]) AS p")
+            }
+        } catch {
+            log("cache: could not announce \(messages.count) changes (\(error))")
+        }
+    }
+}
