@@ -29,6 +29,9 @@ public struct APIDependencies: Sendable {
     /// Reconciliation with Apple (`POST /v1/admin/projects/:id/reconcile`); `nil` answers 503 (no App Store client
     /// wired). Set after `init` by the executable.
     public var reconciliation: Reconciliation?
+    /// Webhook configuration and deliveries (`/v1/admin/projects/:id/webhook…`); `nil` answers 503. Set after
+    /// `init` by the executable.
+    public var webhooks: WebhookAdministration?
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
     /// The clock; status is always evaluated at this instant.

@@ -160,6 +160,21 @@ enum ErrorMapping {
                     status: 409, code: error.code.rawValue, message: "A reconciliation of this project is already running.",
                     suggestion: "Wait for it to finish (GET /v1/admin/projects/{id}/reconcile/runs shows it) and retry; "
                         + "only one run per project at a time, on any instance.")
+            case .webhookURLNotAllowed:
+                return HTTPError(
+                    status: 400, code: error.code.rawValue, message: "Webhook URL not allowed: \(error.message)",
+                    suggestion: "Use an https URL whose host name resolves only to public addresses (not loopback, "
+                        + "private, link-local or unique-local). For a receiver on a private network in development, "
+                        + "the operator can set BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS=1.",
+                    details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
+            case .webhookNotConfigured:
+                return HTTPError(
+                    status: 404, code: error.code.rawValue, message: "This project has no webhook.",
+                    suggestion: "Configure one with PUT /v1/admin/projects/{id}/webhook and {\"url\": \"https://…\"}.")
+            case .webhookEventNotFound:
+                return HTTPError(
+                    status: 404, code: error.code.rawValue, message: "Webhook event not found.",
+                    suggestion: "Check the event id (evt_…); GET /v1/admin/projects/{id}/webhook/deliveries lists them.")
             case .conflict:
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",

@@ -46,6 +46,15 @@ public enum Routes {
         add(.delete, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.deleteAppStoreCredentials($1) }
         add(.post, "/v1/admin/projects/:id/reconcile", admin) { try $0.reconcileProject($1) }
         add(.get, "/v1/admin/projects/:id/reconcile/runs", admin) { try $0.listReconcileRuns($1) }
+        add(.put, "/v1/admin/projects/:id/webhook", admin) { try $0.putWebhook($1) }
+        add(.get, "/v1/admin/projects/:id/webhook", admin) { try $0.getWebhook($1) }
+        add(.delete, "/v1/admin/projects/:id/webhook", admin) { try $0.deleteWebhook($1) }
+        add(.post, "/v1/admin/projects/:id/webhook/rotate-secret", admin) { try $0.rotateWebhookSecret($1) }
+        add(.post, "/v1/admin/projects/:id/webhook/test", admin) { try $0.testWebhook($1) }
+        add(.get, "/v1/admin/projects/:id/webhook/deliveries", admin) { try $0.listWebhookDeliveries($1) }
+        add(.post, "/v1/admin/projects/:id/webhook/deliveries/:eventId/retry", admin) {
+            try $0.retryWebhookDelivery($1)
+        }
     }
 }
 

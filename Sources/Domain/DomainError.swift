@@ -41,6 +41,13 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         /// A reconciliation of the project is already running (on this or another instance): try again when it
         /// has finished.
         public static let reconcileInProgress = Code("RECONCILE_IN_PROGRESS")
+        /// A webhook URL that is refused: not https, malformed, or resolving to a loopback, private, link-local or
+        /// otherwise non-public address (SSRF), unless private networks are allowed by the operator.
+        public static let webhookURLNotAllowed = Code("WEBHOOK_URL_NOT_ALLOWED")
+        /// The project has no webhook.
+        public static let webhookNotConfigured = Code("WEBHOOK_NOT_CONFIGURED")
+        /// No webhook event with that id in the project.
+        public static let webhookEventNotFound = Code("WEBHOOK_EVENT_NOT_FOUND")
         /// See `rawValue`.
         public var description: String { rawValue }
     }
