@@ -65,6 +65,6 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "Storage", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON"], swiftSettings: strict),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], swiftSettings: strict),
     ]
 )
