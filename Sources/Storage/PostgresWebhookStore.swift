@@ -309,7 +309,7 @@ public final class PostgresWebhookStore: WebhookStore {
     public func sweep(limit: Int) throws -> Int {
         try StorageErrors.mapping("webhook sweep") {
             try pool.withConnection { connection in
-                try connection.query("SELECT bouncer_webhook_sweep(\(limit)) AS n").first?.decode("n", as: Int.self) ?? 0
+                try connection.query("SELECT bouncer_webhook_sweep(\(limit)::int) AS n").first?.decode("n", as: Int.self) ?? 0
             }
         }
     }

@@ -341,7 +341,7 @@ final class WebhookE2ETests: XCTestCase {
         var short = TransactionPayload(bundleId: tenant.bundleId)
         short.expiresDate = E2E.ms(4)
         XCTAssertEqual(try api.postReceipt(tenant.publicKey, try short.mint(), user: "carol").status, 201)
-        guard receiver.waitForEvents(13) else { return }
+        guard receiver.waitForEvents(13) else { return XCTFail(server.stderr) }
         events = try receiver.events()
         assertEvent(events[9], type: "subscription.started", project: tenant.id, user: "carol",
                     data: Self.subscriptionData(short))
@@ -420,25 +420,28 @@ final class WebhookE2ETests: XCTestCase {
     func testKill9BetweenChangeAndDeliveryLosesNothing() throws {
         let db = try E2EDatabase(label: "webhook_kill")
         let receiver = try WebhookReceiver()
-        receiver.answer(503)
+        // Stalled: the receiver takes the first request and does not answer before the kill.
+        receiver.answer(200, delay: 30)
         var server = try start(db)
         let api = API(client: server.client)
         let (tenant, secret) = try project(api, receiver: receiver)
         var t = TransactionPayload(bundleId: tenant.bundleId)
         t.expiresDate = E2E.ms(30 * 86_400)
         XCTAssertEqual(try api.postReceipt(tenant.publicKey, try t.mint(), user: "dave").status, 201)
-        // The change and its two events are committed together; the receiver is down.
+        // The change and its two events were committed together.
         XCTAssertEqual(try db.count("webhook_events", project: tenant.id), 2)
+        guard receiver.waitForEvents(1) else { return }
         kill(server.process.processIdentifier, SIGKILL)
         server.process.waitUntilExit()
         XCTAssertEqual(try db.count("webhook_events", project: tenant.id), 2)
+        let inFlight = try XCTUnwrap(receiver.requests.first?.header("Bouncer-Event-Id"))
 
+        // Restarted: the dead instance's lease (20 s) expires, the event in flight is sent again (at-least-once:
+        // receivers deduplicate by Bouncer-Event-Id), then the next one, in order.
         receiver.answer(200)
-        let before = receiver.requests.count
         server = try start(db)
         defer { server.stopAndAssertCleanExit() }
-        // Leases of the killed instance expire (60 s) only if it was mid-attempt; either way both arrive.
-        let deadline = Date().addingTimeInterval(90)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             let delivered = try db.query("""
                 SELECT count(*)::int8 AS n FROM webhook_events WHERE project_id = \(tenant.id)::uuid AND status = 'delivered'
@@ -446,11 +449,11 @@ final class WebhookE2ETests: XCTestCase {
             if delivered == 2 { break }
             Thread.sleep(forTimeInterval: 0.1)
         }
-        let okRequests = receiver.requests.dropFirst(before)
-        XCTAssertEqual(okRequests.count, 2, "each event once")
-        let types = try okRequests.map { try JSONParser.parse($0.body)["type"]?.stringValue ?? "" }
-        XCTAssertEqual(Array(types.suffix(2)), ["subscription.started", "entitlement.granted"])
-        okRequests.forEach { assertSigned($0, secrets: [secret]) }
+        let after = Array(receiver.requests.dropFirst())
+        let types = try after.map { try JSONParser.parse($0.body)["type"]?.stringValue ?? "" }
+        XCTAssertEqual(types, ["subscription.started", "entitlement.granted"])
+        XCTAssertEqual(after.first?.header("Bouncer-Event-Id"), inFlight)
+        after.forEach { assertSigned($0, secrets: [secret]) }
     }
 
     // MARK: - Two instances, order per user

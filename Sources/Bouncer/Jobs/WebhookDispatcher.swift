@@ -110,7 +110,7 @@ enum WebhookSignature {
 }
 
 /// Delivers the outbox: `concurrency` threads each lease one due event at a time (`PostgresWebhookStore.claim`:
-/// `FOR UPDATE SKIP LOCKED` plus a 60 s lease, so instances never send one event at once), POST it signed, and
+/// `FOR UPDATE SKIP LOCKED` plus a 20 s lease, so instances never send one event at once), POST it signed, and
 /// record the attempt; one more thread runs the expiry sweep. Idle threads wake on `NOTIFY bouncer_webhook_events`
 /// (written with each event) or when the next retry is due.
 final class WebhookDispatcher: Sendable {
@@ -126,8 +126,8 @@ final class WebhookDispatcher: Sendable {
     private let done = DispatchSemaphore(value: 0)
     private let threads: Int
 
-    /// The lease: longer than one attempt (10 s), so it only expires when an instance died mid-attempt.
-    static let leaseSeconds = 60
+    /// The lease: twice one attempt (10 s), so it only expires when an instance died mid-attempt.
+    static let leaseSeconds = 20
     /// Bound on one attempt, connect and TLS included.
     static let attemptTimeout: Duration = .seconds(10)
 
