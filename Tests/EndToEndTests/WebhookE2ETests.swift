@@ -253,7 +253,43 @@ final class WebhookE2ETests: XCTestCase {
         ])
         XCTAssertEqual(String(decoding: run.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "ok",
                        run.stderr, file: file, line: line)
+
+        // The Node snippet too, when node is installed.
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/node") else { return }
+        let js = Self.nodeSnippet + """
+
+            const fs = require("node:fs");
+            const [body, secret, ts, sig] = [fs.readFileSync(process.argv[2]), ...process.argv.slice(3)];
+            const ok = verify(secret, body, ts, sig, 600) && !verify(secret, Buffer.concat([body, Buffer.from(" ")]), ts, sig, 600);
+            console.log(ok ? "ok" : "mismatch");
+            """
+        try js.write(to: dir.appendingPathComponent("verify.js"), atomically: true, encoding: .utf8)
+        let node = try ProcessRun.run(URL(fileURLWithPath: "/usr/bin/node"), [
+            dir.appendingPathComponent("verify.js").path, dir.appendingPathComponent("body").path, secret,
+            request.header("Bouncer-Timestamp") ?? "", request.header("Bouncer-Signature") ?? "",
+        ])
+        XCTAssertEqual(String(decoding: node.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "ok",
+                       node.stderr, file: file, line: line)
     }
+
+    /// The README shows exactly these snippets.
+    func testREADMEShowsTheTestedSnippets() throws {
+        let readme = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        XCTAssertTrue(readme.contains("```python\n" + Self.pythonSnippet + "\n```"))
+        XCTAssertTrue(readme.contains("```js\n" + Self.nodeSnippet + "\n```"))
+    }
+
+    /// Kept identical to the README's Node example.
+    static let nodeSnippet = """
+        const crypto = require("node:crypto");
+
+        function verify(secret, body /* Buffer */, timestamp, signature, tolerance = 300) {
+          if (Math.abs(Date.now() / 1000 - Number(timestamp)) > tolerance) return false;
+          const expected = crypto.createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex");
+          return signature.split(",").map((s) => s.trim()).filter((s) => s.startsWith("v1="))
+            .some((s) => s.length === 67 && crypto.timingSafeEqual(Buffer.from(s.slice(3)), Buffer.from(expected)));
+        }
+        """
 
     /// Kept identical to the README's Python example.
     static let pythonSnippet = """
