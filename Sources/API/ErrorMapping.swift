@@ -147,7 +147,10 @@ enum ErrorMapping {
                         + "/v1/admin/projects/{id}/app-store-credentials with issuer_id, key_id and private_key "
                         + "(see the README's \"Connect to Apple\").")
             case .encryptionKeyMissing:
-                return .encryptionKeyMissing
+                guard request.routeTemplate.contains("/webhook") else { return .encryptionKeyMissing }
+                var webhook = HTTPError.encryptionKeyMissing
+                webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
+                return webhook
             case .encryptionKeyUnknown, .sealedSecretCorrupt:
                 // The operator's problem, not the caller's: a 500 with a code that names it, the cause in the log.
                 log(logLine(request, status: 500, String(reflecting: error)))

@@ -402,6 +402,63 @@ final class WebhookE2ETests: XCTestCase {
         XCTAssertEqual(try rows.first?.decode("total", as: Int64.self), 13)
     }
 
+    /// Renewal-info changes: billing retry, grace period (which grants again), auto-renew turned off.
+    func testRenewalFailedGracePeriodAndAutoRenewEvents() throws {
+        let db = try E2EDatabase(label: "webhook_grace")
+        let server = try start(db, ["BOUNCER_WEBHOOK_CONCURRENCY": "1"])
+        defer { server.stopAndAssertCleanExit() }
+        let api = API(client: server.client)
+        let receiver = try WebhookReceiver()
+        let (tenant, secret) = try project(api, receiver: receiver)
+
+        // Expired yesterday: binding it announces nothing (no active subscription, no entitlement).
+        var t = TransactionPayload(bundleId: tenant.bundleId)
+        t.purchaseDate = E2E.ms(-31 * 86_400)
+        t.originalPurchaseDate = t.purchaseDate
+        t.expiresDate = E2E.ms(-86_400)
+        t.signedDate = E2E.ms(-31 * 86_400)
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try t.mint(), user: "erin").status, 201)
+
+        let grace = E2E.ms(15 * 86_400)
+        var resigned = t
+        resigned.signedDate = E2E.ms(-60)
+        var renewal = RenewalPayload(originalTransactionId: t.originalTransactionId)
+        renewal.isInBillingRetryPeriod = true
+        renewal.gracePeriodExpiresDate = grace
+        renewal.expirationIntent = 2
+        renewal.signedDate = E2E.ms(-60)
+        let failed = NotificationPayload("DID_FAIL_TO_RENEW", "GRACE_PERIOD", bundleId: tenant.bundleId,
+                                         transaction: resigned, renewal: renewal, signedDate: E2E.ms(-60))
+        XCTAssertEqual(try api.notify(tenant.publicKey, try failed.mint()).status, 200)
+        guard receiver.waitForEvents(3) else { return }
+        var events = try receiver.events()
+        assertEvent(events[0], type: "subscription.renewal_failed", project: tenant.id, user: "erin",
+                    data: Self.subscriptionData(t))
+        var graceData = Self.subscriptionData(t).objectValue ?? JSONObject()
+        graceData["grace_period_expires_at"] = .string(E2E.iso(grace))
+        assertEvent(events[1], type: "subscription.grace_period_started", project: tenant.id, user: "erin",
+                    data: .object(graceData))
+        assertEvent(events[2], type: "entitlement.granted", project: tenant.id, user: "erin",
+                    data: Self.grantedData(t, expires: grace))
+
+        // Auto-renew turned off (still in grace): only auto_renew_changed.
+        renewal.autoRenewStatus = 0
+        renewal.signedDate = E2E.ms(-30)
+        resigned.signedDate = E2E.ms(-30)
+        let off = NotificationPayload("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", bundleId: tenant.bundleId,
+                                      transaction: resigned, renewal: renewal, signedDate: E2E.ms(-30))
+        XCTAssertEqual(try api.notify(tenant.publicKey, try off.mint()).status, 200)
+        guard receiver.waitForEvents(4) else { return }
+        events = try receiver.events()
+        var offData = Self.subscriptionData(t, autoRenew: false).objectValue ?? JSONObject()
+        offData["auto_renew_product_id"] = "com.e2e.pro.monthly"
+        assertEvent(events[3], type: "subscription.auto_renew_changed", project: tenant.id, user: "erin",
+                    data: .object(offData))
+        receiver.requests.forEach { assertSigned($0, secrets: [secret]) }
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(receiver.requests.count, 4)
+    }
+
     // MARK: - Retries, failure, manual retry
 
     func testRetriesAfter500sThenFailsAfterMaxAgeAndManualRetryDelivers() throws {

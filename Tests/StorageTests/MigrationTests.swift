@@ -80,7 +80,9 @@ final class MigrationTests: XCTestCase {
         }
         XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
-                                "reconcile_runs", "schema_migrations", "subscriptions", "transactions"])
+                                "reconcile_runs", "schema_migrations", "subscriptions", "transactions",
+                                "webhook_attempts", "webhook_endpoints", "webhook_entitlement_states", "webhook_events",
+                                "webhook_purchase_states"])
     }
 
     /// 0005 moves each project's keys into project_keys as its current keys: apps and backends keep working.
@@ -128,7 +130,7 @@ final class MigrationTests: XCTestCase {
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
                   AND cl.relname NOT IN ('projects', 'schema_migrations')
                 """)
-            XCTAssertEqual(pks.count, 14)
+            XCTAssertEqual(pks.count, 19)
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)
