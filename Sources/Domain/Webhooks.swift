@@ -229,7 +229,7 @@ public enum WebhookRules {
     /// The delay after failed attempt number `attempt` (1 for the first): `base` (10 s by default) doubling up to
     /// 1 h, with ±25 % jitter from `jitter` in 0..<1 (so retries of many events spread out).
     public static func retryDelay(afterAttempt attempt: Int, base: TimeInterval = 10, jitter: Double) -> TimeInterval {
-        let exponent = min(max(attempt - 1, 0), 16)
+        let exponent = attempt <= 1 ? 0 : min(attempt - 1, 16)
         let base = min(max(base, 0) * Double(1 << exponent), 3600)
         return base * (0.75 + 0.5 * min(max(jitter, 0), 1))
     }

@@ -47,6 +47,7 @@ final class WebhookRulesTests: XCTestCase {
         XCTAssertEqual(WebhookRules.retryDelay(afterAttempt: 1, jitter: 1), 12.5)
         XCTAssertEqual(WebhookRules.retryDelay(afterAttempt: 30, jitter: 0.5), 3600)
         XCTAssertEqual(WebhookRules.retryDelay(afterAttempt: Int.max, jitter: 0.5), 3600)
+        XCTAssertEqual(WebhookRules.retryDelay(afterAttempt: Int.min, jitter: 0.5), 10)
         XCTAssertEqual(WebhookRules.retryDelay(afterAttempt: 2, base: 0.1, jitter: 0.5), 0.2, accuracy: 1e-9)
         XCTAssertTrue(WebhookRules.isDelivered(status: 200))
         XCTAssertTrue(WebhookRules.isDelivered(status: 299))
