@@ -41,6 +41,9 @@ public struct APIDependencies: Sendable {
     /// receipts of long purchase histories exceed 100 KB. It only raises the server's `maxBodyBytes` for that
     /// route. Set after `init` by the executable.
     public var maxReceiptBodyBytes = 1024 * 1024
+    /// Webhook configuration and deliveries (`/v1/admin/projects/:id/webhook…`); `nil` answers 503. Set after
+    /// `init` by the executable.
+    public var webhooks: WebhookAdministration?
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
     /// The clock; status is always evaluated at this instant.

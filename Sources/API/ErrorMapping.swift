@@ -165,7 +165,11 @@ enum ErrorMapping {
                         + "/v1/admin/projects/{id}/app-store-credentials with issuer_id, key_id and private_key "
                         + "(see the README's \"Connect to Apple\").")
             case .encryptionKeyMissing:
-                return request.routeTemplate == entitlementTokenRoute ? .tokenEncryptionKeyMissing : .encryptionKeyMissing
+                if request.routeTemplate == entitlementTokenRoute { return .tokenEncryptionKeyMissing }
+                guard request.routeTemplate.contains("/webhook") else { return .encryptionKeyMissing }
+                var webhook = HTTPError.encryptionKeyMissing
+                webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
+                return webhook
             case .entitlementTokensDisabled:
                 return .entitlementTokensDisabled
             case .encryptionKeyUnknown, .sealedSecretCorrupt:
@@ -185,6 +189,21 @@ enum ErrorMapping {
                     status: 404, code: error.code.rawValue, message: "Grant not found.",
                     suggestion: "Check the grant id and the user id; GET /v1/admin/projects/{id}/users/{userId}/export "
                         + "lists the user's grants.")
+            case .webhookURLNotAllowed:
+                return HTTPError(
+                    status: 400, code: error.code.rawValue, message: "Webhook URL not allowed: \(error.message)",
+                    suggestion: "Use an https URL whose host name resolves only to public addresses (not loopback, "
+                        + "private, link-local or unique-local). For a receiver on a private network in development, "
+                        + "the operator can set BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS=1.",
+                    details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
+            case .webhookNotConfigured:
+                return HTTPError(
+                    status: 404, code: error.code.rawValue, message: "This project has no webhook.",
+                    suggestion: "Configure one with PUT /v1/admin/projects/{id}/webhook and {\"url\": \"https://…\"}.")
+            case .webhookEventNotFound:
+                return HTTPError(
+                    status: 404, code: error.code.rawValue, message: "Webhook event not found.",
+                    suggestion: "Check the event id (evt_…); GET /v1/admin/projects/{id}/webhook/deliveries lists them.")
             case .conflict:
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",

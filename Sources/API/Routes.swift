@@ -62,6 +62,15 @@ public enum Routes {
         add(.get, "/v1/admin/projects/:id/users/:userId/timeline", support) { try $0.getTimeline($1) }
         add(.get, "/v1/admin/projects/:id/users/:userId/export", support) { try $0.exportUser($1) }
         add(.delete, "/v1/admin/projects/:id/users/:userId", support) { try $0.eraseUser($1) }
+        add(.put, "/v1/admin/projects/:id/webhook", admin) { try $0.putWebhook($1) }
+        add(.get, "/v1/admin/projects/:id/webhook", admin) { try $0.getWebhook($1) }
+        add(.delete, "/v1/admin/projects/:id/webhook", admin) { try $0.deleteWebhook($1) }
+        add(.post, "/v1/admin/projects/:id/webhook/rotate-secret", admin) { try $0.rotateWebhookSecret($1) }
+        add(.post, "/v1/admin/projects/:id/webhook/test", admin) { try $0.testWebhook($1) }
+        add(.get, "/v1/admin/projects/:id/webhook/deliveries", admin) { try $0.listWebhookDeliveries($1) }
+        add(.post, "/v1/admin/projects/:id/webhook/deliveries/:eventId/retry", admin) {
+            try $0.retryWebhookDelivery($1)
+        }
     }
 }
 

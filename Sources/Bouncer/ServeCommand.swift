@@ -113,6 +113,20 @@ enum ServeCommand {
             scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)
             scheduler?.start()
         }
+        dependencies.webhooks = WebhookAdministration(
+            projects: caches.projects, store: PostgresWebhookStore(pool: database.pool), sealer: sealer,
+            resolver: SystemWebhookHostResolver(), allowPrivateNetworks: settings.webhooks.allowPrivateNetworks,
+            now: { Date() })
+        var dispatcher: WebhookDispatcher?
+        if settings.webhooks.enabled {
+            do {
+                dispatcher = try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks, log: log)
+            } catch {
+                CLI.err("bouncer serve: BOUNCER_WEBHOOK_CA_FILE: \(error)\n")
+                return 2
+            }
+            dispatcher?.start()
+        }
         var router = Router()
         Routes.register(on: &router, dependencies)
         let responder = makeConsumptionResponder(settings: settings, database: database, caches: caches,
@@ -120,6 +134,7 @@ enum ServeCommand {
         responder.run()
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
         responder.shutdown()
+        dispatcher?.shutdown(grace: settings.shutdownGrace)
         scheduler?.shutdown(grace: settings.shutdownGrace)
         caches.stop()
         monitor.stop()

@@ -37,6 +37,8 @@ struct ServeSettings: Sendable {
     var cache = CacheSettings()
     /// Scheduled reconciliation with Apple (`Jobs/Reconciler.swift`).
     var reconcile = ReconcileServeSettings()
+    /// Webhook delivery (`Jobs/WebhookDispatcher.swift`).
+    var webhooks = WebhookSettings()
     /// `BOUNCER_ENCRYPTION_KEY`: seals App Store private keys (AES-256-GCM); unset = storing credentials is refused.
     var encryptionKey: [UInt8]?
     /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`: the key being rotated away from, accepted for opening only.
@@ -262,7 +264,7 @@ struct ServeSettings: Sendable {
             }
             return nil
         },
-    ] + operationsVariables + reconcileVariables + consumptionVariables
+    ] + operationsVariables + reconcileVariables + consumptionVariables + webhookVariables
 
     /// An `https` URL (any path prefix), or `http` to 127.0.0.1/localhost only (a local fake).
     private static func appleURL(

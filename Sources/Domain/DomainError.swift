@@ -53,6 +53,13 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let entitlementTokensDisabled = Code("ENTITLEMENT_TOKENS_DISABLED")
         /// No grant with that id for that user of the project.
         public static let grantNotFound = Code("GRANT_NOT_FOUND")
+        /// A webhook URL that is refused: not https, malformed, or resolving to a loopback, private, link-local or
+        /// otherwise non-public address (SSRF), unless private networks are allowed by the operator.
+        public static let webhookURLNotAllowed = Code("WEBHOOK_URL_NOT_ALLOWED")
+        /// The project has no webhook.
+        public static let webhookNotConfigured = Code("WEBHOOK_NOT_CONFIGURED")
+        /// No webhook event with that id in the project.
+        public static let webhookEventNotFound = Code("WEBHOOK_EVENT_NOT_FOUND")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

@@ -22,8 +22,11 @@ final class Connection: @unchecked Sendable {
 
     /// Resolves `host`, connects within `connectTimeout` (each address in turn), then runs the TLS
     /// handshake when `tls` is given (bounded by the same timeout again).
-    static func open(host: String, port: Int, tls: TLSContext?, connectTimeout: Duration) throws(HTTPClientError) -> Connection {
-        let fd = try connect(host: host, port: port, deadline: .now + connectTimeout)
+    static func open(
+        host: String, port: Int, tls: TLSContext?, connectTimeout: Duration,
+        allowAddress: (@Sendable ([UInt8]) -> Bool)? = nil
+    ) throws(HTTPClientError) -> Connection {
+        let fd = try connect(host: host, port: port, deadline: .now + connectTimeout, allowAddress: allowAddress)
         guard let tls else { return Connection(fd: fd, tls: nil) }
         do {
             let session = try TLSConnection(context: tls, connectedSocket: fd, serverName: host, deadline: .now + connectTimeout)
@@ -102,7 +105,9 @@ final class Connection: @unchecked Sendable {
 
     /// getaddrinfo, then a non-blocking connect per address until one succeeds. Name resolution itself
     /// is blocking and not bounded by the deadline (glibc offers no portable timeout for it).
-    private static func connect(host: String, port: Int, deadline: ContinuousClock.Instant) throws(HTTPClientError) -> Int32 {
+    private static func connect(
+        host: String, port: Int, deadline: ContinuousClock.Instant, allowAddress: (@Sendable ([UInt8]) -> Bool)?
+    ) throws(HTTPClientError) -> Int32 {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_family = AF_UNSPEC
@@ -113,9 +118,19 @@ final class Connection: @unchecked Sendable {
         }
         defer { freeaddrinfo(list) }   // the list is ours; every address is used before this returns
         var lastError = "no address"
+        var refused = 0
+        var tried = 0
         var cursor: UnsafeMutablePointer<addrinfo>? = list
         while let info = cursor {
             cursor = info.pointee.ai_next
+            if let allowAddress {
+                // The check reads the same sockaddr that connect() gets below: nothing can re-resolve in between.
+                guard let address = AddressPolicy.bytes(info.pointee), allowAddress(address) else {
+                    refused += 1
+                    continue
+                }
+            }
+            tried += 1
             let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
             guard fd >= 0 else { lastError = "socket: errno \(errno)"; continue }
             var one: Int32 = 1
@@ -135,6 +150,9 @@ final class Connection: @unchecked Sendable {
             if soError == 0 { return fd }
             lastError = "connect: \(String(cString: strerror(soError)))"
             close(fd)
+        }
+        if tried == 0, refused > 0 {
+            throw HTTPClientError(.addressNotAllowed, "\(host) resolves only to addresses that are not allowed")
         }
         throw HTTPClientError(.connect, "cannot connect to \(host):\(port)", debugDetail: lastError)
     }

@@ -53,13 +53,17 @@ public final class HTTPClient: Sendable {
         public var retry: RetryPolicy
         /// The User-Agent header value.
         public var userAgent: String
+        /// When set, only resolved addresses it approves are connected to (raw 4- or 16-byte addresses), checked
+        /// on the very address passed to `connect` so a DNS answer cannot change between the check and the
+        /// connection (rebinding). Refusing all throws `.addressNotAllowed`. See `AddressPolicy.isPublic`.
+        public var allowAddress: (@Sendable ([UInt8]) -> Bool)?
 
         /// Defaults: 5 s connect, 30 s read, 60 s per response, 4 idle connections per host kept up to 4 s,
         /// default limits and retries.
         public init(tls: TLSClientConfiguration = TLSClientConfiguration(), connectTimeout: Duration = .seconds(5),
                     readTimeout: Duration = .seconds(30), responseTimeout: Duration = .seconds(60), maxIdleConnectionsPerHost: Int = 4,
                     maxIdleTime: Duration = .seconds(4), limits: ResponseParser.Limits = ResponseParser.Limits(), retry: RetryPolicy = RetryPolicy(),
-                    userAgent: String = "bouncer") {
+                    userAgent: String = "bouncer", allowAddress: (@Sendable ([UInt8]) -> Bool)? = nil) {
             self.tls = tls
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
@@ -69,6 +73,7 @@ public final class HTTPClient: Sendable {
             self.limits = limits
             self.retry = retry
             self.userAgent = userAgent
+            self.allowAddress = allowAddress
         }
     }
 
@@ -167,7 +172,7 @@ public final class HTTPClient: Sendable {
         } else {
             let connectTimeout = callDeadline.map { min(configuration.connectTimeout, $0 - .now) } ?? configuration.connectTimeout
             connection = try Connection.open(host: target.host, port: target.port, tls: target.tls ? tlsContext : nil,
-                                             connectTimeout: connectTimeout)
+                                             connectTimeout: connectTimeout, allowAddress: configuration.allowAddress)
             counters.withLock { $0.opened += 1 }
         }
         let attemptDeadline = min(ContinuousClock.now + configuration.responseTimeout, callDeadline ?? .now + configuration.responseTimeout)

@@ -3,7 +3,7 @@
 public struct HTTPClientError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// Stable, extensible error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String { case invalidRequest, connect, tls, timeout, io, protocolError, tooLarge, serverUnavailable }
+        private enum Base: String { case invalidRequest, connect, tls, timeout, io, protocolError, tooLarge, serverUnavailable, addressNotAllowed }
         private let base: Base
         private init(_ base: Base) { self.base = base }
         /// The request cannot be sent (bad URL, CR/LF in a header).
@@ -22,6 +22,9 @@ public struct HTTPClientError: Error, Sendable, CustomStringConvertible, CustomD
         public static let tooLarge = Code(.tooLarge)
         /// The server answered 5xx or 429 and the retry policy gave up; `response` holds the last answer.
         public static let serverUnavailable = Code(.serverUnavailable)
+        /// Every address the host resolved to was refused by `Configuration.allowAddress` (e.g. a private
+        /// network address for a webhook: SSRF).
+        public static let addressNotAllowed = Code(.addressNotAllowed)
         /// The code's stable name.
         public var description: String { base.rawValue }
     }

@@ -1,0 +1,174 @@
+import Domain
+import Foundation
+import HTTPCore
+
+extension APIHandlers {
+    static let webhookSuggestion = "Request body: {\"url\": \"https://…\", \"events\"?: [types]} (events default to all: "
+        + WebhookEventType.all.joined(separator: ", ") + ")."
+
+    /// The webhook use cases, or 503 when the executable wired none.
+    private func webhooks() throws -> WebhookAdministration {
+        guard let webhooks = deps.webhooks else {
+            throw DomainError(.serviceUnavailable, "Webhooks are not configured.",
+                              underlying: "APIDependencies.webhooks was not wired")
+        }
+        return webhooks
+    }
+
+    /// `PUT /v1/admin/projects/:id/webhook`: creates the webhook (200 with its `secret`, shown this once) or changes
+    /// its URL and events (200 without the secret, which is kept).
+    func putWebhook(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let body = try RequestBody.object(request, suggestion: Self.webhookSuggestion)
+        var fields = FieldValidator(body)
+        let url = fields.string("url", required: true, maxLength: WebhookRules.maxURLBytes)
+        var events: [String]?
+        if let value = body["events"], value != .null {
+            events = fields.array("events", required: true, maxItems: WebhookEventType.all.count) { fields, value, path in
+                fields.checkString(value, path: path, minLength: 1, maxLength: 64)
+            }
+        }
+        try fields.check(suggestion: Self.webhookSuggestion)
+        let configured = try Self.translating(suggestion: Self.webhookSuggestion) {
+            try webhooks().configure(projectId: id, url: url ?? "", events: events)
+        }
+        return Response.json(200, Self.webhookBody(configured.endpoint, secret: configured.secret))
+    }
+
+    /// `GET /v1/admin/projects/:id/webhook`: the configuration, never the secret.
+    func getWebhook(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        return Response.json(200, Self.webhookBody(try webhooks().endpoint(projectId: id), secret: nil))
+    }
+
+    /// `DELETE /v1/admin/projects/:id/webhook`: the webhook, its undelivered events and its delivery log.
+    func deleteWebhook(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        try webhooks().delete(projectId: id)
+        return Response(status: 204)
+    }
+
+    /// `POST /v1/admin/projects/:id/webhook/rotate-secret`: a new secret (shown this once); the previous one keeps
+    /// signing for 24 hours.
+    func rotateWebhookSecret(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let configured = try webhooks().rotateSecret(projectId: id)
+        return Response.json(200, Self.webhookBody(configured.endpoint, secret: configured.secret))
+    }
+
+    /// `POST /v1/admin/projects/:id/webhook/test`: queues a `ping` event; 202 with its id.
+    func testWebhook(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let eventId = try webhooks().sendTest(projectId: id)
+        var body = JSONBody(capacity: 96)
+        body.raw(#"{"event_id":"#)
+        body.string(eventId)
+        body.raw(#","type":"ping","status":"pending"}"#)
+        return Response.json(202, body.bytes)
+    }
+
+    /// `GET /v1/admin/projects/:id/webhook/deliveries?status=&limit=`: the newest events (`limit` 1…200, default
+    /// 50), each with its attempts and their response codes.
+    func listWebhookDeliveries(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let query = request.queryItems()
+        var status: WebhookDeliveryStatus?
+        if let raw = query.last(where: { $0.name == "status" })?.value {
+            guard let parsed = WebhookDeliveryStatus(text: raw) else {
+                throw HTTPError.validation(
+                    [ErrorDetail(path: ["status"], message: "Invalid enum value. Expected 'pending' | 'delivered' | 'failed'")],
+                    suggestion: "Omit status, or pass pending, delivered or failed.")
+            }
+            status = parsed
+        }
+        var limit = 50
+        if let raw = query.last(where: { $0.name == "limit" })?.value {
+            guard raw.utf8.count <= 3, let n = Int(raw), (1...200).contains(n) else {
+                throw HTTPError.validation([ErrorDetail(path: ["limit"], message: "Must be an integer from 1 to 200")],
+                                          suggestion: "Omit limit (50) or pass 1 to 200.")
+            }
+            limit = n
+        }
+        let deliveries = try webhooks().deliveries(projectId: id, status: status, limit: limit)
+        var body = JSONBody(capacity: 64 + 320 * deliveries.count)
+        body.raw(#"{"deliveries":["#)
+        for (i, delivery) in deliveries.enumerated() {
+            if i > 0 { body.raw(",") }
+            Self.writeDelivery(delivery, into: &body)
+        }
+        body.raw("]}")
+        return Response.json(200, body.bytes)
+    }
+
+    /// `POST /v1/admin/projects/:id/webhook/deliveries/:eventId/retry`: sends the event again now (whatever its
+    /// status), with a fresh retry window; 202 with the delivery.
+    func retryWebhookDelivery(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let eventId = request.pathParameters["eventId"] ?? ""
+        let delivery = try webhooks().retry(projectId: id, eventId: eventId)
+        var body = JSONBody(capacity: 320)
+        Self.writeDelivery(delivery, into: &body)
+        return Response.json(202, body.bytes)
+    }
+
+    /// `{"url","events","secret"?,"previous_secret_expires_at","created_at","updated_at"}`; `secret` only when given.
+    static func webhookBody(_ endpoint: WebhookEndpoint, secret: String?) -> [UInt8] {
+        var body = JSONBody(capacity: 512)
+        body.raw(#"{"url":"#)
+        body.string(endpoint.url)
+        body.raw(#","events":"#)
+        body.strings(endpoint.events ?? WebhookEventType.all)
+        if let secret {
+            body.raw(#","secret":"#)
+            body.string(secret)
+        }
+        body.raw(#","previous_secret_expires_at":"#)
+        body.dateOrNull(endpoint.previousSecretExpiresAt)
+        body.raw(#","created_at":"#)
+        body.date(endpoint.createdAt)
+        body.raw(#","updated_at":"#)
+        body.date(endpoint.updatedAt)
+        body.raw("}")
+        return body.bytes
+    }
+
+    static func writeDelivery(_ delivery: WebhookDelivery, into body: inout JSONBody) {
+        body.raw(#"{"event_id":"#)
+        body.string(delivery.eventId)
+        body.raw(#","type":"#)
+        body.string(delivery.type)
+        body.raw(#","user_id":"#)
+        body.stringOrNull(delivery.userId)
+        body.raw(#","status":"#)
+        body.string(delivery.status.rawValue)
+        body.raw(#","created_at":"#)
+        body.date(delivery.createdAt)
+        body.raw(#","next_attempt_at":"#)
+        body.dateOrNull(delivery.nextAttemptAt)
+        body.raw(#","delivered_at":"#)
+        body.dateOrNull(delivery.deliveredAt)
+        body.raw(#","attempts":["#)
+        for (i, attempt) in delivery.attempts.enumerated() {
+            if i > 0 { body.raw(",") }
+            body.raw(#"{"attempt":"#)
+            body.int(Int64(attempt.attempt))
+            body.raw(#","at":"#)
+            body.date(attempt.at)
+            body.raw(#","status_code":"#)
+            body.intOrNull(attempt.statusCode.map(Int64.init))
+            body.raw(#","error":"#)
+            body.stringOrNull(attempt.error)
+            body.raw(#","duration_ms":"#)
+            body.int(Int64(attempt.durationMs))
+            body.raw("}")
+        }
+        body.raw("]}")
+    }
+}

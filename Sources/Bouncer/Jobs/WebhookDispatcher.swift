@@ -1,0 +1,311 @@
+import Crypto
+import Dispatch
+import Domain
+import Foundation
+import Glibc
+import HTTPClient
+import JSON
+import Postgres
+import Storage
+import Synchronization
+
+/// Webhook settings of `bouncer serve` (`BOUNCER_WEBHOOK_*`).
+struct WebhookSettings: Sendable, Equatable {
+    /// `BOUNCER_WEBHOOK_MAX_AGE_SECONDS`: how long an undelivered event is retried before it is marked failed.
+    var maxAge: TimeInterval = WebhookRules.defaultMaxAge
+    /// `BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS=1`: allow http and private, loopback and link-local addresses.
+    var allowPrivateNetworks = false
+    /// `BOUNCER_WEBHOOK_CA_FILE`: a PEM CA trusted for webhook receivers besides the system roots.
+    var caFile: String?
+    /// `BOUNCER_WEBHOOK_CONCURRENCY`: deliveries in flight per instance.
+    var concurrency = 4
+    /// `BOUNCER_WEBHOOK_RETRY_BASE_SECONDS`: the first retry delay (doubling up to 1 h, ±25 % jitter).
+    var retryBase: TimeInterval = 10
+    /// `BOUNCER_WEBHOOK_SWEEP_SECONDS`: how often expiries by the passage of time are looked for.
+    var sweepInterval: TimeInterval = 10
+    /// 0 turns the dispatcher off in this instance (events still queue; another instance delivers them).
+    var enabled = true
+}
+
+extension ServeSettings {
+    /// The variables of `WebhookSettings`, appended to `ServeSettings.variables`.
+    static let webhookVariables: [Variable] = [
+        Variable(name: "BOUNCER_WEBHOOK_MAX_AGE_SECONDS",
+                 help: "how long undelivered webhook events are retried before failing (default 86400)") { s, v in
+            guard v.utf8.count <= 9, let n = Int(v), (1...2_592_000).contains(n) else {
+                return "must be an integer in 1...2592000"
+            }
+            s.webhooks.maxAge = TimeInterval(n)
+            return nil
+        },
+        Variable(name: "BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS",
+                 help: "1 = allow http webhook URLs and private/loopback addresses (development only; default 0)") { s, v in
+            guard v == "0" || v == "1" else { return "must be 0 or 1" }
+            s.webhooks.allowPrivateNetworks = v == "1"
+            return nil
+        },
+        Variable(name: "BOUNCER_WEBHOOK_CA_FILE",
+                 help: "PEM file of a CA trusted for webhook receivers, besides the system roots") { s, v in
+            guard !v.isEmpty, !v.utf8.contains(0) else { return "must be a file path" }
+            s.webhooks.caFile = v
+            return nil
+        },
+        Variable(name: "BOUNCER_WEBHOOK_CONCURRENCY",
+                 help: "webhook deliveries in flight per instance, 0 = this instance sends none (default 4)") { s, v in
+            guard v.utf8.count <= 3, let n = Int(v), (0...64).contains(n) else { return "must be an integer in 0...64" }
+            s.webhooks.concurrency = n
+            s.webhooks.enabled = n > 0
+            return nil
+        },
+        Variable(name: "BOUNCER_WEBHOOK_RETRY_BASE_SECONDS",
+                 help: "first webhook retry delay, doubling up to 1 h with jitter (default 10)") { s, v in
+            guard let x = Double(v), x.isFinite, x >= 0.05, x <= 3600 else { return "must be a number in 0.05...3600" }
+            s.webhooks.retryBase = x
+            return nil
+        },
+        Variable(name: "BOUNCER_WEBHOOK_SWEEP_SECONDS",
+                 help: "how often expiries by the passage of time become webhook events (default 10)") { s, v in
+            guard let x = Double(v), x.isFinite, x >= 0.1, x <= 3600 else { return "must be a number in 0.1...3600" }
+            s.webhooks.sweepInterval = x
+            return nil
+        },
+    ]
+}
+
+/// `WebhookHostResolving` over `HTTPClient.AddressPolicy`: the same resolver and classifier the dispatcher's
+/// connections use.
+struct SystemWebhookHostResolver: WebhookHostResolving {
+    func addresses(host: String) throws -> [[UInt8]] {
+        do {
+            return try AddressPolicy.resolve(host: host)
+        } catch {
+            let message = "\(host.prefix(253)) does not resolve."
+            throw DomainError(.webhookURLNotAllowed, message, underlying: error.debugDescription,
+                              details: [FieldProblem(path: ["url"], message: message)])
+        }
+    }
+
+    func isPublic(_ address: [UInt8]) -> Bool { AddressPolicy.isPublic(address) }
+
+    func text(_ address: [UInt8]) -> String { AddressPolicy.text(address) }
+}
+
+/// Signs a webhook body: `v1=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>` per secret, comma-separated.
+enum WebhookSignature {
+    static func header(secrets: [String], timestamp: Int64, body: [UInt8]) -> String {
+        let message = Array("\(timestamp).".utf8) + body
+        return secrets.map { "v1=" + hex(HMAC.sha256(key: Array($0.utf8), message: message)) }.joined(separator: ",")
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Delivers the outbox: `concurrency` threads each lease one due event at a time (`PostgresWebhookStore.claim`:
+/// `FOR UPDATE SKIP LOCKED` plus a 20 s lease, so instances never send one event at once), POST it signed, and
+/// record the attempt; one more thread runs the expiry sweep. Idle threads wake on `NOTIFY bouncer_webhook_events`
+/// (written with each event) or when the next retry is due.
+final class WebhookDispatcher: Sendable {
+    private let store: PostgresWebhookStore
+    private let sealer: (any CredentialSealing)?
+    private let http: HTTPClient
+    private let settings: WebhookSettings
+    private let instance: String
+    private let log: @Sendable (String) -> Void
+    private let listener: NotificationListener
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopping = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+    private let threads: Int
+
+    /// The lease: twice one attempt (10 s), so it only expires when an instance died mid-attempt.
+    static let leaseSeconds = 20
+    /// Bound on one attempt, connect and TLS included.
+    static let attemptTimeout: Duration = .seconds(10)
+
+    init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
+         log: @escaping @Sendable (String) -> Void) throws {
+        self.store = PostgresWebhookStore(pool: database.pool)
+        self.sealer = sealer
+        self.settings = settings
+        self.instance = ReconcileWiring.instance
+        self.log = log
+        var limits = ResponseParser.Limits()
+        limits.maxBodyBytes = 64 * 1024
+        var allow: (@Sendable ([UInt8]) -> Bool)?
+        if !settings.allowPrivateNetworks {
+            allow = { @Sendable (address: [UInt8]) -> Bool in AddressPolicy.isPublic(address) }
+        }
+        let tls = TLSClientConfiguration(trustsSystemRoots: true, additionalCAFile: settings.caFile)
+        let configuration = HTTPClient.Configuration(
+            tls: tls, connectTimeout: .seconds(5), readTimeout: Self.attemptTimeout,
+            responseTimeout: Self.attemptTimeout, maxIdleConnectionsPerHost: 2, limits: limits,
+            retry: RetryPolicy.never, userAgent: "bouncer-webhooks", allowAddress: allow)
+        self.http = try HTTPClient(configuration: configuration)
+        var listenerSettings = database.pool.settings
+        listenerSettings.applicationName = "bouncer-webhooks-\(getpid())"
+        let wake = self.wake
+        let count = max(1, settings.concurrency)
+        self.listener = NotificationListener(
+            settings: listenerSettings, channels: ["bouncer_webhook_events"],
+            handlers: NotificationListener.Handlers(
+                connected: { wake.signal() }, disconnected: { _ in },
+                notification: { _, _ in wake.signal() }))
+        self.threads = count
+        _ = count
+    }
+
+    /// Starts the delivery threads, the sweep thread and the listener.
+    func start() {
+        let listening = Thread { [listener, done] in
+            listener.run()
+            done.signal()
+        }
+        listening.name = "bouncer.webhooks.listen"
+        listening.start()
+        for i in 0..<threads {
+            let thread = Thread { [self] in
+                deliveryLoop(worker: i)
+                done.signal()
+            }
+            thread.name = "bouncer.webhooks.\(i)"
+            thread.start()
+        }
+        let sweeper = Thread { [self] in
+            sweepLoop()
+            done.signal()
+        }
+        sweeper.name = "bouncer.webhooks.sweep"
+        sweeper.start()
+    }
+
+    /// Stops: attempts in flight finish (at most 10 s) within `grace`; an event whose attempt is cut short keeps
+    /// its lease and is sent again after it expires (at-least-once).
+    func shutdown(grace: Duration) {
+        stopping.store(true, ordering: .releasing)
+        listener.shutdown()
+        for _ in 0...(threads + 1) { wake.signal() }
+        let deadline = DispatchTime.now() + Double(grace.components.seconds)
+        for _ in 0..<(threads + 2) { _ = done.wait(timeout: deadline) }
+        http.shutdown()
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+    private func deliveryLoop(worker: Int) {
+        let owner = "\(instance)/\(worker)"
+        while !isStopping {
+            var idle = 5.0
+            do {
+                let claimed = try store.claim(owner: owner, limit: 1, leaseSeconds: Self.leaseSeconds)
+                if !claimed.isEmpty {
+                    for event in claimed { try deliver(event, owner: owner) }
+                    continue
+                }
+                if let due = try store.nextDue() { idle = min(max(due.timeIntervalSinceNow, 0.05), 5) }
+            } catch {
+                log(jsonLine("webhooks", "delivery loop: \(String(reflecting: error))"))
+                idle = 1
+            }
+            _ = wake.wait(timeout: .now() + idle)
+        }
+    }
+
+    private func sweepLoop() {
+        while !isStopping {
+            do {
+                // Several batches while there is work (a backlog after downtime), then wait.
+                var rounds = 0
+                while try store.sweep(limit: 100) > 0, rounds < 50, !isStopping { rounds += 1 }
+            } catch {
+                log(jsonLine("webhooks", "sweep: \(String(reflecting: error))"))
+            }
+            let seconds = settings.sweepInterval
+            var waited = 0.0
+            while waited < seconds, !isStopping {
+                usleep(UInt32(min(0.1, seconds) * 1_000_000))
+                waited += 0.1
+            }
+        }
+    }
+
+    /// One attempt: sign, POST within 10 s, record.
+    private func deliver(_ event: PostgresWebhookStore.ClaimedEvent, owner: String) throws {
+        let startedAt = Date()
+        let clock = ContinuousClock.now
+        var statusCode: Int?
+        var problem: String?
+        do {
+            let secrets = try WebhookAdministration.signingSecrets(event.endpoint, sealer: try requireSealer(), at: startedAt)
+            _ = try WebhookRules.parse(url: event.endpoint.endpoint.url, allowPrivateNetworks: settings.allowPrivateNetworks).get()
+            let body = try Self.body(event)
+            let timestamp = Int64(startedAt.timeIntervalSince1970.rounded(.down))
+            let request = HTTPClientRequest(
+                method: "POST", url: event.endpoint.endpoint.url,
+                headers: [("Content-Type", "application/json"), ("Bouncer-Event-Id", event.eventId),
+                          ("Bouncer-Timestamp", String(timestamp)),
+                          ("Bouncer-Signature", WebhookSignature.header(secrets: secrets, timestamp: timestamp, body: body))],
+                body: body, idempotent: false)
+            let response = try http.execute(request, deadline: .now + Self.attemptTimeout)
+            statusCode = response.status
+            if !WebhookRules.isDelivered(status: response.status) { problem = "HTTP \(response.status)" }
+        } catch let error as HTTPClientError {
+            problem = error.code == .timeout ? "timeout after 10 s" : error.description
+        } catch let error as DomainError {
+            problem = error.message
+        } catch {
+            problem = "\(error)"
+        }
+        let elapsed = ContinuousClock.now - clock
+        let durationMs = Int(elapsed.components.seconds) * 1000 + Int(elapsed.components.attoseconds / 1_000_000_000_000_000)
+        let at = Date()
+        let outcome: PostgresWebhookStore.AttemptOutcome
+        if let problem {
+            let delay = WebhookRules.retryDelay(afterAttempt: event.attempt, base: settings.retryBase,
+                                                jitter: Double.random(in: 0..<1))
+            let failed = at.timeIntervalSince(event.retryWindowStart) >= settings.maxAge
+            let lastChance = event.retryWindowStart + settings.maxAge
+            let retryAt = min(at + delay, max(lastChance, at))
+            outcome = .notDelivered(status: statusCode, error: problem, retryAt: retryAt, failed: failed)
+        } else {
+            outcome = .delivered(status: statusCode ?? 200)
+        }
+        try store.complete(event, owner: owner, at: startedAt, durationMs: durationMs, outcome: outcome)
+    }
+
+    private func requireSealer() throws -> any CredentialSealing {
+        guard let sealer else {
+            throw DomainError(.encryptionKeyMissing, "BOUNCER_ENCRYPTION_KEY is not set: the webhook secret cannot be opened.")
+        }
+        return sealer
+    }
+
+    /// `{"id","type","created_at","project_id","user_id","data"}`, compact, keys in this order.
+    static func body(_ event: PostgresWebhookStore.ClaimedEvent) throws -> [UInt8] {
+        let data = try JSONParser.parse(event.dataJSON)
+        return JSONValue.object(JSONObject([
+            ("id", .string(event.eventId)), ("type", .string(event.type)),
+            ("created_at", .string(ISO8601Millis.string(event.createdAt))),
+            ("project_id", .string(event.projectId.uuidString.lowercased())),
+            ("user_id", event.userId.map(JSONValue.string) ?? .null), ("data", data),
+        ])).serialized()
+    }
+}
+
+/// `2026-01-02T03:04:05.678Z` (UTC, milliseconds), as the API renders instants.
+enum ISO8601Millis {
+    static func string(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,327 @@
+import Domain
+import Foundation
+import Postgres
+
+/// Webhook configuration (`webhook_endpoints`) and the outbox (`webhook_events`, `webhook_attempts`) of
+/// schema/0012_webhooks.sql: the admin side (`WebhookStore`) and the dispatcher's side (claim, complete, sweep).
+/// Errors: see `StorageErrors`.
+public final class PostgresWebhookStore: WebhookStore {
+    private let pool: ConnectionPool
+
+    /// A store over `pool`; the pool's lifetime is the caller's.
+    public init(pool: ConnectionPool) {
+        self.pool = pool
+    }
+
+    private static let endpointColumns = """
+        project_id, url, events, sealed_secret, encryption_key_id, sealed_previous_secret, previous_encryption_key_id,
+        previous_secret_expires_at, created_at, updated_at
+        """
+
+    public func endpoint(projectId: UUID) throws -> StoredWebhookEndpoint? {
+        try StorageErrors.mapping("webhook endpoint") {
+            try pool.withConnection { connection in
+                try connection.query("""
+                    SELECT \(unsafeSQL: Self.endpointColumns) FROM webhook_endpoints WHERE project_id = \(projectId)
+                    """).first.map(Self.endpoint(from:))
+            }
+        }
+    }
+
+    /// One statement: `xmax = 0` tells a fresh insert from an update of the existing row, so two concurrent
+    /// creations both succeed and only the winner's secret is kept (and returned by the use case).
+    public func upsertEndpoint(projectId: UUID, url: String, events: [String]?, secret: SealedSecret, now: Date) throws
+        -> (endpoint: WebhookEndpoint, created: Bool)
+    {
+        try StorageErrors.mapping("set webhook endpoint") {
+            try pool.withConnection { connection in
+                guard let row = try connection.query("""
+                    INSERT INTO webhook_endpoints AS w (project_id, url, events, sealed_secret, encryption_key_id,
+                        created_at, updated_at)
+                    VALUES (\(projectId), \(url), \(events), \(secret.bytes), \(secret.keyId), \(now), \(now))
+                    ON CONFLICT (project_id) DO UPDATE SET url = EXCLUDED.url, events = EXCLUDED.events,
+                        updated_at = EXCLUDED.updated_at
+                    RETURNING \(unsafeSQL: Self.endpointColumns), (xmax = 0) AS created
+                    """).first else {
+                    throw PGError(code: .decoding, message: "INSERT … RETURNING webhook_endpoints returned no row")
+                }
+                return (try Self.endpoint(from: row).endpoint, try row.decode("created", as: Bool.self))
+            }
+        }
+    }
+
+    /// The endpoint and the project's outbox and delivery log (attempts cascade), in one transaction.
+    public func deleteEndpoint(projectId: UUID) throws -> Bool {
+        try StorageErrors.mapping("delete webhook endpoint") {
+            try pool.transaction { connection in
+                let deleted = try connection.execute("DELETE FROM webhook_endpoints WHERE project_id = \(projectId)")
+                if deleted > 0 {
+                    _ = try connection.execute("DELETE FROM webhook_events WHERE project_id = \(projectId)")
+                }
+                return deleted > 0
+            }
+        }
+    }
+
+    public func rotateSecret(projectId: UUID, secret: SealedSecret, previousExpiresAt: Date, now: Date) throws
+        -> WebhookEndpoint?
+    {
+        try StorageErrors.mapping("rotate webhook secret") {
+            try pool.withConnection { connection in
+                try connection.query("""
+                    UPDATE webhook_endpoints SET sealed_previous_secret = sealed_secret,
+                        previous_encryption_key_id = encryption_key_id, previous_secret_expires_at = \(previousExpiresAt),
+                        sealed_secret = \(secret.bytes), encryption_key_id = \(secret.keyId), updated_at = \(now)
+                    WHERE project_id = \(projectId)
+                    RETURNING \(unsafeSQL: Self.endpointColumns)
+                    """).first.map { try Self.endpoint(from: $0).endpoint }
+            }
+        }
+    }
+
+    public func emit(projectId: UUID, userId: String?, type: String, dataJSON: String) throws -> String? {
+        try StorageErrors.mapping("emit webhook event") {
+            try pool.withConnection { connection in
+                try connection.query("""
+                    SELECT bouncer_emit_event(\(projectId), \(userId)::text, \(type), \(dataJSON)::jsonb) AS id
+                    """).first?.decode("id", as: String?.self)
+            }
+        }
+    }
+
+    private static let deliveryColumns = """
+        e.project_id, e.seq, e.id, e.type, e.user_id, e.status, e.created_at, e.next_attempt_at, e.delivered_at
+        """
+
+    public func deliveries(projectId: UUID, status: WebhookDeliveryStatus?, limit: Int) throws -> [WebhookDelivery] {
+        try StorageErrors.mapping("webhook deliveries") {
+            try pool.withConnection { connection in
+                let rows: Rows
+                if let status {
+                    rows = try connection.query("""
+                        SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_events e
+                        WHERE e.project_id = \(projectId) AND e.status = \(status.rawValue)
+                        ORDER BY e.seq DESC LIMIT \(limit)
+                        """)
+                } else {
+                    rows = try connection.query("""
+                        SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_events e
+                        WHERE e.project_id = \(projectId) ORDER BY e.seq DESC LIMIT \(limit)
+                        """)
+                }
+                return try Self.deliveries(rows, projectId: projectId, connection: connection)
+            }
+        }
+    }
+
+    public func retry(projectId: UUID, eventId: String, now: Date) throws -> WebhookDelivery? {
+        try StorageErrors.mapping("retry webhook event") {
+            try pool.withConnection { connection in
+                let rows = try connection.query("""
+                    UPDATE webhook_events e SET status = 'pending', next_attempt_at = \(now),
+                        retry_window_start = \(now), delivered_at = NULL
+                    WHERE e.project_id = \(projectId) AND e.id = \(eventId)
+                    RETURNING \(unsafeSQL: Self.deliveryColumns)
+                    """)
+                if !rows.isEmpty { _ = try connection.execute("SELECT pg_notify('bouncer_webhook_events', '')") }
+                return try Self.deliveries(rows, projectId: projectId, connection: connection).first
+            }
+        }
+    }
+
+    /// The events of `rows` with their attempts (the newest 20 of each), oldest attempt first.
+    private static func deliveries(_ rows: Rows, projectId: UUID, connection: Connection) throws -> [WebhookDelivery] {
+        var out: [WebhookDelivery] = []
+        var seqs: [Int64] = []
+        for row in rows {
+            seqs.append(try row.decode("seq", as: Int64.self))
+            out.append(WebhookDelivery(
+                eventId: try row.decode("id", as: String.self), type: try row.decode("type", as: String.self),
+                userId: try row.decode("user_id", as: String?.self),
+                status: WebhookDeliveryStatus(text: try row.decode("status", as: String.self)) ?? .pending,
+                createdAt: try row.decode("created_at", as: Date.self),
+                nextAttemptAt: try row.decode("next_attempt_at", as: Date?.self),
+                deliveredAt: try row.decode("delivered_at", as: Date?.self), attempts: []))
+        }
+        guard !seqs.isEmpty else { return out }
+        let attempts = try connection.query("""
+            SELECT a.event_seq, a.attempt, a.attempted_at, a.status_code, a.error, a.duration_ms
+            FROM unnest(\(seqs)::bigint[]) AS s(seq)
+            CROSS JOIN LATERAL (SELECT * FROM webhook_attempts a WHERE a.project_id = \(projectId)
+                AND a.event_seq = s.seq ORDER BY a.attempt DESC LIMIT 20) a
+            ORDER BY a.event_seq, a.attempt
+            """)
+        for row in attempts {
+            let seq = try row.decode("event_seq", as: Int64.self)
+            guard let index = seqs.firstIndex(of: seq) else { continue }
+            out[index].attempts.append(WebhookAttempt(
+                attempt: try row.decode("attempt", as: Int.self), at: try row.decode("attempted_at", as: Date.self),
+                statusCode: try row.decode("status_code", as: Int?.self), error: try row.decode("error", as: String?.self),
+                durationMs: try row.decode("duration_ms", as: Int.self)))
+        }
+        for i in out.indices where out[i].status != .pending { out[i].nextAttemptAt = nil }
+        return out
+    }
+
+    static func endpoint(from row: Row) throws -> StoredWebhookEndpoint {
+        let previousBytes = try row.decode("sealed_previous_secret", as: [UInt8]?.self)
+        let previousKeyId = try row.decode("previous_encryption_key_id", as: String?.self)
+        return StoredWebhookEndpoint(
+            endpoint: WebhookEndpoint(
+                projectId: try row.decode("project_id", as: UUID.self), url: try row.decode("url", as: String.self),
+                events: try row.decode("events", as: [String]?.self),
+                previousSecretExpiresAt: try row.decode("previous_secret_expires_at", as: Date?.self),
+                createdAt: try row.decode("created_at", as: Date.self),
+                updatedAt: try row.decode("updated_at", as: Date.self)),
+            secret: SealedSecret(keyId: try row.decode("encryption_key_id", as: String.self),
+                                 bytes: try row.decode("sealed_secret", as: [UInt8].self)),
+            previousSecret: previousBytes.flatMap { bytes in previousKeyId.map { SealedSecret(keyId: $0, bytes: bytes) } })
+    }
+
+    // MARK: - The dispatcher's side
+
+    /// An event leased for one delivery attempt, with what is needed to send it.
+    public struct ClaimedEvent: Sendable {
+        /// The project.
+        public var projectId: UUID
+        /// The outbox row.
+        public var seq: Int64
+        /// `evt_…`.
+        public var eventId: String
+        /// The event type.
+        public var type: String
+        /// The user, if any.
+        public var userId: String?
+        /// The `data` object as JSON text.
+        public var dataJSON: String
+        /// When the event was written.
+        public var createdAt: Date
+        /// This attempt's number (1 for the first).
+        public var attempt: Int
+        /// When the current retry window started (created, or the last manual retry).
+        public var retryWindowStart: Date
+        /// The project's webhook as stored now.
+        public var endpoint: StoredWebhookEndpoint
+    }
+
+    /// Leases up to `limit` due events for `leaseSeconds`: pending, due, not leased, and with no earlier pending
+    /// event of the same (project, user) — so one user's events go out in order — oldest due first.
+    /// `FOR UPDATE SKIP LOCKED` lets instances claim at once without waiting on or taking each other's rows.
+    public func claim(owner: String, limit: Int, leaseSeconds: Int) throws -> [ClaimedEvent] {
+        try StorageErrors.mapping("claim webhook events") {
+            try pool.withConnection { connection in
+                let rows = try connection.query("""
+                    WITH due AS (
+                        SELECT e.project_id, e.seq FROM webhook_events e
+                        WHERE e.status = 'pending' AND e.next_attempt_at <= now()
+                          AND (e.lease_until IS NULL OR e.lease_until < now())
+                          AND (e.user_id IS NULL OR NOT EXISTS (
+                              SELECT 1 FROM webhook_events p
+                              WHERE p.project_id = e.project_id AND p.user_id = e.user_id AND p.status = 'pending'
+                                AND p.seq < e.seq))
+                        ORDER BY e.next_attempt_at, e.seq
+                        LIMIT \(limit)
+                        FOR UPDATE OF e SKIP LOCKED)
+                    UPDATE webhook_events e SET lease_owner = \(owner),
+                        lease_until = now() + make_interval(secs => \(leaseSeconds)), attempts = e.attempts + 1
+                    FROM due
+                    WHERE e.project_id = due.project_id AND e.seq = due.seq
+                    RETURNING e.project_id, e.seq, e.id, e.type, e.user_id, e.data::text AS data, e.created_at,
+                        e.attempts, e.retry_window_start
+                    """)
+                guard !rows.isEmpty else { return [] }
+                var projectIds: [UUID] = []
+                for row in rows {
+                    let id = try row.decode("project_id", as: UUID.self)
+                    if !projectIds.contains(id) { projectIds.append(id) }
+                }
+                var endpoints: [UUID: StoredWebhookEndpoint] = [:]
+                for row in try connection.query("""
+                    SELECT \(unsafeSQL: Self.endpointColumns) FROM webhook_endpoints
+                    WHERE project_id = ANY (\(projectIds.map { $0.uuidString.lowercased() })::uuid[])
+                    """) {
+                    let endpoint = try Self.endpoint(from: row)
+                    endpoints[endpoint.endpoint.projectId] = endpoint
+                }
+                // An event whose webhook was deleted meanwhile has gone with it (deleteEndpoint): nothing to send.
+                return try rows.compactMap { row -> ClaimedEvent? in
+                    let projectId = try row.decode("project_id", as: UUID.self)
+                    guard let endpoint = endpoints[projectId] else { return nil }
+                    return ClaimedEvent(
+                        projectId: projectId, seq: try row.decode("seq", as: Int64.self),
+                        eventId: try row.decode("id", as: String.self), type: try row.decode("type", as: String.self),
+                        userId: try row.decode("user_id", as: String?.self), dataJSON: try row.decode("data", as: String.self),
+                        createdAt: try row.decode("created_at", as: Date.self),
+                        attempt: try row.decode("attempts", as: Int.self),
+                        retryWindowStart: try row.decode("retry_window_start", as: Date.self),
+                        endpoint: endpoint)
+                }
+            }
+        }
+    }
+
+    /// What one attempt ended with.
+    public enum AttemptOutcome: Sendable {
+        /// A 2xx.
+        case delivered(status: Int)
+        /// Anything else: the status when there was an answer, and why; retried at `retryAt` unless `failed`.
+        case notDelivered(status: Int?, error: String, retryAt: Date, failed: Bool)
+    }
+
+    /// Records the attempt and moves the event on (delivered, due again at `retryAt`, or failed), only while this
+    /// owner still holds the lease; the attempt row is written either way. One statement.
+    public func complete(_ event: ClaimedEvent, owner: String, at: Date, durationMs: Int, outcome: AttemptOutcome)
+        throws
+    {
+        let status: Int?
+        let error: String?
+        let newStatus: String
+        let nextAttempt: Date
+        switch outcome {
+        case .delivered(let code):
+            (status, error, newStatus, nextAttempt) = (code, nil, "delivered", at)
+        case .notDelivered(let code, let reason, let retryAt, let failed):
+            (status, error, newStatus, nextAttempt) = (code, String(reason.prefix(500)), failed ? "failed" : "pending",
+                                                       retryAt)
+        }
+        try StorageErrors.mapping("complete webhook event") {
+            try pool.withConnection { connection in
+                _ = try connection.execute("""
+                    WITH attempt AS (
+                        INSERT INTO webhook_attempts (project_id, event_seq, attempt, attempted_at, status_code, error,
+                            duration_ms, instance)
+                        SELECT \(event.projectId)::uuid, \(event.seq)::bigint, \(event.attempt)::int,
+                            \(at)::timestamptz, \(status)::int, \(error)::text, \(durationMs)::int, \(owner)::text
+                        WHERE EXISTS (SELECT 1 FROM webhook_events e
+                                      WHERE e.project_id = \(event.projectId) AND e.seq = \(event.seq))
+                        ON CONFLICT DO NOTHING)
+                    UPDATE webhook_events e SET status = \(newStatus)::text, next_attempt_at = \(nextAttempt),
+                        lease_owner = NULL, lease_until = NULL, last_attempt_at = \(at), last_status_code = \(status)::int,
+                        last_error = \(error)::text,
+                        delivered_at = CASE WHEN \(newStatus)::text = 'delivered' THEN \(at)::timestamptz END
+                    WHERE e.project_id = \(event.projectId) AND e.seq = \(event.seq) AND e.lease_owner = \(owner)
+                    """)
+            }
+        }
+    }
+
+    /// Announces expiries that happened by the passage of time (`bouncer_webhook_sweep`); the users refreshed.
+    public func sweep(limit: Int) throws -> Int {
+        try StorageErrors.mapping("webhook sweep") {
+            try pool.withConnection { connection in
+                try connection.query("SELECT bouncer_webhook_sweep(\(limit)::int) AS n").first?.decode("n", as: Int.self) ?? 0
+            }
+        }
+    }
+
+    /// When the earliest pending event is due (for the dispatcher's idle wait), nil when none.
+    public func nextDue() throws -> Date? {
+        try StorageErrors.mapping("webhook next due") {
+            try pool.withConnection { connection in
+                try connection.query("""
+                    SELECT min(next_attempt_at) AS due FROM webhook_events WHERE status = 'pending'
+                    """).first?.decode("due", as: Date?.self)
+            }
+        }
+    }
+}
