@@ -163,7 +163,7 @@ final class CustomerE2ETests: XCTestCase {
         }
         let otid = t1.originalTransactionId
         let expected = [
-            "receipt purchase \(t1.transactionId): Purchased com.e2e.pro.monthly (transaction \(t1.transactionId)). → "
+            "transaction purchase \(t1.transactionId): Purchased com.e2e.pro.monthly (transaction \(t1.transactionId)). → "
                 + "Gives pro until \(Self.sentence(ms: t1.expiresDate ?? 0)).",
             "notification renewal \(t2.transactionId): Renewed com.e2e.pro.monthly (transaction \(t2.transactionId)). → "
                 + "Gives pro until \(Self.sentence(ms: t2.expiresDate ?? 0)).",
@@ -173,7 +173,7 @@ final class CustomerE2ETests: XCTestCase {
                 + "Extends or restores access.",
             "notification refund \(t2.transactionId): Transaction \(t2.transactionId) was refunded. → Ends pro.",
             "notification notification \(otid): App Store notification REFUND about purchase \(otid). → Ends access.",
-            "receipt purchase \(lifetime.transactionId): Purchased com.e2e.lifetime (transaction "
+            "transaction purchase \(lifetime.transactionId): Purchased com.e2e.lifetime (transaction "
                 + "\(lifetime.transactionId)). → Gives lifetime with no expiry.",
             "ownership binding \(lifetime.originalTransactionId): Purchase \(lifetime.originalTransactionId) bound to "
                 + "this user. → Gives lifetime while the purchase is active.",
@@ -185,7 +185,7 @@ final class CustomerE2ETests: XCTestCase {
         // purchase's events: compare as sets of lines plus the relative order of each purchase's story.
         XCTAssertEqual(Set(lines), Set(expected), lines.joined(separator: "\n"))
         XCTAssertEqual(lines.count, expected.count, lines.joined(separator: "\n"))
-        let story = lines.filter { $0.contains(otid) || $0.contains(t2.transactionId) || $0.hasPrefix("receipt purchase \(t1.transactionId)") }
+        let story = lines.filter { $0.contains(otid) || $0.contains(t2.transactionId) || $0.hasPrefix("transaction purchase \(t1.transactionId)") }
         XCTAssertEqual(story, Array(expected.prefix(6)), "the subscription's story in order")
 
         // The webhook outbox (schema 0012) took the grant's event in the grant's transaction, when a webhook wants it.
@@ -412,7 +412,7 @@ final class CustomerE2ETests: XCTestCase {
                        [sub.transactionId, lifetime.transactionId])
         let exportedSub = export["transactions"]?.arrayValue?.first { $0["transaction_id"]?.stringValue == sub.transactionId }
         XCTAssertEqual(exportedSub?["payload"]?["appAccountToken"], .string(user), "the stored payload, as JSON")
-        XCTAssertEqual(exportedSub?["source"], "receipt")
+        XCTAssertEqual(exportedSub?["source"], "transaction")
         XCTAssertEqual(export["grants"]?.arrayValue?.map { $0["entitlement"] }, ["gold"])
         XCTAssertEqual(export["grants"]?[0]?["reason"], "support ticket 7")
         XCTAssertEqual(export["app_transactions"]?.arrayValue?.map { $0["app_transaction_id"] }, [.string(app.appTransactionId)])
