@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import API
+import Console
 import Domain
 import AppStoreJWS
 import AppStoreServerAPI
@@ -92,6 +93,9 @@ enum ServeCommand {
                 inspector: P256KeyInspector(), now: { Date() }),
             caches: caches)
         dependencies.reconciliation = reconciliation
+        dependencies.consoleSessions = PostgresConsoleSessionStore(pool: database.pool)
+        dependencies.overview = PostgresOverviewMetricsStore(pool: database.pool)
+        dependencies.console = settings.console
         var scheduler: ReconcileScheduler?
         if settings.reconcile.interval > 0 {
             scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)
@@ -99,6 +103,7 @@ enum ServeCommand {
         }
         var router = Router()
         Routes.register(on: &router, dependencies)
+        ConsoleRoutes.register(on: &router)
         let responder = makeConsumptionResponder(settings: settings, database: database, caches: caches,
                                                  sealer: sealer, appStore: appStore, log: log)
         responder.run()

@@ -1,0 +1,36 @@
+-- 0015_console: the admin console's sessions, and what the revenue dashboard's overview query reads fast.
+
+-- A signed-in console: only the SHA-256 of the session token (the cookie's value) is stored, like secret keys.
+-- Not a tenant table: the admin token (and so a session) spans every project.
+CREATE TABLE console_sessions (
+    token_hash   bytea       PRIMARY KEY,
+    created_at   timestamptz NOT NULL,
+    expires_at   timestamptz NOT NULL
+);
+CREATE INDEX console_sessions_expires_idx ON console_sessions (expires_at);
+
+-- Price and currency as Apple puts them in a transaction (milli-units of the ISO 4217 currency), and the offer
+-- discount type (FREE_TRIAL…), kept as columns so the overview sums them without parsing JSON per row. Computed
+-- by the database from the stored payload: a malformed or hostile value becomes NULL, never a failed insert.
+ALTER TABLE transactions
+    ADD COLUMN price_milli bigint GENERATED ALWAYS AS (
+        CASE WHEN jsonb_typeof(payload->'price') = 'number'
+                  AND (payload->'price')::numeric BETWEEN -1000000000000000 AND 1000000000000000
+             THEN round((payload->'price')::numeric)::bigint END) STORED,
+    ADD COLUMN currency text GENERATED ALWAYS AS (
+        CASE WHEN jsonb_typeof(payload->'currency') = 'string' AND length(payload->>'currency') <= 8
+             THEN payload->>'currency' END) STORED,
+    ADD COLUMN offer_discount_type text GENERATED ALWAYS AS (
+        CASE WHEN jsonb_typeof(payload->'offerDiscountType') = 'string'
+                  AND length(payload->>'offerDiscountType') <= 32
+             THEN payload->>'offerDiscountType' END) STORED;
+
+-- The overview's range scans: purchases (starts, revenue) by day, ends (expiry or refund, whichever is first) by
+-- day, refunds by day, trials ending by day; purchases' latest expiry for expirations.
+CREATE INDEX transactions_purchase_date_idx ON transactions (project_id, purchase_date);
+CREATE INDEX transactions_end_idx ON transactions (project_id, (LEAST(expires_date, revocation_date)));
+CREATE INDEX transactions_revocation_idx ON transactions (project_id, revocation_date)
+    WHERE revocation_date IS NOT NULL;
+CREATE INDEX transactions_trial_end_idx ON transactions (project_id, expires_date)
+    WHERE offer_discount_type = 'FREE_TRIAL';
+CREATE INDEX purchases_expires_idx ON purchases (project_id, expires_date);
