@@ -9,8 +9,8 @@ CREATE TABLE console_sessions (
 );
 CREATE INDEX console_sessions_expires_idx ON console_sessions (expires_at);
 
--- Price and currency as Apple puts them in a transaction (milli-units of the ISO 4217 currency), and the offer
--- discount type (FREE_TRIAL…), kept as columns so the overview sums them without parsing JSON per row. Computed
+-- Price and currency as Apple puts them in a transaction (milli-units of the ISO 4217 currency),
+-- kept as columns so the overview sums them without parsing JSON per row (offer_discount_type came in 0009). Computed
 -- by the database from the stored payload: a malformed or hostile value becomes NULL, never a failed insert.
 ALTER TABLE transactions
     ADD COLUMN price_milli bigint GENERATED ALWAYS AS (
@@ -19,11 +19,7 @@ ALTER TABLE transactions
              THEN round((payload->'price')::numeric)::bigint END) STORED,
     ADD COLUMN currency text GENERATED ALWAYS AS (
         CASE WHEN jsonb_typeof(payload->'currency') = 'string' AND length(payload->>'currency') <= 8
-             THEN payload->>'currency' END) STORED,
-    ADD COLUMN offer_discount_type text GENERATED ALWAYS AS (
-        CASE WHEN jsonb_typeof(payload->'offerDiscountType') = 'string'
-                  AND length(payload->>'offerDiscountType') <= 32
-             THEN payload->>'offerDiscountType' END) STORED;
+             THEN payload->>'currency' END) STORED;
 
 -- The overview's range scans: purchases (starts, revenue) by day, ends (expiry or refund, whichever is first) by
 -- day, refunds by day, trials ending by day; purchases' latest expiry for expirations.
