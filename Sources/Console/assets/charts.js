@@ -10,9 +10,9 @@ function el(name, attrs = {}, text) {
   return node;
 }
 
-// A "nice" axis maximum: 1, 2 or 5 times a power of ten, at least 1.
+// A "nice" axis maximum: 1, 2 or 5 times a power of ten, at least 4 (so small counts get whole-number ticks).
 function niceMax(value) {
-  if (!(value > 0)) return 1;
+  if (!(value > 4)) return 4;
   const p = Math.pow(10, Math.floor(Math.log10(value)));
   for (const m of [1, 2, 5, 10]) if (m * p >= value) return m * p;
   return 10 * p;

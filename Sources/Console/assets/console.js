@@ -92,14 +92,15 @@ function pagedTable(headers, rows, renderRow, id) {
     const pages = Math.max(1, Math.ceil(rows.length / PAGE));
     page = Math.min(page, pages - 1);
     const slice = rows.slice(page * PAGE, page * PAGE + PAGE);
-    wrap.replaceChildren(
+    wrap.replaceChildren(...[
       h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, headers.map((x) =>
         typeof x === "string" ? h("th", { scope: "col" }, x) : h("th", { scope: "col", class: x.class }, x.text)))),
       h("tbody", {}, slice.length ? slice.map(renderRow) : h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, "Nothing yet."))))),
       rows.length > PAGE ? h("div", { class: "pager" },
         h("button", { type: "button", disabled: page === 0, onclick: () => { page--; draw(); } }, "Previous"),
         h("span", { class: "muted" }, `Page ${page + 1} of ${pages} (${rows.length})`),
-        h("button", { type: "button", disabled: page >= pages - 1, onclick: () => { page++; draw(); } }, "Next")) : null);
+        h("button", { type: "button", disabled: page >= pages - 1, onclick: () => { page++; draw(); } }, "Next")) : null,
+    ].filter(Boolean));
   };
   draw();
   return wrap;
@@ -228,14 +229,14 @@ async function settingsPage(id) {
   } }, projectFields(p), h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Save")));
 
   const keys = h("div", { class: "card", id: "keys" });
-  const drawKeys = (project, newSecret) => keys.replaceChildren(h("h2", {}, "Keys"),
+  const drawKeys = (project, newSecret) => keys.replaceChildren(...[h("h2", {}, "Keys"),
     h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Public key"), h("th", {}, "Created"), h("th", {}, "Expires"), h("th", {}, ""))),
       h("tbody", {}, project.public_keys.map((k) => h("tr", {}, h("td", {}, h("code", { class: "public-key" }, k.key)),
         h("td", {}, k.created_at), h("td", {}, k.expires_at || "—"), h("td", {}, copyButton(k.key))))))),
     h("p", {}, "Secret keys (stored hashed): ", project.secret_keys.map((k) => h("span", { class: "badge" },
       `…${k.last4}${k.expires_at ? " until " + k.expires_at : ""}`))),
     newSecret ? h("div", { class: "secret", id: "rotated-secret" }, "New secret key (shown once): ", h("code", {}, newSecret), " ", copyButton(newSecret)) : null,
-    rotateForm);
+    rotateForm].filter(Boolean));
   const rotateErrors = h("div");
   const rotateForm = h("form", { id: "rotate-form", onsubmit: async (e) => {
     e.preventDefault();
@@ -379,10 +380,10 @@ async function notificationsPage(id, query) {
     if (query.get("otid")) params.set("original_transaction_id", query.get("otid"));
     try {
       const list = (await api("GET", `/v1/admin/projects/${id}/notifications?${params}`)).notifications;
-      result.replaceChildren(pagedTable(["Received", "Type", "Environment", { text: "Original transaction", class: "hide-narrow" }], list, (n) =>
+      result.replaceChildren(...[pagedTable(["Received", "Type", "Environment", { text: "Original transaction", class: "hide-narrow" }], list, (n) =>
         h("tr", {}, h("td", {}, n.received_at), h("td", {}, n.type, n.subtype ? ` / ${n.subtype}` : ""), h("td", {}, n.environment || "—"),
           h("td", { class: "hide-narrow" }, h("code", {}, n.original_transaction_id || "—"))), "notification-list"),
-        list.length >= limit && limit < 1000 ? h("button", { type: "button", onclick: () => { limit = Math.min(1000, limit * 2); draw(); } }, "Load older") : null);
+        list.length >= limit && limit < 1000 ? h("button", { type: "button", onclick: () => { limit = Math.min(1000, limit * 2); draw(); } }, "Load older") : null].filter(Boolean));
     } catch (error) { showError(result, error); }
   };
   draw();
