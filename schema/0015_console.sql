@@ -21,12 +21,20 @@ ALTER TABLE transactions
         CASE WHEN jsonb_typeof(payload->'currency') = 'string' AND length(payload->>'currency') <= 8
              THEN payload->>'currency' END) STORED;
 
--- The overview's range scans: purchases (starts, revenue) by day, ends (expiry or refund, whichever is first) by
--- day, refunds by day, trials ending by day; purchases' latest expiry for expirations.
-CREATE INDEX transactions_purchase_date_idx ON transactions (project_id, purchase_date);
-CREATE INDEX transactions_end_idx ON transactions (project_id, (LEAST(expires_date, revocation_date)));
-CREATE INDEX transactions_revocation_idx ON transactions (project_id, revocation_date)
+-- Whether a transaction renews a subscription (a later transaction of its original), for the same reason.
+ALTER TABLE transactions
+    ADD COLUMN is_renewal boolean GENERATED ALWAYS AS (transaction_id <> original_transaction_id) STORED;
+
+-- The overview's range scans, each an index-only scan (the INCLUDE columns are every column the statement reads,
+-- so the heap, whose rows carry the whole payload, is not read): transactions starting by day (starts, purchases,
+-- renewals, revenue), transactions ending by day (the earlier of expiry and revocation: active counts, MRR),
+-- refunds by day, free trials ending by day, purchases' latest expiry (expirations).
+CREATE INDEX transactions_start_idx ON transactions (project_id, purchase_date)
+    INCLUDE (expires_date, type, environment, product_id, is_renewal, price_milli, currency);
+CREATE INDEX transactions_end_idx ON transactions (project_id, (LEAST(expires_date, revocation_date)))
+    INCLUDE (purchase_date, expires_date, type, environment, product_id, price_milli, currency);
+CREATE INDEX transactions_revocation_idx ON transactions (project_id, revocation_date) INCLUDE (environment)
     WHERE revocation_date IS NOT NULL;
 CREATE INDEX transactions_trial_end_idx ON transactions (project_id, expires_date)
     WHERE offer_discount_type = 'FREE_TRIAL';
-CREATE INDEX purchases_expires_idx ON purchases (project_id, expires_date);
+CREATE INDEX purchases_expires_idx ON purchases (project_id, expires_date) INCLUDE (revocation_date, environment);
