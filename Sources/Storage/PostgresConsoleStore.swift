@@ -61,9 +61,9 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
         self.pool = pool
     }
 
-    /// The interval's end: `LEAST` ignores NULLs, so a revoked transaction ends at its revocation, an unrevoked
-    /// one without expiry never ends. Must match `transactions_end_idx`.
-    private static let end = "LEAST(t.expires_date, t.revocation_date)"
+    /// The interval's end: `LEAST(expires_date, revocation_date)`, a generated column (`LEAST` ignores NULLs, so a
+    /// revoked transaction ends at its revocation, an unrevoked one without expiry never ends).
+    private static let end = "t.ends_at"
 
     /// The overview.
     public func overview(projectId: UUID, range: OverviewRange, environment: StoreEnvironment?, now: Date) throws
@@ -82,7 +82,10 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
         /// `(day index expression)` of a timestamp column: whole UTC days since `lo`.
         func day(_ column: String) -> String { "((\(column) AT TIME ZONE 'UTC')::date - " }
         let (revenue, mrr) = try StorageErrors.mapping("overview metrics") { () throws -> ([String: Int64], [String: Int64]) in
-            try pool.withConnection { c in
+            try pool.transaction { c in
+                // The per-day groups (days × products × currencies) are few, but the planner cannot know that from
+                // a computed day: enough memory keeps its grouping in a hash rather than a sort spilled to disk.
+                _ = try c.execute("SET LOCAL work_mem = '32MB'")
                 var weights: [String: Int] = [:]
                 for row in try c.query("""
                     SELECT product_id, cardinality(entitlements)::int8 AS n FROM products WHERE project_id = \(projectId)
