@@ -7,8 +7,8 @@ const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const signOutButton = document.getElementById("sign-out");
 const PAGE = 10;
-// The customer timeline (issue 14) is served when its branch lands; the section appears once this answers.
-const timelinePath = (id, user) => `/v1/admin/projects/${id}/customers/${encodeURIComponent(user)}/timeline`;
+// The customer timeline (branch `grants`) is shown as soon as this route answers; until then it is a 404, skipped.
+const timelinePath = (id, user) => `/v1/admin/projects/${id}/users/${encodeURIComponent(user)}/timeline`;
 
 /** An element: h("button", {class: "primary", onclick: f}, "Save"). Text is always text, never HTML. */
 function h(tag, attrs = {}, ...children) {
