@@ -37,11 +37,16 @@ let package = Package(
         // Adapters and the API. Storage's migrations are schema/*.sql, compiled in by the EmbedSchema plugin.
         .target(name: "Storage", dependencies: ["Domain", "Postgres"], swiftSettings: strict, plugins: ["EmbedSchema"]),
         .target(name: "API", dependencies: ["Domain", "HTTPCore", "JSON"], swiftSettings: strict),
+        // The admin console's static files, compiled into the binary (`.embedInCode`: no bundle beside it, no CDN).
+        .target(name: "Console", dependencies: ["HTTPCore"],
+                resources: ["index.html", "console.css", "console.js", "charts.js", "favicon.svg"]
+                    .map { .embedInCode("assets/" + $0) },
+                swiftSettings: strict),
 
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
+            dependencies: ["API", "Console", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
             swiftSettings: strict
         ),
 
@@ -71,6 +76,8 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "Storage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BouncerClientTests", dependencies: ["BouncerClient", "TestSupport", "JSON"], swiftSettings: strict),
-        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], swiftSettings: strict),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], exclude: ["console"],
+                    swiftSettings: strict),
+        .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTPCore"], swiftSettings: strict),
     ]
 )

@@ -46,6 +46,13 @@ public struct APIDependencies: Sendable {
     public var webhooks: WebhookAdministration?
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
+    /// The console's sessions (`/v1/admin/session`); `nil` answers 503 there and admin routes take only the bearer
+    /// token. Set after `init` by the executable.
+    public var consoleSessions: (any ConsoleSessionStore)?
+    /// How the console's cookie is issued (`BOUNCER_CONSOLE_*`).
+    public var console = ConsoleSettings()
+    /// The dashboard's overview (`GET /v1/admin/projects/:id/metrics/overview`); `nil` answers 503. Set after `init`.
+    public var overview: (any OverviewMetricsStore)?
     /// The clock; status is always evaluated at this instant.
     public var now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.

@@ -10,8 +10,11 @@ public enum Routes {
             _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, maxBodyBytes: Int? = nil,
             _ handler: @escaping @Sendable (APIHandlers, Request) throws -> Response
         ) {
+            let consoleSession = rateLimits.contains(.admin) && pattern != APIHandlers.sessionPath
             router.add(method, pattern, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes) { request in
                 do {
+                    // A console session stands in for the admin token (ConsoleSession.swift); the bearer path is untouched.
+                    let request = consoleSession ? try api.authenticatingConsoleSession(request) : request
                     return try handler(api, request)
                 } catch {
                     // Mapped errors are rendered by the server; the rest become its 500 (already logged here).
@@ -53,6 +56,10 @@ public enum Routes {
             try $0.extendSubscription($1)
         }
         add(.post, "/v1/admin/projects/:id/reconcile", admin) { try $0.reconcileProject($1) }
+        add(.get, "/v1/admin/projects/:id/metrics/overview", admin) { try $0.overview($1) }
+        add(.post, APIHandlers.sessionPath, admin) { try $0.signIn($1) }
+        add(.get, APIHandlers.sessionPath, admin) { try $0.showSession($1) }
+        add(.delete, APIHandlers.sessionPath, admin) { try $0.signOut($1) }
         add(.get, "/v1/admin/projects/:id/reconcile/runs", admin) { try $0.listReconcileRuns($1) }
         // A project's users: the admin token or the project's secret key (a customer's backend); both share the
         // admin bucket (these are support tools, not a hot path).

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import API
 import AppReceipt
+import Console
 import AppStoreJWS
 import AppStoreServerAPI
 import Crypto
@@ -108,6 +109,12 @@ enum ServeCommand {
             settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
         log(SigningKeyCommands.startupLogLine(dependencies.entitlementTokens, sealer: sealer))
         dependencies.maxReceiptBodyBytes = settings.maxReceiptBodyBytes
+        dependencies.consoleSessions = PostgresConsoleSessionStore(pool: database.pool)
+        dependencies.overview = PostgresOverviewMetricsStore(pool: database.pool)
+        // Native TLS means every console request arrives over HTTPS: the cookie is Secure whatever the variable says.
+        var console = settings.console
+        if settings.tlsCertificateFile != nil { console.secureCookie = true }
+        dependencies.console = console
         var scheduler: ReconcileScheduler?
         if settings.reconcile.interval > 0 {
             scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)
@@ -129,6 +136,7 @@ enum ServeCommand {
         }
         var router = Router()
         Routes.register(on: &router, dependencies)
+        ConsoleRoutes.register(on: &router)
         let responder = makeConsumptionResponder(settings: settings, database: database, caches: caches,
                                                  sealer: sealer, appStore: appStore, log: log)
         responder.run()

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import API
+import Domain
 import HTTPCore
 
 /// Everything `bouncer serve` reads from `BOUNCER_*` environment variables.
@@ -60,6 +62,8 @@ struct ServeSettings: Sendable {
     var tlsReloadCheck: Duration = .seconds(60)
     /// `BOUNCER_HTTP_REDIRECT_PORT`: a plain-HTTP port that redirects to HTTPS and serves /healthz (TLS only).
     var httpRedirectPort: Int?
+    /// `BOUNCER_CONSOLE_SECURE_COOKIE`, `BOUNCER_CONSOLE_SESSION_HOURS`: the admin console's session cookie.
+    var console = ConsoleSettings()
 
     /// Bytes in an encryption key (AES-256).
     static let encryptionKeyBytes = 32
@@ -180,6 +184,18 @@ struct ServeSettings: Sendable {
             s.rootCertificatePaths = paths
             return nil
         },
+        Variable(name: "BOUNCER_CONSOLE_SECURE_COOKIE",
+                 help: "mark the console's session cookie Secure: on when /admin/ is reached over HTTPS (default off; always on with BOUNCER_TLS_CERT_FILE)") {
+            s, v in
+            switch v.lowercased() {
+            case "on", "true", "1": s.console.secureCookie = true
+            case "off", "false", "0": s.console.secureCookie = false
+            default: return "must be on or off"
+            }
+            return nil
+        },
+        int("BOUNCER_CONSOLE_SESSION_HOURS", "console session lifetime in hours (default 12)",
+            1...(ConsoleSessionRules.maxLifetimeSeconds / 3600)) { $0.console.sessionLifetimeSeconds = $1 * 3600 },
         int("BOUNCER_CHAIN_CACHE_SIZE", "verified certificate chains cached (default 64, 0 = off)", 0...100_000) {
             $0.chainCacheSize = $1
         },

@@ -36,7 +36,7 @@ final class ContractTests: XCTestCase {
         let documented = try Self.documentedOperations().filter {
             !$0.hasSuffix("/healthz") && !$0.hasSuffix("/readyz") && !$0.hasSuffix("/metrics")  // served by the executable
         }
-        XCTAssertEqual(documented.count, 37)
+        XCTAssertEqual(documented.count, 41)
         XCTAssertEqual(registered, documented)
     }
 
@@ -46,7 +46,7 @@ final class ContractTests: XCTestCase {
             "VALIDATION_ERROR", "INVALID_JSON", "INVALID_JWS_FORMAT", "JWS_UNSUPPORTED_ALGORITHM",
             "JWS_VERIFICATION_FAILED", "BUNDLE_ID_MISMATCH", "ENVIRONMENT_NOT_ALLOWED", "APP_APPLE_ID_MISMATCH",
             "AUTH_INVALID_PUBLIC_KEY", "AUTH_INVALID_SECRET_KEY", "AUTH_SECRET_KEY_REQUIRED",
-            "AUTH_INVALID_ADMIN_TOKEN", "ADMIN_API_DISABLED", "PURCHASE_OWNED_BY_ANOTHER_USER", "PROJECT_NOT_FOUND",
+            "AUTH_INVALID_ADMIN_TOKEN", "CONSOLE_SESSION_INVALID", "CSRF_TOKEN_INVALID", "ADMIN_API_DISABLED", "PURCHASE_OWNED_BY_ANOTHER_USER", "PROJECT_NOT_FOUND",
             "PRODUCT_NOT_FOUND", "APP_STORE_CREDENTIALS_NOT_FOUND", "APP_STORE_CREDENTIALS_MISSING", "ENCRYPTION_KEY_MISSING", "CONFLICT", "SERVICE_UNAVAILABLE", "INTERNAL_ERROR", "UNSUPPORTED_MEDIA_TYPE",
         ]
         for code in produced {
@@ -89,7 +89,7 @@ final class ContractTests: XCTestCase {
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/offers/:publicKey/signatures"), app)
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/notifications/:publicKey"), [.client])
         let adminRoutes = h.router.registeredRoutes.filter { $0.pattern.hasPrefix("/v1/admin/") }
-        XCTAssertEqual(adminRoutes.count, 30)
+        XCTAssertEqual(adminRoutes.count, 34)
         for route in adminRoutes {
             XCTAssertEqual(h.router.rateLimits(route.method, route.pattern), [.client, .admin], route.pattern)
         }

@@ -78,7 +78,7 @@ final class MigrationTests: XCTestCase {
         let tables = try pool.withConnection { c in
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
-        XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "consumption_requests", "grants",
+        XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "console_sessions", "consumption_requests", "grants",
                                 "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
                                 "reconcile_runs", "renewal_extensions", "schema_migrations", "signing_keys",
@@ -122,15 +122,16 @@ final class MigrationTests: XCTestCase {
     func testTenantKeysStartWithProjectID() throws {
         try Migrator(pool: pool).migrate()
         try pool.withConnection { c in
-            // First primary-key column of every table except projects, the migration log and the server-wide
-            // token signing keys (one JWKS for all projects: not a tenant table).
+            // First primary-key column of every table except projects, the migration log, the server-wide token
+            // signing keys (one JWKS for all projects) and console sessions (an admin's sign-in spans every project):
+            // none is a tenant table.
             let pks = try c.query("""
                 SELECT cl.relname::text AS tbl, a.attname::text AS col
                 FROM pg_constraint con
                 JOIN pg_class cl ON cl.oid = con.conrelid
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
-                  AND cl.relname NOT IN ('projects', 'schema_migrations', 'signing_keys')
+                  AND cl.relname NOT IN ('projects', 'schema_migrations', 'signing_keys', 'console_sessions')
                 """)
             XCTAssertEqual(pks.count, 22)  // grants (0014) and five webhook tables (0012) added to 16
             for row in pks {

@@ -1,0 +1,165 @@
+import Domain
+import Foundation
+import HTTPCore
+
+/// `GET /v1/admin/projects/:id/metrics/overview`: the revenue dashboard's numbers.
+extension APIHandlers {
+    static let overviewSuggestion = "Query: from and to as YYYY-MM-DD (UTC days, inclusive, at most "
+        + "\(OverviewRange.maxDays) days; default the last 30 days), interval=day, optional environment "
+        + "(Production, Sandbox, Xcode, LocalTesting)."
+
+    func overview(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        let id = try Self.projectId(request)
+        let (range, environment) = try Self.overviewQuery(request, now: deps.now())
+        guard let store = deps.overview else {
+            throw HTTPError.serviceUnavailable(message: "Metrics are not configured.", suggestion: "Retry later.")
+        }
+        guard try deps.projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
+        let metrics = try store.overview(projectId: id, range: range, environment: environment, now: deps.now())
+        var body = JSONBody(capacity: 256 + 200 * metrics.days.count)
+        body.raw(#"{"project_id":"#)
+        body.string(id.uuidString.lowercased())
+        body.raw(#","from":"#)
+        body.string(Self.dayString(range.from))
+        body.raw(#","to":"#)
+        body.string(Self.dayString(range.to.addingTimeInterval(-86_400)))
+        body.raw(#","interval":"day","environment":"#)
+        body.stringOrNull(environment?.rawValue)
+        body.raw(#","days":["#)
+        var totals = OverviewDay(day: range.from)
+        for (i, day) in metrics.days.enumerated() {
+            if i > 0 { body.raw(",") }
+            body.raw(#"{"date":"#)
+            body.string(Self.dayString(day.day))
+            body.raw(#","active_subscriptions":"#)
+            body.int(Int64(day.activeSubscriptions))
+            body.raw(#","active_entitlements":"#)
+            body.int(Int64(day.activeEntitlements))
+            Self.writeCounts(day, into: &body)
+            body.raw(#","revenue":"#)
+            Self.writeAmounts(day.revenue, into: &body)
+            body.raw("}")
+            totals.newPurchases &+= day.newPurchases
+            totals.renewals &+= day.renewals
+            totals.refunds &+= day.refunds
+            totals.expirations &+= day.expirations
+            totals.trialConversions &+= day.trialConversions
+        }
+        body.raw(#"],"totals":{"active_subscriptions":"#)
+        body.int(Int64(metrics.days.last?.activeSubscriptions ?? 0))
+        body.raw(#","active_entitlements":"#)
+        body.int(Int64(metrics.days.last?.activeEntitlements ?? 0))
+        Self.writeCounts(totals, into: &body)
+        body.raw(#","revenue":"#)
+        Self.writeAmounts(metrics.revenue, into: &body)
+        body.raw(#"},"mrr":"#)
+        Self.writeAmounts(metrics.mrr, into: &body)
+        body.raw("}")
+        return Response.json(200, body.bytes)
+    }
+
+    private static func writeCounts(_ day: OverviewDay, into body: inout JSONBody) {
+        body.raw(#","new_purchases":"#)
+        body.int(Int64(day.newPurchases))
+        body.raw(#","renewals":"#)
+        body.int(Int64(day.renewals))
+        body.raw(#","refunds":"#)
+        body.int(Int64(day.refunds))
+        body.raw(#","expirations":"#)
+        body.int(Int64(day.expirations))
+        body.raw(#","trial_conversions":"#)
+        body.int(Int64(day.trialConversions))
+    }
+
+    /// `{"EUR":4990,"USD":9990}`, currencies sorted so equal data gives equal bytes.
+    private static func writeAmounts(_ amounts: [String: Int64], into body: inout JSONBody) {
+        body.raw("{")
+        for (i, currency) in amounts.keys.sorted().enumerated() {
+            if i > 0 { body.raw(",") }
+            body.string(currency)
+            body.raw(":")
+            body.int(amounts[currency] ?? 0)
+        }
+        body.raw("}")
+    }
+
+    /// The validated query: unknown parameters are ignored, a repeated one is the last.
+    static func overviewQuery(_ request: Request, now: Date) throws(HTTPError) -> (OverviewRange, StoreEnvironment?) {
+        var from: Int64?
+        var to: Int64?
+        var environment: StoreEnvironment?
+        var details: [ErrorDetail] = []
+        for item in request.queryItems() {
+            switch item.name {
+            case "from", "to":
+                guard let day = parseDay(item.value) else {
+                    details.append(ErrorDetail(path: [item.name], message: "Expected a date as YYYY-MM-DD"))
+                    continue
+                }
+                if item.name == "from" { from = day } else { to = day }
+            case "interval":
+                if item.value != "day" {
+                    details.append(ErrorDetail(path: ["interval"], message: "Invalid enum value. Expected 'day'"))
+                }
+            case "environment":
+                let known: [StoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
+                if let match = known.first(where: { $0.rawValue == item.value }) {
+                    environment = match
+                } else {
+                    details.append(ErrorDetail(
+                        path: ["environment"],
+                        message: "Invalid enum value. Expected 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting'"))
+                }
+            default:
+                continue
+            }
+        }
+        let today = Int64((now.timeIntervalSince1970 / 86_400).rounded(.down))
+        let last = to ?? today
+        let first = from ?? (last - 29)
+        if details.isEmpty {
+            if first > last {
+                details.append(ErrorDetail(path: ["from"], message: "from must not be after to"))
+            } else if last - first + 1 > Int64(OverviewRange.maxDays) {
+                details.append(ErrorDetail(path: ["to"], message: "At most \(OverviewRange.maxDays) days"))
+            }
+        }
+        if !details.isEmpty { throw HTTPError.validation(details, suggestion: overviewSuggestion) }
+        return (OverviewRange(from: Date(timeIntervalSince1970: Double(first) * 86_400),
+                              to: Date(timeIntervalSince1970: Double(last + 1) * 86_400)), environment)
+    }
+
+    /// Days since 1970-01-01 of a `YYYY-MM-DD` date in 1970…9999 (a real calendar date), else nil.
+    static func parseDay(_ text: String) -> Int64? {
+        let b = Array(text.utf8)
+        guard b.count == 10, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-") else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            var value: Int64 = 0
+            for i in range {
+                guard (0x30...0x39).contains(b[i]) else { return nil }
+                value = value * 10 + Int64(b[i] - 0x30)
+            }
+            return value
+        }
+        guard let y = number(0..<4), let m = number(5..<7), let d = number(8..<10),
+              y >= 1970, (1...12).contains(m), d >= 1 else { return nil }
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+        let lengths: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard d <= lengths[Int(m - 1)] else { return nil }
+        // Howard Hinnant's days_from_civil.
+        let yy = m <= 2 ? y - 1 : y
+        let era = yy / 400
+        let yoe = yy - era * 400
+        let mp = (m + 9) % 12
+        let doy = (153 * mp + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    /// `YYYY-MM-DD` of a UTC midnight.
+    static func dayString(_ date: Date) -> String {
+        let iso = ISO8601.string(date)
+        return String(iso.prefix(10))
+    }
+}

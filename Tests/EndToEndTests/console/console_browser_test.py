@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Drives the Bouncer console in headless Chromium (Selenium), against a live `bouncer serve`.
+
+Run by ConsoleBrowserE2ETests (Swift), which starts the server and passes, in the environment:
+BOUNCER_URL, ADMIN_TOKEN, BUNDLE_ID, PRODUCT_ID, USER_ID, SIGNED_TRANSACTION (a TestPKI-signed JWS of that
+bundle and product), SCREENSHOT_DIR. Prints one "STEP ..." line per checked step and a final "RESULT {json}" with
+the measurements; exits 0 only when every check held. Exit 3 means Chromium/Selenium are missing.
+"""
+import gzip
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+except ImportError as error:  # the Swift test turns this into a skip (or a failure in CI)
+    print(f"MISSING selenium: {error}")
+    sys.exit(3)
+
+URL = os.environ["BOUNCER_URL"].rstrip("/")
+TOKEN = os.environ["ADMIN_TOKEN"]
+BUNDLE = os.environ["BUNDLE_ID"]
+PRODUCT = os.environ["PRODUCT_ID"]
+USER = os.environ["USER_ID"]
+JWS = os.environ["SIGNED_TRANSACTION"]
+SHOTS = os.environ.get("SCREENSHOT_DIR", ".build/console-screenshots")
+os.makedirs(SHOTS, exist_ok=True)
+
+
+def step(text):
+    print(f"STEP {text}", flush=True)
+
+
+def check(condition, text):
+    if not condition:
+        raise AssertionError(text)
+
+
+def http(method, path, body=None, bearer=True):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(URL + path, data=data, method=method)
+    if bearer:
+        request.add_header("Authorization", f"Bearer {TOKEN}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def find_binary(*names):
+    for name in names:
+        for directory in os.environ.get("PATH", "").split(":") + ["/usr/bin", "/usr/lib/chromium"]:
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
+
+
+chromium = find_binary("chromium", "chromium-browser", "google-chrome")
+driver_path = find_binary("chromedriver")
+if not chromium or not driver_path:
+    print(f"MISSING browser: chromium={chromium} chromedriver={driver_path}")
+    sys.exit(3)
+
+options = Options()
+options.binary_location = chromium
+for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,900",
+            "--disable-extensions", "--no-first-run"]:
+    options.add_argument(arg)
+options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+driver = webdriver.Chrome(service=Service(driver_path), options=options)
+wait = WebDriverWait(driver, 20)
+results = {}
+
+
+def shot(name):
+    driver.save_screenshot(os.path.join(SHOTS, f"{name}.png"))
+
+
+def go(fragment):
+    driver.get(f"{URL}/admin/#{fragment}")
+
+
+def visible(css):
+    return wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def text_of(css):
+    return driver.find_element(By.CSS_SELECTOR, css).text
+
+
+try:
+    # Sign-in page, with the navigation timing of a cold load.
+    driver.get(f"{URL}/admin/")
+    visible("#token")
+    timing = driver.execute_script("""
+        const n = performance.getEntriesByType('navigation')[0];
+        const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+        return {dom_content_loaded_ms: n.domContentLoadedEventEnd, load_ms: n.loadEventEnd,
+                first_contentful_paint_ms: fcp ? fcp.startTime : null,
+                resources: performance.getEntriesByType('resource').map(r => [r.name, r.transferSize, r.encodedBodySize])};
+    """)
+    results["timing"] = timing
+    check(driver.current_url.endswith("#/signin"), f"an unauthenticated console lands on sign-in, not {driver.current_url}")
+    shot("01-sign-in")
+    step("sign-in page")
+
+    # A wrong token: the API's message and suggestion are shown.
+    driver.find_element(By.ID, "token").send_keys("not-the-token-000000")
+    driver.find_element(By.CSS_SELECTOR, "#sign-in-form button[type=submit]").click()
+    alert = visible(".alert[data-code='AUTH_INVALID_ADMIN_TOKEN']")
+    check("BOUNCER_ADMIN_TOKEN" in alert.text, f"the suggestion is shown: {alert.text!r}")
+    step("wrong token refused with its suggestion")
+
+    field = driver.find_element(By.ID, "token")
+    field.clear()
+    field.send_keys(TOKEN)
+    driver.find_element(By.CSS_SELECTOR, "#sign-in-form button[type=submit]").click()
+    visible("#create-project-form")
+    cookies = {c["name"]: c for c in driver.get_cookies()}
+    session = cookies.get("bouncer_session")
+    check(session is not None, f"session cookie set: {list(cookies)}")
+    check(session.get("httpOnly") is True, "the session cookie is HttpOnly")
+    check(session.get("sameSite") == "Strict", f"the session cookie is SameSite=Strict: {session.get('sameSite')}")
+    check("expiry" in session, "the session cookie expires")
+    storage = driver.execute_script("return JSON.stringify(localStorage) + JSON.stringify(sessionStorage) + document.cookie")
+    check(TOKEN not in storage and "cs_" not in storage, "neither the admin token nor the session is readable by script")
+    step("signed in: HttpOnly SameSite=Strict cookie, nothing in storage")
+
+    # Create a project; first without a name, to see the field's validation message.
+    driver.find_element(By.ID, "project-bundle-id").send_keys(BUNDLE)
+    driver.find_element(By.CSS_SELECTOR, "#create-project-form button[type=submit]").click()
+    error = visible("#create-project-form [data-field='name'] .field-error")
+    status, _, body = http("POST", "/v1/admin/projects", {"name": "", "bundle_id": BUNDLE, "transfer_policy": "transfer",
+                                                        "allow_xcode": False, "app_apple_id": None,
+                                                        "environments": ["Production", "Sandbox"]})
+    expected = json.loads(body)
+    check(status == 400 and expected["details"][0]["path"] == ["name"], f"the API refuses it too: {status} {body!r}")
+    check(error.text.startswith(expected["details"][0]["message"]), f"name: {error.text!r} vs {expected['details']}")
+    check(error.find_element(By.CSS_SELECTOR, ".suggestion").text.strip() != "", "a suggestion is next to the field")
+    step("validation message and suggestion next to the field")
+    driver.find_element(By.ID, "project-name").send_keys("Console E2E")
+    driver.find_element(By.CSS_SELECTOR, "#create-project-form button[type=submit]").click()
+    visible("#created-project")
+    secret = text_of("#new-secret-key")
+    check(secret.startswith("sk_"), f"secret key shown once: {secret[:3]}")
+    project_id = driver.find_element(By.ID, "open-created-project").get_attribute("href").rsplit("/", 1)[-1]
+    check(driver.find_elements(By.CSS_SELECTOR, f"#project-list tr[data-project-id='{project_id}']"),
+          "the new project is listed")
+    shot("02-projects")
+    step(f"project created {project_id}")
+
+    # Map the product.
+    go(f"/projects/{project_id}/products")
+    visible("#add-product-form")
+    driver.find_element(By.ID, "product-id").send_keys(PRODUCT)
+    driver.find_element(By.ID, "product-entitlements").send_keys("pro")
+    driver.find_element(By.CSS_SELECTOR, "#add-product-form button[type=submit]").click()
+    visible("#product-saved")
+    row = visible(f"#product-table tr[data-product-id='{PRODUCT}'] input")
+    check(row.get_attribute("value") == "pro", f"mapping row shows pro: {row.get_attribute('value')!r}")
+    shot("03-products")
+    step("product mapped")
+
+    # The settings page shows the public key; post the signed transaction through the public API with it.
+    go(f"/projects/{project_id}")
+    public_key = visible("#keys .public-key").text
+    status, _, body = http("POST", f"/v1/receipts/{public_key}",
+                           {"signed_transaction_info": JWS, "user_id": USER}, bearer=False)
+    check(status == 201, f"receipt accepted: {status} {body[:300]!r}")
+    step("receipt posted through the API")
+
+    # Find the customer and see the entitlement.
+    go(f"/projects/{project_id}/customers")
+    visible("#customer-user-id").send_keys(USER)
+    driver.find_element(By.CSS_SELECTOR, "form[role=search] button[type=submit]").click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "customer-entitlements"), "pro"))
+    check(text_of("#customer-status") == "active", f"status: {text_of('#customer-status')!r}")
+    check(PRODUCT in text_of("#customer-purchases"), "the purchase is listed")
+    shot("04-customer")
+    step("customer found with entitlement pro")
+
+    # Rotate the public key with a grace: both keys are listed, the old one with an expiry.
+    go(f"/projects/{project_id}")
+    visible("#rotate-form")
+    Select(driver.find_element(By.ID, "rotate-key")).select_by_value("public")
+    driver.find_element(By.ID, "rotate-grace").send_keys("3600")
+    driver.find_element(By.ID, "rotate-button").click()
+    visible("#rotated")
+    keys = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#keys .public-key")]
+    check(len(keys) == 2 and keys[1] == public_key and keys[0] != public_key, f"new key first, old kept: {keys}")
+    status, _, body = http("GET", f"/v1/admin/projects/{project_id}")
+    check(status == 200 and [k["key"] for k in json.loads(body)["public_keys"]] == keys, "the page shows the API's keys")
+    shot("05-settings-keys")
+    step("public key rotated with grace")
+
+    # Notifications and App Store pages render (no data needed).
+    go(f"/projects/{project_id}/notifications")
+    visible("#notification-list")
+    shot("06-notifications")
+    go(f"/projects/{project_id}/app-store")
+    visible("#credentials-form")
+    shot("07-app-store")
+    step("notifications and App Store pages")
+
+    # Dashboard: the numbers equal the overview API's for the same days.
+    go(f"/projects/{project_id}/dashboard?days=7")
+    stats = visible("#dashboard-stats")
+    day_from, day_to = stats.get_attribute("data-from"), stats.get_attribute("data-to")
+    status, _, body = http("GET", f"/v1/admin/projects/{project_id}/metrics/overview?from={day_from}&to={day_to}&interval=day")
+    check(status == 200, f"overview: {status} {body[:300]!r}")
+    overview = json.loads(body)
+    shown = {e.get_attribute("data-metric"): e.text for e in driver.find_elements(By.CSS_SELECTOR, "[data-metric]")}
+    for key in ["active_subscriptions", "active_entitlements", "new_purchases", "renewals", "refunds", "expirations",
+                "trial_conversions"]:
+        check(shown[key] == str(overview["totals"][key]), f"{key}: page {shown[key]!r} vs API {overview['totals'][key]}")
+    check(overview["totals"]["new_purchases"] == 1 and overview["totals"]["active_subscriptions"] == 1,
+          f"the receipt counts: {overview['totals']}")
+    check(overview["totals"]["revenue"] == {"USD": 9990} and "9.99 USD" in shown["revenue"],
+          f"revenue: page {shown['revenue']!r} vs API {overview['totals']['revenue']}")
+    check(len(driver.find_elements(By.CSS_SELECTOR, ".chart svg")) >= 4, "charts drawn")
+    results["dashboard"] = shown
+    shot("08-dashboard")
+    driver.set_window_size(390, 844)
+    driver.refresh()
+    visible("#dashboard-stats")
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    check(width <= 400, f"no horizontal scrolling at phone width: {width}")
+    shot("09-dashboard-phone")
+    driver.set_window_size(1280, 900)
+    step("dashboard numbers equal the API's")
+
+    # Keyboard: Tab from the page start reaches the nav links.
+    go(f"/projects/{project_id}/dashboard")
+    visible("#dashboard-stats")
+    driver.find_element(By.TAG_NAME, "body").send_keys("\t")
+    focused = driver.execute_script("return document.activeElement && document.activeElement.textContent")
+    check(focused, "Tab moves focus to a control")
+
+    # CSP: no violation was logged.
+    logs = [entry for entry in driver.get_log("browser") if "Content Security Policy" in entry.get("message", "")]
+    check(not logs, f"no CSP violations: {logs}")
+    step("no CSP violations")
+
+    # Sign out: the cookie is gone and the API refuses it.
+    driver.find_element(By.ID, "sign-out").click()
+    visible("#token")
+    check(all(c["name"] != "bouncer_session" for c in driver.get_cookies()), "cookie cleared")
+    step("signed out")
+
+    # Page weight: every console asset, raw and gzip -9.
+    weight = {"raw": 0, "gzip": 0, "files": {}}
+    for name in ["index.html", "console.css", "console.js", "charts.js", "favicon.svg"]:
+        status, headers, body = http("GET", f"/admin/{name}", bearer=False)
+        check(status == 200, f"{name}: {status}")
+        packed = len(gzip.compress(body, 9))
+        weight["raw"] += len(body)
+        weight["gzip"] += packed
+        weight["files"][name] = [len(body), packed]
+    results["page_weight"] = weight
+    print("RESULT " + json.dumps(results), flush=True)
+except Exception as error:  # report, screenshot, fail
+    print(f"FAILED {type(error).__name__}: {error}", flush=True)
+    try:
+        shot("failure")
+        print("BROWSER LOG " + json.dumps(driver.get_log("browser"))[:4000])
+    except Exception:
+        pass
+    driver.quit()
+    sys.exit(1)
+driver.quit()
