@@ -10,25 +10,15 @@ import XCTest
 /// that verifies the host name, SIGHUP and file-change reloads under load, a bad pair refused, the redirect port.
 final class HTTPSE2ETests: XCTestCase {
     var pki: TLSTestPKI!
-    var certificatePath = ""
-    var keyPath = ""
+    var certificatePath: String { pki.servingCertificateFile }
+    var keyPath: String { pki.servingKeyFile }
 
-    override func setUpWithError() throws {
-        pki = try TLSTestPKI.make()
-        certificatePath = pki.directory + "/serving.pem"
-        keyPath = pki.directory + "/serving.key"
-        try install(certificate: pki.serverCertificateFile, key: pki.serverKeyFile)
-    }
+    override func setUpWithError() throws { pki = try TLSTestPKI.makeServing() }
 
     override func tearDown() { pki.remove() }
 
     /// Replaces the served files the way certbot and cert-manager do (write, then rename over).
-    func install(certificate: String, key: String) throws {
-        for (from, to) in [(certificate, certificatePath), (key, keyPath)] {
-            try Data(contentsOf: URL(fileURLWithPath: from)).write(to: URL(fileURLWithPath: to + ".new"))
-            XCTAssertEqual(rename(to + ".new", to), 0)
-        }
-    }
+    func install(certificate: String, key: String) throws { try pki.installServing(certificate: certificate, key: key) }
 
     func tlsEnvironment(_ extra: [String: String?] = [:]) -> [String: String?] {
         var env: [String: String?] = ["BOUNCER_TLS_CERT_FILE": certificatePath, "BOUNCER_TLS_KEY_FILE": keyPath,

@@ -12,26 +12,16 @@ final class TLSServerTests: XCTestCase {
     var server: HTTPServer?
     var port = 0
     /// Copies of the PKI's server pair at paths the server is configured with (replaced by reload tests).
-    var certificatePath = ""
-    var keyPath = ""
+    var certificatePath: String { pki.servingCertificateFile }
+    var keyPath: String { pki.servingKeyFile }
     let log = LogLines()
 
-    override func setUpWithError() throws {
-        pki = try TLSTestPKI.make()
-        certificatePath = pki.directory + "/serving.pem"
-        keyPath = pki.directory + "/serving.key"
-        try install(certificate: pki.serverCertificateFile, key: pki.serverKeyFile)
-    }
+    override func setUpWithError() throws { pki = try TLSTestPKI.makeServing() }
 
     override func tearDown() { pki.remove() }
 
-    func install(certificate: String, key: String) throws {
-        for (from, to) in [(certificate, certificatePath), (key, keyPath)] {
-            // Write-then-rename, as cert-manager and certbot do: a reader never sees half a file.
-            try Data(contentsOf: URL(fileURLWithPath: from)).write(to: URL(fileURLWithPath: to + ".new"))
-            XCTAssertEqual(rename(to + ".new", to), 0)
-        }
-    }
+    /// Write-then-rename, as cert-manager and certbot do: a reader never sees half a file.
+    func install(certificate: String, key: String) throws { try pki.installServing(certificate: certificate, key: key) }
 
     func start(_ configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
         var c = HTTPServer.Configuration()
