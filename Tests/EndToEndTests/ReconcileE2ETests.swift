@@ -50,6 +50,19 @@ final class ReconcileE2ETests: XCTestCase {
         return (transaction, RenewalPayload(originalTransactionId: transaction.originalTransactionId))
     }
 
+    /// `user`'s active subscription, which Apple's current status (5, Sandbox) says was refunded 30 s ago.
+    func refundedAtApple(_ s: Setup, user: String) throws
+        -> (bought: TransactionPayload, refunded: TransactionPayload, renewal: RenewalPayload)
+    {
+        let (bought, renewal) = try activeSubscription(s, user: user)
+        var refunded = bought
+        refunded.revocationDate = E2E.ms(-30)
+        refunded.signedDate = E2E.ms(0)
+        s.apple.setSubscriptionStatuses(bought.originalTransactionId, groups: [try group(refunded, renewal, status: 5)],
+                                        environment: .sandbox)
+        return (bought, refunded, renewal)
+    }
+
     func group(_ transaction: TransactionPayload, _ renewal: RenewalPayload, status: Int) throws
         -> FakeAppleServer.SubscriptionGroup
     {
@@ -222,12 +235,7 @@ final class ReconcileE2ETests: XCTestCase {
     func testAppleDownGives503NotAWrongAnswer() throws {
         let s = try makeSetup(label: "reconcile_down")
         defer { s.server.stopAndAssertCleanExit() }
-        let (bought, renewal) = try activeSubscription(s, user: "dave")
-        var refunded = bought
-        refunded.revocationDate = E2E.ms(-30)
-        refunded.signedDate = E2E.ms(0)
-        s.apple.setSubscriptionStatuses(bought.originalTransactionId, groups: [try group(refunded, renewal, status: 5)],
-                                        environment: .sandbox)
+        let (bought, refunded, renewal) = try refundedAtApple(s, user: "dave")
 
         // Apple keeps failing: 503 with Retry-After, the purchase untouched, the run recorded as failed.
         s.apple.inject(.serverError(status: 503), times: nil)
@@ -292,12 +300,7 @@ final class ReconcileE2ETests: XCTestCase {
     func testCLIReconcilesWithProgress() throws {
         let s = try makeSetup(label: "reconcile_cli")
         defer { s.server.stopAndAssertCleanExit() }
-        let (bought, renewal) = try activeSubscription(s, user: "erin")
-        var refunded = bought
-        refunded.revocationDate = E2E.ms(-30)
-        refunded.signedDate = E2E.ms(0)
-        s.apple.setSubscriptionStatuses(bought.originalTransactionId, groups: [try group(refunded, renewal, status: 5)],
-                                        environment: .sandbox)
+        let bought = try refundedAtApple(s, user: "erin").bought
         let run = try CLIRun.run(["reconcile", "--project", s.tenant.id], environment: s.environment())
         XCTAssertEqual(run.status, 0, run.stderr)
         let json = try JSONParser.parse(Array(run.stdout.utf8))

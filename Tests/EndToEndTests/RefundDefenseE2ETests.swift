@@ -18,9 +18,12 @@ final class RefundDefenseE2ETests: XCTestCase {
         "BOUNCER_CONSUMPTION_LEASE_SECONDS": "3",
     ]
 
-    private static let fixture = ClassFixture {
-        try AppleConnectedBouncer(label: "refund", encryptionKey: encryptionKey, overrides: quick)
+    /// A fake Apple and a server (started on first use) wired to it, with `quick`.
+    static func connected(_ label: String) throws -> AppleConnectedBouncer {
+        try AppleConnectedBouncer(label: label, encryptionKey: encryptionKey, overrides: quick)
     }
+
+    private static let fixture = ClassFixture { try connected("refund") }
 
     override class func tearDown() { fixture.take()?.stop() }
 
@@ -213,8 +216,7 @@ final class RefundDefenseE2ETests: XCTestCase {
     /// The queue row commits with the notification: killed (-9) while Apple stalls the answer, a restarted server
     /// (after the lease lapses) sends it.
     func testKilledWhileAnsweringTheRestartedServerSendsIt() throws {
-        let connected = try AppleConnectedBouncer(label: "refund_crash", encryptionKey: Self.encryptionKey,
-                                                  overrides: Self.quick)
+        let connected = try Self.connected("refund_crash")
         let apple = connected.apple
         defer { apple.stop() }
         let db = try connected.db
@@ -242,8 +244,7 @@ final class RefundDefenseE2ETests: XCTestCase {
 
     /// Two servers on one database: every request is answered exactly once.
     func testTwoInstancesSendEachAnswerOnce() throws {
-        let connected = try AppleConnectedBouncer(label: "refund_two", encryptionKey: Self.encryptionKey,
-                                                  overrides: Self.quick)
+        let connected = try Self.connected("refund_two")
         let apple = connected.apple
         defer { apple.stop() }
         let db = try connected.db
