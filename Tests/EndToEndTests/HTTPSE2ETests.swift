@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import Glibc
 import JSON
-import Synchronization
 import TestSupport
 import XCTest
 
@@ -93,36 +92,18 @@ final class HTTPSE2ETests: XCTestCase {
         let renewed = try pki.issueServerCertificate(named: "renewed")
         let newSerial = try pki.serial(ofCertificate: renewed.certificate)
         let loaders = try (0..<2).map { _ in try TLSTestClient(port: server.port, caFile: pki.caFile) }
-        let failures = Mutex<[String]>([])
-        let served = Atomic<Int>(0)
-        let stop = Atomic<Bool>(false)
-        let group = DispatchGroup()
-        for loader in loaders {
-            nonisolated(unsafe) let loader = loader
-            DispatchQueue.global().async(group: group) {
-                while !stop.load(ordering: .relaxed) {
-                    do {
-                        let r = try loader.request("/healthz")
-                        if r.status != 200 { failures.withLock { $0.append(r.description) } }
-                        served.wrappingAdd(1, ordering: .relaxed)
-                    } catch {
-                        failures.withLock { $0.append("\(error)") }
-                        return
-                    }
-                }
-            }
+        let load = TLSClientLoad(loaders) { _, _, loader in
+            let r = try loader.request("/healthz")
+            return r.status != 200 ? r.description : nil
         }
-        while served.load(ordering: .relaxed) < 20 { usleep(5_000) }
+        load.wait(untilServed: 20)
         try install(certificate: renewed.certificate, key: renewed.key)
         kill(server.process.processIdentifier, SIGHUP)
         XCTAssertTrue(E2E.eventually {
             server.stderr.contains(#"{"event":"tls_reload","trigger":"sighup","outcome":"ok","certificate_serial":"\#(newSerial)"}"#)
         }, server.stderr)
-        let after = served.load(ordering: .relaxed)
-        while served.load(ordering: .relaxed) < after + 20 && failures.withLock({ $0.isEmpty }) { usleep(5_000) }
-        stop.store(true, ordering: .relaxed)
-        group.wait()
-        XCTAssertEqual(failures.withLock { $0 }, [])
+        load.wait(untilServed: load.served + 20, unlessFailed: true)
+        XCTAssertEqual(load.finish(), [])
         XCTAssertEqual(loaders[0].connection.peerCertificateSerial, oldSerial)
         XCTAssertEqual(try TLSTestClient(port: server.port, caFile: pki.caFile).connection.peerCertificateSerial, newSerial)
 
