@@ -7,13 +7,9 @@ import XCTest
 /// the bundled Apple roots: the two real receipts of ../shared/test-vectors verify locally (chain at their creation
 /// date, status at the server's real now), every in-app record becomes one `transactions` row with source `receipt`,
 /// exactly once; tampered, foreign and disallowed receipts are refused with their code and write nothing.
-final class AppReceiptE2ETests: XCTestCase {
-    static let shared = SharedServer(label: "receipts", overrides: ["BOUNCER_ROOT_CERTIFICATES": nil])
-
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
-    }
+final class AppReceiptE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "receipts" }
+    override class var serverOverrides: [String: String?] { ["BOUNCER_ROOT_CERTIFICATES": nil] }
 
     static func receipt(_ name: String) throws -> String {
         try String(contentsOf: E2EPaths.vectors.appendingPathComponent(name), encoding: .utf8)

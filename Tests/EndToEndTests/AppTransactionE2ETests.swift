@@ -5,16 +5,8 @@ import XCTest
 
 /// AppTransaction over real HTTP: `bouncer serve` trusting the test PKI, a fresh database, app transactions and
 /// RESCIND_CONSENT notifications signed like Apple's, the before-version rule and the user's answer.
-final class AppTransactionE2ETests: XCTestCase {
-    static let shared = SharedServer(label: "apptx")
-
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
-    }
-
-    var db: E2EDatabase { get throws { try Self.shared.get().db } }
-    var api: API { get throws { API(client: try Self.shared.get().server.client) } }
+final class AppTransactionE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "apptx" }
 
     static let paidBefore2: JSONValue = ["purchased_before_version": "2.0", "entitlements": ["pro", "legacy"]]
 

@@ -4,16 +4,11 @@ import XCTest
 
 /// A server configured like production: the bundled Apple roots (no `BOUNCER_ROOT_CERTIFICATES`) and no admin
 /// token (admin API disabled), provisioned with the `bouncer` CLI.
-final class AppleRootsE2ETests: XCTestCase {
-    static let shared = SharedServer(
-        label: "apple", overrides: ["BOUNCER_ROOT_CERTIFICATES": nil, "BOUNCER_ADMIN_TOKEN": nil])
-
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
+final class AppleRootsE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "apple" }
+    override class var serverOverrides: [String: String?] {
+        ["BOUNCER_ROOT_CERTIFICATES": nil, "BOUNCER_ADMIN_TOKEN": nil]
     }
-
-    var server: BouncerProcess { get throws { try Self.shared.get().server } }
 
     // MARK: 2. ADMIN_API_DISABLED
 

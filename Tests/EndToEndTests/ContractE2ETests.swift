@@ -5,17 +5,9 @@ import XCTest
 
 /// The public contract over real HTTP against one `bouncer serve` process and a fresh database (shared by the
 /// class; every test creates its own projects, so tests never see each other's rows).
-final class ContractE2ETests: XCTestCase {
-    static let shared = SharedServer(label: "contract")
+final class ContractE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "contract" }
 
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
-    }
-
-    var server: BouncerProcess { get throws { try Self.shared.get().server } }
-    var db: E2EDatabase { get throws { try Self.shared.get().db } }
-    var api: API { get throws { API(client: try server.client) } }
 
     // MARK: 1. The whole contract
 

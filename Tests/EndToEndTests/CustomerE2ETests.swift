@@ -7,17 +7,9 @@ import XCTest
 /// transactions and notifications (REFUND, DID_RENEW), a transfer by another user posting the same purchase, exact
 /// explanation texts, grants in `GET /v1/subscriptions` (read cache on), webhook outbox rows, and after an erase a
 /// scan of every column of every table for the user id.
-final class CustomerE2ETests: XCTestCase {
-    static let shared = SharedServer(label: "customer")
+final class CustomerE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "customer" }
 
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
-    }
-
-    var server: BouncerProcess { get throws { try Self.shared.get().server } }
-    var db: E2EDatabase { get throws { try Self.shared.get().db } }
-    var api: API { get throws { API(client: try server.client) } }
     var client: RawHTTPClient { get throws { try server.client } }
 
     /// A sentence's date: UTC, whole seconds (floored).

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import Glibc
 import JSON
-import Synchronization
 import TestSupport
 import XCTest
 
@@ -10,25 +9,15 @@ import XCTest
 /// that verifies the host name, SIGHUP and file-change reloads under load, a bad pair refused, the redirect port.
 final class HTTPSE2ETests: XCTestCase {
     var pki: TLSTestPKI!
-    var certificatePath = ""
-    var keyPath = ""
+    var certificatePath: String { pki.servingCertificateFile }
+    var keyPath: String { pki.servingKeyFile }
 
-    override func setUpWithError() throws {
-        pki = try TLSTestPKI.make()
-        certificatePath = pki.directory + "/serving.pem"
-        keyPath = pki.directory + "/serving.key"
-        try install(certificate: pki.serverCertificateFile, key: pki.serverKeyFile)
-    }
+    override func setUpWithError() throws { pki = try TLSTestPKI.makeServing() }
 
     override func tearDown() { pki.remove() }
 
     /// Replaces the served files the way certbot and cert-manager do (write, then rename over).
-    func install(certificate: String, key: String) throws {
-        for (from, to) in [(certificate, certificatePath), (key, keyPath)] {
-            try Data(contentsOf: URL(fileURLWithPath: from)).write(to: URL(fileURLWithPath: to + ".new"))
-            XCTAssertEqual(rename(to + ".new", to), 0)
-        }
-    }
+    func install(certificate: String, key: String) throws { try pki.installServing(certificate: certificate, key: key) }
 
     func tlsEnvironment(_ extra: [String: String?] = [:]) -> [String: String?] {
         var env: [String: String?] = ["BOUNCER_TLS_CERT_FILE": certificatePath, "BOUNCER_TLS_KEY_FILE": keyPath,
@@ -103,36 +92,18 @@ final class HTTPSE2ETests: XCTestCase {
         let renewed = try pki.issueServerCertificate(named: "renewed")
         let newSerial = try pki.serial(ofCertificate: renewed.certificate)
         let loaders = try (0..<2).map { _ in try TLSTestClient(port: server.port, caFile: pki.caFile) }
-        let failures = Mutex<[String]>([])
-        let served = Atomic<Int>(0)
-        let stop = Atomic<Bool>(false)
-        let group = DispatchGroup()
-        for loader in loaders {
-            nonisolated(unsafe) let loader = loader
-            DispatchQueue.global().async(group: group) {
-                while !stop.load(ordering: .relaxed) {
-                    do {
-                        let r = try loader.request("/healthz")
-                        if r.status != 200 { failures.withLock { $0.append(r.description) } }
-                        served.wrappingAdd(1, ordering: .relaxed)
-                    } catch {
-                        failures.withLock { $0.append("\(error)") }
-                        return
-                    }
-                }
-            }
+        let load = TLSClientLoad(loaders) { _, _, loader in
+            let r = try loader.request("/healthz")
+            return r.status != 200 ? r.description : nil
         }
-        while served.load(ordering: .relaxed) < 20 { usleep(5_000) }
+        load.wait(untilServed: 20)
         try install(certificate: renewed.certificate, key: renewed.key)
         kill(server.process.processIdentifier, SIGHUP)
         XCTAssertTrue(E2E.eventually {
             server.stderr.contains(#"{"event":"tls_reload","trigger":"sighup","outcome":"ok","certificate_serial":"\#(newSerial)"}"#)
         }, server.stderr)
-        let after = served.load(ordering: .relaxed)
-        while served.load(ordering: .relaxed) < after + 20 && failures.withLock({ $0.isEmpty }) { usleep(5_000) }
-        stop.store(true, ordering: .relaxed)
-        group.wait()
-        XCTAssertEqual(failures.withLock { $0 }, [])
+        load.wait(untilServed: load.served + 20, unlessFailed: true)
+        XCTAssertEqual(load.finish(), [])
         XCTAssertEqual(loaders[0].connection.peerCertificateSerial, oldSerial)
         XCTAssertEqual(try TLSTestClient(port: server.port, caFile: pki.caFile).connection.peerCertificateSerial, newSerial)
 

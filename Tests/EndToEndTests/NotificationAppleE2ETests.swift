@@ -4,17 +4,10 @@ import XCTest
 
 /// Real App Store Server Notifications (Apple-signed sandbox and production vectors from `../shared/test-vectors`)
 /// against a server trusting only the bundled Apple roots.
-final class NotificationAppleE2ETests: XCTestCase {
-    static let shared = SharedServer(label: "notifyapple", overrides: ["BOUNCER_ROOT_CERTIFICATES": nil])
+final class NotificationAppleE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "notifyapple" }
+    override class var serverOverrides: [String: String?] { ["BOUNCER_ROOT_CERTIFICATES": nil] }
 
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
-    }
-
-    var server: BouncerProcess { get throws { try Self.shared.get().server } }
-    var db: E2EDatabase { get throws { try Self.shared.get().db } }
-    var api: API { get throws { API(client: try server.client) } }
 
     static let session2025 = [
         "DID_RENEW", "SUBSCRIBED-RESUBSCRIBE", "DID_CHANGE_RENEWAL_STATUS-AUTO_RENEW_DISABLED", "EXPIRED-VOLUNTARY",

@@ -4,19 +4,11 @@ import XCTest
 
 /// App Store Server Notifications V2 over real HTTP: `bouncer serve` trusting the test PKI, a fresh database,
 /// notifications minted with `Tests/Fixtures/pki/sign-jws`, and the user's `GET /v1/subscriptions` answer after each.
-final class NotificationE2ETests: XCTestCase {
+final class NotificationE2ETests: SharedServerTestCase {
     static let metricsToken = "e2e-notify-metrics-token-0123456789"
-    static let shared = SharedServer(label: "notify", overrides: ["BOUNCER_METRICS_TOKEN": metricsToken])
+    override class var serverLabel: String { "notify" }
+    override class var serverOverrides: [String: String?] { ["BOUNCER_METRICS_TOKEN": metricsToken] }
     static let day = 86_400.0
-
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
-    }
-
-    var server: BouncerProcess { get throws { try Self.shared.get().server } }
-    var db: E2EDatabase { get throws { try Self.shared.get().db } }
-    var api: API { get throws { API(client: try server.client) } }
 
     /// A tenant with mapped products and one user bound (through `POST /v1/receipts`) to a subscription.
     struct Subscriber {

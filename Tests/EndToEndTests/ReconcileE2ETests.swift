@@ -9,25 +9,20 @@ import XCTest
 final class ReconcileE2ETests: XCTestCase {
     /// A fake Apple, a database, a server pointed at both, and a project whose credentials Apple accepts.
     struct Setup {
-        let apple: FakeAppleServer
+        let connected: AppleConnectedBouncer
         let key: FakeAppleServer.Key
         let db: E2EDatabase
         let server: BouncerProcess
         let api: API
         let tenant: Tenant
-        let encryptionKey: String
 
+        var apple: FakeAppleServer { connected.apple }
         var reconcilePath: String { "/v1/admin/projects/\(tenant.id)/reconcile" }
 
         func reconcile() throws -> HTTPResponse { try api.client.post(reconcilePath, json: [:], headers: E2E.admin) }
 
         /// The variables of a `bouncer` process (serve or CLI) for this setup, beyond the test defaults.
-        func overrides(_ extra: [String: String?] = [:]) -> [String: String?] {
-            var overrides: [String: String?] = ["BOUNCER_ENCRYPTION_KEY": encryptionKey, "BOUNCER_RECONCILE_INTERVAL_SECONDS": "0"]
-            for (k, v) in apple.environment { overrides[k] = v }
-            for (k, v) in extra { overrides[k] = v }
-            return overrides
-        }
+        func overrides(_ extra: [String: String?] = [:]) -> [String: String?] { connected.overrides(extra) }
 
         /// The whole environment of a CLI run for this setup.
         func environment(_ extra: [String: String?] = [:]) -> [String: String] {
@@ -35,29 +30,15 @@ final class ReconcileE2ETests: XCTestCase {
         }
     }
 
-    static func randomKey() -> String { Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString() }
-
     func makeSetup(label: String, serverOverrides: [String: String?] = [:], credentials: Bool = true) throws -> Setup {
-        let apple = try FakeAppleServer()
-        let key = try FakeAppleServer.Key.generate()
-        let db = try E2EDatabase(label: label)
-        let encryptionKey = Self.randomKey()
-        var overrides: [String: String?] = ["BOUNCER_ENCRYPTION_KEY": encryptionKey, "BOUNCER_RECONCILE_INTERVAL_SECONDS": "0"]
-        for (k, v) in apple.environment { overrides[k] = v }
-        for (k, v) in serverOverrides { overrides[k] = v }
-        let server = try BouncerProcess(databaseURL: db.url, overrides: overrides)
+        let connected = try AppleConnectedBouncer(
+            label: label, overrides: ["BOUNCER_RECONCILE_INTERVAL_SECONDS": "0"].merging(serverOverrides) { $1 })
+        let server = try connected.server
         let api = API(client: server.client)
-        let tenant = try api.createProject()
-        try api.mapProduct(tenant)
-        try api.mapProduct(tenant, "com.e2e.lifetime", ["lifetime"])
-        apple.expect(key: key, bundleId: tenant.bundleId)
-        if credentials {
-            let r = try api.client.send("PUT", "/v1/admin/projects/\(tenant.id)/app-store-credentials", json: [
-                "issuer_id": .string(key.issuerId), "key_id": .string(key.keyId), "private_key": .string(key.privateKeyPEM),
-            ], headers: E2E.admin)
-            XCTAssertEqual(r.status, 200, r.description)
-        }
-        return Setup(apple: apple, key: key, db: db, server: server, api: api, tenant: tenant, encryptionKey: encryptionKey)
+        let (tenant, key) = try connected.createProject(
+            api: api, products: [("com.e2e.pro.monthly", ["pro"]), ("com.e2e.lifetime", ["lifetime"])],
+            credentials: credentials)
+        return Setup(connected: connected, key: key, db: try connected.db, server: server, api: api, tenant: tenant)
     }
 
     /// An active Sandbox subscription posted by `user`; Apple's renewal info for it.
@@ -67,6 +48,19 @@ final class ReconcileE2ETests: XCTestCase {
         XCTAssertEqual(r.status, 201, r.description)
         XCTAssertEqual(try s.api.user(s.tenant.publicKey, user).json()["status"], "active")
         return (transaction, RenewalPayload(originalTransactionId: transaction.originalTransactionId))
+    }
+
+    /// `user`'s active subscription, which Apple's current status (5, Sandbox) says was refunded 30 s ago.
+    func refundedAtApple(_ s: Setup, user: String) throws
+        -> (bought: TransactionPayload, refunded: TransactionPayload, renewal: RenewalPayload)
+    {
+        let (bought, renewal) = try activeSubscription(s, user: user)
+        var refunded = bought
+        refunded.revocationDate = E2E.ms(-30)
+        refunded.signedDate = E2E.ms(0)
+        s.apple.setSubscriptionStatuses(bought.originalTransactionId, groups: [try group(refunded, renewal, status: 5)],
+                                        environment: .sandbox)
+        return (bought, refunded, renewal)
     }
 
     func group(_ transaction: TransactionPayload, _ renewal: RenewalPayload, status: Int) throws
@@ -241,12 +235,7 @@ final class ReconcileE2ETests: XCTestCase {
     func testAppleDownGives503NotAWrongAnswer() throws {
         let s = try makeSetup(label: "reconcile_down")
         defer { s.server.stopAndAssertCleanExit() }
-        let (bought, renewal) = try activeSubscription(s, user: "dave")
-        var refunded = bought
-        refunded.revocationDate = E2E.ms(-30)
-        refunded.signedDate = E2E.ms(0)
-        s.apple.setSubscriptionStatuses(bought.originalTransactionId, groups: [try group(refunded, renewal, status: 5)],
-                                        environment: .sandbox)
+        let (bought, refunded, renewal) = try refundedAtApple(s, user: "dave")
 
         // Apple keeps failing: 503 with Retry-After, the purchase untouched, the run recorded as failed.
         s.apple.inject(.serverError(status: 503), times: nil)
@@ -298,10 +287,7 @@ final class ReconcileE2ETests: XCTestCase {
         XCTAssertEqual(s.apple.requests.count, 0)
 
         // While another run holds the project (here: the test holds its lock), on demand answers 409.
-        let r = try s.api.client.send("PUT", "/v1/admin/projects/\(s.tenant.id)/app-store-credentials", json: [
-            "issuer_id": .string(s.key.issuerId), "key_id": .string(s.key.keyId), "private_key": .string(s.key.privateKeyPEM),
-        ], headers: E2E.admin)
-        XCTAssertEqual(r.status, 200)
+        try s.api.storeCredentials(s.tenant, s.key)
         let holder = try Connection(settings: s.db.settings)
         XCTAssertEqual(try holder.query("SELECT pg_try_advisory_lock(16979, hashtext(\(s.tenant.id))) AS ok").first?
             .decode("ok", as: Bool.self), true)
@@ -314,12 +300,7 @@ final class ReconcileE2ETests: XCTestCase {
     func testCLIReconcilesWithProgress() throws {
         let s = try makeSetup(label: "reconcile_cli")
         defer { s.server.stopAndAssertCleanExit() }
-        let (bought, renewal) = try activeSubscription(s, user: "erin")
-        var refunded = bought
-        refunded.revocationDate = E2E.ms(-30)
-        refunded.signedDate = E2E.ms(0)
-        s.apple.setSubscriptionStatuses(bought.originalTransactionId, groups: [try group(refunded, renewal, status: 5)],
-                                        environment: .sandbox)
+        let bought = try refundedAtApple(s, user: "erin").bought
         let run = try CLIRun.run(["reconcile", "--project", s.tenant.id], environment: s.environment())
         XCTAssertEqual(run.status, 0, run.stderr)
         let json = try JSONParser.parse(Array(run.stdout.utf8))
@@ -369,8 +350,8 @@ final class ReconcileE2ETests: XCTestCase {
         }
         s.server.stopAndAssertCleanExit()
         let scheduled: [String: String?] = ["BOUNCER_RECONCILE_INTERVAL_SECONDS": "1", "BOUNCER_RECONCILE_CALLS_PER_SECOND": "3"]
-        let one = try BouncerProcess(databaseURL: s.db.url, overrides: s.overrides(scheduled))
-        let two = try BouncerProcess(databaseURL: s.db.url, overrides: s.overrides(scheduled))
+        let one = try s.connected.startServer(on: s.db, scheduled)
+        let two = try s.connected.startServer(on: s.db, scheduled)
         let finished = { () throws -> Int in
             Int(try s.db.query("""
                 SELECT count(*)::int8 AS n FROM reconcile_runs

@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 import JSON
 import Postgres
-import Synchronization
 import XCTest
 
 /// Refund defense (CONSUMPTION_REQUEST answered by Send Consumption Information) and the operator helpers (test
@@ -11,68 +10,35 @@ import XCTest
 final class RefundDefenseE2ETests: XCTestCase {
     static let encryptionKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
 
-    /// The variables every server here shares: the fake Apple, a quick responder (short poll, retry and lease).
-    static func overrides(_ apple: FakeAppleServer, timeout: String = "2") -> [String: String?] {
-        var overrides: [String: String?] = apple.environment.mapValues { Optional($0) }
-        overrides["BOUNCER_ENCRYPTION_KEY"] = encryptionKey
-        overrides["BOUNCER_APPLE_API_TIMEOUT_SECONDS"] = timeout
-        overrides["BOUNCER_CONSUMPTION_POLL_SECONDS"] = "0.1"
-        overrides["BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS"] = "0.2"
-        overrides["BOUNCER_CONSUMPTION_LEASE_SECONDS"] = "3"
-        return overrides
+    /// The variables every server here adds: a quick responder (short poll, retry and lease).
+    static let quick: [String: String?] = [
+        "BOUNCER_APPLE_API_TIMEOUT_SECONDS": "2",
+        "BOUNCER_CONSUMPTION_POLL_SECONDS": "0.1",
+        "BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS": "0.2",
+        "BOUNCER_CONSUMPTION_LEASE_SECONDS": "3",
+    ]
+
+    /// A fake Apple and a server (started on first use) wired to it, with `quick`.
+    static func connected(_ label: String) throws -> AppleConnectedBouncer {
+        try AppleConnectedBouncer(label: label, encryptionKey: encryptionKey, overrides: quick)
     }
 
-    private final class Fixture: Sendable {
-        let apple: FakeAppleServer
-        let shared: SharedServer
+    private static let fixture = ClassFixture { try connected("refund") }
 
-        init() throws {
-            apple = try FakeAppleServer()
-            shared = SharedServer(label: "refund", overrides: RefundDefenseE2ETests.overrides(apple))
-        }
+    override class func tearDown() { fixture.take()?.stop() }
 
-        static let current = Mutex<Fixture?>(nil)
+    override func tearDown() { try? Self.fixture.get().apple.clearFailures() }
 
-        static func get() throws -> Fixture {
-            try current.withLock { current in
-                if let current { return current }
-                let made = try Fixture()
-                current = made
-                return made
-            }
-        }
-    }
-
-    override class func tearDown() {
-        let fixture = Fixture.current.withLock { current -> Fixture? in
-            defer { current = nil }
-            return current
-        }
-        fixture?.shared.stop()
-        fixture?.apple.stop()
-    }
-
-    override func tearDown() { try? Fixture.get().apple.clearFailures() }
-
-    private var apple: FakeAppleServer { get throws { try Fixture.get().apple } }
-    private var server: BouncerProcess { get throws { try Fixture.get().shared.get().server } }
-    private var db: E2EDatabase { get throws { try Fixture.get().shared.get().db } }
+    private var apple: FakeAppleServer { get throws { try Self.fixture.get().apple } }
+    private var server: BouncerProcess { get throws { try Self.fixture.get().server } }
+    private var db: E2EDatabase { get throws { try Self.fixture.get().db } }
 
     // MARK: - Helpers
 
     /// A project with `settings`, the product mapped, credentials stored; `apple` expects its key and bundle id.
     static func tenant(_ api: API, _ apple: FakeAppleServer, settings: [(String, JSONValue)] = [],
                        keyId: String = "REFUND0001") throws -> Tenant {
-        let tenant = try api.createProject(extra: settings)
-        try api.mapProduct(tenant)
-        let key = try FakeAppleServer.Key.generate(keyId: keyId)
-        let body: JSONValue = ["issuer_id": .string(key.issuerId), "key_id": .string(key.keyId),
-                               "private_key": .string(key.privateKeyPEM)]
-        let r = try api.client.send("PUT", "/v1/admin/projects/\(tenant.id)/app-store-credentials", json: body,
-                                    headers: E2E.admin)
-        XCTAssertEqual(r.status, 200, r.description)
-        apple.expect(key: key, bundleId: tenant.bundleId)
-        return tenant
+        try api.createProject(connectedTo: apple, settings: settings, keyId: keyId).0
     }
 
     static let answering: [(String, JSONValue)] = [
@@ -250,10 +216,11 @@ final class RefundDefenseE2ETests: XCTestCase {
     /// The queue row commits with the notification: killed (-9) while Apple stalls the answer, a restarted server
     /// (after the lease lapses) sends it.
     func testKilledWhileAnsweringTheRestartedServerSendsIt() throws {
-        let apple = try FakeAppleServer()
+        let connected = try Self.connected("refund_crash")
+        let apple = connected.apple
         defer { apple.stop() }
-        let db = try E2EDatabase(label: "refund_crash")
-        let first = try BouncerProcess(databaseURL: db.url, overrides: Self.overrides(apple))
+        let db = try connected.db
+        let first = try connected.server
         let api = API(client: first.client)
         let tenant = try Self.tenant(api, apple, settings: Self.answering)
         apple.inject(.stall(seconds: 30), on: .consumption, times: 1)
@@ -267,7 +234,7 @@ final class RefundDefenseE2ETests: XCTestCase {
         first.process.waitUntilExit()
         XCTAssertEqual(try Self.status(db, tenant, notification.uuid), "pending")
 
-        let second = try BouncerProcess(databaseURL: db.url, overrides: Self.overrides(apple))
+        let second = try connected.startServer(on: db)
         defer { second.stopAndAssertCleanExit() }
         XCTAssertTrue(try E2E.eventually { try Self.status(db, tenant, notification.uuid) == "sent" })
         XCTAssertEqual(Self.consumptionCalls(apple, transaction.transactionId).count, 2)
@@ -277,12 +244,13 @@ final class RefundDefenseE2ETests: XCTestCase {
 
     /// Two servers on one database: every request is answered exactly once.
     func testTwoInstancesSendEachAnswerOnce() throws {
-        let apple = try FakeAppleServer()
+        let connected = try Self.connected("refund_two")
+        let apple = connected.apple
         defer { apple.stop() }
-        let db = try E2EDatabase(label: "refund_two")
-        let one = try BouncerProcess(databaseURL: db.url, overrides: Self.overrides(apple))
+        let db = try connected.db
+        let one = try connected.server
         defer { one.stopAndAssertCleanExit() }
-        let two = try BouncerProcess(databaseURL: db.url, overrides: Self.overrides(apple))
+        let two = try connected.startServer(on: db)
         defer { two.stopAndAssertCleanExit() }
         let tenant = try Self.tenant(API(client: one.client), apple, settings: Self.answering)
         var sent: [(NotificationPayload, TransactionPayload)] = []

@@ -1,6 +1,5 @@
 import Foundation
 import JSON
-import Synchronization
 import XCTest
 
 /// Lookups by transaction id over the real `bouncer serve` process, real PostgreSQL and a fake Apple over real TLS
@@ -8,62 +7,24 @@ import XCTest
 /// key whose public half the fake checks on every request.
 final class TransactionLookupE2ETests: XCTestCase {
     /// One fake Apple and one server for the class (the server's URLs point at the fake).
-    private final class Fixture: Sendable {
-        let apple: FakeAppleServer
-        let shared: SharedServer
-
-        init() throws {
-            apple = try FakeAppleServer()
-            let key = Array((0..<32).map { _ in UInt8.random(in: 0...255) })
-            var overrides: [String: String?] = apple.environment.mapValues { Optional($0) }
-            overrides["BOUNCER_ENCRYPTION_KEY"] = Data(key).base64EncodedString()
-            overrides["BOUNCER_APPLE_API_TIMEOUT_SECONDS"] = "3"
-            shared = SharedServer(label: "lookup", overrides: overrides)
-        }
-
-        static let current = Mutex<Fixture?>(nil)
-
-        static func get() throws -> Fixture {
-            try current.withLock { current in
-                if let current { return current }
-                let made = try Fixture()
-                current = made
-                return made
-            }
-        }
+    private static let fixture = ClassFixture {
+        try AppleConnectedBouncer(label: "lookup", overrides: ["BOUNCER_APPLE_API_TIMEOUT_SECONDS": "3"])
     }
 
-    override class func tearDown() {
-        let fixture = Fixture.current.withLock { current -> Fixture? in
-            defer { current = nil }
-            return current
-        }
-        fixture?.shared.stop()
-        fixture?.apple.stop()
-    }
+    override class func tearDown() { fixture.take()?.stop() }
 
-    override func tearDown() { try? Fixture.get().apple.clearFailures() }
+    override func tearDown() { try? Self.fixture.get().apple.clearFailures() }
 
-    private var apple: FakeAppleServer { get throws { try Fixture.get().apple } }
-    private var server: BouncerProcess { get throws { try Fixture.get().shared.get().server } }
-    private var db: E2EDatabase { get throws { try Fixture.get().shared.get().db } }
-    private var api: API { get throws { API(client: try server.client) } }
+    private var apple: FakeAppleServer { get throws { try Self.fixture.get().apple } }
+    private var server: BouncerProcess { get throws { try Self.fixture.get().server } }
+    private var db: E2EDatabase { get throws { try Self.fixture.get().db } }
+    private var api: API { get throws { try Self.fixture.get().api } }
 
     /// A project with the product mapped and credentials stored; the fake expects its key and bundle id.
     private func tenant(environments: [String]? = nil, credentials: Bool = true) throws -> (Tenant, FakeAppleServer.Key) {
-        let api = try api
-        let tenant = try api.createProject(extra: environments.map { [("environments", .array($0.map { .string($0) }))] } ?? [])
-        try api.mapProduct(tenant)
-        let key = try FakeAppleServer.Key.generate(keyId: "LOOKUP0001")
-        if credentials {
-            let body: JSONValue = ["issuer_id": .string(key.issuerId), "key_id": .string(key.keyId),
-                                   "private_key": .string(key.privateKeyPEM)]
-            let r = try api.client.send("PUT", "/v1/admin/projects/\(tenant.id)/app-store-credentials", json: body,
-                                        headers: E2E.admin)
-            XCTAssertEqual(r.status, 200, r.description)
-        }
-        try apple.expect(key: key, bundleId: tenant.bundleId)
-        return (tenant, key)
+        try Self.fixture.get().createProject(
+            settings: environments.map { [("environments", .array($0.map { .string($0) }))] } ?? [],
+            keyId: "LOOKUP0001", credentials: credentials)
     }
 
     private func lookup(_ tenant: Tenant, _ transactionId: String, user: String? = nil) throws -> HTTPResponse {

@@ -87,6 +87,20 @@ final class WebhookE2ETests: XCTestCase {
         return (tenant, secret)
     }
 
+    /// A server on a fresh database (`overrides` on top of `fast`), a receiver answering `status`, and a project
+    /// whose webhook (for `events`) points at the receiver.
+    func startHooked(_ label: String, _ overrides: [String: String?], status: Int = 200, events: [String]? = nil)
+        throws -> (db: E2EDatabase, server: BouncerProcess, api: API, receiver: WebhookReceiver, tenant: Tenant, secret: String)
+    {
+        let db = try E2EDatabase(label: label)
+        let server = try start(db, overrides)
+        let api = API(client: server.client)
+        let receiver = try WebhookReceiver()
+        if status != 200 { receiver.answer(status) }
+        let (tenant, secret) = try project(api, receiver: receiver, events: events)
+        return (db, server, api, receiver, tenant, secret)
+    }
+
     /// Recomputes `v1=` for each secret over "<Bouncer-Timestamp>.<raw body>" and compares with the header.
     func assertSigned(_ request: LocalHTTPSServer.Request, secrets: [String],
                       file: StaticString = #filePath, line: UInt = #line) {
@@ -306,14 +320,10 @@ final class WebhookE2ETests: XCTestCase {
     // MARK: - Events from purchases, notifications and time
 
     func testPurchaseRenewalRefundTransferAndExpiryEvents() throws {
-        let db = try E2EDatabase(label: "webhook_events")
         // One delivery thread: events of different users then also arrive in outbox order, so this test can assert
         // one sequence (per-user order under concurrency is the two-instance test's).
-        let server = try start(db, ["BOUNCER_WEBHOOK_CONCURRENCY": "1"])
+        let (db, server, api, receiver, tenant, secret) = try startHooked("webhook_events", ["BOUNCER_WEBHOOK_CONCURRENCY": "1"])
         defer { server.stopAndAssertCleanExit() }
-        let api = API(client: server.client)
-        let receiver = try WebhookReceiver()
-        let (tenant, secret) = try project(api, receiver: receiver)
 
         // A purchase bound to alice: subscription.started, then entitlement.granted.
         var t = TransactionPayload(bundleId: tenant.bundleId)
@@ -404,12 +414,8 @@ final class WebhookE2ETests: XCTestCase {
 
     /// Renewal-info changes: billing retry, grace period (which grants again), auto-renew turned off.
     func testRenewalFailedGracePeriodAndAutoRenewEvents() throws {
-        let db = try E2EDatabase(label: "webhook_grace")
-        let server = try start(db, ["BOUNCER_WEBHOOK_CONCURRENCY": "1"])
+        let (_, server, api, receiver, tenant, secret) = try startHooked("webhook_grace", ["BOUNCER_WEBHOOK_CONCURRENCY": "1"])
         defer { server.stopAndAssertCleanExit() }
-        let api = API(client: server.client)
-        let receiver = try WebhookReceiver()
-        let (tenant, secret) = try project(api, receiver: receiver)
 
         // Expired yesterday: binding it announces nothing (no active subscription, no entitlement).
         var t = TransactionPayload(bundleId: tenant.bundleId)
@@ -462,13 +468,9 @@ final class WebhookE2ETests: XCTestCase {
     // MARK: - Retries, failure, manual retry
 
     func testRetriesAfter500sThenFailsAfterMaxAgeAndManualRetryDelivers() throws {
-        let db = try E2EDatabase(label: "webhook_retry")
-        let server = try start(db, ["BOUNCER_WEBHOOK_MAX_AGE_SECONDS": "2"])
+        let (db, server, api, receiver, tenant, secret) = try startHooked(
+            "webhook_retry", ["BOUNCER_WEBHOOK_MAX_AGE_SECONDS": "2"], status: 500, events: ["ping"])
         defer { server.stopAndAssertCleanExit() }
-        let api = API(client: server.client)
-        let receiver = try WebhookReceiver()
-        receiver.answer(500)
-        let (tenant, secret) = try project(api, receiver: receiver, events: ["ping"])
         let path = "/v1/admin/projects/\(tenant.id)/webhook"
         var r = try server.client.post("\(path)/test", json: [:], headers: E2E.admin)
         XCTAssertEqual(r.status, 202, r.description)

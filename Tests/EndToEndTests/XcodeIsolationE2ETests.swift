@@ -4,18 +4,11 @@ import XCTest
 
 /// The Xcode forgery attack of issue 11 over real HTTP against the real `bouncer` process: with `allow_xcode` on,
 /// anyone can sign `Xcode` data with a self-made certificate. It must never change what a real customer gets.
-final class XcodeIsolationE2ETests: XCTestCase {
+final class XcodeIsolationE2ETests: SharedServerTestCase {
     static let metricsToken = "e2e-metrics-token-0123456789abcdef"
-    static let shared = SharedServer(label: "xcode", overrides: ["BOUNCER_METRICS_TOKEN": metricsToken])
+    override class var serverLabel: String { "xcode" }
+    override class var serverOverrides: [String: String?] { ["BOUNCER_METRICS_TOKEN": metricsToken] }
 
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
-    }
-
-    var server: BouncerProcess { get throws { try Self.shared.get().server } }
-    var db: E2EDatabase { get throws { try Self.shared.get().db } }
-    var api: API { get throws { API(client: try server.client) } }
 
     /// `payload` signed as StoreKit Testing in Xcode does it: any certificate, here one under a root nobody trusts.
     func xcodeSigned(_ payload: TransactionPayload) throws -> String {

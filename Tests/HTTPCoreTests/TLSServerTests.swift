@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import Glibc
 import JSON
-import Synchronization
 import XCTest
 @testable import HTTPCore
 
@@ -12,26 +11,16 @@ final class TLSServerTests: XCTestCase {
     var server: HTTPServer?
     var port = 0
     /// Copies of the PKI's server pair at paths the server is configured with (replaced by reload tests).
-    var certificatePath = ""
-    var keyPath = ""
+    var certificatePath: String { pki.servingCertificateFile }
+    var keyPath: String { pki.servingKeyFile }
     let log = LogLines()
 
-    override func setUpWithError() throws {
-        pki = try TLSTestPKI.make()
-        certificatePath = pki.directory + "/serving.pem"
-        keyPath = pki.directory + "/serving.key"
-        try install(certificate: pki.serverCertificateFile, key: pki.serverKeyFile)
-    }
+    override func setUpWithError() throws { pki = try TLSTestPKI.makeServing() }
 
     override func tearDown() { pki.remove() }
 
-    func install(certificate: String, key: String) throws {
-        for (from, to) in [(certificate, certificatePath), (key, keyPath)] {
-            // Write-then-rename, as cert-manager and certbot do: a reader never sees half a file.
-            try Data(contentsOf: URL(fileURLWithPath: from)).write(to: URL(fileURLWithPath: to + ".new"))
-            XCTAssertEqual(rename(to + ".new", to), 0)
-        }
-    }
+    /// Write-then-rename, as cert-manager and certbot do: a reader never sees half a file.
+    func install(certificate: String, key: String) throws { try pki.installServing(certificate: certificate, key: key) }
 
     func start(_ configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
         var c = HTTPServer.Configuration()
@@ -143,35 +132,15 @@ final class TLSServerTests: XCTestCase {
 
         // Four keep-alive connections send requests in a loop while the files are replaced and reloaded.
         let clients = try (0..<4).map { _ in try TLSTestClient(port: port, caFile: pki.caFile) }
-        let failures = Mutex<[String]>([])
-        let served = Atomic<Int>(0)
-        let stop = Atomic<Bool>(false)
-        let group = DispatchGroup()
-        for (index, client) in clients.enumerated() {
-            nonisolated(unsafe) let client = client
-            DispatchQueue.global().async(group: group) {
-                var n = 0
-                while !stop.load(ordering: .relaxed) {
-                    n += 1
-                    do {
-                        let r = try client.request("/items/\(index)-\(n)")
-                        if r.status != 200 || r.text != "\(index)-\(n)" { failures.withLock { $0.append("\(r)") } }
-                        served.wrappingAdd(1, ordering: .relaxed)
-                    } catch {
-                        failures.withLock { $0.append("\(error)") }
-                        return
-                    }
-                }
-            }
+        let load = TLSClientLoad(clients) { index, n, client in
+            let r = try client.request("/items/\(index)-\(n)")
+            return r.status != 200 || r.text != "\(index)-\(n)" ? "\(r)" : nil
         }
-        while served.load(ordering: .relaxed) < 40 { usleep(5_000) }
+        load.wait(untilServed: 40)
         try install(certificate: renewed.certificate, key: renewed.key)
         XCTAssertEqual(try server?.reloadTLS(), TLSReload(certificateSerial: newSerial))
-        let before = served.load(ordering: .relaxed)
-        while served.load(ordering: .relaxed) < before + 40 && failures.withLock({ $0.isEmpty }) { usleep(5_000) }
-        stop.store(true, ordering: .relaxed)
-        group.wait()
-        XCTAssertEqual(failures.withLock { $0 }, [])
+        load.wait(untilServed: load.served + 40, unlessFailed: true)
+        XCTAssertEqual(load.finish(), [])
         // The open connections still hold the old certificate; new ones get the renewed one.
         XCTAssertEqual(clients[0].connection.peerCertificateSerial, oldSerial)
         let fresh = try TLSTestClient(port: port, caFile: pki.caFile)

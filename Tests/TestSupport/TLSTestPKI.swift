@@ -1,5 +1,8 @@
 import Crypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A throwaway TLS PKI (for HTTPS servers and clients in tests; JWS signing uses `TestPKI`, Apple-shaped and
 /// committed) made by the openssl CLI in a temporary directory: a test CA (EC P-256) and a server
@@ -60,6 +63,29 @@ public struct TLSTestPKI: Sendable {
 
     /// Deletes the directory.
     public func remove() { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// The certificate chain file a server under test is configured with (a copy that reload tests replace).
+    public var servingCertificateFile: String { directory + "/serving.pem" }
+    /// The private key file a server under test is configured with.
+    public var servingKeyFile: String { directory + "/serving.key" }
+
+    /// Fresh files with the server pair already installed as the serving files.
+    public static func makeServing() throws -> TLSTestPKI {
+        let pki = try make()
+        try pki.installServing(certificate: pki.serverCertificateFile, key: pki.serverKeyFile)
+        return pki
+    }
+
+    /// Replaces the serving files with copies of `certificate` and `key`, each written beside and renamed over, as
+    /// certbot and cert-manager do: a reader never sees half a file.
+    public func installServing(certificate: String, key: String) throws {
+        for (from, to) in [(certificate, servingCertificateFile), (key, servingKeyFile)] {
+            try Data(contentsOf: URL(fileURLWithPath: from)).write(to: URL(fileURLWithPath: to + ".new"))
+            guard rename(to + ".new", to) == 0 else {
+                throw TLSTestPKIError(message: "rename \(to).new over \(to) failed: errno \(errno)")
+            }
+        }
+    }
 }
 
 /// The openssl CLI failed.
