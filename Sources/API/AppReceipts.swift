@@ -49,7 +49,8 @@ extension APIHandlers {
 
     /// The 201 body for a receipt: `receiptBody`'s fields for the most recent purchase (all null, status `none`,
     /// when the receipt holds no in-app record), `entitlements` for the whole receipt, and `transactions`: every
-    /// record with its own status at `now`, in receipt order.
+    /// record, in receipt order, with its own status at `now` evaluated from its stored transaction (newer signed
+    /// facts win, as the store applied them); its other fields are the receipt's.
     static func appReceiptBody(
         _ receipt: ReceiptFacts, _ recorded: [RecordedTransaction], at now: Date,
         binding: (userId: String?, source: BoundUserSource?)? = nil
@@ -61,7 +62,7 @@ extension APIHandlers {
             let transaction = latest.transaction
             let status = latest.isLatest
                 ? StatusRules.evaluate(latest.purchase, at: now).status
-                : StatusRules.evaluate(transaction, at: now)
+                : StatusRules.evaluate(latest.stored, at: now)
             body.raw(#"{"valid":true,"transaction_id":"#)
             body.string(transaction.transactionId)
             body.raw(#","original_transaction_id":"#)
@@ -100,7 +101,8 @@ extension APIHandlers {
             body.raw(#","expires_date":"#)
             body.dateOrNull(t.expiresDate)
             body.raw(#","status":"#)
-            body.string(StatusRules.evaluate(t, at: now).rawValue)
+            // The stored facts, not the receipt's: a refund signed after the receipt was created wins.
+            body.string(StatusRules.evaluate(item.stored, at: now).rawValue)
             body.raw("}")
         }
         body.raw("]}")

@@ -139,19 +139,47 @@ public struct RecordedTransaction: Sendable, Equatable {
     public var entitlements: [String]
     /// What happened to ownership, when a user was given.
     public var ownership: OwnershipDecision?
+    /// The transaction's own status facts as stored after the write: the posted ones unless facts signed later
+    /// were already stored (a refund signed after a receipt was created outlives the receipt's record).
+    public var stored: StoredTransactionFacts
 
-    /// Creates a value.
+    /// Creates a value; `stored` defaults to the posted facts (a store that keeps no older or newer version).
     public init(
-        transaction: TransactionFacts, purchase: PurchaseState, entitlements: [String], ownership: OwnershipDecision?
+        transaction: TransactionFacts, purchase: PurchaseState, entitlements: [String], ownership: OwnershipDecision?,
+        stored: StoredTransactionFacts? = nil
     ) {
         self.transaction = transaction
         self.purchase = purchase
         self.entitlements = entitlements
         self.ownership = ownership
+        self.stored = stored ?? StoredTransactionFacts(transaction)
     }
 
     /// Whether the posted transaction is the one that currently describes its purchase.
     public var isLatest: Bool { purchase.latestTransactionId == transaction.transactionId }
+}
+
+/// The facts of one transaction that decide its own status (`StatusRules.evaluate`), as a store holds them.
+public struct StoredTransactionFacts: Sendable, Equatable {
+    /// When the period ends; nil for purchases that do not expire.
+    public var expiresDate: Date?
+    /// When access ended because of a refund or revocation (`TransactionFacts.accessRevocationDate`).
+    public var accessRevocationDate: Date?
+    /// When the stored facts were signed.
+    public var signedDate: Date
+
+    /// Creates a value.
+    public init(expiresDate: Date?, accessRevocationDate: Date?, signedDate: Date) {
+        self.expiresDate = expiresDate
+        self.accessRevocationDate = accessRevocationDate
+        self.signedDate = signedDate
+    }
+
+    /// The status facts `transaction` carries.
+    public init(_ transaction: TransactionFacts) {
+        self.init(expiresDate: transaction.expiresDate, accessRevocationDate: transaction.accessRevocationDate,
+                  signedDate: transaction.signedDate)
+    }
 }
 
 /// Transactions, purchases and the users they are bound to.

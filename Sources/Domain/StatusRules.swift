@@ -33,8 +33,13 @@ public enum StatusRules {
     /// `revoked` if a revocation date is set; `active` if there is no expiration date (lifetime, consumable) or it
     /// is after `now`; `expired` otherwise.
     public static func evaluate(_ transaction: TransactionFacts, at now: Date) -> EntitlementStatus {
-        if transaction.accessRevocationDate != nil { return .revoked }
-        guard let expires = transaction.expiresDate else { return .active }
+        evaluate(StoredTransactionFacts(transaction), at: now)
+    }
+
+    /// The status of one transaction from its stored facts, by the same rule.
+    public static func evaluate(_ stored: StoredTransactionFacts, at now: Date) -> EntitlementStatus {
+        if stored.accessRevocationDate != nil { return .revoked }
+        guard let expires = stored.expiresDate else { return .active }
         return expires > now ? .active : .expired
     }
 

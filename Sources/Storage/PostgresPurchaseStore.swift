@@ -220,7 +220,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
         do {
             // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
             rows = try connection.query("""
-                SELECT (r.purchase).*, r.entitlements, r.ownership, r.previous_owners
+                SELECT (r.purchase).*, r.entitlements, r.ownership, r.previous_owners, \(unsafeSQL: Self.storedColumns)
                 FROM bouncer_record_transaction(\(project.id), \(t.transactionId)::text, \(t.originalTransactionId)::text,
                     \(t.productId)::text, \(t.type.rawValue)::text, \(t.environment.rawValue)::text, \(bundleId)::text,
                     \(t.purchaseDate), \(Bind.date(t.originalPurchaseDate)), \(Bind.date(t.expiresDate)),
@@ -228,6 +228,8 @@ public final class PostgresPurchaseStore: PurchaseStore {
                     \(Bind.text(t.ownershipType?.rawValue))::text, \(t.signedDate), \(t.payloadJSON)::jsonb,
                     \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
                     \(now), \(source.rawValue)::text) r
+                CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment,
+                    \(t.transactionId)::text) s
                 """)
         } catch {
             throw Self.refusal(error, transaction: t, project: project)
@@ -275,7 +277,8 @@ public final class PostgresPurchaseStore: PurchaseStore {
         let rows: Rows
         do {
             rows = try connection.query("""
-                SELECT f.ord, (r.purchase).*, r.entitlements, r.ownership, r.previous_owners
+                SELECT f.ord, (r.purchase).*, r.entitlements, r.ownership, r.previous_owners,
+                    \(unsafeSQL: Self.storedColumns)
                 FROM unnest(\(ids)::text[], \(originals)::text[], \(products)::text[], \(types)::text[],
                     \(environments)::text[], \(bundles)::text[], \(purchased)::text[], \(originallyPurchased)::text[],
                     \(expires)::text[], \(revoked)::text[], \(reasons)::text[], \(tokens)::text[], \(ownerships)::text[],
@@ -292,6 +295,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
                     timestamptz 'epoch' + f.signed::bigint * interval '1 microsecond', f.payload::jsonb,
                     \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
                     \(now), \(source.rawValue)::text) r
+                CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment, f.id) s
                 ORDER BY f.ord
                 """)
         } catch {
@@ -304,7 +308,17 @@ public final class PostgresPurchaseStore: PurchaseStore {
         return try zip(transactions, rows).map { try Self.recorded($0, $1) }
     }
 
-    /// A `RecordedTransaction` from one row of `bouncer_record_transaction`.
+    /// The stored transaction's status facts, read by `bouncer_stored_transaction` (schema/0017) right after each
+    /// `bouncer_record_transaction` call in the same statement: lateral to the call's result (its project and
+    /// environment come from `r.purchase`), so it runs after the call and sees the row as the call left it, which
+    /// the call's upsert keeps locked until commit. A plain join on `transactions` would not do: the statement
+    /// scans with its starting snapshot and sees none of the rows its own calls write.
+    private static let storedColumns = """
+        s.expires_date AS stored_expires_date, s.revocation_date AS stored_revocation_date,
+        s.signed_date AS stored_signed_date
+        """
+
+    /// A `RecordedTransaction` from one row of `bouncer_record_transaction` (and `bouncer_stored_transaction`).
     private static func recorded(_ transaction: TransactionFacts, _ row: Row) throws -> RecordedTransaction {
         let ownership: OwnershipDecision?
         switch try row.decode("ownership", as: String?.self) {
@@ -316,9 +330,16 @@ public final class PostgresPurchaseStore: PurchaseStore {
         case let other?:
             throw PGError(code: .decoding, message: "bouncer_record_transaction: unknown ownership \(other.prefix(40))")
         }
+        guard let storedSigned = try row.decode("stored_signed_date", as: Date?.self) else {
+            throw PGError(code: .decoding, message: "bouncer_stored_transaction found no row for a recorded transaction")
+        }
+        let stored = StoredTransactionFacts(
+            expiresDate: try row.decode("stored_expires_date", as: Date?.self),
+            accessRevocationDate: try row.decode("stored_revocation_date", as: Date?.self), signedDate: storedSigned)
         return RecordedTransaction(
             transaction: transaction, purchase: try PurchaseRows.state(from: row),
-            entitlements: try row.decode("entitlements", as: [String]?.self) ?? [], ownership: ownership)
+            entitlements: try row.decode("entitlements", as: [String]?.self) ?? [], ownership: ownership,
+            stored: stored)
     }
 
     /// Records `renewal` on `connection`: one call of `bouncer_record_renewal` (schema/0006). The body of

@@ -262,6 +262,12 @@ final class AppReceiptActiveE2ETests: XCTestCase {
         XCTAssertEqual(body["transaction_id"], .string(records.renewal.transactionId))
         XCTAssertEqual(body["status"], "revoked")
         XCTAssertEqual(body["entitlements"], ["lifetime"])
+        // Each entry's status is its stored transaction's: the renewal's refund (signed later) wins over the receipt's
+        // record of it; the other entries, of which nothing newer is known, keep the receipt's facts.
+        XCTAssertEqual(body["transactions"], [
+            Self.entry(records.firstPeriod, "expired"), Self.entry(records.renewal, "revoked"),
+            Self.entry(records.lifetime, "active"), Self.entry(records.refunded, "revoked"),
+        ])
         XCTAssertEqual(try api.user(tenant.publicKey, user).json()["entitlements"], ["lifetime"])
 
         let row = try XCTUnwrap(db.query("""

@@ -118,4 +118,55 @@ final class ReceiptRecordingTests: XCTestCase {
         _ = try s.purchases.recordTransaction(newer, userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
         XCTAssertEqual(try sources(project), ["transaction": 2, "lookup": 1, "receipt": 1])
     }
+
+    /// Each result carries its transaction's status facts as stored after the write, read in the same statement
+    /// (still one round trip): newer signed facts win over the receipt's, the receipt's win over older ones, and a
+    /// record listed twice reads the row its first copy wrote.
+    func testEachResultCarriesTheStoredFactsNewerSignedWins() throws {
+        let project = try s.makeProject()
+        func receiptRecord(_ id: String, start: Double, expiresIn: Double = 30) -> TransactionFacts {
+            var t = Fixtures.monthly(id, original: "st0", start: start, signed: 100)
+            t.expiresDate = Fixtures.at(start + expiresIn)
+            t.appAccountToken = nil
+            t.ownershipType = nil
+            return t
+        }
+        // Signed after the receipt: st1 refunded at day 40. Signed before it: st2 refunded at day 70.
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("st1", original: "st0", start: 30, signed: 200, revokedAt: 40),
+                                              userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("st2", original: "st0", start: 60, signed: 50, revokedAt: 70),
+                                              userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        let receipt = [receiptRecord("st0", start: 0), receiptRecord("st1", start: 30), receiptRecord("st2", start: 60),
+                       receiptRecord("st3", start: 90), receiptRecord("st3", start: 90, expiresIn: 31)]
+        // Warm the statement (its first use on a session also prepares it).
+        _ = try s.purchases.recordTransactions(records("w", count: 1, original: "w0", created: 60), source: .receipt,
+                                               userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        let before = try s.pool.withConnection { $0.roundTrips }
+        let recorded = try s.purchases.recordTransactions(receipt, source: .receipt, userId: nil, deviceId: nil,
+                                                          project: project, now: Fixtures.at(95))
+        XCTAssertEqual(try s.pool.withConnection { $0.roundTrips } - before, 1)
+        XCTAssertEqual(recorded.map(\.stored), [
+            StoredTransactionFacts(expiresDate: Fixtures.at(30), accessRevocationDate: nil, signedDate: Fixtures.at(100)),
+            StoredTransactionFacts(expiresDate: Fixtures.at(60), accessRevocationDate: Fixtures.at(40),
+                                   signedDate: Fixtures.at(200)),
+            StoredTransactionFacts(expiresDate: Fixtures.at(90), accessRevocationDate: nil, signedDate: Fixtures.at(100)),
+            StoredTransactionFacts(expiresDate: Fixtures.at(120), accessRevocationDate: nil, signedDate: Fixtures.at(100)),
+            // The second copy, signed at the same instant, changed nothing: the first copy's expiry stands.
+            StoredTransactionFacts(expiresDate: Fixtures.at(120), accessRevocationDate: nil, signedDate: Fixtures.at(100)),
+        ])
+        XCTAssertEqual(recorded.map { StatusRules.evaluate($0.stored, at: Fixtures.at(95)) },
+                       [.expired, .revoked, .expired, .active, .active])
+        let rows = try s.rows("""
+            SELECT transaction_id, revocation_date IS NOT NULL AS revoked, expires_date FROM transactions
+            WHERE project_id = \(project.id) AND original_transaction_id = 'st0' ORDER BY transaction_id
+            """).map { "\(try $0.decode("transaction_id", as: String.self))/\(try $0.decode("revoked", as: Bool.self))/"
+                + "\(try $0.decode("expires_date", as: Date.self) == Fixtures.at(120))" }
+        XCTAssertEqual(rows, ["st0/false/false", "st1/true/false", "st2/false/false", "st3/false/true"])
+
+        // The single write reads the same way: an older JWS of st1 gets the stored refund back.
+        let older = try s.purchases.recordTransaction(Fixtures.monthly("st1", original: "st0", start: 30, signed: 150),
+                                                      userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        XCTAssertEqual(older.stored, StoredTransactionFacts(expiresDate: Fixtures.at(60),
+                                                            accessRevocationDate: Fixtures.at(40), signedDate: Fixtures.at(200)))
+    }
 }
