@@ -110,7 +110,8 @@ extension APIHandlers {
     }
 
     /// The 201 body. Status is the purchase's when the posted transaction is its latest (so grace periods and
-    /// revocations recorded for the purchase apply), else the posted transaction's own.
+    /// revocations recorded for the purchase apply), else the transaction's as stored (a refund signed after the
+    /// posted JWS wins over the posted facts).
     ///
     /// With `binding` (projects whose `app_account_token_policy` is not `ignore`), the body also names the bound
     /// user (`user_id`, null when none) and where it came from (`user_id_source`).
@@ -121,7 +122,7 @@ extension APIHandlers {
         let transaction = recorded.transaction
         let status = recorded.isLatest
             ? StatusRules.evaluate(recorded.purchase, at: now).status
-            : StatusRules.evaluate(transaction, at: now)
+            : StatusRules.evaluate(recorded.stored, at: now)
         var body = JSONBody(capacity: 320)
         body.raw(#"{"valid":true,"transaction_id":"#)
         body.string(transaction.transactionId)
