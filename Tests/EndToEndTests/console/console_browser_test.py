@@ -9,7 +9,7 @@ the measurements; exits 0 only when every check held. Exit 3 means Chromium/Sele
 import gzip
 import hashlib
 import hmac
-import http.server
+import http.server as httpserver
 import json
 import os
 import sys
@@ -94,7 +94,7 @@ wait = WebDriverWait(driver, 20)
 results = {}
 
 
-class Receiver(http.server.BaseHTTPRequestHandler):
+class Receiver(httpserver.BaseHTTPRequestHandler):
     """The webhook's receiving end: records every POST and answers 200."""
     received = []
 
@@ -109,7 +109,7 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         pass
 
 
-receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+receiver = httpserver.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
 threading.Thread(target=receiver.serve_forever, daemon=True).start()
 
 
