@@ -371,7 +371,8 @@ async function customersPage(id, query) {
         h("tr", {}, h("td", {}, h("code", {}, x.product_id)), h("td", {}, h("span", { class: `badge ${x.status}` }, x.status),
           x.in_grace_period ? " grace" : "", x.in_billing_retry ? " billing retry" : "", x.revocation_date ? ` refunded ${x.revocation_date}` : ""),
         h("td", {}, x.current_period_end || "—"), h("td", {}, (x.entitlements || []).join(", ")),
-        h("td", { class: "hide-narrow" }, h("code", {}, x.original_transaction_id))), "customer-purchases"),
+        h("td", { class: "hide-narrow" }, h("a", { href: `#/projects/${id}/notifications?otid=${encodeURIComponent(x.original_transaction_id)}`,
+          title: "Its notifications" }, h("code", {}, x.original_transaction_id)))), "customer-purchases"),
       h("h2", {}, "Grants"),
       pagedTable(["Entitlement", "Until", "Since", ""], grants, (g) =>
         h("tr", { "data-grant-id": g.id }, h("td", {}, h("code", {}, g.entitlement)), h("td", {}, g.expires_at || "no end"),
@@ -578,7 +579,7 @@ async function webhooksPage(id, query) {
     body.replaceChildren(...[pagedTable(["Created", "Event", "Status", { text: "Attempts", class: "hide-narrow" }, ""], list, (d) => {
       const a = last(d);
       return h("tr", { "data-event-id": d.event_id, "data-status": d.status },
-        h("td", {}, d.created_at), h("td", {}, h("code", {}, d.type), d.user_id ? h("div", { class: "muted" }, d.user_id) : null),
+        h("td", {}, d.created_at), h("td", {}, h("code", {}, d.type), d.user_id ? h("div", {}, h("a", { href: `#/projects/${id}/customers?user=${encodeURIComponent(d.user_id)}` }, d.user_id)) : null),
         h("td", {}, h("span", { class: `badge ${d.status === "delivered" ? "active" : d.status === "failed" ? "expired" : ""}` }, d.status),
           d.next_attempt_at ? h("div", { class: "muted" }, `next ${d.next_attempt_at}`) : null),
         h("td", { class: "hide-narrow" }, `${d.attempts.length}`, a ? h("div", { class: "muted" },
