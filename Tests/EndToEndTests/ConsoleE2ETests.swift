@@ -6,7 +6,13 @@ import XCTest
 /// The admin console against the real `bouncer serve`: its files and headers, the session cookie with CSRF as an
 /// alternative to the bearer token, the dashboard's overview, and the whole console in headless Chromium.
 final class ConsoleE2ETests: XCTestCase {
-    static let shared = SharedServer(label: "console")
+    /// Webhooks to the browser test's local receiver: private networks allowed, a sealed secret, a quick sweep.
+    static let shared = SharedServer(label: "console", overrides: [
+        "BOUNCER_ENCRYPTION_KEY": Data((0..<32).map { UInt8($0 * 5 + 1) }).base64EncodedString(),
+        "BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "1",
+        "BOUNCER_WEBHOOK_RETRY_BASE_SECONDS": "0.1",
+        "BOUNCER_WEBHOOK_SWEEP_SECONDS": "0.2",
+    ])
 
     override class func tearDown() {
         shared.stop()
@@ -251,7 +257,10 @@ final class ConsoleE2ETests: XCTestCase {
         }
         XCTAssertEqual(run.status, 0, "console_browser_test.py failed:\n\(output)\n\(run.stderr)\nserver:\n\(server.stderr)")
         for step in ["sign-in page", "signed in: HttpOnly SameSite=Strict cookie", "product mapped",
-                     "customer found with entitlement pro", "public key rotated with grace",
+                     "customer found with entitlement pro", "grant added: entitlements, grants and timeline",
+                     "export downloaded", "grant removed", "public key rotated with grace",
+                     "webhook configured, test delivered and signed, retried, secret rotated",
+                     "user erased after typed confirmation",
                      "dashboard numbers equal the API's", "no CSP violations", "signed out"] {
             XCTAssertTrue(output.contains("STEP \(step)"), "missing step \(step):\n\(output)")
         }
@@ -260,7 +269,8 @@ final class ConsoleE2ETests: XCTestCase {
         XCTAssertEqual(measured["dashboard"]?["new_purchases"], "1")
         XCTAssertEqual(measured["dashboard"]?["revenue"], "9.99 USD")
         print("console measurements: \(result.dropFirst("RESULT ".count))")
-        for name in ["01-sign-in", "02-projects", "03-products", "04-customer", "05-settings-keys", "08-dashboard"] {
+        for name in ["01-sign-in", "02-projects", "03-products", "04-customer", "04b-customer-grant", "05-settings-keys", "08-dashboard",
+                     "10-webhooks", "11-customer-erased"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: screenshots.appendingPathComponent("\(name).png").path), name)
         }
     }

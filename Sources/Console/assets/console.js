@@ -7,8 +7,6 @@ const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const signOutButton = document.getElementById("sign-out");
 const PAGE = 10;
-// The customer timeline (branch `grants`) is shown as soon as this route answers; until then it is a 404, skipped.
-const timelinePath = (id, user) => `/v1/admin/projects/${id}/users/${encodeURIComponent(user)}/timeline`;
 
 /** An element: h("button", {class: "primary", onclick: f}, "Save"). Text is always text, never HTML. */
 function h(tag, attrs = {}, ...children) {
@@ -110,7 +108,8 @@ function setNav(projectId, current) {
   const links = [["Projects", "#/projects"]];
   if (projectId) {
     for (const [name, slug] of [["Dashboard", "dashboard"], ["Settings", ""], ["Products", "products"],
-      ["Customers", "customers"], ["Notifications", "notifications"], ["App Store", "app-store"]]) {
+      ["Customers", "customers"], ["Notifications", "notifications"], ["Webhooks", "webhooks"],
+      ["App Store", "app-store"]]) {
       links.push([name, `#/projects/${projectId}${slug ? "/" + slug : ""}`]);
     }
   }
@@ -323,6 +322,15 @@ const splitList = (text) => text.split(",").map((s) => s.trim()).filter((s) => s
 
 // ---- Customers ---------------------------------------------------------------------------------------------
 
+const userPath = (id, user) => `/v1/admin/projects/${id}/users/${encodeURIComponent(user)}`;
+
+/** A datetime-local value as an ISO instant; unparsable text is sent as typed so the API explains it. */
+function instant(value) {
+  if (!value.trim()) return null;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? value : d.toISOString();
+}
+
 async function customersPage(id, query) {
   setNav(id, `#/projects/${id}/customers`);
   const result = h("div", { id: "customer-result" });
@@ -330,36 +338,116 @@ async function customersPage(id, query) {
   const form = h("form", { class: "card", role: "search", onsubmit: (e) => {
     e.preventDefault();
     location.hash = `#/projects/${id}/customers?user=${encodeURIComponent(input.value.trim())}`;
-  } }, field("user_id", "User id", input), h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Find")));
+  } }, field("user_id", "User id", input, "The app's user id (appAccountToken or the id your backend posts)."),
+  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Find")));
   main.replaceChildren(h("h1", {}, "Customers"), form, result);
   const user = query.get("user");
   if (!user) return;
   result.replaceChildren(loading());
-  try {
-    const p = await loadProject(id);
-    if (p.require_secret_key_for_reads) {
-      result.replaceChildren(h("div", { class: "alert" }, "This project requires its secret key for reads; the console holds no secret key."));
-      return;
-    }
-    const s = await api("GET", `/v1/subscriptions/${encodeURIComponent(p.public_key)}/${encodeURIComponent(user)}`);
+  let p;
+  try { p = await loadProject(id); } catch (error) { showError(result, error); return; }
+  if (p.require_secret_key_for_reads) {
+    result.replaceChildren(h("div", { class: "alert" }, "This project requires its secret key for reads; the console holds no secret key."));
+    return;
+  }
+  const notice = h("div", { id: "customer-notice" });
+  const draw = async () => {
+    let s, t;
+    try {
+      [s, t] = await Promise.all([
+        api("GET", `/v1/subscriptions/${encodeURIComponent(p.public_key)}/${encodeURIComponent(user)}`),
+        api("GET", `${userPath(id, user)}/timeline`)]);
+    } catch (error) { showError(result, error); return; }
     const subs = s.subscriptions || [];
-    result.replaceChildren(
+    const grants = s.grants || [];
+    result.replaceChildren(notice,
       h("div", { class: "card" }, h("h2", {}, `User ${s.user_id}`),
         h("p", {}, "Status: ", h("span", { class: `badge ${s.status}`, id: "customer-status" }, s.status)),
-        h("p", {}, "Entitlements now: ", h("span", { id: "customer-entitlements" }, (s.entitlements || []).join(", ") || "none"))),
+        h("p", {}, "Entitlements now: ", h("span", { id: "customer-entitlements" }, (s.entitlements || []).join(", ") || "none")),
+        h("ul", { id: "customer-reasons" }, (t.entitlements || []).map((e) => h("li", { "data-entitlement": e.id },
+          h("span", { class: `badge ${e.active ? "active" : "expired"}` }, e.id), " ", e.reason)))),
       h("h2", {}, "Purchases"),
       pagedTable(["Product", "Status", "Until", "Entitlements", { text: "Original transaction", class: "hide-narrow" }], subs, (x) =>
         h("tr", {}, h("td", {}, h("code", {}, x.product_id)), h("td", {}, h("span", { class: `badge ${x.status}` }, x.status),
           x.in_grace_period ? " grace" : "", x.in_billing_retry ? " billing retry" : "", x.revocation_date ? ` refunded ${x.revocation_date}` : ""),
         h("td", {}, x.current_period_end || "—"), h("td", {}, (x.entitlements || []).join(", ")),
-        h("td", { class: "hide-narrow" }, h("code", {}, x.original_transaction_id))), "customer-purchases"));
-    // The timeline and grants appear when the server has them (a 404 means this build does not yet).
-    api("GET", timelinePath(id, user)).then((t) => {
-      const events = t.events || [];
-      result.append(h("h2", {}, "Timeline"), pagedTable(["When", "Event", "Detail"], events, (ev) =>
-        h("tr", {}, h("td", {}, ev.at || ev.date || ""), h("td", {}, ev.type || ""), h("td", {}, ev.summary || ev.detail || "")), "customer-timeline"));
-    }).catch(() => {});
-  } catch (error) { showError(result, error); }
+        h("td", { class: "hide-narrow" }, h("a", { href: `#/projects/${id}/notifications?otid=${encodeURIComponent(x.original_transaction_id)}`,
+          title: "Its notifications" }, h("code", {}, x.original_transaction_id)))), "customer-purchases"),
+      h("h2", {}, "Grants"),
+      pagedTable(["Entitlement", "Until", "Since", ""], grants, (g) =>
+        h("tr", { "data-grant-id": g.id }, h("td", {}, h("code", {}, g.entitlement)), h("td", {}, g.expires_at || "no end"),
+          h("td", {}, g.created_at), h("td", {}, h("button", { type: "button", class: "danger", onclick: async (e) => {
+            e.target.disabled = true;
+            try {
+              await api("DELETE", `${userPath(id, user)}/grants/${encodeURIComponent(g.id)}`);
+              notice.replaceChildren(h("div", { class: "alert ok", role: "status" }, `Removed the grant of ${g.entitlement}.`));
+              await draw();
+            } catch (error) { showError(notice, error); e.target.disabled = false; }
+          } }, "Remove"))), "customer-grants"),
+      grantForm(),
+      h("h2", {}, "Timeline"),
+      pagedTable(["When", "Event", { text: "Transaction", class: "hide-narrow" }, "What happened"], t.events || [], (ev) =>
+        h("tr", { "data-type": ev.type }, h("td", {}, ev.at), h("td", {}, h("span", { class: "badge" }, ev.type), h("div", { class: "muted" }, ev.source)),
+          h("td", { class: "hide-narrow" }, ev.transaction_id ? h("code", {}, ev.transaction_id) : "—"),
+          h("td", {}, ev.summary, ev.effect ? h("div", { class: "muted" }, ev.effect) : null)), "customer-timeline"),
+      dataCard());
+  };
+  const grantForm = () => {
+    const errors = h("div");
+    const add = h("form", { class: "card", id: "add-grant-form", onsubmit: async (e) => {
+      e.preventDefault();
+      const button = add.querySelector("button[type=submit]");
+      button.disabled = true;
+      try {
+        const g = await api("POST", `${userPath(id, user)}/grants`, { entitlement: add.entitlement.value.trim(),
+          reason: add.reason.value.trim(), expires_at: instant(add.expires_at.value) });
+        notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "grant-added" }, `Granted ${g.entitlement}.`));
+        await draw();
+      } catch (error) { showError(errors, error, add); button.disabled = false; }
+    } }, h("h3", {}, "Grant an entitlement"), errors,
+      field("entitlement", "Entitlement", h("input", { id: "grant-entitlement", name: "entitlement", placeholder: "pro" })),
+      field("expires_at", "Expires at (your local time)", h("input", { id: "grant-expires-at", name: "expires_at", type: "datetime-local" }),
+        "Empty for no end."),
+      field("reason", "Reason", h("input", { id: "grant-reason", name: "reason", placeholder: "support ticket 42" }),
+        "For people; never shown to the app."),
+      h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Grant")));
+    return add;
+  };
+  const dataCard = () => {
+    const out = h("div", { id: "customer-data-result" });
+    const confirmInput = h("input", { id: "erase-confirm", name: "confirm", autocomplete: "off" });
+    const erase = h("form", { id: "erase-form", onsubmit: async (e) => {
+      e.preventDefault();
+      if (confirmInput.value !== user) {
+        showError(out, new ApiError(400, { error: "The confirmation does not match", suggestion: `Type the user id ${user} exactly.`,
+          details: [{ path: ["confirm"], message: "Does not match the user id" }] }), erase);
+        return;
+      }
+      try {
+        const r = await api("DELETE", userPath(id, user));
+        out.replaceChildren(h("div", { class: "alert ok", role: "status", id: "erased" }, `Erased ${r.user_id}: `,
+          `${r.bindings_deleted} bindings deleted, ${r.grants_anonymised} grants and ${r.ownership_events_anonymised} ownership moves anonymised, `,
+          `${r.events_dropped} pending webhook events dropped.`));
+      } catch (error) { showError(out, error); }
+    } }, field("confirm", `Type ${user} to erase`, confirmInput, "Erasure cannot be undone; purchases stay, unbound, for accounting."),
+    h("div", { class: "row" }, h("button", { type: "submit", class: "danger", id: "erase-button" }, "Erase user")));
+    return h("div", { class: "card" }, h("h2", {}, "Data"),
+      h("div", { class: "row" }, h("button", { type: "button", id: "export-button", onclick: async (e) => {
+        e.target.disabled = true;
+        try {
+          const data = await api("GET", `${userPath(id, user)}/export`);
+          const url = URL.createObjectURL(new Blob([JSON.stringify(data, null, 2)], { type: "application/json" }));
+          const a = h("a", { href: url, download: `bouncer-user-${user.replace(/[^A-Za-z0-9._-]/g, "_")}.json` });
+          document.body.append(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(url), 10000);
+          out.replaceChildren(h("div", { class: "alert ok", role: "status", id: "exported" }, "Export downloaded."));
+        } catch (error) { showError(out, error); }
+        finally { e.target.disabled = false; }
+      } }, "Export (JSON)")), erase, out);
+  };
+  await draw();
 }
 
 // ---- Notifications -----------------------------------------------------------------------------------------
@@ -387,6 +475,129 @@ async function notificationsPage(id, query) {
     } catch (error) { showError(result, error); }
   };
   draw();
+}
+
+// ---- Webhooks ----------------------------------------------------------------------------------------------
+
+const WEBHOOK_EVENTS = ["entitlement.granted", "entitlement.revoked", "subscription.started", "subscription.renewed",
+  "subscription.renewal_failed", "subscription.grace_period_started", "subscription.expired",
+  "subscription.auto_renew_changed", "transaction.refunded", "purchase.transferred"];
+
+/** The signing secret, shown once (create or rotate). */
+function secretBox(secret) {
+  return h("div", { class: "secret", id: "webhook-secret-box", role: "status" },
+    h("strong", {}, "Signing secret (shown once; store it now): "), h("code", { id: "webhook-secret" }, secret), " ", copyButton(secret));
+}
+
+async function webhooksPage(id, query) {
+  setNav(id, `#/projects/${id}/webhooks`);
+  const base = `/v1/admin/projects/${id}/webhook`;
+  const notice = h("div", { id: "webhook-notice" });
+  const config = h("div", {}, loading());
+  const deliveries = h("div", { id: "webhook-deliveries" });
+  main.replaceChildren(h("h1", {}, "Webhooks"), notice, config, deliveries);
+  let hook = null;
+  try { hook = await api("GET", base); }
+  catch (error) { if (!(error.status === 404 && error.body.code === "WEBHOOK_NOT_CONFIGURED")) { showError(config, error); return; } }
+
+  const drawConfig = () => {
+    const errors = h("div");
+    const listed = hook ? WEBHOOK_EVENTS.filter((ev) => hook.events.includes(ev)) : [];
+    const chosen = listed.length === WEBHOOK_EVENTS.length ? [] : listed;
+    const form = h("form", { class: "card", id: "webhook-form", onsubmit: async (e) => {
+      e.preventDefault();
+      const button = form.querySelector("button[type=submit]");
+      button.disabled = true;
+      const events = [...form.querySelectorAll("input[name=events]:checked")].map((x) => x.value);
+      try {
+        const saved = await api("PUT", base, { url: form.url.value.trim(), events: events.length ? events : null });
+        const created = !hook;
+        hook = saved;
+        drawConfig();
+        notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "webhook-saved" }, created ? "Webhook created." : "Webhook saved."),
+          saved.secret ? secretBox(saved.secret) : null);
+        if (created) drawDeliveries();
+      } catch (error) { showError(errors, error, form); button.disabled = false; }
+    } }, h("h2", {}, hook ? "Configuration" : "Configure a webhook"), errors,
+      field("url", "URL", h("input", { id: "webhook-url", name: "url", value: hook ? hook.url : "", placeholder: "https://api.example.com/bouncer" }),
+        "Signed POSTs of events go here (https, public address)."),
+      h("fieldset", { "data-field": "events", class: "events" }, h("legend", {}, "Events (none checked: all)"),
+        WEBHOOK_EVENTS.map((ev) => h("label", { class: "inline" },
+          h("input", { type: "checkbox", name: "events", value: ev, checked: chosen.includes(ev) }), h("code", {}, ev)))),
+      h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, hook ? "Save" : "Create webhook")));
+    const actions = hook ? h("div", { class: "card", id: "webhook-actions" },
+      h("p", {}, "Sends to ", h("code", { id: "webhook-current-url" }, hook.url), ". Events: ", hook.events.join(", ")),
+      hook.previous_secret_expires_at ? h("p", { class: "muted" }, `The previous secret also signs until ${hook.previous_secret_expires_at}.`) : null,
+      h("div", { class: "row" },
+        h("button", { type: "button", id: "webhook-test", onclick: async (e) => {
+          e.target.disabled = true;
+          try {
+            const r = await api("POST", `${base}/test`, {});
+            notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "webhook-test-queued" }, `Queued ping ${r.event_id}.`));
+            drawDeliveries();
+          } catch (error) { showError(notice, error); }
+          finally { e.target.disabled = false; }
+        } }, "Send test event"),
+        h("button", { type: "button", id: "webhook-rotate", onclick: async (e) => {
+          e.target.disabled = true;
+          try {
+            hook = await api("POST", `${base}/rotate-secret`, {});
+            drawConfig();
+            notice.replaceChildren(h("div", { class: "alert ok", role: "status" }, "Secret rotated; the previous one signs too for 24 hours."),
+              secretBox(hook.secret));
+          } catch (error) { showError(notice, error); e.target.disabled = false; }
+        } }, "Rotate secret"),
+        h("button", { type: "button", class: "danger", id: "webhook-delete", onclick: async (e) => {
+          if (e.target.dataset.armed !== "1") { e.target.dataset.armed = "1"; e.target.textContent = "Click again to remove"; return; }
+          try {
+            await api("DELETE", base);
+            hook = null;
+            drawConfig();
+            deliveries.replaceChildren();
+            notice.replaceChildren(h("div", { class: "alert ok", role: "status" }, "Webhook removed, with its undelivered events and log."));
+          } catch (error) { showError(notice, error); }
+        } }, "Remove webhook"))) : null;
+    config.replaceChildren(...[actions, form].filter(Boolean));
+  };
+
+  let limit = 50;
+  const status = ["pending", "delivered", "failed"].includes(query.get("status")) ? query.get("status") : "";
+  const drawDeliveries = async () => {
+    const filter = h("select", { id: "delivery-status", "aria-label": "Delivery status", onchange: (e) => {
+      location.hash = `#/projects/${id}/webhooks${e.target.value ? "?status=" + e.target.value : ""}`;
+    } }, ["", "pending", "delivered", "failed"].map((v) => h("option", { value: v, selected: v === status }, v || "All statuses")));
+    const head = [h("h2", {}, "Deliveries"), h("div", { class: "row" }, filter,
+      h("button", { type: "button", id: "deliveries-refresh", onclick: () => drawDeliveries() }, "Refresh"))];
+    const body = h("div", {}, loading());
+    deliveries.replaceChildren(...head, body);
+    const params = new URLSearchParams({ limit: String(limit) });
+    if (status) params.set("status", status);
+    let list;
+    try { list = (await api("GET", `${base}/deliveries?${params}`)).deliveries; }
+    catch (error) { showError(body, error); return; }
+    const last = (d) => d.attempts.length ? d.attempts[d.attempts.length - 1] : null;
+    body.replaceChildren(...[pagedTable(["Created", "Event", "Status", { text: "Attempts", class: "hide-narrow" }, ""], list, (d) => {
+      const a = last(d);
+      return h("tr", { "data-event-id": d.event_id, "data-status": d.status },
+        h("td", {}, d.created_at), h("td", {}, h("code", {}, d.type), d.user_id ? h("div", {}, h("a", { href: `#/projects/${id}/customers?user=${encodeURIComponent(d.user_id)}` }, d.user_id)) : null),
+        h("td", {}, h("span", { class: `badge ${d.status === "delivered" ? "active" : d.status === "failed" ? "expired" : ""}` }, d.status),
+          d.next_attempt_at ? h("div", { class: "muted" }, `next ${d.next_attempt_at}`) : null),
+        h("td", { class: "hide-narrow" }, `${d.attempts.length}`, a ? h("div", { class: "muted" },
+          `${a.status_code ?? "no answer"}${a.error ? " · " + a.error : ""} · ${a.duration_ms} ms`) : null),
+        h("td", {}, h("button", { type: "button", class: "retry", onclick: async (e) => {
+          e.target.disabled = true;
+          try {
+            await api("POST", `${base}/deliveries/${encodeURIComponent(d.event_id)}/retry`, {});
+            notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "webhook-retried" }, `Queued ${d.event_id} again.`));
+            drawDeliveries();
+          } catch (error) { showError(notice, error); e.target.disabled = false; }
+        } }, "Retry")));
+    }, "delivery-list"),
+    list.length >= limit && limit < 200 ? h("button", { type: "button", onclick: () => { limit = Math.min(200, limit * 2); drawDeliveries(); } }, "Load older") : null]
+      .filter(Boolean));
+  };
+  drawConfig();
+  if (hook) drawDeliveries();
 }
 
 // ---- App Store connection ----------------------------------------------------------------------------------
@@ -502,7 +713,7 @@ async function route() {
   if (parts[0] !== "projects" || parts.length === 1) return projectsPage();
   const id = decodeURIComponent(parts[1]);
   const page = { dashboard: dashboardPage, products: productsPage, customers: customersPage,
-    notifications: notificationsPage, "app-store": appStorePage }[parts[2]];
+    notifications: notificationsPage, webhooks: webhooksPage, "app-store": appStorePage }[parts[2]];
   if (page) return page(id, query);
   return settingsPage(id);
 }

@@ -7,9 +7,13 @@ bundle and product), SCREENSHOT_DIR. Prints one "STEP ..." line per checked step
 the measurements; exits 0 only when every check held. Exit 3 means Chromium/Selenium are missing.
 """
 import gzip
+import hashlib
+import hmac
+import http.server as httpserver
 import json
 import os
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -79,9 +83,44 @@ for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disa
             "--disable-extensions", "--no-first-run"]:
     options.add_argument(arg)
 options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+DOWNLOADS = os.path.join(SHOTS, "downloads")
+os.makedirs(DOWNLOADS, exist_ok=True)
+for name in os.listdir(DOWNLOADS):
+    os.remove(os.path.join(DOWNLOADS, name))
+options.add_experimental_option("prefs", {"download.default_directory": os.path.abspath(DOWNLOADS),
+                                          "download.prompt_for_download": False})
 driver = webdriver.Chrome(service=Service(driver_path), options=options)
 wait = WebDriverWait(driver, 20)
 results = {}
+
+
+class Receiver(httpserver.BaseHTTPRequestHandler):
+    """The webhook's receiving end: records every POST and answers 200."""
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        Receiver.received.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+receiver = httpserver.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+threading.Thread(target=receiver.serve_forever, daemon=True).start()
+
+
+def wait_for(condition, text, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(text)
 
 
 def shot(name):
@@ -191,6 +230,47 @@ try:
     shot("04-customer")
     step("customer found with entitlement pro")
 
+    # The timeline explains the purchase; grant "vip" by hand and see it in the entitlements, grants and timeline.
+    wait.until(EC.text_to_be_present_in_element((By.ID, "customer-reasons"), "Granted by transaction"))
+    check("purchase" in text_of("#customer-timeline"), f"the purchase is in the timeline: {text_of('#customer-timeline')!r}")
+    driver.find_element(By.ID, "grant-entitlement").send_keys("vip")
+    driver.find_element(By.CSS_SELECTOR, "#add-grant-form button[type=submit]").click()
+    reason = visible("#add-grant-form [data-field='reason'] .field-error")
+    check(reason.find_element(By.CSS_SELECTOR, ".suggestion").text.strip() != "", "the API's suggestion is next to the reason")
+    driver.find_element(By.ID, "grant-reason").send_keys("support ticket 42")
+    driver.find_element(By.CSS_SELECTOR, "#add-grant-form button[type=submit]").click()
+    visible("#grant-added")
+    wait.until(EC.text_to_be_present_in_element((By.ID, "customer-entitlements"), "vip"))
+    check(text_of("#customer-entitlements") == "pro, vip" or text_of("#customer-entitlements") == "vip, pro",
+          f"entitlements: {text_of('#customer-entitlements')!r}")
+    grant_rows = driver.find_elements(By.CSS_SELECTOR, "#customer-grants tr[data-grant-id]")
+    check(len(grant_rows) == 1 and "vip" in grant_rows[0].text, f"the grant is listed: {[r.text for r in grant_rows]}")
+    status, _, body = http("GET", f"/v1/admin/projects/{project_id}/users/{USER}/timeline")
+    timeline = json.loads(body)
+    check(status == 200 and any(e["type"] == "grant" for e in timeline["events"]), f"timeline API has the grant: {body[:300]!r}")
+    vip = [e for e in timeline["entitlements"] if e["id"] == "vip"][0]
+    check("support ticket 42" in vip["reason"], f"vip reason: {vip}")
+    check(vip["reason"] in text_of("#customer-reasons"), f"the page shows the API's sentence: {text_of('#customer-reasons')!r}")
+    check(driver.find_elements(By.CSS_SELECTOR, "#customer-timeline tr[data-type='grant']"), "the grant is in the timeline")
+    shot("04b-customer-grant")
+    step("grant added: entitlements, grants and timeline")
+
+    # Export downloads the API's JSON.
+    driver.find_element(By.ID, "export-button").click()
+    visible("#exported")
+    exported = wait_for(lambda: [n for n in os.listdir(DOWNLOADS) if n.endswith(".json")], "the export is downloaded")
+    with open(os.path.join(DOWNLOADS, exported[0])) as f:
+        data = json.load(f)
+    check(data["user_id"] == USER and [g["entitlement"] for g in data["grants"]] == ["vip"], f"export: {list(data)}")
+    step("export downloaded")
+
+    # Remove the grant: vip is gone from the entitlements, the timeline says so.
+    grant_rows[0].find_element(By.CSS_SELECTOR, "button.danger").click()
+    wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#customer-grants tr[data-grant-id]"))
+    check(text_of("#customer-entitlements") == "pro", f"entitlements after removal: {text_of('#customer-entitlements')!r}")
+    check(driver.find_elements(By.CSS_SELECTOR, "#customer-timeline tr[data-type='grant_removed']"), "removal in the timeline")
+    step("grant removed")
+
     # Rotate the public key with a grace: both keys are listed, the old one with an expiry.
     go(f"/projects/{project_id}")
     visible("#rotate-form")
@@ -213,6 +293,81 @@ try:
     visible("#credentials-form")
     shot("07-app-store")
     step("notifications and App Store pages")
+
+    # Webhooks: configure to the local receiver, the secret shown once, a test event delivered and signed, retry.
+    go(f"/projects/{project_id}/webhooks")
+    visible("#webhook-form")
+    hook_url = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+    driver.find_element(By.ID, "webhook-url").send_keys(hook_url)
+    driver.find_element(By.CSS_SELECTOR, "#webhook-form button[type=submit]").click()
+    visible("#webhook-saved")
+    secret = text_of("#webhook-secret")
+    check(secret.startswith("whsec_") and len(secret) == 70, f"secret shown once: {secret[:6]}")
+    status, _, body = http("GET", f"/v1/admin/projects/{project_id}/webhook")
+    check(status == 200 and json.loads(body)["url"] == hook_url and "secret" not in json.loads(body), f"webhook: {body!r}")
+    driver.find_element(By.ID, "webhook-test").click()
+    queued = visible("#webhook-test-queued").text
+    event_id = queued.split()[-1].rstrip(".")
+    path, headers, raw = wait_for(lambda: next((r for r in Receiver.received if event_id.encode() in r[2]), None),
+                                  f"the receiver gets {event_id}")
+    mac = hmac.new(secret.encode(), headers["bouncer-timestamp"].encode() + b"." + raw, hashlib.sha256).hexdigest()
+    check(headers["bouncer-signature"] == f"v1={mac}", f"signed with the shown secret: {headers.get('bouncer-signature')}")
+
+    def delivered_row():
+        driver.find_element(By.ID, "deliveries-refresh").click()
+        rows = driver.find_elements(By.CSS_SELECTOR, f"#delivery-list tr[data-event-id='{event_id}'][data-status='delivered']")
+        return rows[0] if rows else None
+    wait_for(delivered_row, "the ping shows as delivered")
+    Select(visible("#delivery-status")).select_by_value("failed")
+    wait.until(lambda d: "status=failed" in d.current_url)
+    visible("#delivery-list")
+    check(not driver.find_elements(By.CSS_SELECTOR, "#delivery-list tr[data-event-id]"), "no failed deliveries")
+    Select(visible("#delivery-status")).select_by_value("delivered")
+    wait.until(lambda d: "status=delivered" in d.current_url)
+    row = visible(f"#delivery-list tr[data-event-id='{event_id}']")
+    count = len(Receiver.received)
+    row.find_element(By.CSS_SELECTOR, "button.retry").click()
+    visible("#webhook-retried")
+    wait_for(lambda: len([r for r in Receiver.received if event_id.encode() in r[2]]) >= 2, "the retry is delivered again")
+    check(len(Receiver.received) >= count + 1, "one more delivery")
+    shot("10-webhooks")
+    driver.set_window_size(390, 844)
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    check(width <= 400, f"webhooks: no horizontal scrolling at phone width: {width}")
+    shot("10b-webhooks-phone")
+    go(f"/projects/{project_id}/customers?user={USER}")
+    visible("#customer-timeline")
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    check(width <= 400, f"customer: no horizontal scrolling at phone width: {width}")
+    shot("04c-customer-phone")
+    driver.set_window_size(1280, 900)
+    go(f"/projects/{project_id}/webhooks")
+    visible("#webhook-rotate")
+    driver.find_element(By.ID, "webhook-rotate").click()
+    rotated = visible("#webhook-secret").text
+    check(rotated.startswith("whsec_") and rotated != secret, "a new secret is shown on rotation")
+    step("webhook configured, test delivered and signed, retried, secret rotated")
+
+    # Erase a second user (a grant through the API) with the typed confirmation.
+    other = USER + "_erase"
+    status, _, body = http("POST", f"/v1/admin/projects/{project_id}/users/{other}/grants",
+                           {"entitlement": "vip", "reason": "to erase"})
+    check(status == 201, f"grant for {other}: {status} {body!r}")
+    go(f"/projects/{project_id}/customers?user={other}")
+    wait.until(EC.text_to_be_present_in_element((By.ID, "customer-entitlements"), "vip"))
+    driver.find_element(By.ID, "erase-confirm").send_keys("wrong")
+    driver.find_element(By.ID, "erase-button").click()
+    visible("#erase-form [data-field='confirm'] .field-error")
+    status, _, body = http("GET", f"/v1/admin/projects/{project_id}/users/{other}/timeline")
+    check(json.loads(body)["entitlements"] != [], "nothing erased on a wrong confirmation")
+    driver.find_element(By.ID, "erase-confirm").clear()
+    driver.find_element(By.ID, "erase-confirm").send_keys(other)
+    driver.find_element(By.ID, "erase-button").click()
+    visible("#erased")
+    status, _, body = http("GET", f"/v1/admin/projects/{project_id}/users/{other}/timeline")
+    check(status == 200 and json.loads(body) == {"user_id": other, "entitlements": [], "events": []}, f"erased: {body!r}")
+    shot("11-customer-erased")
+    step("user erased after typed confirmation")
 
     # Dashboard: the numbers equal the overview API's for the same days.
     go(f"/projects/{project_id}/dashboard?days=7")
@@ -280,3 +435,4 @@ except Exception as error:  # report, screenshot, fail
     driver.quit()
     sys.exit(1)
 driver.quit()
+receiver.shutdown()
