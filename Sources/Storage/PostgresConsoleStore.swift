@@ -65,6 +65,11 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
     /// revoked transaction ends at its revocation, an unrevoked one without expiry never ends).
     private static let end = "t.ends_at"
 
+    /// The longest interval found by start rather than by end when counting what is active at an instant: a month
+    /// (28–31 days) and a day to spare. Must match the `interval '32 days'` of the statements and of
+    /// `transactions_long_idx` (`schema/0018_overview.sql`).
+    static let shortSpan: TimeInterval = 32 * 86_400
+
     /// The overview.
     public func overview(projectId: UUID, range: OverviewRange, environment: StoreEnvironment?, now: Date) throws
         -> OverviewMetrics
@@ -72,6 +77,7 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
         let lo = range.from
         let hi = range.to
         let loDay = String(ISO8601Day.string(lo))
+        let hiDay = String(ISO8601Day.string(hi))
         let env = environment?.rawValue
         let dayCount = max(0, range.days)
         var days = (0..<dayCount).map { OverviewDay(day: lo.addingTimeInterval(Double($0) * 86_400)) }
@@ -81,6 +87,8 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
         }
         /// `(day index expression)` of a timestamp column: whole UTC days since `lo`.
         func day(_ column: String) -> String { "((\(column) AT TIME ZONE 'UTC')::date - " }
+        /// The UTC day of a timestamp column, spelt as the day indexes of `schema/0018_overview.sql` spell it.
+        func utcDay(_ column: String) -> String { "(\(column) AT TIME ZONE 'UTC')::date" }
         let (revenue, mrr) = try StorageErrors.mapping("overview metrics") { () throws -> ([String: Int64], [String: Int64]) in
             try pool.transaction { c in
                 // The per-day groups (days × products × currencies) are few, but the planner cannot know that from
@@ -96,13 +104,26 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                     let product = try row.decode("product_id", as: String.self)
                     return (weights[product] ?? 0) &* (try row.decode(column, as: Int.self))
                 }
-                // Active at the range's start: intervals begun before it and not ended by it.
+                // Active at the range's start: intervals begun before it and not ended by it. Those lasting at most
+                // `shortSpan` began within `shortSpan` before it (found by start day, a few weeks of rows rather than
+                // every row ending after it); the longer and endless ones are few (a partial index by end).
+                let shortFrom = lo.addingTimeInterval(-Self.shortSpan)
+                let shortFromDay = ISO8601Day.string(shortFrom)
                 var subs = 0
                 var ents = 0
                 for row in try c.query("""
                     SELECT product_id, count(*) FILTER (WHERE expires_date IS NOT NULL) AS subs, count(*) AS n
                     FROM (SELECT t.product_id, t.expires_date FROM transactions t
+                          WHERE t.project_id = \(projectId)
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= \(shortFromDay)::date
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= \(loDay)::date
+                            AND t.purchase_date > \(shortFrom) AND t.purchase_date < \(lo) AND \(unsafeSQL: Self.end) > \(lo)
+                            AND \(unsafeSQL: Self.end) - t.purchase_date <= interval '32 days'
+                            AND t.type <> 'Consumable' AND (\(env)::text IS NULL OR t.environment = \(env)::text)
+                          UNION ALL
+                          SELECT t.product_id, t.expires_date FROM transactions t
                           WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(lo) AND t.purchase_date < \(lo)
+                            AND \(unsafeSQL: Self.end) - t.purchase_date > interval '32 days'
                             AND t.type <> 'Consumable' AND (\(env)::text IS NULL OR t.environment = \(env)::text)
                           UNION ALL
                           SELECT t.product_id, t.expires_date FROM transactions t
@@ -126,9 +147,12 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                            count(*) FILTER (WHERE t.is_renewal) AS renewals,
                            sum(t.price_milli)::int8 AS milli
                     FROM transactions t
-                    WHERE t.project_id = \(projectId) AND t.purchase_date >= \(lo) AND t.purchase_date < \(hi)
+                    WHERE t.project_id = \(projectId)
+                      AND \(unsafeSQL: utcDay("t.purchase_date")) >= \(loDay)::date
+                      AND \(unsafeSQL: utcDay("t.purchase_date")) <= \(hiDay)::date
+                      AND t.purchase_date >= \(lo) AND t.purchase_date < \(hi)
                       AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                    GROUP BY 1, 2, 3
+                    GROUP BY \(unsafeSQL: utcDay("t.purchase_date")), t.product_id, t.currency
                     """) {
                     guard let i = try index(row) else { continue }
                     deltaSubs[i] &+= try row.decode("subs", as: Int.self)
@@ -146,11 +170,13 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                     SELECT \(unsafeSQL: day(Self.end))\(loDay)::date)::int8 AS d, t.product_id,
                            count(*) FILTER (WHERE t.expires_date IS NOT NULL) AS subs, count(*) AS n
                     FROM transactions t
-                    WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(lo)
-                      AND \(unsafeSQL: Self.end) < \(hi) AND \(unsafeSQL: Self.end) <= \(now)
+                    WHERE t.project_id = \(projectId)
+                      AND \(unsafeSQL: utcDay(Self.end)) >= \(loDay)::date
+                      AND \(unsafeSQL: utcDay(Self.end)) <= \(hiDay)::date
+                      AND \(unsafeSQL: Self.end) > \(lo) AND \(unsafeSQL: Self.end) < \(hi) AND \(unsafeSQL: Self.end) <= \(now)
                       AND t.type <> 'Consumable'
                       AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                    GROUP BY 1, 2
+                    GROUP BY \(unsafeSQL: utcDay(Self.end)), t.product_id
                     """) {
                     guard let i = try index(row) else { continue }
                     deltaSubs[i] &-= try row.decode("subs", as: Int.self)
