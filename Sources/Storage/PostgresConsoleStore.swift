@@ -46,7 +46,9 @@ public final class PostgresConsoleSessionStore: ConsoleSessionStore {
 }
 
 /// The revenue dashboard's overview, in a few range scans over `transactions` and `purchases`, each an index-only
-/// scan of an index of `schema/0015_console.sql` bounded by the requested days rather than by the table's size.
+/// scan of an index of `schema/0015_console.sql` or `schema/0018_overview.sql` bounded by the requested days rather
+/// than by the table's size. Per-day statements name the UTC day as the day indexes do (`utcDay`), so PostgreSQL
+/// groups in index order; they keep the exact instant bounds as well, so a range not on midnights stays exact.
 ///
 /// Active counts use intervals: a transaction is active from its purchase until the earlier of its expiry and its
 /// revocation (no expiry: until revoked; consumables never). The count at the end of each day is the count at the
