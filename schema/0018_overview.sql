@@ -3,9 +3,11 @@
 -- Starts and ends by UTC day: keyed by the day the overview groups by, then product and currency, so PostgreSQL
 -- groups in index order (no sort or hash of ~270k rows for 90 days) and answers from the index alone. The day is
 -- an index expression (`timezone(text, timestamptz)` and the cast to date are immutable), so no table rewrite.
--- The start index also carries `ends_at`: subscriptions active at an instant that last at most 32 days are found
--- among those started in the 32 days before it (see transactions_long_idx for the others).
+-- The start index also carries `ends_at`: subscriptions active at an instant (the range's start; MRR's instant)
+-- that last at most 32 days are found among those started in the 32 days before it (transactions_long_idx has the
+-- others), so the wide index by end of 0015 (all rows ending after the instant) goes too.
 DROP INDEX transactions_start_idx;
+DROP INDEX transactions_end_idx;
 CREATE INDEX transactions_start_day_idx ON transactions
     (project_id, ((purchase_date AT TIME ZONE 'UTC')::date), product_id, currency)
     INCLUDE (purchase_date, ends_at, expires_date, type, environment, is_renewal, price_milli);
@@ -16,7 +18,7 @@ CREATE INDEX transactions_end_day_idx ON transactions
 -- Intervals longer than 32 days or without an end (yearly subscriptions, non-consumables): the rest of "active at
 -- an instant", by end. Few next to the monthly renewals that make up most of a large table.
 CREATE INDEX transactions_long_idx ON transactions (project_id, ends_at)
-    INCLUDE (purchase_date, expires_date, type, environment, product_id)
+    INCLUDE (purchase_date, expires_date, type, environment, product_id, price_milli, currency)
     WHERE ends_at IS NULL OR ends_at - purchase_date > interval '32 days';
 
 -- Trial conversions from indexes alone: free trials by expiry carrying what the lookup needs, and each

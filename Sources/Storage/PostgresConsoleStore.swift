@@ -233,14 +233,26 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                 }
                 // MRR at the end of the range (or now): each active subscription's price over its period, per 30 days.
                 let at = min(hi, now)
+                let atShort = at.addingTimeInterval(-Self.shortSpan)
                 var mrr: [String: Int64] = [:]
+                // Active at `at`, split like "active at the range's start" (an interval without end has no period).
                 for row in try c.query("""
-                    SELECT t.currency, round(sum(t.price_milli::numeric * 2592000
-                               / GREATEST(extract(epoch FROM t.expires_date - t.purchase_date), 86400)))::int8 AS milli
-                    FROM transactions t
-                    WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(at) AND t.purchase_date <= \(at)
-                      AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
-                      AND (\(env)::text IS NULL OR t.environment = \(env)::text)
+                    SELECT currency, round(sum(price_milli::numeric * 2592000
+                               / GREATEST(extract(epoch FROM expires_date - purchase_date), 86400)))::int8 AS milli
+                    FROM (SELECT t.currency, t.price_milli, t.expires_date, t.purchase_date FROM transactions t
+                          WHERE t.project_id = \(projectId)
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= \(ISO8601Day.string(atShort))::date
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= \(ISO8601Day.string(at))::date
+                            AND t.purchase_date > \(atShort) AND t.purchase_date <= \(at) AND \(unsafeSQL: Self.end) > \(at)
+                            AND \(unsafeSQL: Self.end) - t.purchase_date <= interval '32 days'
+                            AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
+                            AND (\(env)::text IS NULL OR t.environment = \(env)::text)
+                          UNION ALL
+                          SELECT t.currency, t.price_milli, t.expires_date, t.purchase_date FROM transactions t
+                          WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(at) AND t.purchase_date <= \(at)
+                            AND \(unsafeSQL: Self.end) - t.purchase_date > interval '32 days'
+                            AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
+                            AND (\(env)::text IS NULL OR t.environment = \(env)::text)) x
                     GROUP BY 1
                     """) {
                     mrr[try row.decode("currency", as: String.self)] = try row.decode("milli", as: Int64.self)
