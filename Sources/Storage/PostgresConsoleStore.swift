@@ -79,7 +79,6 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
         let lo = range.from
         let hi = range.to
         let loDay = String(ISO8601Day.string(lo))
-        let hiDay = String(ISO8601Day.string(hi))
         let env = environment?.rawValue
         let dayCount = max(0, range.days)
         var days = (0..<dayCount).map { OverviewDay(day: lo.addingTimeInterval(Double($0) * 86_400)) }
@@ -89,7 +88,9 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
         }
         /// `(day index expression)` of a timestamp column: whole UTC days since `lo`.
         func day(_ column: String) -> String { "((\(column) AT TIME ZONE 'UTC')::date - " }
-        /// The UTC day of a timestamp column, spelt as the day indexes of `schema/0018_overview.sql` spell it.
+        /// The UTC day of a timestamp column, spelt as the day indexes of `schema/0018_overview.sql` spell it. Bounds
+        /// on it are written `($n AT TIME ZONE 'UTC')::date` of a bound timestamptz (immutable, so folded into a
+        /// constant when planning, which estimates the rows), not a date parsed from text (stable, not folded).
         func utcDay(_ column: String) -> String { "(\(column) AT TIME ZONE 'UTC')::date" }
         let (revenue, mrr) = try StorageErrors.mapping("overview metrics") { () throws -> ([String: Int64], [String: Int64]) in
             try pool.transaction { c in
@@ -110,15 +111,14 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                 // `shortSpan` began within `shortSpan` before it (found by start day, a few weeks of rows rather than
                 // every row ending after it); the longer and endless ones are few (a partial index by end).
                 let shortFrom = lo.addingTimeInterval(-Self.shortSpan)
-                let shortFromDay = ISO8601Day.string(shortFrom)
                 var subs = 0
                 var ents = 0
                 for row in try c.query("""
                     SELECT product_id, count(*) FILTER (WHERE expires_date IS NOT NULL) AS subs, count(*) AS n
                     FROM (SELECT t.product_id, t.expires_date FROM transactions t
                           WHERE t.project_id = \(projectId)
-                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= \(shortFromDay)::date
-                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= \(loDay)::date
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(shortFrom) AT TIME ZONE 'UTC')::date
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(lo) AT TIME ZONE 'UTC')::date
                             AND t.purchase_date > \(shortFrom) AND t.purchase_date < \(lo) AND \(unsafeSQL: Self.end) > \(lo)
                             AND \(unsafeSQL: Self.end) - t.purchase_date <= interval '32 days'
                             AND t.type <> 'Consumable' AND (\(env)::text IS NULL OR t.environment = \(env)::text)
@@ -150,8 +150,8 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                            sum(t.price_milli)::int8 AS milli
                     FROM transactions t
                     WHERE t.project_id = \(projectId)
-                      AND \(unsafeSQL: utcDay("t.purchase_date")) >= \(loDay)::date
-                      AND \(unsafeSQL: utcDay("t.purchase_date")) <= \(hiDay)::date
+                      AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(lo) AT TIME ZONE 'UTC')::date
+                      AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(hi) AT TIME ZONE 'UTC')::date
                       AND t.purchase_date >= \(lo) AND t.purchase_date < \(hi)
                       AND (\(env)::text IS NULL OR t.environment = \(env)::text)
                     GROUP BY \(unsafeSQL: utcDay("t.purchase_date")), t.product_id, t.currency
@@ -173,8 +173,8 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                            count(*) FILTER (WHERE t.expires_date IS NOT NULL) AS subs, count(*) AS n
                     FROM transactions t
                     WHERE t.project_id = \(projectId)
-                      AND \(unsafeSQL: utcDay(Self.end)) >= \(loDay)::date
-                      AND \(unsafeSQL: utcDay(Self.end)) <= \(hiDay)::date
+                      AND \(unsafeSQL: utcDay(Self.end)) >= (\(lo) AT TIME ZONE 'UTC')::date
+                      AND \(unsafeSQL: utcDay(Self.end)) <= (\(hi) AT TIME ZONE 'UTC')::date
                       AND \(unsafeSQL: Self.end) > \(lo) AND \(unsafeSQL: Self.end) < \(hi) AND \(unsafeSQL: Self.end) <= \(now)
                       AND t.type <> 'Consumable'
                       AND (\(env)::text IS NULL OR t.environment = \(env)::text)
@@ -241,8 +241,8 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                                / GREATEST(extract(epoch FROM expires_date - purchase_date), 86400)))::int8 AS milli
                     FROM (SELECT t.currency, t.price_milli, t.expires_date, t.purchase_date FROM transactions t
                           WHERE t.project_id = \(projectId)
-                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= \(ISO8601Day.string(atShort))::date
-                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= \(ISO8601Day.string(at))::date
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(atShort) AT TIME ZONE 'UTC')::date
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(at) AT TIME ZONE 'UTC')::date
                             AND t.purchase_date > \(atShort) AND t.purchase_date <= \(at) AND \(unsafeSQL: Self.end) > \(at)
                             AND \(unsafeSQL: Self.end) - t.purchase_date <= interval '32 days'
                             AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
