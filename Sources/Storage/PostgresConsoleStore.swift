@@ -46,7 +46,9 @@ public final class PostgresConsoleSessionStore: ConsoleSessionStore {
 }
 
 /// The revenue dashboard's overview, in a few range scans over `transactions` and `purchases`, each an index-only
-/// scan of an index of `schema/0015_console.sql` bounded by the requested days rather than by the table's size.
+/// scan of an index of `schema/0015_console.sql` or `schema/0018_overview.sql` bounded by the requested days rather
+/// than by the table's size. Per-day statements name the UTC day as the day indexes do (`utcDay`), so PostgreSQL
+/// groups in index order; they keep the exact instant bounds as well, so a range not on midnights stays exact.
 ///
 /// Active counts use intervals: a transaction is active from its purchase until the earlier of its expiry and its
 /// revocation (no expiry: until revoked; consumables never). The count at the end of each day is the count at the
@@ -65,6 +67,11 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
     /// revoked transaction ends at its revocation, an unrevoked one without expiry never ends).
     private static let end = "t.ends_at"
 
+    /// The longest interval found by start rather than by end when counting what is active at an instant: a month
+    /// (28–31 days) and a day to spare. Must match the `interval '32 days'` of the statements and of
+    /// `transactions_long_idx` (`schema/0018_overview.sql`).
+    static let shortSpan: TimeInterval = 32 * 86_400
+
     /// The overview.
     public func overview(projectId: UUID, range: OverviewRange, environment: StoreEnvironment?, now: Date) throws
         -> OverviewMetrics
@@ -81,6 +88,10 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
         }
         /// `(day index expression)` of a timestamp column: whole UTC days since `lo`.
         func day(_ column: String) -> String { "((\(column) AT TIME ZONE 'UTC')::date - " }
+        /// The UTC day of a timestamp column, spelt as the day indexes of `schema/0018_overview.sql` spell it. Bounds
+        /// on it are written `($n AT TIME ZONE 'UTC')::date` of a bound timestamptz (immutable, so folded into a
+        /// constant when planning, which estimates the rows), not a date parsed from text (stable, not folded).
+        func utcDay(_ column: String) -> String { "(\(column) AT TIME ZONE 'UTC')::date" }
         let (revenue, mrr) = try StorageErrors.mapping("overview metrics") { () throws -> ([String: Int64], [String: Int64]) in
             try pool.transaction { c in
                 // The per-day groups (days × products × currencies) are few, but the planner cannot know that from
@@ -96,13 +107,25 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                     let product = try row.decode("product_id", as: String.self)
                     return (weights[product] ?? 0) &* (try row.decode(column, as: Int.self))
                 }
-                // Active at the range's start: intervals begun before it and not ended by it.
+                // Active at the range's start: intervals begun before it and not ended by it. Those lasting at most
+                // `shortSpan` began within `shortSpan` before it (found by start day, a few weeks of rows rather than
+                // every row ending after it); the longer and endless ones are few (a partial index by end).
+                let shortFrom = lo.addingTimeInterval(-Self.shortSpan)
                 var subs = 0
                 var ents = 0
                 for row in try c.query("""
                     SELECT product_id, count(*) FILTER (WHERE expires_date IS NOT NULL) AS subs, count(*) AS n
                     FROM (SELECT t.product_id, t.expires_date FROM transactions t
+                          WHERE t.project_id = \(projectId)
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(shortFrom) AT TIME ZONE 'UTC')::date
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(lo) AT TIME ZONE 'UTC')::date
+                            AND t.purchase_date > \(shortFrom) AND t.purchase_date < \(lo) AND \(unsafeSQL: Self.end) > \(lo)
+                            AND \(unsafeSQL: Self.end) - t.purchase_date <= interval '32 days'
+                            AND t.type <> 'Consumable' AND (\(env)::text IS NULL OR t.environment = \(env)::text)
+                          UNION ALL
+                          SELECT t.product_id, t.expires_date FROM transactions t
                           WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(lo) AND t.purchase_date < \(lo)
+                            AND \(unsafeSQL: Self.end) - t.purchase_date > interval '32 days'
                             AND t.type <> 'Consumable' AND (\(env)::text IS NULL OR t.environment = \(env)::text)
                           UNION ALL
                           SELECT t.product_id, t.expires_date FROM transactions t
@@ -126,9 +149,12 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                            count(*) FILTER (WHERE t.is_renewal) AS renewals,
                            sum(t.price_milli)::int8 AS milli
                     FROM transactions t
-                    WHERE t.project_id = \(projectId) AND t.purchase_date >= \(lo) AND t.purchase_date < \(hi)
+                    WHERE t.project_id = \(projectId)
+                      AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(lo) AT TIME ZONE 'UTC')::date
+                      AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(hi) AT TIME ZONE 'UTC')::date
+                      AND t.purchase_date >= \(lo) AND t.purchase_date < \(hi)
                       AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                    GROUP BY 1, 2, 3
+                    GROUP BY \(unsafeSQL: utcDay("t.purchase_date")), t.product_id, t.currency
                     """) {
                     guard let i = try index(row) else { continue }
                     deltaSubs[i] &+= try row.decode("subs", as: Int.self)
@@ -146,11 +172,13 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                     SELECT \(unsafeSQL: day(Self.end))\(loDay)::date)::int8 AS d, t.product_id,
                            count(*) FILTER (WHERE t.expires_date IS NOT NULL) AS subs, count(*) AS n
                     FROM transactions t
-                    WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(lo)
-                      AND \(unsafeSQL: Self.end) < \(hi) AND \(unsafeSQL: Self.end) <= \(now)
+                    WHERE t.project_id = \(projectId)
+                      AND \(unsafeSQL: utcDay(Self.end)) >= (\(lo) AT TIME ZONE 'UTC')::date
+                      AND \(unsafeSQL: utcDay(Self.end)) <= (\(hi) AT TIME ZONE 'UTC')::date
+                      AND \(unsafeSQL: Self.end) > \(lo) AND \(unsafeSQL: Self.end) < \(hi) AND \(unsafeSQL: Self.end) <= \(now)
                       AND t.type <> 'Consumable'
                       AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                    GROUP BY 1, 2
+                    GROUP BY \(unsafeSQL: utcDay(Self.end)), t.product_id
                     """) {
                     guard let i = try index(row) else { continue }
                     deltaSubs[i] &-= try row.decode("subs", as: Int.self)
@@ -205,14 +233,26 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                 }
                 // MRR at the end of the range (or now): each active subscription's price over its period, per 30 days.
                 let at = min(hi, now)
+                let atShort = at.addingTimeInterval(-Self.shortSpan)
                 var mrr: [String: Int64] = [:]
+                // Active at `at`, split like "active at the range's start" (an interval without end has no period).
                 for row in try c.query("""
-                    SELECT t.currency, round(sum(t.price_milli::numeric * 2592000
-                               / GREATEST(extract(epoch FROM t.expires_date - t.purchase_date), 86400)))::int8 AS milli
-                    FROM transactions t
-                    WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(at) AND t.purchase_date <= \(at)
-                      AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
-                      AND (\(env)::text IS NULL OR t.environment = \(env)::text)
+                    SELECT currency, round(sum(price_milli::numeric * 2592000
+                               / GREATEST(extract(epoch FROM expires_date - purchase_date), 86400)))::int8 AS milli
+                    FROM (SELECT t.currency, t.price_milli, t.expires_date, t.purchase_date FROM transactions t
+                          WHERE t.project_id = \(projectId)
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(atShort) AT TIME ZONE 'UTC')::date
+                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(at) AT TIME ZONE 'UTC')::date
+                            AND t.purchase_date > \(atShort) AND t.purchase_date <= \(at) AND \(unsafeSQL: Self.end) > \(at)
+                            AND \(unsafeSQL: Self.end) - t.purchase_date <= interval '32 days'
+                            AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
+                            AND (\(env)::text IS NULL OR t.environment = \(env)::text)
+                          UNION ALL
+                          SELECT t.currency, t.price_milli, t.expires_date, t.purchase_date FROM transactions t
+                          WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(at) AND t.purchase_date <= \(at)
+                            AND \(unsafeSQL: Self.end) - t.purchase_date > interval '32 days'
+                            AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
+                            AND (\(env)::text IS NULL OR t.environment = \(env)::text)) x
                     GROUP BY 1
                     """) {
                     mrr[try row.decode("currency", as: String.self)] = try row.decode("milli", as: Int64.self)
