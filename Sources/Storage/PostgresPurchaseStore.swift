@@ -86,40 +86,31 @@ public final class PostgresPurchaseStore: PurchaseStore {
         try holdings(userId: userId, project: project).purchases
     }
 
-    /// The user's purchases (as `ownedPurchases`, with the latest transaction's revocation type and percentage) and
-    /// app transactions, in one prepared statement: one round trip, whether or not the user has app transactions.
-    /// The app transactions come as parallel arrays in the first row (an aggregate always yields one row; no JSON
-    /// parsing), left-joined to the purchase rows.
+    /// The user's purchases (as `ownedPurchases`, with the latest transaction's revocation type and percentage), app
+    /// transactions and standing grants, in one prepared statement: one round trip, whatever the user holds.
+    ///
+    /// One `UNION ALL` of three scans, a row per fact: purchase rows carry the `purchases` columns, app transaction
+    /// rows the `app_*` columns, grant rows the `grant_*` columns (the others NULL). One sort orders all of them:
+    /// purchases first (the only rows with an original transaction id) by id then environment, then app transactions
+    /// by id then environment, then grants by creation then id — each set in the order the API shows it.
+    /// Aggregating the app transactions and grants into arrays instead (one row, nine `array_agg(… ORDER BY …)`)
+    /// cost PostgreSQL an aggregate node, one sort per aggregate and the arrays repeated on every purchase row;
+    /// see bench/README.md, "Read path".
     public func holdings(userId: String, project: Project) throws -> UserHoldings {
         try StorageErrors.mapping("owned purchases") {
             try pool.withConnection { connection in
+                // Instants as epoch milliseconds computed here, as before (app transactions rounded, grants floored
+                // as the admin routes render them), so the answer keeps every byte. NULLs in the purchase branch are
+                // typed: it fixes the column types of the union.
                 let rows = try connection.query("""
-                    WITH apps AS (
-                        SELECT array_agg(a.app_transaction_id ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_ids,
-                            array_agg(a.environment ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_environments,
-                            array_agg(COALESCE(a.original_application_version, '')
-                                ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_versions,
-                            array_agg(COALESCE((extract(epoch FROM a.original_purchase_date) * 1000)::bigint::text, '')
-                                ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_purchased_ms,
-                            array_agg(COALESCE((extract(epoch FROM a.consent_rescinded_at) * 1000)::bigint::text, '')
-                                ORDER BY a.app_transaction_id COLLATE "C", a.environment COLLATE "C") AS app_rescinded_ms
-                        FROM app_transactions a
-                        WHERE a.project_id = \(project.id) AND a.user_id = \(userId)
-                    ), standing AS (
-                        SELECT array_agg(g.id::text ORDER BY g.created_at, g.id) AS grant_ids,
-                            array_agg(g.entitlement ORDER BY g.created_at, g.id) AS grant_entitlements,
-                            array_agg(COALESCE(floor(extract(epoch FROM g.expires_at) * 1000)::bigint::text, '')
-                                ORDER BY g.created_at, g.id) AS grant_expires_ms,
-                            array_agg(floor(extract(epoch FROM g.created_at) * 1000)::bigint::text
-                                ORDER BY g.created_at, g.id) AS grant_created_ms
-                        FROM grants g
-                        WHERE g.project_id = \(project.id) AND g.user_id = \(userId) AND g.revoked_at IS NULL
-                          AND (g.expires_at IS NULL OR g.expires_at > now())
-                    )
-                    SELECT apps.*, standing.*, o.* FROM apps CROSS JOIN standing LEFT JOIN (
+                    SELECT * FROM (
                         SELECT \(unsafeSQL: PurchaseRows.columns), pr.entitlements,
                             t.revocation_type AS latest_revocation_type,
-                            t.revocation_percentage AS latest_revocation_percentage
+                            t.revocation_percentage AS latest_revocation_percentage,
+                            NULL::text AS app_id, NULL::text AS app_environment, NULL::text AS app_version,
+                            NULL::bigint AS app_purchased_ms, NULL::bigint AS app_rescinded_ms,
+                            NULL::uuid AS grant_id, NULL::text AS grant_entitlement, NULL::bigint AS grant_expires_ms,
+                            NULL::bigint AS grant_created_ms, NULL::timestamptz AS grant_created_at
                         FROM subscriptions s
                         JOIN purchases p
                           ON p.project_id = s.project_id AND p.environment = s.environment
@@ -128,67 +119,68 @@ public final class PostgresPurchaseStore: PurchaseStore {
                         LEFT JOIN transactions t ON t.project_id = p.project_id AND t.environment = p.environment
                          AND t.transaction_id = p.latest_transaction_id
                         WHERE s.project_id = \(project.id) AND s.user_id = \(userId) AND s.revoked_at IS NULL
-                    ) o ON true
-                    ORDER BY o.original_transaction_id COLLATE "C", o.environment COLLATE "C"
+                      UNION ALL
+                        SELECT \(unsafeSQL: Self.purchaseNulls), a.app_transaction_id, a.environment,
+                            a.original_application_version, (extract(epoch FROM a.original_purchase_date) * 1000)::bigint,
+                            (extract(epoch FROM a.consent_rescinded_at) * 1000)::bigint, NULL, NULL, NULL, NULL, NULL
+                        FROM app_transactions a
+                        WHERE a.project_id = \(project.id) AND a.user_id = \(userId)
+                      UNION ALL
+                        SELECT \(unsafeSQL: Self.purchaseNulls), NULL, NULL, NULL, NULL, NULL, g.id, g.entitlement,
+                            floor(extract(epoch FROM g.expires_at) * 1000)::bigint,
+                            floor(extract(epoch FROM g.created_at) * 1000)::bigint, g.created_at
+                        FROM grants g
+                        WHERE g.project_id = \(project.id) AND g.user_id = \(userId) AND g.revoked_at IS NULL
+                          AND (g.expires_at IS NULL OR g.expires_at > now())
+                    ) h
+                    ORDER BY h.original_transaction_id COLLATE "C", h.environment COLLATE "C",
+                        h.app_id COLLATE "C", h.app_environment COLLATE "C", h.grant_created_at, h.grant_id
                     """)
-                var purchases: [OwnedPurchase] = []
-                for row in rows where try row.decode("original_transaction_id", as: String?.self) != nil {
-                    var state = try PurchaseRows.state(from: row)
-                    state.revocationType = try row.decode("latest_revocation_type", as: String?.self)
-                        .map(RevocationType.init(rawValue:))
-                    state.revocationPercentage = try row.decode("latest_revocation_percentage", as: Int64?.self)
-                    purchases.append(OwnedPurchase(
-                        purchase: state, entitlements: try row.decode("entitlements", as: [String]?.self) ?? []))
+                var holdings = UserHoldings(purchases: [], appTransactions: [])
+                func date(_ milliseconds: Int64?) -> Date? {
+                    milliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) }
                 }
-                guard let first = rows.first else { return UserHoldings(purchases: purchases, appTransactions: []) }
-                return UserHoldings(purchases: purchases, appTransactions: try Self.appTransactions(from: first),
-                                    grants: try Self.grants(userId: userId, from: first))
+                for row in rows {
+                    if try row.decode("original_transaction_id", as: String?.self) != nil {
+                        var state = try PurchaseRows.state(from: row)
+                        state.revocationType = try row.decode("latest_revocation_type", as: String?.self)
+                            .map(RevocationType.init(rawValue:))
+                        state.revocationPercentage = try row.decode("latest_revocation_percentage", as: Int64?.self)
+                        holdings.purchases.append(OwnedPurchase(
+                            purchase: state, entitlements: try row.decode("entitlements", as: [String]?.self) ?? []))
+                    } else if let appTransactionId = try row.decode("app_id", as: String?.self) {
+                        holdings.appTransactions.append(StoredAppTransaction(
+                            appTransactionId: appTransactionId,
+                            environment: StoreEnvironment(rawValue: try row.decode("app_environment", as: String.self)),
+                            // An empty stored version reads as none (as the API always showed it).
+                            originalApplicationVersion: try row.decode("app_version", as: String?.self)
+                                .flatMap { $0.isEmpty ? nil : $0 },
+                            originalPurchaseDate: date(try row.decode("app_purchased_ms", as: Int64?.self)),
+                            consentRescindedAt: date(try row.decode("app_rescinded_ms", as: Int64?.self))))
+                    } else if let id = try row.decode("grant_id", as: UUID?.self) {
+                        // The reason is not read: the public read path never shows it.
+                        guard let createdAt = date(try row.decode("grant_created_ms", as: Int64?.self)) else {
+                            throw PGError(code: .decoding, message: "grant row without creation date")
+                        }
+                        holdings.grants.append(Grant(
+                            id: id, userId: userId, entitlement: try row.decode("grant_entitlement", as: String.self),
+                            expiresAt: date(try row.decode("grant_expires_ms", as: Int64?.self)), reason: "",
+                            createdAt: createdAt))
+                    } else {
+                        throw PGError(code: .decoding, message: "holdings row of no kind")
+                    }
+                }
+                return holdings
             }
         }
     }
 
-    /// The parallel arrays of `holdings`' first row as values (empty text is NULL; dates are epoch milliseconds).
-    private static func appTransactions(from row: Row) throws -> [StoredAppTransaction] {
-        let ids = try row.decode("app_ids", as: [String]?.self) ?? []
-        let environments = try row.decode("app_environments", as: [String]?.self) ?? []
-        let versions = try row.decode("app_versions", as: [String]?.self) ?? []
-        let purchased = try row.decode("app_purchased_ms", as: [String]?.self) ?? []
-        let rescinded = try row.decode("app_rescinded_ms", as: [String]?.self) ?? []
-        guard environments.count == ids.count, versions.count == ids.count, purchased.count == ids.count,
-              rescinded.count == ids.count
-        else { throw PGError(code: .decoding, message: "app transaction arrays differ in length") }
-        func date(_ text: String) -> Date? {
-            Int64(text).map { Date(timeIntervalSince1970: Double($0) / 1000) }
-        }
-        return ids.indices.map { i in
-            StoredAppTransaction(
-                appTransactionId: ids[i], environment: StoreEnvironment(rawValue: environments[i]),
-                originalApplicationVersion: versions[i].isEmpty ? nil : versions[i],
-                originalPurchaseDate: date(purchased[i]), consentRescindedAt: date(rescinded[i]))
-        }
-    }
-
-    /// The standing grants of `holdings`' first row (parallel arrays; dates are epoch milliseconds, floored as the API
-    /// renders them, so the same grant shows the same instants here and in the admin routes; empty is NULL).
-    /// The reason is not read: the public read path never shows it.
-    private static func grants(userId: String, from row: Row) throws -> [Grant] {
-        let ids = try row.decode("grant_ids", as: [String]?.self) ?? []
-        let entitlements = try row.decode("grant_entitlements", as: [String]?.self) ?? []
-        let expires = try row.decode("grant_expires_ms", as: [String]?.self) ?? []
-        let created = try row.decode("grant_created_ms", as: [String]?.self) ?? []
-        guard entitlements.count == ids.count, expires.count == ids.count, created.count == ids.count
-        else { throw PGError(code: .decoding, message: "grant arrays differ in length") }
-        func date(_ text: String) -> Date? {
-            Int64(text).map { Date(timeIntervalSince1970: Double($0) / 1000) }
-        }
-        return try ids.indices.map { i in
-            guard let id = UUID(uuidString: ids[i]), let createdAt = date(created[i]) else {
-                throw PGError(code: .decoding, message: "grant row without id or creation date")
-            }
-            return Grant(id: id, userId: userId, entitlement: entitlements[i], expiresAt: date(expires[i]), reason: "",
-                         createdAt: createdAt)
-        }
-    }
+    /// The purchase columns of `holdings`' union as NULLs, for the app transaction and grant branches (one per
+    /// name of `PurchaseRows.columns`, plus entitlements and the two revocation columns).
+    private static let purchaseNulls: String = {
+        let count = PurchaseRows.columns.split(separator: ",").count + 3
+        return Array(repeating: "NULL", count: count).joined(separator: ", ")
+    }()
 
     /// Records signed renewal info (from a notification) under the purchase's row lock, in one statement.
     ///
