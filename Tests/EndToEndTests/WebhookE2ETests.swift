@@ -468,7 +468,7 @@ final class WebhookE2ETests: XCTestCase {
     // MARK: - Retries, failure, manual retry
 
     func testRetriesAfter500sThenFailsAfterMaxAgeAndManualRetryDelivers() throws {
-        let (db, server, api, receiver, tenant, secret) = try startHooked(
+        let (_, server, _, receiver, tenant, secret) = try startHooked(
             "webhook_retry", ["BOUNCER_WEBHOOK_MAX_AGE_SECONDS": "2"], status: 500, events: ["ping"])
         defer { server.stopAndAssertCleanExit() }
         let path = "/v1/admin/projects/\(tenant.id)/webhook"
