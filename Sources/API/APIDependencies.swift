@@ -131,6 +131,10 @@ struct UnconfiguredCustomerStore: CustomerStore {
     func facts(projectId: UUID, userId: String) throws -> CustomerFacts { throw Self.unavailable }
 
     func erase(projectId: UUID, userId: String, now: Date) throws -> ErasureSummary { throw Self.unavailable }
+
+    func transactionHolders(projectId: UUID, transactionId: String) throws -> TransactionHolders? {
+        throw Self.unavailable
+    }
 }
 
 /// Stands in when no credential store was wired: every call is "unavailable, retry", never a verdict.

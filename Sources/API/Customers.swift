@@ -82,6 +82,15 @@ extension APIHandlers {
         return Response.json(200, Self.erasureBody(userId: userId, summary))
     }
 
+    /// `GET /v1/admin/projects/:id/transactions/:transactionId`: the recorded transaction and the users currently
+    /// bound to its purchase (support's search by transaction id).
+    func getTransactionHolders(_ request: Request) throws -> Response {
+        let projectId = try Self.projectId(request)
+        try Auth.authorizeAdminOrSecretKey(request, projectId: projectId, adminDigest: adminDigest, deps: deps)
+        let found = try support.holders(projectId: projectId, transactionId: request.pathParameters["transactionId"] ?? "")
+        return Response.json(200, Self.holdersBody(found))
+    }
+
     // MARK: - Parsing
 
     /// The project id and user id of the path, after authorizing the caller for that project.
@@ -108,6 +117,24 @@ extension APIHandlers {
     }
 
     // MARK: - Rendering
+
+    static func holdersBody(_ found: TransactionHolders) -> [UInt8] {
+        var out = JSONBody(capacity: 256 + 64 * found.userIds.count)
+        out.raw(#"{"transaction_id":"#)
+        out.string(found.transactionId)
+        out.raw(#","original_transaction_id":"#)
+        out.string(found.originalTransactionId)
+        out.raw(#","product_id":"#)
+        out.string(found.productId)
+        out.raw(#","environment":"#)
+        out.string(found.environment.rawValue)
+        out.raw(#","source":"#)
+        out.string(found.source)
+        out.raw(#","user_ids":"#)
+        out.strings(found.userIds)
+        out.raw("}")
+        return out.bytes
+    }
 
     static func erasureBody(userId: String, _ summary: ErasureSummary) -> [UInt8] {
         var out = JSONBody(capacity: 320)

@@ -189,6 +189,12 @@ enum ErrorMapping {
                     status: 404, code: error.code.rawValue, message: "Grant not found.",
                     suggestion: "Check the grant id and the user id; GET /v1/admin/projects/{id}/users/{userId}/export "
                         + "lists the user's grants.")
+            case .transactionNotFound:
+                return HTTPError(
+                    status: 404, code: error.code.rawValue, message: "No transaction with that id in this project.",
+                    suggestion: "Check the transaction id (digits only) and the project: only transactions Bouncer has "
+                        + "recorded for this project (posted to /v1/receipts, received in a notification or recovered "
+                        + "by reconciliation) are found.")
             case .webhookURLNotAllowed:
                 return HTTPError(
                     status: 400, code: error.code.rawValue, message: "Webhook URL not allowed: \(error.message)",

@@ -69,6 +69,7 @@ public enum Routes {
         add(.get, "/v1/admin/projects/:id/users/:userId/timeline", support) { try $0.getTimeline($1) }
         add(.get, "/v1/admin/projects/:id/users/:userId/export", support) { try $0.exportUser($1) }
         add(.delete, "/v1/admin/projects/:id/users/:userId", support) { try $0.eraseUser($1) }
+        add(.get, "/v1/admin/projects/:id/transactions/:transactionId", support) { try $0.getTransactionHolders($1) }
         add(.put, "/v1/admin/projects/:id/webhook", admin) { try $0.putWebhook($1) }
         add(.get, "/v1/admin/projects/:id/webhook", admin) { try $0.getWebhook($1) }
         add(.delete, "/v1/admin/projects/:id/webhook", admin) { try $0.deleteWebhook($1) }

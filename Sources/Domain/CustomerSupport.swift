@@ -15,6 +15,36 @@ public protocol CustomerStore: Sendable {
     /// Erases the user (see README "Export and erase"): in one database transaction, afterwards no row holds the
     /// user id.
     func erase(projectId: UUID, userId: String, now: Date) throws -> ErasureSummary
+    /// The recorded transaction `transactionId` of the project and the users currently bound to its purchase (at
+    /// most `TransactionHolders.maxUserIds`), in one indexed read; nil when the project recorded no such
+    /// transaction. An id recorded in several environments answers the first of Production, Sandbox, Xcode,
+    /// LocalTesting.
+    func transactionHolders(projectId: UUID, transactionId: String) throws -> TransactionHolders?
+}
+
+/// A recorded transaction and who holds its purchase: support's search by transaction id.
+public struct TransactionHolders: Sendable, Equatable {
+    /// The most user ids an answer lists (a shared purchase may have many holders).
+    public static let maxUserIds = 1_000
+
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var environment: StoreEnvironment
+    /// How the transaction reached Bouncer (`receipt`, `transaction`, `lookup`, `notification`, `reconcile`).
+    public var source: String
+    /// The users currently bound to the purchase (not moved away by a transfer), sorted.
+    public var userIds: [String]
+
+    public init(transactionId: String, originalTransactionId: String, productId: String, environment: StoreEnvironment,
+                source: String, userIds: [String]) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.environment = environment
+        self.source = source
+        self.userIds = userIds
+    }
 }
 
 /// The support use cases, shared by the admin API and the `bouncer user` CLI.
@@ -81,6 +111,18 @@ public struct CustomerSupport: Sendable {
         try checkUser(userId)
         _ = try project(projectId)
         return try store.erase(projectId: projectId, userId: userId, now: now())
+    }
+
+    /// The recorded transaction `transactionId` and the users bound to its purchase: `.invalidInput` for an id that
+    /// is not an App Store transaction id, `.projectNotFound`, `.transactionNotFound` when the project recorded none.
+    public func holders(projectId: UUID, transactionId: String) throws -> TransactionHolders {
+        let problems = TransactionLookup.problems(transactionId: transactionId, path: ["transactionId"])
+        guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid transaction id.", details: problems) }
+        _ = try project(projectId)
+        guard let found = try store.transactionHolders(projectId: projectId, transactionId: transactionId) else {
+            throw DomainError(.transactionNotFound, "No transaction with that id in the project.")
+        }
+        return found
     }
 
     private func checkUser(_ userId: String) throws {

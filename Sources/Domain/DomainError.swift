@@ -51,6 +51,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let reconcileInProgress = Code("RECONCILE_IN_PROGRESS")
         /// The project has not enabled `entitlement_tokens`: no token is issued for it.
         public static let entitlementTokensDisabled = Code("ENTITLEMENT_TOKENS_DISABLED")
+        /// No transaction with that id recorded for the project (support's search by transaction id).
+        public static let transactionNotFound = Code("TRANSACTION_NOT_FOUND")
         /// No grant with that id for that user of the project.
         public static let grantNotFound = Code("GRANT_NOT_FOUND")
         /// A webhook URL that is refused: not https, malformed, or resolving to a loopback, private, link-local or

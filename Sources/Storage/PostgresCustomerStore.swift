@@ -85,6 +85,36 @@ public final class PostgresCustomerStore: CustomerStore {
               revokedAt: try row.decode("revoked_at", as: Date?.self))
     }
 
+    // MARK: - Search by transaction id
+
+    /// One statement: the transactions primary key (project_id, environment, transaction_id) with the environment
+    /// list as an index condition, and the bound users through `subscriptions_original_idx`.
+    public func transactionHolders(projectId: UUID, transactionId: String) throws -> TransactionHolders? {
+        try StorageErrors.mapping("transaction holders") {
+            let rows = try pool.withConnection { connection in try connection.query("""
+                SELECT t.transaction_id, t.original_transaction_id, t.product_id, t.environment, t.source,
+                    ARRAY(SELECT s.user_id FROM subscriptions s
+                          WHERE s.project_id = t.project_id AND s.environment = t.environment
+                            AND s.original_transaction_id = t.original_transaction_id AND s.revoked_at IS NULL
+                          ORDER BY s.user_id LIMIT \(Int64(TransactionHolders.maxUserIds))) AS user_ids
+                FROM transactions t
+                WHERE t.project_id = \(projectId)
+                  AND t.environment IN ('Production', 'Sandbox', 'Xcode', 'LocalTesting')
+                  AND t.transaction_id = \(transactionId)::text
+                ORDER BY CASE t.environment WHEN 'Production' THEN 0 WHEN 'Sandbox' THEN 1 WHEN 'Xcode' THEN 2 ELSE 3 END
+                LIMIT 1
+                """) }
+            guard let row = rows.first else { return nil }
+            return TransactionHolders(
+                transactionId: try row.decode("transaction_id", as: String.self),
+                originalTransactionId: try row.decode("original_transaction_id", as: String.self),
+                productId: try row.decode("product_id", as: String.self),
+                environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
+                source: try row.decode("source", as: String.self),
+                userIds: try row.decode("user_ids", as: [String].self))
+        }
+    }
+
     // MARK: - Facts
 
     public func facts(projectId: UUID, userId: String) throws -> CustomerFacts {

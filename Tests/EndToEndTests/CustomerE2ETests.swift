@@ -270,6 +270,85 @@ final class CustomerE2ETests: SharedServerTestCase {
         XCTAssertEqual(try db.count("grants", project: tenant.id), 1, "nothing written by the refused grant")
     }
 
+    // MARK: - Search by transaction id
+
+    func testFindCustomersByTransactionId() throws {
+        let tenant = try makeTenant()
+        let other = try makeTenant()
+        let api = try api
+        let u1 = "user-\(E2E.uniqueId())", u2 = "user-\(E2E.uniqueId())"
+        func path(_ tenant: Tenant, _ transactionId: String) -> String {
+            "/v1/admin/projects/\(tenant.id)/transactions/\(transactionId)"
+        }
+
+        var lifetime = TransactionPayload(bundleId: tenant.bundleId)
+        lifetime.productId = "com.e2e.lifetime"
+        lifetime.type = "Non-Consumable"
+        lifetime.expiresDate = nil
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try lifetime.mint(), user: u1).status, 201)
+        let first = try client.get(path(tenant, lifetime.transactionId), headers: E2E.admin)
+        XCTAssertEqual(first.status, 200, first.description)
+        XCTAssertEqual(first.body, Array("""
+            {"transaction_id":"\(lifetime.transactionId)","original_transaction_id":"\(lifetime.originalTransactionId)",\
+            "product_id":"com.e2e.lifetime","environment":"Sandbox","source":"transaction","user_ids":["\(u1)"]}
+            """.utf8))
+
+        // Transfer: u2 restores the purchase; only the current holder is listed. The secret key works too.
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try lifetime.mint(), user: u2).status, 201)
+        let moved = try client.get(path(tenant, lifetime.transactionId),
+                                   headers: ["Authorization": "Bearer \(tenant.secretKey)"])
+        XCTAssertEqual(moved.status, 200, moved.description)
+        XCTAssertEqual(try moved.json(), [
+            "transaction_id": .string(lifetime.transactionId),
+            "original_transaction_id": .string(lifetime.originalTransactionId),
+            "product_id": "com.e2e.lifetime", "environment": "Sandbox", "source": "transaction",
+            "user_ids": [.string(u2)],
+        ])
+
+        // A renewal recorded from a notification finds the holder of its purchase.
+        let t1 = TransactionPayload(bundleId: tenant.bundleId)
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try t1.mint(), user: u1).status, 201)
+        var t2 = TransactionPayload(bundleId: tenant.bundleId, originalTransactionId: t1.originalTransactionId)
+        t2.purchaseDate = E2E.ms(-60)
+        t2.expiresDate = E2E.ms(40 * 86_400)
+        t2.signedDate = E2E.ms(-60)
+        try notify(tenant, NotificationPayload("DID_RENEW", bundleId: tenant.bundleId, transaction: t2,
+                                               renewal: RenewalPayload(originalTransactionId: t1.originalTransactionId)))
+        let renewal = try client.get(path(tenant, t2.transactionId), headers: E2E.admin)
+        XCTAssertEqual(try renewal.json(), [
+            "transaction_id": .string(t2.transactionId),
+            "original_transaction_id": .string(t1.originalTransactionId),
+            "product_id": "com.e2e.pro.monthly", "environment": "Sandbox", "source": "notification",
+            "user_ids": [.string(u1)],
+        ])
+
+        // Unknown id, and the other project's transaction: the same 404.
+        let suggestion = "Check the transaction id (digits only) and the project: only transactions Bouncer has "
+            + "recorded for this project (posted to /v1/receipts, received in a notification or recovered by "
+            + "reconciliation) are found."
+        for r in [try client.get(path(tenant, "999999999999"), headers: E2E.admin),
+                  try client.get(path(other, lifetime.transactionId), headers: E2E.admin)] {
+            assertError(r, 404, "TRANSACTION_NOT_FOUND", error: "No transaction with that id in this project.",
+                        suggestion: suggestion)
+            let body = try r.json()
+            XCTAssertEqual(body.objectValue?.keys.sorted(), ["code", "error", "request_id", "suggestion"], r.description)
+            XCTAssertEqual(body["request_id"]?.stringValue, r.header("X-Request-Id"))
+        }
+        // Validation, auth, unknown project.
+        let bad = try client.get(path(tenant, "abc"), headers: E2E.admin)
+        assertError(bad, 400, "VALIDATION_ERROR")
+        XCTAssertEqual(try bad.json()["details"], [
+            ["path": ["transactionId"], "message": "Must be an App Store transaction id (digits only)"],
+        ])
+        assertError(try client.get(path(tenant, String(repeating: "1", count: 33)), headers: E2E.admin),
+                    400, "VALIDATION_ERROR")
+        assertError(try client.get(path(tenant, lifetime.transactionId)), 401, "AUTH_INVALID_ADMIN_TOKEN")
+        assertError(try client.get(path(tenant, lifetime.transactionId),
+                                   headers: ["Authorization": "Bearer \(other.secretKey)"]), 401, "AUTH_INVALID_SECRET_KEY")
+        assertError(try client.get("/v1/admin/projects/\(UUID().uuidString.lowercased())/transactions/1",
+                                   headers: E2E.admin), 404, "PROJECT_NOT_FOUND")
+    }
+
     /// Two instances with long-lived read caches: a grant, its removal and an erase made through A reach B's cached
     /// answer through the announcements alone (neither the maximum age nor the refresh can explain it in time).
     func testGrantsAndEraseInvalidateEveryInstance() throws {

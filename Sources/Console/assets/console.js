@@ -340,7 +340,34 @@ async function customersPage(id, query) {
     location.hash = `#/projects/${id}/customers?user=${encodeURIComponent(input.value.trim())}`;
   } }, field("user_id", "User id", input, "The app's user id (appAccountToken or the id your backend posts)."),
   h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Find")));
-  main.replaceChildren(h("h1", {}, "Customers"), form, result);
+  const txInput = h("input", { id: "customer-transaction-id", name: "transaction_id", inputmode: "numeric",
+    value: query.get("transaction") || "" });
+  const txForm = h("form", { class: "card", role: "search", id: "transaction-search-form", onsubmit: (e) => {
+    e.preventDefault();
+    location.hash = `#/projects/${id}/customers?transaction=${encodeURIComponent(txInput.value.trim())}`;
+  } }, field("transaction_id", "Or a transaction id", txInput,
+    "Any transaction id Bouncer recorded (a purchase, a renewal, a restore): finds the users holding its purchase."),
+  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Find by transaction")));
+  main.replaceChildren(h("h1", {}, "Customers"), form, txForm, result);
+  const transaction = query.get("transaction");
+  if (transaction) {
+    result.replaceChildren(loading());
+    let x;
+    try {
+      x = await api("GET", `/v1/admin/projects/${id}/transactions/${encodeURIComponent(transaction)}`);
+    } catch (error) { showError(result, error, txForm); return; }
+    result.replaceChildren(h("div", { class: "card", id: "transaction-result" },
+      h("h2", {}, "Transaction ", h("code", {}, x.transaction_id)),
+      h("p", {}, "Product: ", h("code", { id: "transaction-product" }, x.product_id), " · ", x.environment, " · from ", x.source),
+      h("p", {}, "Purchase (original transaction): ",
+        h("a", { href: `#/projects/${id}/notifications?otid=${encodeURIComponent(x.original_transaction_id)}`, title: "Its notifications" },
+          h("code", {}, x.original_transaction_id))),
+      x.user_ids.length
+        ? h("ul", { id: "transaction-holders" }, x.user_ids.map((u) => h("li", {},
+          h("a", { href: `#/projects/${id}/customers?user=${encodeURIComponent(u)}`, "data-user-id": u }, u))))
+        : h("p", { id: "transaction-holders", class: "muted" }, "No user holds this purchase now (never bound, moved away or erased).")));
+    return;
+  }
   const user = query.get("user");
   if (!user) return;
   result.replaceChildren(loading());

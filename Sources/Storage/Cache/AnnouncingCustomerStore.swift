@@ -28,6 +28,10 @@ public final class AnnouncingCustomerStore: CustomerStore {
         try inner.facts(projectId: projectId, userId: userId)
     }
 
+    public func transactionHolders(projectId: UUID, transactionId: String) throws -> TransactionHolders? {
+        try inner.transactionHolders(projectId: projectId, transactionId: transactionId)
+    }
+
     public func erase(projectId: UUID, userId: String, now: Date) throws -> ErasureSummary {
         try announcing(projectId, userId) { try inner.erase(projectId: projectId, userId: userId, now: now) }
     }

@@ -6,6 +6,7 @@ BOUNCER_URL, ADMIN_TOKEN, BUNDLE_ID, PRODUCT_ID, USER_ID, SIGNED_TRANSACTION (a 
 bundle and product), SCREENSHOT_DIR. Prints one "STEP ..." line per checked step and a final "RESULT {json}" with
 the measurements; exits 0 only when every check held. Exit 3 means Chromium/Selenium are missing.
 """
+import base64
 import gzip
 import hashlib
 import hmac
@@ -229,6 +230,20 @@ try:
     check(PRODUCT in text_of("#customer-purchases"), "the purchase is listed")
     shot("04-customer")
     step("customer found with entitlement pro")
+
+    # Search by the posted transaction's id (issue 16): the purchase is shown and links to its holder's page.
+    jws_payload = JWS.split(".")[1]
+    TRANSACTION_ID = json.loads(base64.urlsafe_b64decode(jws_payload + "=" * (-len(jws_payload) % 4)))["transactionId"]
+    go(f"/projects/{project_id}/customers")
+    visible("#customer-transaction-id").send_keys(str(TRANSACTION_ID))
+    driver.find_element(By.CSS_SELECTOR, "#transaction-search-form button[type=submit]").click()
+    holder = visible(f"#transaction-holders a[data-user-id='{USER}']")
+    check(PRODUCT in text_of("#transaction-product"), f"the purchase's product: {text_of('#transaction-product')!r}")
+    shot("04a-transaction-search")
+    holder.click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "customer-entitlements"), "pro"))
+    check(f"user={USER}" in driver.current_url, f"landed on the customer: {driver.current_url!r}")
+    step("customer found by transaction id")
 
     # The timeline explains the purchase; grant "vip" by hand and see it in the entitlements, grants and timeline.
     wait.until(EC.text_to_be_present_in_element((By.ID, "customer-reasons"), "Granted by transaction"))
