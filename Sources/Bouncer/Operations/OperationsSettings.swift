@@ -1,3 +1,4 @@
+import API
 import HTTPCore
 
 /// `/metrics` and rate-limit settings of `bouncer serve` (all from `BOUNCER_*` variables).
@@ -12,6 +13,21 @@ struct OperationsSettings: Sendable {
     var admin = RateSetting()
     /// Subscription reads that present `Bearer sk_…`, per public key (`BOUNCER_RATE_LIMIT_SECRET_KEY`).
     var secretKey = RateSetting()
+
+    /// Calls to Apple by lookups by transaction id, per project (`BOUNCER_APPLE_LOOKUP_RATE_PROJECT`, `_BURST`).
+    var lookupProject = RateSetting(rate: 5, burst: 50)
+    /// The same per client address (`BOUNCER_APPLE_LOOKUP_RATE_CLIENT`, `_BURST`).
+    var lookupClient = RateSetting(rate: 0.5, burst: 10)
+    /// How long Apple's "not found" is remembered (`BOUNCER_APPLE_LOOKUP_NOT_FOUND_SECONDS`, 0 = not at all).
+    var lookupNotFoundSeconds = 120
+    /// Most "not found" answers remembered (`BOUNCER_APPLE_LOOKUP_NOT_FOUND_MAX`).
+    var lookupNotFoundMax = 10_000
+
+    /// The lookup budget these settings describe.
+    var lookupBudget: LookupBudget.Settings {
+        LookupBudget.Settings(perProject: lookupProject.limit, perClient: lookupClient.limit,
+                              notFoundTTL: .seconds(lookupNotFoundSeconds), maxRemembered: lookupNotFoundMax)
+    }
 
     /// A rate (0 = off) and an optional burst (default: twice the rate, at least 1).
     struct RateSetting: Sendable, Equatable {
@@ -50,6 +66,30 @@ extension ServeSettings {
             $0.operations.secretKey.rate = $1
         },
         burst("BOUNCER_RATE_LIMIT_SECRET_KEY_BURST", "secret-key burst (default 2 x rate)") { $0.operations.secretKey.burst = $1 },
+        rate("BOUNCER_APPLE_LOOKUP_RATE_PROJECT", "calls/s to Apple by transaction_id lookups, per project (default 5, 0 = off)") {
+            $0.operations.lookupProject.rate = $1
+        },
+        burst("BOUNCER_APPLE_LOOKUP_RATE_PROJECT_BURST", "lookup calls to Apple in a burst, per project (default 50)") {
+            $0.operations.lookupProject.burst = $1
+        },
+        rate("BOUNCER_APPLE_LOOKUP_RATE_CLIENT", "calls/s to Apple by transaction_id lookups, per client address (default 0.5, 0 = off)") {
+            $0.operations.lookupClient.rate = $1
+        },
+        burst("BOUNCER_APPLE_LOOKUP_RATE_CLIENT_BURST", "lookup calls to Apple in a burst, per client address (default 10)") {
+            $0.operations.lookupClient.burst = $1
+        },
+        Variable(name: "BOUNCER_APPLE_LOOKUP_NOT_FOUND_SECONDS",
+                 help: "seconds Apple's 'not found' for a looked-up transaction_id is remembered (default 120, 0 = off)") { s, v in
+            guard let n = Int(v), (0...86_400).contains(n) else { return "must be an integer in 0...86400" }
+            s.operations.lookupNotFoundSeconds = n
+            return nil
+        },
+        Variable(name: "BOUNCER_APPLE_LOOKUP_NOT_FOUND_MAX",
+                 help: "most 'not found' lookup answers remembered at once (default 10000)") { s, v in
+            guard let n = Int(v), (0...10_000_000).contains(n) else { return "must be an integer in 0...10000000" }
+            s.operations.lookupNotFoundMax = n
+            return nil
+        },
     ]
 
     private static func rate(
