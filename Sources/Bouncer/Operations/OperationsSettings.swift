@@ -15,13 +15,15 @@ struct OperationsSettings: Sendable {
     var secretKey = RateSetting()
 
     /// Calls to Apple by lookups by transaction id, per project (`BOUNCER_APPLE_LOOKUP_RATE_PROJECT`, `_BURST`).
-    var lookupProject = RateSetting(rate: 5, burst: 50)
+    /// The defaults are `LookupBudget.Settings`'s.
+    var lookupProject = RateSetting(lookupDefaults.perProject)
     /// The same per client address (`BOUNCER_APPLE_LOOKUP_RATE_CLIENT`, `_BURST`).
-    var lookupClient = RateSetting(rate: 0.5, burst: 10)
+    var lookupClient = RateSetting(lookupDefaults.perClient)
     /// How long Apple's "not found" is remembered (`BOUNCER_APPLE_LOOKUP_NOT_FOUND_SECONDS`, 0 = not at all).
-    var lookupNotFoundSeconds = 120
+    var lookupNotFoundSeconds = Int(lookupDefaults.notFoundTTL.components.seconds)
     /// Most "not found" answers remembered (`BOUNCER_APPLE_LOOKUP_NOT_FOUND_MAX`).
-    var lookupNotFoundMax = 10_000
+    var lookupNotFoundMax = lookupDefaults.maxRemembered
+    private static let lookupDefaults = LookupBudget.Settings()
 
     /// The lookup budget these settings describe.
     var lookupBudget: LookupBudget.Settings {
@@ -33,6 +35,14 @@ struct OperationsSettings: Sendable {
     struct RateSetting: Sendable, Equatable {
         var rate: Double = 0
         var burst: Int?
+
+        init(rate: Double = 0, burst: Int? = nil) {
+            self.rate = rate
+            self.burst = burst
+        }
+
+        /// The setting of `limit` (nil: off).
+        init(_ limit: RateLimit?) { self.init(rate: limit?.rate ?? 0, burst: limit?.burst) }
 
         /// The token-bucket limit, or nil when off.
         var limit: RateLimit? {
