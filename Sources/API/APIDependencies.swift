@@ -24,6 +24,9 @@ public struct APIDependencies: Sendable {
     /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
     /// `APPLE_UNAVAILABLE`.
     public var appStore: (any AppStoreServerAPI)?
+    /// Budgets the Apple calls of lookups by transaction id and remembers Apple's "not found" (`BOUNCER_APPLE_LOOKUP_*`);
+    /// `nil`: unlimited. Set after `init` by the executable.
+    public var lookupBudget: LookupBudget?
     /// The operator helpers' storage (test notifications, renewal extensions); unwired → 503.
     public var operations: any AppStoreOperationsStore
     /// Hashes secret keys (for storage and comparison).

@@ -84,6 +84,19 @@ extension HTTPError {
         suggestion: "Entitlement tokens are issued to backends: send the project's secret key as "
             + "Authorization: Bearer sk_... (apps get a token in the 201 of POST /v1/receipts/:public_key).")
 
+    /// A lookup by transaction id would call Apple beyond its budget (`LookupBudget`): nothing was asked or written.
+    static func appleLookupRateLimited(_ decision: RateLimitDecision, perClient: Bool) -> HTTPError {
+        var headers = HTTPHeaders()
+        headers.set("Retry-After", String(decision.retryAfterSeconds))
+        let whose = perClient ? "from your address" : "for this project"
+        return HTTPError(
+            status: 429, code: "APPLE_LOOKUP_RATE_LIMITED", message: "Too many lookups by transaction id \(whose).",
+            suggestion: "Retry after the number of seconds in Retry-After, or send the StoreKit 2 signed transaction as "
+                + "signed_transaction_info instead (it needs no call to Apple). Lookups by transaction_id are limited "
+                + "because each costs calls to Apple with the project's key.",
+            headers: headers)
+    }
+
     static let productNotFound = HTTPError(
         status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
         suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")

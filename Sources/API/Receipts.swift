@@ -46,7 +46,8 @@ extension APIHandlers {
         let facts: TransactionFacts
         let source: TransactionSource
         if let transactionId {
-            facts = try transactionLookup.lookUp(transactionId: transactionId, for: project)
+            facts = try transactionLookup.lookUp(transactionId: transactionId, for: project,
+                                                 budget: deps.lookupBudget?.forClient(request.clientAddress))
             source = .lookup
         } else {
             guard let jws, Self.hasThreeParts(jws) else {

@@ -8,7 +8,9 @@ import XCTest
 final class TransactionLookupE2ETests: XCTestCase {
     /// One fake Apple and one server for the class (the server's URLs point at the fake).
     private static let fixture = ClassFixture {
-        try AppleConnectedBouncer(label: "lookup", overrides: ["BOUNCER_APPLE_API_TIMEOUT_SECONDS": "3"])
+        // The per-client lookup budget is LookupBudgetE2ETests' subject: every test here comes from 127.0.0.1.
+        try AppleConnectedBouncer(label: "lookup", overrides: ["BOUNCER_APPLE_API_TIMEOUT_SECONDS": "3",
+                                                               "BOUNCER_APPLE_LOOKUP_RATE_CLIENT": "0"])
     }
 
     override class func tearDown() { fixture.take()?.stop() }

@@ -1,3 +1,4 @@
+import API
 import HTTPCore
 
 /// `/metrics` and rate-limit settings of `bouncer serve` (all from `BOUNCER_*` variables).
@@ -13,10 +14,35 @@ struct OperationsSettings: Sendable {
     /// Subscription reads that present `Bearer sk_…`, per public key (`BOUNCER_RATE_LIMIT_SECRET_KEY`).
     var secretKey = RateSetting()
 
+    /// Calls to Apple by lookups by transaction id, per project (`BOUNCER_APPLE_LOOKUP_RATE_PROJECT`, `_BURST`).
+    /// The defaults are `LookupBudget.Settings`'s.
+    var lookupProject = RateSetting(lookupDefaults.perProject)
+    /// The same per client address (`BOUNCER_APPLE_LOOKUP_RATE_CLIENT`, `_BURST`).
+    var lookupClient = RateSetting(lookupDefaults.perClient)
+    /// How long Apple's "not found" is remembered (`BOUNCER_APPLE_LOOKUP_NOT_FOUND_SECONDS`, 0 = not at all).
+    var lookupNotFoundSeconds = Int(lookupDefaults.notFoundTTL.components.seconds)
+    /// Most "not found" answers remembered (`BOUNCER_APPLE_LOOKUP_NOT_FOUND_MAX`).
+    var lookupNotFoundMax = lookupDefaults.maxRemembered
+    private static let lookupDefaults = LookupBudget.Settings()
+
+    /// The lookup budget these settings describe.
+    var lookupBudget: LookupBudget.Settings {
+        LookupBudget.Settings(perProject: lookupProject.limit, perClient: lookupClient.limit,
+                              notFoundTTL: .seconds(lookupNotFoundSeconds), maxRemembered: lookupNotFoundMax)
+    }
+
     /// A rate (0 = off) and an optional burst (default: twice the rate, at least 1).
     struct RateSetting: Sendable, Equatable {
         var rate: Double = 0
         var burst: Int?
+
+        init(rate: Double = 0, burst: Int? = nil) {
+            self.rate = rate
+            self.burst = burst
+        }
+
+        /// The setting of `limit` (nil: off).
+        init(_ limit: RateLimit?) { self.init(rate: limit?.rate ?? 0, burst: limit?.burst) }
 
         /// The token-bucket limit, or nil when off.
         var limit: RateLimit? {
@@ -50,6 +76,30 @@ extension ServeSettings {
             $0.operations.secretKey.rate = $1
         },
         burst("BOUNCER_RATE_LIMIT_SECRET_KEY_BURST", "secret-key burst (default 2 x rate)") { $0.operations.secretKey.burst = $1 },
+        rate("BOUNCER_APPLE_LOOKUP_RATE_PROJECT", "calls/s to Apple by transaction_id lookups, per project (default 5, 0 = off)") {
+            $0.operations.lookupProject.rate = $1
+        },
+        burst("BOUNCER_APPLE_LOOKUP_RATE_PROJECT_BURST", "lookup calls to Apple in a burst, per project (default 50)") {
+            $0.operations.lookupProject.burst = $1
+        },
+        rate("BOUNCER_APPLE_LOOKUP_RATE_CLIENT", "calls/s to Apple by transaction_id lookups, per client address (default 0.5, 0 = off)") {
+            $0.operations.lookupClient.rate = $1
+        },
+        burst("BOUNCER_APPLE_LOOKUP_RATE_CLIENT_BURST", "lookup calls to Apple in a burst, per client address (default 10)") {
+            $0.operations.lookupClient.burst = $1
+        },
+        Variable(name: "BOUNCER_APPLE_LOOKUP_NOT_FOUND_SECONDS",
+                 help: "seconds Apple's 'not found' for a looked-up transaction_id is remembered (default 120, 0 = off)") { s, v in
+            guard let n = Int(v), (0...86_400).contains(n) else { return "must be an integer in 0...86400" }
+            s.operations.lookupNotFoundSeconds = n
+            return nil
+        },
+        Variable(name: "BOUNCER_APPLE_LOOKUP_NOT_FOUND_MAX",
+                 help: "most 'not found' lookup answers remembered at once (default 10000)") { s, v in
+            guard let n = Int(v), (0...10_000_000).contains(n) else { return "must be an integer in 0...10000000" }
+            s.operations.lookupNotFoundMax = n
+            return nil
+        },
     ]
 
     private static func rate(
