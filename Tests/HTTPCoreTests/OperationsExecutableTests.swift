@@ -11,11 +11,11 @@ final class OperationsExecutableTests: XCTestCase {
         // As root the embedded PostgreSQL runs as `postgres`, which must be able to reach its data directory.
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(at: dir) }
-        let metricsToken = "metrics-token-0123456789"
+        let metricsToken = "metrics-token-0123456789abcdef0123456789"
         let p = try BouncerProcess(overrides: [
             "BOUNCER_DATA_DIR": dir.appendingPathComponent("data").path, "BOUNCER_METRICS_TOKEN": metricsToken,
             "BOUNCER_RATE_LIMIT_PUBLIC_KEY": "1", "BOUNCER_RATE_LIMIT_PUBLIC_KEY_BURST": "2",
-            "BOUNCER_RATE_LIMIT_CLIENT": "1000", "BOUNCER_ADMIN_TOKEN": "admin-token-0123456789",
+            "BOUNCER_RATE_LIMIT_CLIENT": "1000", "BOUNCER_ADMIN_TOKEN": "admin-token-0123456789abcdef0123456789",
             "BOUNCER_RATE_LIMIT_ADMIN": "0.5", "BOUNCER_RATE_LIMIT_ADMIN_BURST": "1",
         ])
         let port = p.port
