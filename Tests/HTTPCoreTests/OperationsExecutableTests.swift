@@ -42,8 +42,8 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(try get("/v1/subscriptions/\(key)/u1", "Authorization: Bearer sk_\(String(repeating: "0", count: 64))\r\n").status, 401)
         // Operational routes are never limited.
         for _ in 0..<5 { XCTAssertEqual(try get("/healthz").status, 200) }
-        // All admin traffic shares one bucket: 1 at once (creating the project), then one per 2 s.
-        let admin = "Authorization: Bearer admin-token-0123456789\r\n"
+        // The admin token has one bucket for all its admin traffic: 1 at once (creating the project), then one per 2 s.
+        let admin = "Authorization: Bearer admin-token-0123456789abcdef0123456789\r\n"
         let create = #"{"name":"ops","bundle_id":"com.example.ops"}"#
         try c.send("POST /v1/admin/projects HTTP/1.1\r\nHost: t\r\n\(admin)Content-Type: application/json\r\n"
                    + "Content-Length: \(create.utf8.count)\r\n\r\n\(create)")
