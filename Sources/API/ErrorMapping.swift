@@ -49,6 +49,15 @@ extension HTTPError {
         status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
         suggestion: "Send Authorization: Bearer <BOUNCER_ADMIN_TOKEN>.")
 
+    /// Too many wrong admin tokens from one client address (`FailureLockout`): refused before any comparison.
+    static func tooManyAdminAuthFailures(retryAfterSeconds: Int) -> HTTPError {
+        HTTPError(
+            status: 429, code: "AUTH_TOO_MANY_FAILURES", message: "Too many failed admin sign-ins from this address.",
+            suggestion: "Wait the number of seconds in Retry-After, then send the right BOUNCER_ADMIN_TOKEN; each "
+                + "further lockout lasts twice as long.",
+            headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+
     static let projectNotFound = HTTPError(
         status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
         suggestion: "Check the project id; GET /v1/admin/projects lists them.")

@@ -9,7 +9,7 @@ struct OperationsSettings: Sendable {
     var publicKey = RateSetting()
     /// Per-client-address requests/s on every `/v1` API route (`BOUNCER_RATE_LIMIT_CLIENT`).
     var client = RateSetting()
-    /// All admin traffic of the process together (`BOUNCER_RATE_LIMIT_ADMIN`).
+    /// Admin traffic of the process per presented credential, callers without one together (`BOUNCER_RATE_LIMIT_ADMIN`).
     var admin = RateSetting()
     /// Subscription reads that present `Bearer sk_…`, per public key (`BOUNCER_RATE_LIMIT_SECRET_KEY`).
     var secretKey = RateSetting()
@@ -55,8 +55,9 @@ struct OperationsSettings: Sendable {
 extension ServeSettings {
     /// The variables of `OperationsSettings`, appended to `ServeSettings.variables`.
     static let operationsVariables: [Variable] = [
-        Variable(name: "BOUNCER_METRICS_TOKEN", help: "bearer token for GET /metrics (unset = no token; >= 16 chars)") { s, v in
-            guard v.utf8.count >= 16 else { return "must be at least 16 characters" }
+        Variable(name: "BOUNCER_METRICS_TOKEN",
+                 help: "bearer token for GET /metrics (unset = no token; >= 32 chars: openssl rand -base64 32)") { s, v in
+            if let problem = tokenProblem(v) { return problem }
             s.operations.metricsToken = v
             return nil
         },
@@ -68,7 +69,7 @@ extension ServeSettings {
             $0.operations.client.rate = $1
         },
         burst("BOUNCER_RATE_LIMIT_CLIENT_BURST", "burst per client IP address (default 2 x rate)") { $0.operations.client.burst = $1 },
-        rate("BOUNCER_RATE_LIMIT_ADMIN", "requests/s of all /v1/admin traffic together (default 0 = off)") {
+        rate("BOUNCER_RATE_LIMIT_ADMIN", "requests/s of /v1/admin traffic per presented credential; callers without one share a bucket (default 0 = off)") {
             $0.operations.admin.rate = $1
         },
         burst("BOUNCER_RATE_LIMIT_ADMIN_BURST", "admin burst (default 2 x rate)") { $0.operations.admin.burst = $1 },
