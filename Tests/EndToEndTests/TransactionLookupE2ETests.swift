@@ -214,7 +214,10 @@ final class TransactionLookupE2ETests: XCTestCase {
     /// UUID, so `UUID().uuidString` (upper case) and the token's spelling are one holder: posting the other spelling
     /// moves nothing, and reads by either spelling find the purchase.
     func testTwoSpellingsOfOneUUIDAreOneHolder() throws {
-        let (tenant, _) = try tenant(settings: [("app_account_token_policy", "require_match")])
+        let (tenant, _) = try tenant(settings: [
+            ("app_account_token_policy", "require_match"),
+            ("app_purchase_entitlements", ["purchased_before_version": "2.0", "entitlements": ["legacy"]]),
+        ])
         let owner = UUID().uuidString.lowercased()
         var payload = TransactionPayload(bundleId: tenant.bundleId)
         payload.appAccountToken = owner
@@ -225,9 +228,23 @@ final class TransactionLookupE2ETests: XCTestCase {
         let lower = try api.postReceipt(tenant.publicKey, try payload.mint(), user: owner)
         XCTAssertEqual(lower.status, 201, lower.description)
         XCTAssertEqual(try holders(tenant), ["\(owner):true"])
+        // An app transaction and a grant posted with Swift's spelling land on the same user.
+        let app = try api.postAppTransaction(tenant.publicKey, try AppTransactionPayload(bundleId: tenant.bundleId).mint(),
+                                             user: owner.uppercased())
+        XCTAssertEqual(app.status, 201, app.description)
+        let grant = try api.client.post("/v1/admin/projects/\(tenant.id)/users/\(owner.uppercased())/grants",
+                                        json: ["entitlement": "gift", "reason": "support"], headers: E2E.admin)
+        XCTAssertEqual(grant.status, 201, grant.description)
+        XCTAssertEqual(try grant.json()["user_id"], .string(owner))
         for spelling in [owner, owner.uppercased()] {
-            XCTAssertEqual(try api.user(tenant.publicKey, spelling).json()["entitlements"], ["pro"], spelling)
+            let read = try api.user(tenant.publicKey, spelling).json()
+            XCTAssertEqual(read["user_id"], .string(owner), spelling)
+            XCTAssertEqual(read["entitlements"], ["gift", "legacy", "pro"], spelling)
         }
+        XCTAssertEqual(try db.query("""
+            SELECT user_id FROM app_transactions WHERE project_id = \(tenant.id)::uuid
+            UNION ALL SELECT user_id FROM grants WHERE project_id = \(tenant.id)::uuid
+            """).map { try $0.decode("user_id", as: String.self) }, [owner, owner])
     }
 
     // MARK: - Errors (nothing written)
