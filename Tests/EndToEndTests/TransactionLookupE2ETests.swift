@@ -247,6 +247,30 @@ final class TransactionLookupE2ETests: XCTestCase {
             """).map { try $0.decode("user_id", as: String.self) }, [owner, owner])
     }
 
+    /// Turning `require_match` on rewrites the project's stored UUID user ids to the canonical form in the same
+    /// transaction: a customer bound as `UUID().uuidString` before keeps their purchase and grant under both
+    /// spellings, and is never two holders of it.
+    func testSwitchingToRequireMatchCanonicalizesStoredUserIds() throws {
+        let (tenant, _) = try tenant()
+        let owner = UUID().uuidString.lowercased()
+        let payload = try heldPurchase(tenant, holder: owner.uppercased())
+        let grant = try api.client.post("/v1/admin/projects/\(tenant.id)/users/\(owner.uppercased())/grants",
+                                        json: ["entitlement": "gift", "reason": "support"], headers: E2E.admin)
+        XCTAssertEqual(grant.status, 201, grant.description)
+        XCTAssertEqual(try holders(tenant), ["\(owner.uppercased()):true"])
+
+        let patched = try api.client.send("PATCH", "/v1/admin/projects/\(tenant.id)",
+                                          json: ["app_account_token_policy": "require_match"], headers: E2E.admin)
+        XCTAssertEqual(patched.status, 200, patched.description)
+        XCTAssertEqual(try holders(tenant), ["\(owner.uppercased()):false", "\(owner):true"].sorted())
+        for spelling in [owner, owner.uppercased()] {
+            XCTAssertEqual(try api.user(tenant.publicKey, spelling).json()["entitlements"], ["gift", "pro"], spelling)
+        }
+        // Posting again under either spelling is the holder's own restore: nothing moves.
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try payload.mint(), user: owner.uppercased()).status, 201)
+        XCTAssertEqual(try holders(tenant), ["\(owner.uppercased()):false", "\(owner):true"].sorted())
+    }
+
     // MARK: - Errors (nothing written)
 
     func testUnknownIdIs404InEveryAllowedEnvironment() throws {
