@@ -20,17 +20,28 @@ enum Auth {
     /// with `requireSecretKeyForReads`, one must be presented. Right means the current secret key or one still in
     /// its rotation grace.
     static func authorizeRead(_ request: Request, project: Project, deps: APIDependencies) throws {
-        guard let header = request.headers["Authorization"] else {
-            if project.requireSecretKeyForReads { throw HTTPError.secretKeyRequired }
-            return
-        }
+        let presented = try presentsSecretKey(request, project: project, deps: deps)
+        if !presented && project.requireSecretKeyForReads { throw HTTPError.secretKeyRequired }
+    }
+
+    /// Whether the request carries the project's secret key (`Authorization: Bearer sk_…`, the app's backend):
+    /// `false` without an `Authorization` header; a presented key that is not right throws `invalidSecretKey`, so a
+    /// caller never silently gets the public-key answer for a mistyped key.
+    static func presentsSecretKey(_ request: Request, project: Project, deps: APIDependencies) throws -> Bool {
+        guard let header = request.headers["Authorization"] else { return false }
         guard let token = bearerToken(header), ProjectKeys.isSecretKeySyntax(token) else {
             throw HTTPError.invalidSecretKey
         }
+        try checkSecretKey(token, projectId: project.id, deps: deps)
+        return true
+    }
+
+    /// Throws `invalidSecretKey` unless `token` is one of the project's live secret keys.
+    private static func checkSecretKey(_ token: String, projectId: UUID, deps: APIDependencies) throws {
         let presented = deps.hasher.hash(token)
         // Every live hash is compared (no early exit), so timing does not tell which key matched.
         var matched = false
-        for stored in try deps.projects.liveSecretKeyHashes(projectId: project.id, at: deps.now()) {
+        for stored in try deps.projects.liveSecretKeyHashes(projectId: projectId, at: deps.now()) {
             matched = ProjectKeys.constantTimeEquals(presented, stored) || matched
         }
         guard matched else { throw HTTPError.invalidSecretKey }
@@ -74,12 +85,7 @@ enum Auth {
     ) throws {
         if let header = request.headers["Authorization"], let token = bearerToken(header),
            ProjectKeys.isSecretKeySyntax(token) {
-            let presented = deps.hasher.hash(token)
-            var matched = false
-            for stored in try deps.projects.liveSecretKeyHashes(projectId: projectId, at: deps.now()) {
-                matched = ProjectKeys.constantTimeEquals(presented, stored) || matched
-            }
-            guard matched else { throw HTTPError.invalidSecretKey }
+            try checkSecretKey(token, projectId: projectId, deps: deps)
             return
         }
         try authorizeAdmin(request, adminDigest: adminDigest, deps: deps)

@@ -41,6 +41,15 @@ extension HTTPError {
         status: 401, code: "AUTH_INVALID_SECRET_KEY", message: "Invalid secret key.",
         suggestion: "Send the project's current secret key as Authorization: Bearer sk_... (rotate keys if it was lost).")
 
+    /// A public-key lookup by transaction id met a purchase another user holds (`OwnershipRules.effectivePolicy`):
+    /// the same code as the `block` policy's refusal, a suggestion naming the proofs that do apply the policy.
+    static let lookupOwnedByAnotherUser = HTTPError(
+        status: 409, code: "PURCHASE_OWNED_BY_ANOTHER_USER", message: "This purchase belongs to another user.",
+        suggestion: "A transaction id does not prove who bought the purchase, so with the public key alone it never "
+            + "moves a purchase from the user who holds it. Post the signed transaction from the device "
+            + "(signed_transaction_info), or call from your backend with Authorization: Bearer sk_... to apply the "
+            + "project's transfer_policy.")
+
     static let adminDisabled = HTTPError(
         status: 404, code: "ADMIN_API_DISABLED", message: "Admin API is disabled.",
         suggestion: "Set BOUNCER_ADMIN_TOKEN on the server to enable the admin API, or use the bouncer CLI.")
