@@ -134,7 +134,7 @@ public final class PostgresProjectStore: ProjectStore {
                     """)
                 if current.appAccountTokenPolicy == .ignore && next.appAccountTokenPolicy != .ignore {
                     // From now on UUID user ids are read lowercase: rewrite the stored ones in this transaction
-                    // (schema/0019), so no customer bound as UUID().uuidString loses a purchase or splits in two.
+                    // (schema/0020), so no customer bound as UUID().uuidString loses a purchase or splits in two.
                     try connection.execute("SELECT bouncer_canonical_user_ids(\(id), \(now))")
                 }
                 return try rows.first.map(Self.project(from:))

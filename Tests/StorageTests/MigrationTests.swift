@@ -119,11 +119,11 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(columns, 0)
     }
 
-    /// 0019: in projects already on `require_match` or `prefer`, UUID user ids become lowercase (issue 21): other
+    /// 0020: in projects already on `require_match` or `prefer`, UUID user ids become lowercase (issue 21): other
     /// spellings' bindings move to the canonical id (one row for two spellings), grants follow; `ignore` projects keep
     /// their ids as posted.
     func testCanonicalUserIdMigrationMergesSpellings() throws {
-        try Migrator(pool: pool, migrations: Migration.embedded.filter { $0.version < 19 }).migrate()
+        try Migrator(pool: pool, migrations: Migration.embedded.filter { $0.version < 20 }).migrate()
         let projects = PostgresProjectStore(pool: pool), purchases = PostgresPurchaseStore(pool: pool)
         let lower = "6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5"
         let spellings = [lower.uppercased(), "6F1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5"]
@@ -145,7 +145,7 @@ final class MigrationTests: XCTestCase {
             }
             made.append(project)
         }
-        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.filter { $0.version >= 19 }.map(\.version))
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.filter { $0.version >= 20 }.map(\.version))
         func rows(_ project: Project) throws -> [String] {
             try pool.withConnection { c in
                 try c.query("""
