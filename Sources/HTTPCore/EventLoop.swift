@@ -296,9 +296,11 @@ final class EventLoop: @unchecked Sendable {
             }
             let n = Glibc.read(conn.fd, scratch.baseAddress, scratch.count)
             if n > 0 {
+                // Lingering input is discarded until EAGAIN or EOF: the peer's FIN is often queued behind its last
+                // bytes (a TLS close_notify), and stopping at a short read would miss it until the linger deadline.
+                if conn.phase == .lingering { continue }
                 // A short read means the socket is drained; ET reports the next arrival.
                 if n < scratch.count { conn.readable = false }
-                if conn.phase == .lingering { continue }
                 conn.inbuf.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
                 if conn.inbuf.count > largestInput {
                     largestInput = conn.inbuf.count
@@ -609,7 +611,9 @@ final class EventLoop: @unchecked Sendable {
             if conn.phase == .processing { arm(conn, .handler, core.configuration.handlerTimeout) }
         }
         if conn.phase == .closing {
-            if conn.hasBufferedInput || conn.readable {
+            // `readable` alone proves nothing (a TLS connection reads until WANT_READ only after its request was
+            // answered): ask the kernel, so a client that sent nothing more is closed now and its slot freed.
+            if conn.hasBufferedInput || (conn.readable && Self.hasUnreadInput(conn.fd)) {
                 // Closing with unread input makes the kernel send RST, which can destroy the
                 // response before the client reads it; half-close and discard input briefly instead.
                 conn.tls?.shutdown()  // close_notify first: the TLS client knows the response is complete
@@ -622,6 +626,12 @@ final class EventLoop: @unchecked Sendable {
                 close(conn)
             }
         }
+    }
+
+    /// Whether the socket holds received bytes not yet read (a peek: they stay for the linger to discard).
+    static func hasUnreadInput(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK)) > 0
     }
 
     private func close(_ conn: Connection) {
