@@ -183,8 +183,9 @@ final class EventLoop: @unchecked Sendable {
             })
             // A trusted proxy carries many clients: its forwarded clients are capped at their first request.
             let fromProxy = core.isTrustedProxy(remote)
-            let countsPeer = core.clientConnections.isEnabled && !fromProxy
-            if count > maxConnections || core.isDraining || (countsPeer && !core.clientConnections.acquire(remote)) {
+            let counted = core.clientConnections.isEnabled && !fromProxy ? ClientKey(address: remote) : nil
+            if count > maxConnections || core.isDraining
+                || (counted.map { !core.clientConnections.acquire($0) } ?? false) {
                 // Best effort, before the connection's request is even read: it gets the same shape as any error.
                 // A TLS client could not read clear text before its handshake: it only sees the close.
                 if tlsEnabled {
@@ -206,12 +207,12 @@ final class EventLoop: @unchecked Sendable {
             let conn = Connection(fd: fd, remoteAddress: remote, limits: limits)
             conn.fromTrustedProxy = fromProxy
             if tlsEnabled { conn.tlsPhase = .sniffing }
-            if countsPeer { conn.countedClient = remote }
+            conn.countedClient = counted
             let interest = bouncer_EPOLLIN | bouncer_EPOLLOUT | bouncer_EPOLLRDHUP | bouncer_EPOLLET
             guard bouncer_epoll_add(epfd, fd, interest, UInt64(UInt32(bitPattern: fd))) == 0 else {
                 Glibc.close(fd)
                 core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
-                if countsPeer { core.clientConnections.release(remote) }
+                if let counted { core.clientConnections.release(counted) }
                 continue
             }
             connections[fd] = conn
@@ -434,7 +435,8 @@ final class EventLoop: @unchecked Sendable {
                 peer: conn.remoteAddress, forwardedFor: parsed.headers.values(for: "X-Forwarded-For"),
                 trustedProxies: core.configuration.trustedProxies)
             if conn.requestsServed == 1, core.clientConnections.isEnabled {
-                guard core.clientConnections.acquire(conn.clientAddress) else {
+                let client = ClientKey(address: conn.clientAddress)
+                guard core.clientConnections.acquire(client) else {
                     // The forwarded client already holds its share: the same answer as at accept.
                     let r = core.render(Self.tooManyConnections, requestID: requestID)
                     writeInline(conn, r, headRequest: false, requestID: requestID, keepAlive: false, versionMinor: minor)
@@ -443,7 +445,7 @@ final class EventLoop: @unchecked Sendable {
                              startedAt: startedAt, requestID: requestID, remote: conn.clientAddress)
                     return
                 }
-                conn.countedClient = conn.clientAddress
+                conn.countedClient = client
             }
         }
         switch core.router.match(parsed.method, parsed.path) {

@@ -166,4 +166,21 @@ final class EdgeAbuseTests: XCTestCase {
         // The refused connection's client is logged as the forwarded one.
         XCTAssertTrue(log.all.contains { $0.contains(#""status":503"#) && $0.contains(#""remote":"198.51.100.7""#) })
     }
+
+    func testCapCountsAnIPv6ClientByItsSlash64() throws {
+        let proxies = try IPNetwork.parseList("127.0.0.2/32")
+        try start {
+            $0.maxConnectionsPerClient = 2
+            $0.trustedProxies = proxies
+        }
+        // One host rotating through addresses of its /64 is one client; the next /64 is another.
+        let a1 = try TestClient(port: port, from: "127.0.0.2"), a2 = try TestClient(port: port, from: "127.0.0.2")
+        XCTAssertEqual(try whoami(a1, forwardedFor: "2001:db8:1:2::7").status, 200)
+        XCTAssertEqual(try whoami(a2, forwardedFor: "2001:db8:1:2:aaaa:bbbb:cccc:dddd").status, 200)
+        let a3 = try TestClient(port: port, from: "127.0.0.2")
+        try a3.send("GET /whoami HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 2001:db8:1:2::8\r\n\r\n")
+        try assertRefused(a3)
+        let b = try TestClient(port: port, from: "127.0.0.2")
+        XCTAssertEqual(try whoami(b, forwardedFor: "2001:db8:1:3::7").text, "2001:db8:1:3::7 via 127.0.0.2")
+    }
 }
