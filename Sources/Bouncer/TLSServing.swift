@@ -140,7 +140,8 @@ enum HTTPSRedirect {
     /// would make `//evil.example` a network-path reference to anything that takes the path alone; `*` (OPTIONS)
     /// becomes `/`.
     static func originPath(_ path: String) -> String {
-        "/" + path.drop { $0 == "/" || $0 == "\\" }
+        guard path.hasPrefix("/") else { return "/" }
+        return "/" + path.drop { $0 == "/" || $0 == "\\" }
     }
 
     /// A Host header value (or `BOUNCER_PUBLIC_HOST`) split into host and port digits (empty without a port), when

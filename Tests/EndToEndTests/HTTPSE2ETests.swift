@@ -182,6 +182,8 @@ final class HTTPSE2ETests: XCTestCase {
             XCTAssertEqual(r.header("Location"), location, target)
             XCTAssertNil(r.header("Set-Cookie"), target)
         }
+        let asterisk = try raw(redirectPort, "OPTIONS * HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        XCTAssertEqual(asterisk.header("Location"), "https://localhost:\(https)/")
         let split = try raw(redirectPort, "GET /a\rLocation: https://evil.example/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
         XCTAssertEqual(split.status, 400)
         XCTAssertNil(split.header("Location"))
