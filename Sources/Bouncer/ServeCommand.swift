@@ -262,7 +262,9 @@ enum ServeCommand {
         configuration.eventLoopCount = 1
         configuration.workerCount = 1
         let redirect = HTTPServer(configuration: configuration, router: HTTPSRedirect.router(), accessLog: log,
-                                  unmatched: HTTPSRedirect.handler(httpsPort: httpsPort))
+                                  unmatched: HTTPSRedirect.handler(
+                                      httpsPort: httpsPort, publicHost: settings.publicHost,
+                                      certificateName: { server.tlsCertificateName(matching: $0) }))
         do {
             let bound = try redirect.start()
             logWriter(#"{"event":"http_redirect","port":\#(bound),"https_port":\#(httpsPort)}"#)

@@ -62,6 +62,8 @@ struct ServeSettings: Sendable {
     var tlsReloadCheck: Duration = .seconds(60)
     /// `BOUNCER_HTTP_REDIRECT_PORT`: a plain-HTTP port that redirects to HTTPS and serves /healthz (TLS only).
     var httpRedirectPort: Int?
+    /// `BOUNCER_PUBLIC_HOST`: the host (and port) redirects name; unset = the certificate's names.
+    var publicHost: PublicHost?
     /// `BOUNCER_CONSOLE_SECURE_COOKIE`, `BOUNCER_CONSOLE_SESSION_HOURS`: the admin console's session cookie.
     var console = ConsoleSettings()
 
@@ -273,6 +275,13 @@ struct ServeSettings: Sendable {
         },
         int("BOUNCER_HTTP_REDIRECT_PORT", "plain-HTTP port redirecting to HTTPS, also serving /healthz (default unset)",
             0...65535) { $0.httpRedirectPort = $1 },
+        Variable(name: "BOUNCER_PUBLIC_HOST",
+                 help: "host[:port] clients use for HTTPS: the only host the redirect port answers for and names; "
+                     + "unset = the certificate's DNS and IP names (default unset)") { s, v in
+            guard let host = PublicHost(v) else { return "must be a host name or IP address, optionally with :port" }
+            s.publicHost = host
+            return nil
+        },
         Variable(name: "BOUNCER_ACCESS_LOG", help: "JSON access log on stderr: on|off (default on)") { s, v in
             switch v.lowercased() {
             case "on", "true", "1", "yes": s.accessLog = true
