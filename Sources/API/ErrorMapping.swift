@@ -84,6 +84,14 @@ extension HTTPError {
         suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to 32 random bytes in base64 "
             + "(generate one with `openssl rand -base64 32`, keep it in your secret store) and restart.")
 
+    /// Like `encryptionKeyMissing`, on the routes that call Apple with credentials stored earlier: they are sealed
+    /// under a key this server no longer has, so generating a new key would not open them.
+    static let credentialsEncryptionKeyMissing = HTTPError(
+        status: 409, code: "ENCRYPTION_KEY_MISSING",
+        message: "The project's App Store credentials cannot be opened: the server has no encryption key.",
+        suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to the key the credentials were stored under and "
+            + "restart, or store the credentials again after setting a new key.")
+
     /// Like `encryptionKeyMissing` (409, final until the operator acts), in the words of the token route.
     static let tokenEncryptionKeyMissing = HTTPError(
         status: 409, code: "ENCRYPTION_KEY_MISSING",
@@ -196,8 +204,10 @@ enum ErrorMapping {
                         + "/v1/admin/projects/{id}/app-store-credentials with issuer_id, key_id and private_key "
                         + "(see the README's \"Connect to Apple\").")
             case .encryptionKeyMissing:
+                // Storing refuses before anything is sealed; every other route can only meet stored credentials.
                 if request.routeTemplate == entitlementTokenRoute { return .tokenEncryptionKeyMissing }
-                guard request.routeTemplate.contains("/webhook") else { return .encryptionKeyMissing }
+                if request.routeTemplate == appStoreCredentialsRoute { return .encryptionKeyMissing }
+                guard request.routeTemplate.contains("/webhook") else { return .credentialsEncryptionKeyMissing }
                 var webhook = HTTPError.encryptionKeyMissing
                 webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
                 return webhook
@@ -390,6 +400,9 @@ enum ErrorMapping {
 
     /// The promotional-offer signing route's template.
     static let offerSignaturesRoute = "/v1/offers/:publicKey/signatures"
+
+    /// The route that stores (and shows, deletes) a project's App Store credentials.
+    static let appStoreCredentialsRoute = "/v1/admin/projects/:id/app-store-credentials"
 
     /// The App Store Server Notifications webhook's route template.
     static let notificationRoute = "/v1/notifications/:publicKey"
