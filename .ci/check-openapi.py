@@ -2,8 +2,10 @@
 
 The validator alone misses YAML slips that still parse: an unquoted `, ` or `: ` inside a flow mapping
 (`{ description: a, b }`) splits into an extra key with a null value, and a repeated key silently wins.
-Schemas allow unknown keys, so only this check catches those. It also requires 413 and 415 on every operation
-that takes a body (the server can answer both to any of them). Usage: python3 .ci/check-openapi.py openapi.yaml
+Schemas allow unknown keys, so only this check catches those. It also requires the answers the server can
+give on any route: 413 and 415 where there is a body, 429 on the API's routes.
+
+Usage: python3 .ci/check-openapi.py openapi.yaml
 """
 import sys
 
@@ -43,15 +45,19 @@ try:
     validate(document)
 except Exception as error:  # the validator's own error type varies by version; its message names the place
     problems.append(f"OpenAPI 3.1: {error}")
-# The server answers these to any request with a body, whatever the route (HTTPCore's body limit, RequestBody's
-# media type): an operation that takes a body and omits them documents less than it does.
+# Answers the server gives whatever the route: 413 and 415 to any request with a body (HTTPCore's body limit,
+# RequestBody's media type), 429 on every API route (each declares rate-limit scopes in Routes.swift; only the
+# executable's health and metrics routes have none).
 for route, item in document.get("paths", {}).items():
     for method, operation in item.items():
-        if method == "parameters" or "requestBody" not in operation:
+        if method == "parameters":
             continue
-        for status in ("413", "415"):
+        required = ["413", "415"] if "requestBody" in operation else []
+        if route.startswith(("/v1/", "/.well-known/")):
+            required.append("429")
+        for status in required:
             if status not in operation.get("responses", {}):
-                problems.append(f"{method.upper()} {route}: takes a body but does not document {status}")
+                problems.append(f"{method.upper()} {route}: does not document {status}")
 for problem in problems:
     print(f"{path}: {problem}")
 operations = sum(1 for item in document.get("paths", {}).values() for key in item if key != "parameters")
