@@ -119,7 +119,8 @@ enum ErrorMapping {
                 : request.routeTemplate == appTransactionRoute ? "signed_app_transaction" : "signed_transaction_info")
             return HTTPError(
                 status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
-                details: [ErrorDetail(path: [field], message: failure.reason, step: failure.step ?? "format")])
+                details: [ErrorDetail(path: [field] + (failure.payloadField.map { [$0] } ?? []), message: failure.reason,
+                                      step: failure.step ?? "format")])
         case let error as AppStoreAPIError:
             return appStoreError(error, request: request, log: log)
         case let error as DomainError:

@@ -202,6 +202,7 @@ public final class SignedDataVerifier: Sendable {
             effective = override; source = .caller
         } else if let value = payload[kind.dateField], !value.isNull {
             guard let ms = value.millisecondsValue else { throw .format(.payload, "payload field \(kind.dateField) must be a number of milliseconds") }
+            guard SignedDateRange.contains(ms) else { throw .dateOutOfRange(kind.dateField) }
             effective = Date(appleMilliseconds: ms); source = kind.dateSource
         } else if kind == .notification {
             effective = now(); source = .now   // Apple's rule for early-2022 notifications

@@ -121,14 +121,19 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
     public var step: String?
     /// The request field that held the rejected data, when it is not the route's usual one (`receipt_data`).
     public var field: String?
+    /// The field inside the signed data at fault, when one is (`expiresDate`, `in_app[3].expires_date`): the API
+    /// reports `details[].path` as the request field then this.
+    public var payloadField: String?
 
     /// Creates a failure.
-    public init(code: String, reason: String, isRetryable: Bool = false, step: String? = nil, field: String? = nil) {
+    public init(code: String, reason: String, isRetryable: Bool = false, step: String? = nil, field: String? = nil,
+                payloadField: String? = nil) {
         self.code = code
         self.reason = reason
         self.isRetryable = isRetryable
         self.step = step
         self.field = field
+        self.payloadField = payloadField
     }
 
     /// See `reason`.
