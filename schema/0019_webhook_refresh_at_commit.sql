@@ -264,3 +264,11 @@ BEGIN
     RETURN true;
 END;
 $$;
+
+-- purchase.transferred at commit too, so a transfer's events keep 0012's order: the previous holder's refresh
+-- (entitlement.revoked, queued by the revocation before the ownership event), then purchase.transferred, then the
+-- new holder's refresh.
+DROP TRIGGER webhook_ownership_moved ON ownership_events;
+CREATE CONSTRAINT TRIGGER webhook_ownership_moved AFTER INSERT ON ownership_events
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION bouncer_webhook_on_ownership();

@@ -169,7 +169,7 @@ enum ReceiptPayloadDecoder {
     }
 
     /// An IA5String date; an empty string means "absent" (Apple writes "" for dates that do not apply). Only instants
-    /// of `SignedDateRange`, as for a JWS: a four-digit year still allows 0000–1969.
+    /// of `SignedDateRange`, as for a JWS: a four-digit year still allows year 0000.
     private static func optionalDate(_ bytes: [UInt8], _ range: Range<Int>, _ what: String,
                                      field: String) throws(DERError) -> ReceiptDate? {
         let text = try string(bytes, range, what)
