@@ -289,8 +289,8 @@ def check_compose(repo, variables, out):
             mentioned.add(m.group(1))
         else:
             env[m.group(1)] = m.group(2)
-    check(".env.example sets BOUNCER_ADMIN_TOKEN (>= 16 chars), DATABASE_URL, POSTGRES_PASSWORD",
-          len(env.get("BOUNCER_ADMIN_TOKEN", "")) >= 16 and "DATABASE_URL" in env and "POSTGRES_PASSWORD" in env,
+    check(".env.example sets BOUNCER_ADMIN_TOKEN (>= 32 chars), DATABASE_URL, POSTGRES_PASSWORD",
+          len(env.get("BOUNCER_ADMIN_TOKEN", "")) >= 32 and "DATABASE_URL" in env and "POSTGRES_PASSWORD" in env,
           str(sorted(env)))
     check(".env.example values are placeholders", all("CHANGE_ME" in v for k, v in env.items()
                                                       if k in SECRET_VARIABLES | {"POSTGRES_PASSWORD"}))

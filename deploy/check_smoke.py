@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""deploy/check's end-to-end smoke test against a running `bouncer serve` (admin token deploy-check-admin-token).
+"""deploy/check's end-to-end smoke test against a running `bouncer serve` (admin token deploy-check-admin-token-0123456789abcdef).
 
 usage: check_smoke.py PORT SANDBOX_TRANSACTION_JWS_FILE [SANDBOX_NOTIFICATION_JWS_FILE]
 Creates a project for the vectors' bundle id, posts the Apple-signed sandbox transaction, reads the user back, and
@@ -28,7 +28,7 @@ def call(method, path, body=None, token=None):
 
 status, project = call("POST", "/v1/admin/projects",
                        {"name": "deploy-check", "bundle_id": "com.loki-project.loki-messenger", "environments": ["Sandbox"]},
-                       token="deploy-check-admin-token")
+                       token="deploy-check-admin-token-0123456789abcdef")
 if status != 201:
     sys.exit(f"create project: {status} {project}")
 status, receipt = call("POST", f"/v1/receipts/{project['public_key']}",

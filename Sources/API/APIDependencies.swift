@@ -1,5 +1,6 @@
 import Domain
 import Foundation
+import HTTPCore
 
 /// Everything the API needs, as ports: the executable wires the real adapters, tests wire fakes.
 public struct APIDependencies: Sendable {
@@ -24,6 +25,9 @@ public struct APIDependencies: Sendable {
     /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
     /// `APPLE_UNAVAILABLE`.
     public var appStore: (any AppStoreServerAPI)?
+    /// Budgets the Apple calls of lookups by transaction id and remembers Apple's "not found" (`BOUNCER_APPLE_LOOKUP_*`);
+    /// `nil`: unlimited. Set after `init` by the executable.
+    public var lookupBudget: LookupBudget?
     /// The operator helpers' storage (test notifications, renewal extensions); unwired → 503.
     public var operations: any AppStoreOperationsStore
     /// Hashes secret keys (for storage and comparison).
@@ -46,6 +50,9 @@ public struct APIDependencies: Sendable {
     public var webhooks: WebhookAdministration?
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
     public var adminToken: String?
+    /// Wrong admin tokens per client address (bearer and console sign-in): 10 a minute lock the address out with
+    /// 429 `AUTH_TOO_MANY_FAILURES`, each further lockout twice as long (`FailureLockout.Policy.standard`).
+    public var adminAuthFailures = FailureLockout()
     /// The console's sessions (`/v1/admin/session`); `nil` answers 503 there and admin routes take only the bearer
     /// token. Set after `init` by the executable.
     public var consoleSessions: (any ConsoleSessionStore)?

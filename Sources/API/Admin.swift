@@ -37,7 +37,7 @@ extension APIHandlers {
 
     /// `POST /v1/admin/projects`: create a tenant; the secret key appears only in this response.
     func createProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let body = try RequestBody.object(request, suggestion: Self.createSuggestion)
         var fields = FieldValidator(body)
         let name = fields.string("name", required: true, minLength: 0)
@@ -67,7 +67,7 @@ extension APIHandlers {
 
     /// `GET /v1/admin/projects`.
     func listProjects(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let projects = try administration.allProjects()
         var body = JSONBody(capacity: 64 + 600 * projects.count)
         body.raw(#"{"projects":["#)
@@ -81,14 +81,14 @@ extension APIHandlers {
 
     /// `GET /v1/admin/projects/:id`.
     func showProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         return Response.json(200, Self.projectBody(try administration.project(id: id)))
     }
 
     /// `PATCH /v1/admin/projects/:id`: a validated partial update; `app_apple_id: null` clears it.
     func updateProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let body = try RequestBody.object(request, suggestion: Self.updateSuggestion)
         guard !body.isEmpty else {
@@ -120,7 +120,7 @@ extension APIHandlers {
 
     /// `DELETE /v1/admin/projects/:id`: the project and all its data.
     func deleteProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         try administration.deleteProject(id: id)
         return Response(status: 204)
@@ -129,7 +129,7 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/rotate-keys`: new keys; each replaced key keeps working for its grace
     /// (`KeyRotationRules`). No body (or `{}`) rotates both keys with their default graces.
     func rotateKeys(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let rotation = try Self.rotation(request)
         let rotated = try Self.translating(suggestion: Self.rotateSuggestion) {
@@ -153,7 +153,7 @@ extension APIHandlers {
 
     /// `GET /v1/admin/projects/:id/products`.
     func listProducts(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let products = try administration.products(projectId: id)
         var body = JSONBody(capacity: 32 + 96 * products.count)
@@ -168,7 +168,7 @@ extension APIHandlers {
 
     /// `PUT /v1/admin/projects/:id/products/:productId`: create or replace the product's entitlements.
     func putProduct(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let productId = try Self.productId(request)
         let body = try RequestBody.object(request, suggestion: Self.productSuggestion)
@@ -195,7 +195,7 @@ extension APIHandlers {
 
     /// `DELETE /v1/admin/projects/:id/products/:productId`.
     func deleteProduct(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let productId = try Self.productId(request)
         try administration.deleteProduct(projectId: id, productId: productId)

@@ -19,7 +19,7 @@ extension APIHandlers {
     /// `PUT /v1/admin/projects/:id/app-store-credentials`: check the key (P-256, PKCS#8), seal it, store it; the
     /// answer shows the metadata and the key's fingerprint, never the key.
     func putAppStoreCredentials(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let body = try RequestBody.object(request, suggestion: Self.credentialsSuggestion)
         var fields = FieldValidator(body)
@@ -37,14 +37,14 @@ extension APIHandlers {
 
     /// `GET /v1/admin/projects/:id/app-store-credentials`: the metadata only.
     func getAppStoreCredentials(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         return Response.json(200, Self.credentialsBody(try credentialAdministration.credentials(projectId: id)))
     }
 
     /// `DELETE /v1/admin/projects/:id/app-store-credentials`.
     func deleteAppStoreCredentials(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         try credentialAdministration.deleteCredentials(projectId: id)
         return Response(status: 204)

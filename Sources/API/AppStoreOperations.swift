@@ -17,7 +17,7 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/app-store/test-notification[?environment=]`: Apple's Request a Test
     /// Notification; answers the token to ask about.
     func requestTestNotification(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let environment = try Self.testEnvironmentQuery(request)
         let (token, asked) = try Self.translating(suggestion: Self.testNotificationSuggestion) {
@@ -35,7 +35,7 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/app-store/test-notification/:token[?environment=]`: what Apple says about its
     /// delivery, and whether this Bouncer stored the notification (`received`).
     func getTestNotification(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let environment = try Self.testEnvironmentQuery(request)
         let token = request.pathParameters["token"] ?? ""
@@ -69,7 +69,7 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/subscriptions/:originalTransactionId/extend`: Extend a Subscription Renewal
     /// Date with a fresh request identifier; the call and its result are recorded.
     func extendSubscription(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let originalTransactionId = request.pathParameters["originalTransactionId"] ?? ""
         let object = try RequestBody.object(request, suggestion: Self.extendSuggestion)

@@ -22,8 +22,10 @@ extension APIHandlers {
         guard let jws, Self.hasThreeParts(jws) else {
             throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
         }
+        // The form receipts bind and reads use (require_match, prefer: a UUID in lowercase).
+        let canonicalUserId = userId.map { AccountBindingRules.canonicalUserId($0, policy: project.appAccountTokenPolicy) }
         let answer = try AppPurchases.record(
-            jws, userId: userId, project: project, verifier: deps.verifier, store: deps.appTransactions, now: deps.now())
+            jws, userId: canonicalUserId, project: project, verifier: deps.verifier, store: deps.appTransactions, now: deps.now())
         return Response.json(201, Self.appTransactionBody(answer))
     }
 

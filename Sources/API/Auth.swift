@@ -20,17 +20,28 @@ enum Auth {
     /// with `requireSecretKeyForReads`, one must be presented. Right means the current secret key or one still in
     /// its rotation grace.
     static func authorizeRead(_ request: Request, project: Project, deps: APIDependencies) throws {
-        guard let header = request.headers["Authorization"] else {
-            if project.requireSecretKeyForReads { throw HTTPError.secretKeyRequired }
-            return
-        }
+        let presented = try presentsSecretKey(request, project: project, deps: deps)
+        if !presented && project.requireSecretKeyForReads { throw HTTPError.secretKeyRequired }
+    }
+
+    /// Whether the request carries the project's secret key (`Authorization: Bearer sk_…`, the app's backend):
+    /// `false` without an `Authorization` header; a presented key that is not right throws `invalidSecretKey`, so a
+    /// caller never silently gets the public-key answer for a mistyped key.
+    static func presentsSecretKey(_ request: Request, project: Project, deps: APIDependencies) throws -> Bool {
+        guard let header = request.headers["Authorization"] else { return false }
         guard let token = bearerToken(header), ProjectKeys.isSecretKeySyntax(token) else {
             throw HTTPError.invalidSecretKey
         }
+        try checkSecretKey(token, projectId: project.id, deps: deps)
+        return true
+    }
+
+    /// Throws `invalidSecretKey` unless `token` is one of the project's live secret keys.
+    private static func checkSecretKey(_ token: String, projectId: UUID, deps: APIDependencies) throws {
         let presented = deps.hasher.hash(token)
         // Every live hash is compared (no early exit), so timing does not tell which key matched.
         var matched = false
-        for stored in try deps.projects.liveSecretKeyHashes(projectId: project.id, at: deps.now()) {
+        for stored in try deps.projects.liveSecretKeyHashes(projectId: projectId, at: deps.now()) {
             matched = ProjectKeys.constantTimeEquals(presented, stored) || matched
         }
         guard matched else { throw HTTPError.invalidSecretKey }
@@ -39,12 +50,30 @@ enum Auth {
     /// Admin routes: disabled without a configured token, else `Bearer <token>` compared in constant time.
     ///
     /// `adminDigest` is the hash of the configured token; comparing digests keeps even the token's length secret.
-    static func authorizeAdmin(_ request: Request, adminDigest: [UInt8]?, hasher: any SecretKeyHashing) throws(HTTPError) {
+    /// Wrong tokens count against the client's address (`APIDependencies.adminAuthFailures`): once it is locked
+    /// out, the answer is 429 before anything is compared; a right token forgets its failures.
+    static func authorizeAdmin(_ request: Request, adminDigest: [UInt8]?, deps: APIDependencies) throws(HTTPError) {
         guard let adminDigest else { throw HTTPError.adminDisabled }
-        guard let header = request.headers["Authorization"], let token = bearerToken(header),
-              ProjectKeys.constantTimeEquals(hasher.hash(token), adminDigest) else {
-            throw HTTPError.invalidAdminToken
+        try checkAdminLockout(request, deps: deps)
+        guard let header = request.headers["Authorization"] else { throw HTTPError.invalidAdminToken }
+        guard let token = bearerToken(header), ProjectKeys.constantTimeEquals(deps.hasher.hash(token), adminDigest) else {
+            throw adminAuthFailed(request, deps: deps, HTTPError.invalidAdminToken)
         }
+        deps.adminAuthFailures.recordSuccess(request.clientAddress)
+    }
+
+    /// 429 `AUTH_TOO_MANY_FAILURES` while the client's address is locked out of admin authentication.
+    static func checkAdminLockout(_ request: Request, deps: APIDependencies) throws(HTTPError) {
+        if let retryAfter = deps.adminAuthFailures.check(request.clientAddress) {
+            throw HTTPError.tooManyAdminAuthFailures(retryAfterSeconds: retryAfter)
+        }
+    }
+
+    /// Counts a presented-but-wrong admin token against the client's address; returns `error` to throw. A request
+    /// without credentials is not a guess and is not counted (the caller answers it without calling this).
+    static func adminAuthFailed(_ request: Request, deps: APIDependencies, _ error: HTTPError) -> HTTPError {
+        deps.adminAuthFailures.recordFailure(request.clientAddress)
+        return error
     }
 
     /// Routes about one project's users (`/v1/admin/projects/:id/users/…`): the admin token, or that project's secret
@@ -56,15 +85,10 @@ enum Auth {
     ) throws {
         if let header = request.headers["Authorization"], let token = bearerToken(header),
            ProjectKeys.isSecretKeySyntax(token) {
-            let presented = deps.hasher.hash(token)
-            var matched = false
-            for stored in try deps.projects.liveSecretKeyHashes(projectId: projectId, at: deps.now()) {
-                matched = ProjectKeys.constantTimeEquals(presented, stored) || matched
-            }
-            guard matched else { throw HTTPError.invalidSecretKey }
+            try checkSecretKey(token, projectId: projectId, deps: deps)
             return
         }
-        try authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
     }
 
     /// The credentials of `Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110 §11.1).
@@ -79,5 +103,26 @@ enum Auth {
         while rest.last == 0x20 || rest.last == 0x09 { rest = rest.dropLast() }
         guard !rest.isEmpty, !rest.contains(0x20) else { return nil }
         return String(decoding: rest, as: UTF8.self)
+    }
+}
+
+extension Routes {
+    /// The `BOUNCER_RATE_LIMIT_ADMIN` bucket of an admin request: `anonymous` without a credential (or with an
+    /// `Authorization` that is no bearer token), else one bucket per presented credential (bearer token or console
+    /// session cookie), named by its hash.
+    ///
+    /// The rate limiter runs before the API and without the database, so it cannot tell a right credential from a
+    /// wrong one, and must not try (its answer would be an oracle beside the lockout). Keying by the credential is
+    /// enough: only its holder can spend the admin's or a customer's secret-key budget, and strangers guessing are
+    /// stopped by the per-address lockout (`APIDependencies.adminAuthFailures`) and the per-client limit.
+    public static func adminRateLimitKey(_ request: Request, hasher: any SecretKeyHashing) -> String {
+        if let header = request.headers["Authorization"] {
+            guard let token = Auth.bearerToken(header) else { return "anonymous" }
+            return "bearer:" + Data(hasher.hash(token)).base64EncodedString()
+        }
+        if let session = APIHandlers.sessionCookie(request) {
+            return "session:" + Data(hasher.hash(session)).base64EncodedString()
+        }
+        return "anonymous"
     }
 }

@@ -12,22 +12,26 @@ extension APIHandlers {
     /// Console settings the executable chose (`BOUNCER_CONSOLE_*`).
     var console: ConsoleSettings { deps.console }
 
-    /// `POST /v1/admin/session`: checks the admin token like the bearer path (digests, constant time), stores a
-    /// new session by its hash, sets the cookie and answers the CSRF token.
+    /// `POST /v1/admin/session`: checks the admin token like the bearer path (lockout first, then digests in
+    /// constant time), stores a new session by its hash, bound to the admin token's fingerprint, sets the cookie and
+    /// answers the CSRF token.
     func signIn(_ request: Request) throws -> Response {
-        guard let adminDigest else { throw HTTPError.adminDisabled }
+        guard let adminDigest, let adminFingerprint else { throw HTTPError.adminDisabled }
+        try Auth.checkAdminLockout(request, deps: deps)
         let store = try sessionStore()
         let body = try RequestBody.object(request, suggestion: Self.signInSuggestion)
         var fields = FieldValidator(body)
         let token = fields.string("token", required: true, minLength: 1, maxLength: 1024)
         try fields.check(suggestion: Self.signInSuggestion)
         guard let token, ProjectKeys.constantTimeEquals(deps.hasher.hash(token), adminDigest) else {
-            throw HTTPError.consoleSignInFailed
+            throw Auth.adminAuthFailed(request, deps: deps, HTTPError.consoleSignInFailed)
         }
+        deps.adminAuthFailures.recordSuccess(request.clientAddress)
         let sessionToken = ConsoleSessionRules.generateToken()
         let now = deps.now()
         let expires = now.addingTimeInterval(Double(console.sessionLifetimeSeconds))
-        try store.createSession(tokenHash: deps.hasher.hash(sessionToken), createdAt: now, expiresAt: expires)
+        try store.createSession(tokenHash: deps.hasher.hash(sessionToken), adminFingerprint: adminFingerprint,
+                                createdAt: now, expiresAt: expires)
         var headers = HTTPHeaders()
         headers.add("Set-Cookie", cookie(value: sessionToken, maxAge: console.sessionLifetimeSeconds))
         headers.add("Cache-Control", "no-store")
@@ -37,24 +41,27 @@ extension APIHandlers {
     /// `GET /v1/admin/session`: the current session's CSRF token and expiry (a reloaded page asks here).
     func showSession(_ request: Request) throws -> Response {
         guard adminDigest != nil else { throw HTTPError.adminDisabled }
-        guard let token = Self.sessionCookie(request) else { throw HTTPError.consoleSessionInvalid }
-        guard let expires = try sessionStore().sessionExpiry(tokenHash: deps.hasher.hash(token), at: deps.now()) else {
+        guard let token = Self.sessionCookie(request), let session = try liveSession(token) else {
             throw HTTPError.consoleSessionInvalid
         }
-        return Response.json(200, sessionBody(token, expires: expires), headers: ["Cache-Control": "no-store"])
+        return Response.json(200, sessionBody(token, expires: session.expiresAt), headers: ["Cache-Control": "no-store"])
     }
 
     /// `DELETE /v1/admin/session`: signs out (CSRF-checked when the session is live) and clears the cookie.
     func signOut(_ request: Request) throws -> Response {
         guard adminDigest != nil else { throw HTTPError.adminDisabled }
-        if let token = Self.sessionCookie(request) {
-            let store = try sessionStore()
-            let hash = deps.hasher.hash(token)
-            if try store.sessionExpiry(tokenHash: hash, at: deps.now()) != nil {
-                try checkCSRF(request, sessionToken: token)
-                _ = try store.deleteSession(tokenHash: hash)
-            }
+        if let token = Self.sessionCookie(request), try liveSession(token) != nil {
+            try checkCSRF(request, sessionToken: token)
+            _ = try sessionStore().deleteSession(tokenHash: deps.hasher.hash(token))
         }
+        return Response(status: 204, headers: ["Set-Cookie": cookie(value: "", maxAge: 0), "Cache-Control": "no-store"])
+    }
+
+    /// `DELETE /v1/admin/sessions`: ends every console session ("sign out everywhere"), the caller's included. Needs
+    /// the admin token, or a live session with its CSRF token (`authenticatingConsoleSession` ran first).
+    func signOutEverywhere(_ request: Request) throws -> Response {
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
+        _ = try sessionStore().deleteAllSessions()
         return Response(status: 204, headers: ["Set-Cookie": cookie(value: "", maxAge: 0), "Cache-Control": "no-store"])
     }
 
@@ -64,15 +71,22 @@ extension APIHandlers {
     func authenticatingConsoleSession(_ request: Request) throws -> Request {
         guard !request.headers.contains("Authorization"), let adminDigest, !adminDigest.isEmpty,
               let adminToken = deps.adminToken, let token = Self.sessionCookie(request) else { return request }
-        guard try sessionStore().sessionExpiry(tokenHash: deps.hasher.hash(token), at: deps.now()) != nil else {
-            throw HTTPError.consoleSessionInvalid
-        }
+        guard try liveSession(token) != nil else { throw HTTPError.consoleSessionInvalid }
         if request.method != .get && request.method != .head {
             try checkCSRF(request, sessionToken: token)
         }
         var authenticated = request
         authenticated.headers.set("Authorization", "Bearer " + adminToken)
         return authenticated
+    }
+
+    /// The session of `token` when it is live and was opened with the server's current admin token (fingerprints
+    /// compared in constant time); nil otherwise, so a changed token ends every session at once.
+    private func liveSession(_ token: String) throws -> ConsoleSession? {
+        guard let adminFingerprint,
+              let session = try sessionStore().session(tokenHash: deps.hasher.hash(token), at: deps.now()),
+              ProjectKeys.constantTimeEquals(session.adminFingerprint, adminFingerprint) else { return nil }
+        return session
     }
 
     /// The session token of the request's `bouncer_session` cookie, when it has the token's shape.

@@ -93,7 +93,8 @@ extension APIHandlers {
 
     // MARK: - Parsing
 
-    /// The project id and user id of the path, after authorizing the caller for that project.
+    /// The project id and user id of the path, after authorizing the caller for that project; the user id in the
+    /// form the project stores it (`AccountBindingRules.canonicalUserId`).
     private func authorizedUser(_ request: Request) throws -> (UUID, String) {
         let projectId = try Self.projectId(request)
         try Auth.authorizeAdminOrSecretKey(request, projectId: projectId, adminDigest: adminDigest, deps: deps)
@@ -103,7 +104,9 @@ extension APIHandlers {
             throw HTTPError.validation(problems.map { ErrorDetail(path: $0.path, message: $0.message) },
                                       suggestion: Self.userIdSuggestion)
         }
-        return (projectId, userId)
+        // An unknown project keeps the id as given: the use case answers PROJECT_NOT_FOUND.
+        let policy = try deps.projects.project(id: projectId)?.appAccountTokenPolicy ?? .ignore
+        return (projectId, AccountBindingRules.canonicalUserId(userId, policy: policy))
     }
 
     /// An RFC 3339 timestamp with or without fractional seconds (admin input; not a hot path).

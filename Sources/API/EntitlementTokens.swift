@@ -12,7 +12,9 @@ extension APIHandlers {
             publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.subscriptionsKeySuggestion)
         guard request.headers["Authorization"] != nil else { throw HTTPError.tokenSecretKeyRequired }
         try Auth.authorizeRead(request, project: project, deps: deps)
-        let userId = request.pathParameters["userId"] ?? ""
+        // A UUID user id reads in the form its purchases were bound under (require_match, prefer).
+        let userId = AccountBindingRules.canonicalUserId(
+            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
         let scalars = userId.unicodeScalars.count
         guard scalars >= 1, scalars <= 256 else {
             throw HTTPError.validation(
@@ -58,12 +60,16 @@ extension APIHandlers {
     static let jwksMaxAgeSeconds = 300
 
     /// Adds `"entitlement_token"` to a receipt's 201 `body` when the project enables tokens and a user was bound.
-    /// The purchase is already recorded, so a token that cannot be issued (no encryption key, the database busy)
-    /// is left out and logged, never turned into an error: the backend can fetch one from the token route.
-    func appendEntitlementToken(to body: inout [UInt8], project: Project, userId: String?, request: Request) {
+    /// The token lists only what `granting` (the posted purchase, just bound to the user) grants now: a receipt
+    /// needs only the public key, so it proves nothing about the user's other purchases; their whole set is the
+    /// secret-key route's. The purchase is already recorded, so a token that cannot be issued (no encryption key,
+    /// the database busy) is left out and logged, never turned into an error.
+    func appendEntitlementToken(to body: inout [UInt8], project: Project, userId: String?, granting: [OwnedPurchase],
+                                request: Request) {
         guard project.entitlementTokens, let userId, body.last == UInt8(ascii: "}") else { return }
         do {
-            let issued = try tokens().issue(project: project, userId: userId)
+            let issued = try tokens().issue(project: project, userId: userId,
+                                            holdings: UserHoldings(purchases: granting, appTransactions: []))
             var field = JSONBody(capacity: 32 + issued.token.utf8.count)
             field.raw(#","entitlement_token":"#)
             field.string(issued.token)

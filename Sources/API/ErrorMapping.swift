@@ -41,6 +41,15 @@ extension HTTPError {
         status: 401, code: "AUTH_INVALID_SECRET_KEY", message: "Invalid secret key.",
         suggestion: "Send the project's current secret key as Authorization: Bearer sk_... (rotate keys if it was lost).")
 
+    /// A public-key lookup by transaction id met a purchase another user holds (`OwnershipRules.effectivePolicy`):
+    /// the same code as the `block` policy's refusal, a suggestion naming the proofs that do apply the policy.
+    static let lookupOwnedByAnotherUser = HTTPError(
+        status: 409, code: "PURCHASE_OWNED_BY_ANOTHER_USER", message: "This purchase belongs to another user.",
+        suggestion: "A transaction id does not prove who bought the purchase, so with the public key alone it never "
+            + "moves a purchase from the user who holds it. Post the signed transaction from the device "
+            + "(signed_transaction_info), or call from your backend with Authorization: Bearer sk_... to apply the "
+            + "project's transfer_policy.")
+
     static let adminDisabled = HTTPError(
         status: 404, code: "ADMIN_API_DISABLED", message: "Admin API is disabled.",
         suggestion: "Set BOUNCER_ADMIN_TOKEN on the server to enable the admin API, or use the bouncer CLI.")
@@ -48,6 +57,15 @@ extension HTTPError {
     static let invalidAdminToken = HTTPError(
         status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
         suggestion: "Send Authorization: Bearer <BOUNCER_ADMIN_TOKEN>.")
+
+    /// Too many wrong admin tokens from one client address (`FailureLockout`): refused before any comparison.
+    static func tooManyAdminAuthFailures(retryAfterSeconds: Int) -> HTTPError {
+        HTTPError(
+            status: 429, code: "AUTH_TOO_MANY_FAILURES", message: "Too many failed admin sign-ins from this address.",
+            suggestion: "Wait the number of seconds in Retry-After, then send the right BOUNCER_ADMIN_TOKEN; each "
+                + "further lockout lasts twice as long.",
+            headers: ["Retry-After": String(retryAfterSeconds)])
+    }
 
     static let projectNotFound = HTTPError(
         status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
@@ -83,6 +101,19 @@ extension HTTPError {
         status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
         suggestion: "Entitlement tokens are issued to backends: send the project's secret key as "
             + "Authorization: Bearer sk_... (apps get a token in the 201 of POST /v1/receipts/:public_key).")
+
+    /// A lookup by transaction id would call Apple beyond its budget (`LookupBudget`): nothing was asked or written.
+    static func appleLookupRateLimited(_ decision: RateLimitDecision, perClient: Bool) -> HTTPError {
+        var headers = HTTPHeaders()
+        headers.set("Retry-After", String(decision.retryAfterSeconds))
+        let whose = perClient ? "from your address" : "for this project"
+        return HTTPError(
+            status: 429, code: "APPLE_LOOKUP_RATE_LIMITED", message: "Too many lookups by transaction id \(whose).",
+            suggestion: "Retry after the number of seconds in Retry-After, or send the StoreKit 2 signed transaction as "
+                + "signed_transaction_info instead (it needs no call to Apple). Lookups by transaction_id are limited "
+                + "because each costs calls to Apple with the project's key.",
+            headers: headers)
+    }
 
     static let productNotFound = HTTPError(
         status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",

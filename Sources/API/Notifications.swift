@@ -47,7 +47,7 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/notifications?original_transaction_id=…&limit=…`: what Apple sent, newest
     /// first, for support.
     func listNotifications(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let (originalTransactionId, limit) = try Self.notificationListQuery(request)
         guard try deps.projects.project(id: id) != nil else { throw HTTPError.projectNotFound }

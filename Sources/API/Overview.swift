@@ -9,7 +9,7 @@ extension APIHandlers {
         + "(Production, Sandbox, Xcode, LocalTesting)."
 
     func overview(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let (range, environment) = try Self.overviewQuery(request, now: deps.now())
         guard let store = deps.overview else {

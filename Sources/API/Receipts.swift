@@ -16,6 +16,8 @@ extension APIHandlers {
     func postReceipt(_ request: Request) throws -> Response {
         let project = try Auth.project(
             publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.receiptKeySuggestion)
+        // Optional: the app's backend vouching for the user. Checked before Apple is asked; a wrong key is refused.
+        let secretKey = try Auth.presentsSecretKey(request, project: project, deps: deps)
 
         let body = try RequestBody.object(request, suggestion: Self.receiptSuggestion,
                                           limits: RequestBody.receiptLimits(maxBodyBytes: deps.maxReceiptBodyBytes))
@@ -46,7 +48,8 @@ extension APIHandlers {
         let facts: TransactionFacts
         let source: TransactionSource
         if let transactionId {
-            facts = try transactionLookup.lookUp(transactionId: transactionId, for: project)
+            facts = try transactionLookup.lookUp(transactionId: transactionId, for: project,
+                                                 budget: deps.lookupBudget?.forClient(request.clientAddress))
             source = .lookup
         } else {
             guard let jws, Self.hasThreeParts(jws) else {
@@ -58,27 +61,42 @@ extension APIHandlers {
         // Before anything is written: under require_match a mismatch refuses the whole request.
         let bound = try AccountBindingRules.boundUser(
             postedUserId: userId, appAccountToken: facts.appAccountToken, policy: project.appAccountTokenPolicy)
+        // The store applies the policy this request's proof allows (a public-key lookup moves nothing).
+        var recording = project
+        recording.transferPolicy = OwnershipRules.effectivePolicy(
+            project.transferPolicy, proof: secretKey ? .secretKey : source == .lookup ? .transactionId : .signedData,
+            tokenNamesUser: AccountBindingRules.tokenNames(
+                userId: bound.userId, appAccountToken: facts.appAccountToken, policy: project.appAccountTokenPolicy))
+        let narrowed = recording.transferPolicy != project.transferPolicy
         let now = deps.now()
         let recorded: RecordedTransaction
-        if source == .transaction {
-            recorded = try deps.purchases.recordTransaction(
-                facts, userId: bound.userId, deviceId: deviceId, project: project, now: now)
-        } else {
-            let all = try deps.purchases.recordTransactions(
-                [facts], source: source, userId: bound.userId, deviceId: deviceId, project: project, now: now)
-            guard let first = all.first else {
-                throw StoreAnswerMissing()   // a store bug: 500 INTERNAL_ERROR with the request id
+        do {
+            if source == .transaction {
+                recorded = try deps.purchases.recordTransaction(
+                    facts, userId: bound.userId, deviceId: deviceId, project: recording, now: now)
+            } else {
+                let all = try deps.purchases.recordTransactions(
+                    [facts], source: source, userId: bound.userId, deviceId: deviceId, project: recording, now: now)
+                guard let first = all.first else {
+                    throw StoreAnswerMissing()   // a store bug: 500 INTERNAL_ERROR with the request id
+                }
+                recorded = first
             }
-            recorded = first
-        }
-        if case .block = recorded.ownership {
-            // The store is expected to throw; never answer 201 for a refused binding either way.
-            throw DomainError(.purchaseOwnedByAnotherUser, "The purchase is bound to another user.")
+            if case .block = recorded.ownership {
+                // The store is expected to throw; never answer 201 for a refused binding either way.
+                throw DomainError(.purchaseOwnedByAnotherUser, "The purchase is bound to another user.")
+            }
+        } catch let error as DomainError where narrowed && error.code == .purchaseOwnedByAnotherUser {
+            throw HTTPError.lookupOwnedByAnotherUser
         }
         // Projects that opted into a token policy learn which user the purchase went to, and why.
         let binding = project.appAccountTokenPolicy == .ignore ? nil : bound
         var created = Self.receiptBody(recorded, at: now, binding: binding)
-        appendEntitlementToken(to: &created, project: project, userId: bound.userId, request: request)
+        // The token proves what this request proved: the posted purchase, when it describes its purchase now.
+        appendEntitlementToken(to: &created, project: project, userId: bound.userId,
+                               granting: recorded.isLatest ? [OwnedPurchase(purchase: recorded.purchase,
+                                                                            entitlements: recorded.entitlements)] : [],
+                               request: request)
         return Response.json(201, created)
     }
 

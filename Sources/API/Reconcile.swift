@@ -16,7 +16,7 @@ extension APIHandlers {
     /// `RECONCILE_IN_PROGRESS` while another holds it); 200 with the run's counts. Apple unavailable → 503
     /// `APPLE_UNAVAILABLE`; Apple refusing the credentials → 502 `APP_STORE_AUTH_FAILED`: never a partial answer.
     func reconcileProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let report = try reconciliation().reconcile(projectId: id, trigger: .admin)
         return Response.json(200, Self.reconcileBody(report))
@@ -25,7 +25,7 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/reconcile/runs`: the last 20 runs (`?limit=` 1…100), newest first, each with
     /// the changes it made (at most 100 per run).
     func listReconcileRuns(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         var limit = 20
         if let raw = request.queryItems().last(where: { $0.name == "limit" })?.value {

@@ -60,6 +60,7 @@ public enum Routes {
         add(.post, APIHandlers.sessionPath, admin) { try $0.signIn($1) }
         add(.get, APIHandlers.sessionPath, admin) { try $0.showSession($1) }
         add(.delete, APIHandlers.sessionPath, admin) { try $0.signOut($1) }
+        add(.delete, "/v1/admin/sessions", admin) { try $0.signOutEverywhere($1) }
         add(.get, "/v1/admin/projects/:id/reconcile/runs", admin) { try $0.listReconcileRuns($1) }
         // A project's users: the admin token or the project's secret key (a customer's backend); both share the
         // admin bucket (these are support tools, not a hot path).
@@ -87,13 +88,17 @@ struct APIHandlers: Sendable {
     let deps: APIDependencies
     /// The admin token's digest; `nil` when the admin API is disabled.
     let adminDigest: [UInt8]?
+    /// What console sessions store of the admin token (`ConsoleSessionRules.adminFingerprint`); `nil` when disabled.
+    let adminFingerprint: [UInt8]?
 
     init(deps: APIDependencies) {
         self.deps = deps
         if let token = deps.adminToken, !token.isEmpty {
             adminDigest = deps.hasher.hash(token)
+            adminFingerprint = ConsoleSessionRules.adminFingerprint(adminToken: token, hasher: deps.hasher)
         } else {
             adminDigest = nil
+            adminFingerprint = nil
         }
     }
 }

@@ -10,7 +10,9 @@ extension APIHandlers {
         let project = try Auth.project(
             publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.subscriptionsKeySuggestion)
         try Auth.authorizeRead(request, project: project, deps: deps)
-        let userId = request.pathParameters["userId"] ?? ""
+        // A UUID user id reads in the form its purchases were bound under (require_match, prefer).
+        let userId = AccountBindingRules.canonicalUserId(
+            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
         let scalars = userId.unicodeScalars.count
         guard scalars >= 1, scalars <= 256 else {
             throw HTTPError.validation(

@@ -18,7 +18,7 @@ extension APIHandlers {
     /// `PUT /v1/admin/projects/:id/webhook`: creates the webhook (200 with its `secret`, shown this once) or changes
     /// its URL and events (200 without the secret, which is kept).
     func putWebhook(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let body = try RequestBody.object(request, suggestion: Self.webhookSuggestion)
         var fields = FieldValidator(body)
@@ -38,14 +38,14 @@ extension APIHandlers {
 
     /// `GET /v1/admin/projects/:id/webhook`: the configuration, never the secret.
     func getWebhook(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         return Response.json(200, Self.webhookBody(try webhooks().endpoint(projectId: id), secret: nil))
     }
 
     /// `DELETE /v1/admin/projects/:id/webhook`: the webhook, its undelivered events and its delivery log.
     func deleteWebhook(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         try webhooks().delete(projectId: id)
         return Response(status: 204)
@@ -54,7 +54,7 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/webhook/rotate-secret`: a new secret (shown this once); the previous one keeps
     /// signing for 24 hours.
     func rotateWebhookSecret(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let configured = try webhooks().rotateSecret(projectId: id)
         return Response.json(200, Self.webhookBody(configured.endpoint, secret: configured.secret))
@@ -62,7 +62,7 @@ extension APIHandlers {
 
     /// `POST /v1/admin/projects/:id/webhook/test`: queues a `ping` event; 202 with its id.
     func testWebhook(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let eventId = try webhooks().sendTest(projectId: id)
         var body = JSONBody(capacity: 96)
@@ -75,7 +75,7 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/webhook/deliveries?status=&limit=`: the newest events (`limit` 1…200, default
     /// 50), each with its attempts and their response codes.
     func listWebhookDeliveries(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let query = request.queryItems()
         var status: WebhookDeliveryStatus?
@@ -109,7 +109,7 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/webhook/deliveries/:eventId/retry`: sends the event again now (whatever its
     /// status), with a fresh retry window; 202 with the delivery.
     func retryWebhookDelivery(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, hasher: deps.hasher)
+        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let id = try Self.projectId(request)
         let eventId = request.pathParameters["eventId"] ?? ""
         let delivery = try webhooks().retry(projectId: id, eventId: eventId)

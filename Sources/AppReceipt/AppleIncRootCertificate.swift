@@ -1,6 +1,6 @@
 /// Apple Inc. Root (RSA 2048, 1215 bytes), the root of every StoreKit 1 receipt's signer chain, embedded as DER so
 /// the binary needs no resource files. Byte-exact copy of https://www.apple.com/certificateauthority/
-/// `AppleIncRootCertificate.cer` (see `../shared/apple-certs/README.md`); a unit test compares them.
+/// `AppleIncRootCertificate.cer` (see `Tests/Fixtures/apple/apple-certs/README.md`); a unit test compares them.
 /// SHA-256 B0:B1:73:…:01:F0:24.
 enum AppleIncRootCertificate {
     /// The DER bytes.

@@ -1,6 +1,6 @@
 /// Apple's public root certificates for StoreKit 2 signed data, embedded as DER so the binary needs no
 /// resource files. Byte-exact copies of https://www.apple.com/certificateauthority/ (see
-/// `../shared/apple-certs/README.md`); a unit test compares them with those files.
+/// `Tests/Fixtures/apple/apple-certs/README.md`); a unit test compares them with those files.
 enum AppleRootCertificates {
     /// Apple Root CA - G3 (EC P-384, 583 bytes), SHA-256 63:34:3A:BF:…:3E:91:79. Every StoreKit 2 JWS chains here.
     static let g3: [UInt8] = [

@@ -224,7 +224,8 @@ public final class AppStoreServerClient: AppStoreServerAPI, Sendable {
                 outcome = .networkFailure
             }
             guard failure.kind == .unavailable,
-                  case .retry(let delay) = policy.decision(afterAttempt: attempt, idempotent: idempotent, outcome: outcome, jitter: jitter()),
+                  case .retry(let delay) = policy.decision(afterAttempt: attempt, idempotent: idempotent, outcome: outcome,
+                                                           jitter: jitter(), now: now()),
                   ContinuousClock.now + delay < deadline
             else { throw failure }
             sleep(delay)
@@ -247,15 +248,21 @@ public final class AppStoreServerClient: AppStoreServerAPI, Sendable {
         case 404:
             return error(.notFound, "Apple does not know this id in this environment")
         case 429:
-            let seconds = response.header("Retry-After").flatMap(RetryPolicy.delay(retryAfter:)).map { max(1, Int($0.components.seconds)) }
-            return error(.unavailable, "Apple rate-limited the request\(suffix)",
-                         retryAfter: seconds ?? configuration.defaultRetryAfterSeconds)
+            return error(.unavailable, "Apple rate-limited the request\(suffix)", retryAfter: retryAfterSeconds(response))
         case 500...599:
-            let seconds = response.header("Retry-After").flatMap(RetryPolicy.delay(retryAfter:)).map { max(1, Int($0.components.seconds)) }
-            return error(.unavailable, "Apple answered \(status)\(suffix)", retryAfter: seconds ?? configuration.defaultRetryAfterSeconds)
+            return error(.unavailable, "Apple answered \(status)\(suffix)", retryAfter: retryAfterSeconds(response))
         default:
             return error(.rejected, "Apple rejected the request with \(status)")
         }
+    }
+
+    /// Apple's `Retry-After` in whole seconds (on 429 Apple sends a UNIX time in milliseconds; `RetryPolicy` reads
+    /// that and the two standard forms), else the configured default.
+    private func retryAfterSeconds(_ response: HTTPClientResponse) -> Int {
+        guard let value = response.header("Retry-After"), let delay = RetryPolicy.delay(retryAfter: value, now: now()) else {
+            return configuration.defaultRetryAfterSeconds
+        }
+        return RetryPolicy.wholeSeconds(delay)
     }
 
     private func mapNetwork(_ error: HTTPClientError, attempts: Int) -> AppStoreAPIError {

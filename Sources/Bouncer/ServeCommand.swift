@@ -109,6 +109,7 @@ enum ServeCommand {
             settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
         log(SigningKeyCommands.startupLogLine(dependencies.entitlementTokens, sealer: sealer))
         dependencies.maxReceiptBodyBytes = settings.maxReceiptBodyBytes
+        dependencies.lookupBudget = LookupBudget(settings: settings.operations.lookupBudget)
         dependencies.consoleSessions = PostgresConsoleSessionStore(pool: database.pool)
         dependencies.overview = PostgresOverviewMetricsStore(pool: database.pool)
         // Native TLS means every console request arrives over HTTPS: the cookie is Secure whatever the variable says.

@@ -171,9 +171,10 @@ struct ServeSettings: Sendable {
         seconds("BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS", "PostgreSQL statement_timeout (default 10)") {
             $0.database.statementTimeout = $1
         },
-        Variable(name: "BOUNCER_ADMIN_TOKEN", help: "bearer token for /v1/admin (unset = admin API disabled; >= 16 chars)") {
+        Variable(name: "BOUNCER_ADMIN_TOKEN",
+                 help: "bearer token for /v1/admin (unset = admin API disabled; >= 32 chars: openssl rand -base64 32)") {
             s, v in
-            guard v.utf8.count >= 16 else { return "must be at least 16 characters" }
+            if let problem = tokenProblem(v) { return problem }
             s.adminToken = v
             return nil
         },
@@ -318,6 +319,32 @@ struct ServeSettings: Sendable {
             set(&s, .milliseconds(Int64((x * 1000).rounded(.up))))
             return nil
         }
+    }
+
+    /// The shortest admin or metrics token `serve` accepts: `openssl rand -base64 32` gives 44 characters.
+    static let minimumTokenLength = 32
+
+    /// Every example token the repository ships (README, `deploy/.env.example`, `deploy/k8s/secret.example.yaml`,
+    /// and the values they replaced), lowercased: a server started with one of them runs with a published secret.
+    /// `ServeTokenRuleTests` reads those files and fails when one shows a token missing here.
+    static let placeholderTokens: Set<String> = [
+        "change-me-to-a-long-random-string",
+        "change_me_to_a_long_random_string",
+        "change_me_to_the_output_of_openssl_rand_base64_32",
+        "example-only-replace-with-openssl-rand-hex-32",
+        "replace-with-the-output-of-openssl-rand-base64-32",
+    ]
+
+    /// Why `token` may not be an admin or metrics token (too short, or a shipped placeholder); nil when it may.
+    static func tokenProblem(_ token: String) -> String? {
+        if token.utf8.count < minimumTokenLength {
+            return "must be at least \(minimumTokenLength) characters; make one with `openssl rand -base64 32`"
+        }
+        if placeholderTokens.contains(token.lowercased()) {
+            return "is the placeholder from the repository's examples, which everyone can read; make a real one with "
+                + "`openssl rand -base64 32`"
+        }
+        return nil
     }
 
     static let secretVariables: Set<String> = [

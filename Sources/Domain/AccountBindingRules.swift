@@ -7,7 +7,7 @@ import Foundation
 public enum AppAccountTokenPolicy: String, Sendable, CaseIterable {
     /// The posted `user_id` wins (the behaviour before the setting existed). The default.
     case ignore
-    /// A transaction with a token binds only to the user whose id equals it (as a UUID, case-insensitively).
+    /// A transaction with a token binds only to the user whose id equals it (as a UUID, in either letter case).
     case requireMatch = "require_match"
     /// A transaction with a token binds to the user it names, whatever `user_id` was posted.
     case prefer
@@ -22,30 +22,53 @@ public enum BoundUserSource: String, Sendable {
 }
 
 /// The user a posted transaction binds to, under the project's `AppAccountTokenPolicy`.
+///
+/// Under `requireMatch` and `prefer` a user id may be compared with an appAccountToken, so a user id that is a UUID
+/// has one canonical form, Apple's (lowercase, hyphenated; Swift's `UUID().uuidString` is upper case): it is the form
+/// stored and read, so two spellings of one UUID are never two holders of one purchase. Under `ignore` user ids are
+/// opaque strings, kept as posted.
 public enum AccountBindingRules {
+    /// `userId` in the form the project stores: under `requireMatch` and `prefer`, a UUID in any letter case becomes
+    /// lowercase; anything else is unchanged.
+    public static func canonicalUserId(_ userId: String, policy: AppAccountTokenPolicy) -> String {
+        guard policy != .ignore, let uuid = UUID(uuidString: userId) else { return userId }
+        return canonical(uuid)
+    }
+
+    /// Whether `appAccountToken` names `userId` (already canonical): only under `requireMatch` and `prefer`, where the
+    /// token is an identity. Under `ignore` the project binds by the posted id alone, so the token proves nothing.
+    public static func tokenNames(userId: String?, appAccountToken: UUID?, policy: AppAccountTokenPolicy) -> Bool {
+        guard policy != .ignore, let userId, let token = appAccountToken else { return false }
+        return userId == canonical(token)
+    }
+
+    /// Apple's spelling of a UUID.
+    private static func canonical(_ uuid: UUID) -> String { uuid.uuidString.lowercased() }
+
     /// The user to bind (`nil`: bind none) and where it came from.
     ///
-    /// Transactions without a token follow the posted `userId` under every policy.
+    /// Transactions without a token follow the posted `userId` (in its canonical form) under every policy.
     /// - Throws: `DomainError(.appAccountTokenMismatch)` under `requireMatch` when a user is posted that is not the
     ///   token (nothing may be written then).
     public static func boundUser(
         postedUserId: String?, appAccountToken: UUID?, policy: AppAccountTokenPolicy
     ) throws -> (userId: String?, source: BoundUserSource?) {
+        let postedUserId = postedUserId.map { canonicalUserId($0, policy: policy) }
         guard let token = appAccountToken else { return (postedUserId, postedUserId == nil ? nil : .request) }
         switch policy {
         case .ignore:
             return (postedUserId, postedUserId == nil ? nil : .request)
         case .requireMatch:
             guard let posted = postedUserId else { return (nil, nil) }
-            // UUID(uuidString:) accepts either case, so "ABC…" and "abc…" name the same user.
-            guard UUID(uuidString: posted) == token else {
+            // Canonical above, so "ABC…" and "abc…" are the same user, stored once.
+            guard posted == canonical(token) else {
                 throw DomainError(
                     .appAccountTokenMismatch,
                     "The transaction's appAccountToken does not match the posted user_id.")
             }
             return (posted, .request)
         case .prefer:
-            return (token.uuidString.lowercased(), .appAccountToken)
+            return (canonical(token), .appAccountToken)
         }
     }
 }

@@ -40,6 +40,13 @@ public enum ConsoleSessionRules {
         return utf8.dropFirst(3).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
+    /// What a session stores of the admin token it was opened with: `hasher("console-session-binding:" + token)`.
+    /// Never the token, and not the digest the bearer check compares (a database reader learns neither); a session
+    /// whose fingerprint differs from the running server's was opened with another token and is refused.
+    public static func adminFingerprint(adminToken: String, hasher: any SecretKeyHashing) -> [UInt8] {
+        hasher.hash("console-session-binding:" + adminToken)
+    }
+
     /// The CSRF token of a session: hex of `hasher("csrf:" + token)`. Deterministic, so a reloaded page can ask
     /// for it again; unguessable without the session token.
     public static func csrfToken(sessionToken: String, hasher: any SecretKeyHashing) -> String {
@@ -53,14 +60,32 @@ public enum ConsoleSessionRules {
     }
 }
 
+/// A stored console session.
+public struct ConsoleSession: Sendable, Equatable {
+    /// When it ends.
+    public var expiresAt: Date
+    /// `ConsoleSessionRules.adminFingerprint` of the admin token it was opened with: the session ends when the
+    /// server's admin token changes.
+    public var adminFingerprint: [UInt8]
+
+    /// A session.
+    public init(expiresAt: Date, adminFingerprint: [UInt8]) {
+        self.expiresAt = expiresAt
+        self.adminFingerprint = adminFingerprint
+    }
+}
+
 /// Console sessions, stored by the hash of their token.
 public protocol ConsoleSessionStore: Sendable {
-    /// Stores a new session and removes expired ones (so the table stays bounded by sign-ins per lifetime).
-    func createSession(tokenHash: [UInt8], createdAt: Date, expiresAt: Date) throws
-    /// The session's expiry when it exists and is live at `now`; nil otherwise.
-    func sessionExpiry(tokenHash: [UInt8], at now: Date) throws -> Date?
+    /// Stores a new session bound to `adminFingerprint` and removes expired ones (so the table stays bounded by
+    /// sign-ins per lifetime).
+    func createSession(tokenHash: [UInt8], adminFingerprint: [UInt8], createdAt: Date, expiresAt: Date) throws
+    /// The session when it exists and is live at `now`; nil otherwise.
+    func session(tokenHash: [UInt8], at now: Date) throws -> ConsoleSession?
     /// Ends the session (sign-out); false when there was none.
     func deleteSession(tokenHash: [UInt8]) throws -> Bool
+    /// Ends every session ("sign out everywhere"); the number ended.
+    func deleteAllSessions() throws -> Int
 }
 
 /// The days the revenue dashboard covers: whole UTC days `[from, to]`, at most `maxDays`.

@@ -242,15 +242,16 @@ public struct EntitlementTokens: Sendable {
     /// What seals a private key is bound to: a sealed key copied to another row does not open.
     public static func associatedData(kid: String) -> [UInt8] { Array("bouncer.signing_key:\(kid)".utf8) }
 
-    /// A token for `userId` in `project`, over everything the user holds now.
+    /// A token for `userId` in `project`, over `holdings` when given (what one request proved), else over
+    /// everything the user holds now.
     /// - Throws: `.entitlementTokensDisabled`, `.encryptionKeyMissing`, the stores' and the sealer's errors.
-    public func issue(project: Project, userId: String) throws -> IssuedEntitlementToken {
+    public func issue(project: Project, userId: String, holdings given: UserHoldings? = nil) throws -> IssuedEntitlementToken {
         guard project.entitlementTokens else {
             throw DomainError(.entitlementTokensDisabled, "Entitlement tokens are disabled for this project.")
         }
         let sealer = try requireSealer()
         let at = now()
-        let holdings = try purchases.holdings(userId: userId, project: project)
+        let holdings = try given ?? purchases.holdings(userId: userId, project: project)
         let summary = UserEntitlementSummary.summarize(holdings, setting: project.appPurchaseEntitlements, at: at)
         let claims = EntitlementTokenRules.claims(issuer: issuer, userId: userId, project: project, summary: summary,
                                                   at: at)

@@ -12,11 +12,30 @@ public enum OwnershipDecision: Sendable, Equatable {
     case block(owner: String)
 }
 
+/// What a request that names a purchase proves about who bought it.
+public enum PurchaseProof: Sendable, Equatable {
+    /// Apple's signed data from the buyer's device (a StoreKit 2 JWS, a StoreKit 1 receipt): only the device, or
+    /// whoever it gave the data to, holds it.
+    case signedData
+    /// A transaction id with the public key alone: Apple answers anyone who has the project's credentials, and the
+    /// id is no secret (`GET /v1/subscriptions` shows it), so it proves nothing about the poster.
+    case transactionId
+    /// The project's secret key: the caller is the app's backend, which vouches for its user.
+    case secretKey
+}
+
 /// Ownership rules for restores across accounts (the project's transfer policy).
 ///
 /// The specification of the binding step; the database applies it in the same statement that records the
 /// transaction (schema/0006's `bouncer_record_transaction`), and `WriteRulesOracleTests` checks the two agree.
 public enum OwnershipRules {
+    /// The policy a request may apply: a public-key lookup by transaction id never changes who holds a purchase
+    /// (`block`: unheld purchases bind, held ones are refused), unless the transaction's appAccountToken names the
+    /// poster (`tokenNamesUser`, see `AccountBindingRules.tokenNames`); other proofs apply the project's policy.
+    public static func effectivePolicy(_ policy: TransferPolicy, proof: PurchaseProof, tokenNamesUser: Bool) -> TransferPolicy {
+        proof == .transactionId && !tokenNamesUser ? .block : policy
+    }
+
     /// Decides what posting a purchase for `user` does, given its current holders (in binding order).
     public static func decide(currentOwners: [String], user: String, policy: TransferPolicy) -> OwnershipDecision {
         if currentOwners.isEmpty { return .bind }

@@ -40,8 +40,9 @@ public struct TransactionLookup: Sendable {
         [StoreEnvironment.production, .sandbox].filter { project.environments.contains($0) }
     }
 
-    /// Gets, verifies and returns the transaction `transactionId` of `project`.
-    public func lookUp(transactionId: String, for project: Project) throws -> TransactionFacts {
+    /// Gets, verifies and returns the transaction `transactionId` of `project`. `budget` (nil: unlimited) is asked
+    /// before each call to Apple and remembers the ids Apple did not know.
+    public func lookUp(transactionId: String, for project: Project, budget: (any LookupBudgeting)? = nil) throws -> TransactionFacts {
         let problems = Self.problems(transactionId: transactionId)
         guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid transaction id.", details: problems) }
         let opened: UnsealedAppStoreCredentials
@@ -61,9 +62,7 @@ public struct TransactionLookup: Sendable {
         }
         let credentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId)
         for (index, environment) in environments.enumerated() {
-            let answer = Result { () throws(AppStoreAPIError) -> String in
-                try appStore.transactionInfo(transactionId: transactionId, environment: environment, credentials: credentials)
-            }
+            let answer = try ask(appStore, transactionId, environment, credentials, project: project, budget: budget)
             let signed: String
             switch answer {
             case .success(let value):
@@ -89,4 +88,36 @@ public struct TransactionLookup: Sendable {
         }
         throw AppStoreAPIError(.notFound, reason: "no environment knows the transaction id")   // unreachable: the loop returns or throws
     }
+
+    /// One environment's answer: Apple's "not found" remembered a moment ago, or Apple's answer if the budget allows
+    /// the call (it throws when it does not). Only "not found" is remembered: an outage, a refused key or a rate
+    /// limit says nothing about the id.
+    private func ask(_ appStore: any AppStoreServerAPI, _ transactionId: String, _ environment: StoreEnvironment,
+                     _ credentials: AppStoreAPICredentials, project: Project,
+                     budget: (any LookupBudgeting)?) throws -> Result<String, AppStoreAPIError> {
+        if let budget, budget.isKnownMissing(projectId: project.id, environment: environment, transactionId: transactionId) {
+            return .failure(AppStoreAPIError(.notFound, reason: "Apple did not know the id in \(environment) moments ago"))
+        }
+        try budget?.spend(projectId: project.id)
+        let answer = Result { () throws(AppStoreAPIError) -> String in
+            try appStore.transactionInfo(transactionId: transactionId, environment: environment, credentials: credentials)
+        }
+        if case .failure(let error) = answer, error.kind == .notFound {
+            budget?.rememberMissing(projectId: project.id, environment: environment, transactionId: transactionId)
+        }
+        return answer
+    }
+}
+
+/// What stands between unauthenticated lookups and the project's App Store Server API quota: a budget of calls to
+/// Apple, and a short memory of the ids Apple said it does not know (so repeating one costs no call).
+///
+/// Implementations bound their memory; the use case asks `isKnownMissing` before `spend` for every environment.
+public protocol LookupBudgeting: Sendable {
+    /// Takes one call to Apple for `projectId` from the budget, or throws (a rate-limit error) when it is spent.
+    func spend(projectId: UUID) throws
+    /// True when Apple said, recently, that it does not know `transactionId` in `environment` for this project.
+    func isKnownMissing(projectId: UUID, environment: StoreEnvironment, transactionId: String) -> Bool
+    /// Notes Apple's "not found" for a while.
+    func rememberMissing(projectId: UUID, environment: StoreEnvironment, transactionId: String)
 }

@@ -135,14 +135,14 @@ public final class HTTPClient: Sendable {
                 response = try execute(request)
             } catch {
                 guard error.isNetworkFailure else { var final = error; final.attempts = attempt; throw final }
-                switch policy.decision(afterAttempt: attempt, idempotent: idempotent, outcome: .networkFailure, jitter: jitter()) {
+                switch policy.decision(afterAttempt: attempt, idempotent: idempotent, outcome: .networkFailure, jitter: jitter(), now: Date()) {
                 case .retry(let delay): sleep(delay); continue
                 case .stop: var final = error; final.attempts = attempt; throw final
                 }
             }
             guard response.status >= 500 || response.status == 429 else { return response }
             outcome = .response(status: response.status, retryAfter: response.header("Retry-After"))
-            switch policy.decision(afterAttempt: attempt, idempotent: idempotent, outcome: outcome, jitter: jitter()) {
+            switch policy.decision(afterAttempt: attempt, idempotent: idempotent, outcome: outcome, jitter: jitter(), now: Date()) {
             case .retry(let delay):
                 sleep(delay)
             case .stop:

@@ -12,25 +12,29 @@ public final class PostgresConsoleSessionStore: ConsoleSessionStore {
     }
 
     /// Inserts the session and deletes expired ones in the same transaction.
-    public func createSession(tokenHash: [UInt8], createdAt: Date, expiresAt: Date) throws {
+    public func createSession(tokenHash: [UInt8], adminFingerprint: [UInt8], createdAt: Date, expiresAt: Date) throws {
         try StorageErrors.mapping("create console session") {
             try pool.transaction { connection in
                 _ = try connection.execute("DELETE FROM console_sessions WHERE expires_at <= \(createdAt)")
                 _ = try connection.execute("""
-                    INSERT INTO console_sessions (token_hash, created_at, expires_at)
-                    VALUES (\(tokenHash), \(createdAt), \(expiresAt))
+                    INSERT INTO console_sessions (token_hash, admin_fingerprint, created_at, expires_at)
+                    VALUES (\(tokenHash), \(adminFingerprint), \(createdAt), \(expiresAt))
                     """)
             }
         }
     }
 
-    /// The expiry of a live session.
-    public func sessionExpiry(tokenHash: [UInt8], at now: Date) throws -> Date? {
+    /// A live session.
+    public func session(tokenHash: [UInt8], at now: Date) throws -> ConsoleSession? {
         try StorageErrors.mapping("console session") {
             try pool.withConnection { connection in
                 try connection.query("""
-                    SELECT expires_at FROM console_sessions WHERE token_hash = \(tokenHash) AND expires_at > \(now)
-                    """).first.map { try $0.decode("expires_at", as: Date.self) }
+                    SELECT expires_at, admin_fingerprint FROM console_sessions
+                    WHERE token_hash = \(tokenHash) AND expires_at > \(now)
+                    """).first.map {
+                    ConsoleSession(expiresAt: try $0.decode("expires_at", as: Date.self),
+                                   adminFingerprint: try $0.decode("admin_fingerprint", as: [UInt8].self))
+                }
             }
         }
     }
@@ -40,6 +44,15 @@ public final class PostgresConsoleSessionStore: ConsoleSessionStore {
         try StorageErrors.mapping("delete console session") {
             try pool.withConnection { connection in
                 try connection.execute("DELETE FROM console_sessions WHERE token_hash = \(tokenHash)") > 0
+            }
+        }
+    }
+
+    /// Deletes every session (not a tenant table: sessions belong to the operator, not to a project).
+    public func deleteAllSessions() throws -> Int {
+        try StorageErrors.mapping("delete console sessions") {
+            try pool.withConnection { connection in
+                try connection.execute("DELETE FROM console_sessions")
             }
         }
     }

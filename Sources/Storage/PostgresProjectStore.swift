@@ -100,7 +100,8 @@ public final class PostgresProjectStore: ProjectStore {
     }
 
     /// Applies `changes` under a row lock (read, merge with `ProjectChanges.applied(to:)`, write), so
-    /// concurrent partial updates of different fields do not undo each other.
+    /// concurrent partial updates of different fields do not undo each other. Switching `app_account_token_policy`
+    /// away from `ignore` also rewrites the project's UUID user ids to their canonical form, in the same transaction.
     public func updateProject(id: UUID, _ changes: ProjectChanges, now: Date) throws -> Project? {
         try StorageErrors.mapping("update project") {
             try pool.transaction { connection in
@@ -131,6 +132,11 @@ public final class PostgresProjectStore: ProjectStore {
                     WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
                     """)
+                if current.appAccountTokenPolicy == .ignore && next.appAccountTokenPolicy != .ignore {
+                    // From now on UUID user ids are read lowercase: rewrite the stored ones in this transaction
+                    // (schema/0020), so no customer bound as UUID().uuidString loses a purchase or splits in two.
+                    try connection.execute("SELECT bouncer_canonical_user_ids(\(id), \(now))")
+                }
                 return try rows.first.map(Self.project(from:))
             }
         }

@@ -12,14 +12,17 @@ final class AppAccountTokenTests: XCTestCase {
         h.purchases.state.withLock { $0.owners.values.flatMap { $0 } }
     }
 
+    /// Either spelling matches and the user is stored in one, Apple's lowercase: two spellings are one holder.
     func testRequireMatchAcceptsTheTokenInAnyCase() {
         let h = Harness(tokenPolicy: .requireMatch)
         h.register("t.o.k", facts(appAccountToken: Self.token))
         let response = h.postReceipt("t.o.k", userId: Self.tokenUser.uppercased())
         XCTAssertEqual(response.status, 201, response.text)
-        XCTAssertEqual(response.json?["user_id"]?.stringValue, Self.tokenUser.uppercased())
+        XCTAssertEqual(response.json?["user_id"]?.stringValue, Self.tokenUser)
         XCTAssertEqual(response.json?["user_id_source"]?.stringValue, "request")
-        XCTAssertEqual(owners(h), [Self.tokenUser.uppercased()])
+        XCTAssertEqual(owners(h), [Self.tokenUser])
+        XCTAssertEqual(h.postReceipt("t.o.k", userId: Self.tokenUser).status, 201)
+        XCTAssertEqual(owners(h), [Self.tokenUser])
     }
 
     func testRequireMatchRefusesAnotherUserAndWritesNothing() {

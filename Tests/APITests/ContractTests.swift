@@ -36,7 +36,7 @@ final class ContractTests: XCTestCase {
         let documented = try Self.documentedOperations().filter {
             !$0.hasSuffix("/healthz") && !$0.hasSuffix("/readyz") && !$0.hasSuffix("/metrics")  // served by the executable
         }
-        XCTAssertEqual(documented.count, 42)
+        XCTAssertEqual(documented.count, 43)
         XCTAssertEqual(registered, documented)
     }
 
@@ -80,7 +80,7 @@ final class ContractTests: XCTestCase {
     }
 
     /// Rate limits are declared with the routes: the app routes by client and key, the webhook by client only,
-    /// admin by client and the shared admin bucket.
+    /// admin by client and the admin bucket (one per presented credential).
     func testEveryAPIRouteDeclaresItsRateLimitScopes() {
         let h = Harness()
         let app: RateLimitScopes = [.client, .publicKey]
@@ -89,7 +89,7 @@ final class ContractTests: XCTestCase {
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/offers/:publicKey/signatures"), app)
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/notifications/:publicKey"), [.client])
         let adminRoutes = h.router.registeredRoutes.filter { $0.pattern.hasPrefix("/v1/admin/") }
-        XCTAssertEqual(adminRoutes.count, 35)
+        XCTAssertEqual(adminRoutes.count, 36)
         for route in adminRoutes {
             XCTAssertEqual(h.router.rateLimits(route.method, route.pattern), [.client, .admin], route.pattern)
         }

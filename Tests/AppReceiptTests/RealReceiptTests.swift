@@ -4,7 +4,7 @@ import TestSupport
 import XCTest
 @testable import AppReceipt
 
-/// The two real StoreKit 1 receipts of ../shared/test-vectors, verified with the embedded Apple Inc. Root at
+/// The two real StoreKit 1 receipts of Tests/Fixtures/apple/test-vectors, verified with the embedded Apple Inc. Root at
 /// their creation dates, every documented field compared with values read independently (openssl cms + a
 /// Python DER walk), and the tampered variants refused with the right code and step.
 final class RealReceiptTests: XCTestCase {

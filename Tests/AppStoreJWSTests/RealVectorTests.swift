@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import AppStoreJWS
 
-/// The 19 real Apple-signed JWS in ../shared/test-vectors, verified with the embedded Apple roots at
+/// The 19 real Apple-signed JWS in Tests/Fixtures/apple/test-vectors, verified with the embedded Apple roots at
 /// their signedDate, compared field by field with vectors.json.
 final class RealVectorTests: XCTestCase {
     struct Vector {

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import AppStoreJWS
 
-/// ../shared/test-vectors/negative (mutations of a real notification) and Apple's library mocks,
+/// Tests/Fixtures/apple/test-vectors/negative (mutations of a real notification) and Apple's library mocks,
 /// with Apple's status names mapped onto our codes as the vectors' README prescribes.
 final class SharedNegativeAndMockTests: XCTestCase {
     let lokiSandbox = VerificationPolicy(bundleId: "com.loki-project.loki-messenger", environments: [.sandbox])

@@ -238,6 +238,46 @@ final class AppStoreServerClientTests: XCTestCase {
         XCTAssertEqual(apple.requests.count, 1)
     }
 
+    /// Apple's documented form: a UNIX time in milliseconds. Within the cap it is waited for, not replaced by backoff.
+    func testRateLimitedWithApplesMillisecondsIsWaitedFor() throws {
+        apple.setTransaction("1", signed: "h.p.s", environment: .production)
+        apple.inject(.rateLimited(retryAfter: .appleMilliseconds(fromNow: 1500)), on: .transactionInfo)
+        let started = ContinuousClock.now
+        XCTAssertEqual(try client().transactionInfo(transactionId: "1", environment: .production, credentials: credentials()), "h.p.s")
+        let waited = ContinuousClock.now - started
+        XCTAssertEqual(apple.requests.count, 2)
+        XCTAssertGreaterThanOrEqual(waited, .milliseconds(1300), "retried after \(waited), before Apple's time")
+    }
+
+    /// Beyond the cap in Apple's form: no retry, and Apple's delay (not the 30 s default) is reported.
+    func testRateLimitedWithApplesMillisecondsBeyondTheCapStopsWithApplesDelay() throws {
+        apple.inject(.rateLimited(retryAfter: .appleMilliseconds(fromNow: 120_000)), on: .transactionInfo, times: nil)
+        assertAPIError(.unavailable, { _ = try client().transactionInfo(transactionId: "1", environment: .production, credentials: credentials()) }) {
+            XCTAssertEqual($0.httpStatus, 429)
+            XCTAssertEqual($0.retryAfterSeconds, 120)
+        }
+        XCTAssertEqual(apple.requests.count, 1)
+    }
+
+    /// The HTTP-date form (second resolution, so 119...121 s).
+    func testRateLimitedWithAnHTTPDateBeyondTheCapStopsWithItsDelay() throws {
+        apple.inject(.rateLimited(retryAfter: .httpDate(secondsFromNow: 120)), on: .transactionInfo, times: nil)
+        assertAPIError(.unavailable, { _ = try client().transactionInfo(transactionId: "1", environment: .production, credentials: credentials()) }) {
+            XCTAssertEqual($0.httpStatus, 429)
+            XCTAssertTrue((119...121).contains($0.retryAfterSeconds ?? 0), "\(String(describing: $0.retryAfterSeconds))")
+        }
+        XCTAssertEqual(apple.requests.count, 1)
+    }
+
+    /// Garbage: the client's own backoff, and the default delay reported.
+    func testRateLimitedWithAnUnreadableRetryAfterBacksOffAndReportsTheDefault() throws {
+        apple.inject(.rateLimited(retryAfter: .raw("soon")), on: .transactionInfo, times: nil)
+        assertAPIError(.unavailable, { _ = try client().transactionInfo(transactionId: "1", environment: .production, credentials: credentials()) }) {
+            XCTAssertEqual($0.retryAfterSeconds, 30)
+        }
+        XCTAssertEqual(apple.requests.count, 3)
+    }
+
     func testPersistent500IsUnavailableAfterTheBoundedAttempts() throws {
         apple.inject(.serverError(), times: nil)
         assertAPIError(.unavailable, { _ = try client(maxAttempts: 3).transactionInfo(transactionId: "1", environment: .production,

@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// `postReceipt(receiptData:)` with a real StoreKit 1 sandbox receipt (`../shared/test-vectors`) against a server
+/// `postReceipt(receiptData:)` with a real StoreKit 1 sandbox receipt (`Tests/Fixtures/apple/test-vectors`) against a server
 /// trusting the bundled Apple roots. `receipt_data` on `POST /v1/receipts` comes with the `receiptapi` branch: the test
 /// is skipped only while the server refuses the field as unknown (400 VALIDATION_ERROR asking for
 /// signed_transaction_info).

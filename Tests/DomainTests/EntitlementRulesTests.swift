@@ -55,6 +55,18 @@ final class OwnershipRulesTests: XCTestCase {
             XCTAssertEqual(OwnershipRules.decide(currentOwners: owners, user: user, policy: policy), expected, line: line)
         }
     }
+
+    /// A public-key lookup by transaction id moves nothing (`block`) unless the appAccountToken names the poster.
+    func testEffectivePolicyTable() {
+        for policy in [TransferPolicy.transfer, .share, .block] {
+            for named in [false, true] {
+                XCTAssertEqual(OwnershipRules.effectivePolicy(policy, proof: .signedData, tokenNamesUser: named), policy)
+                XCTAssertEqual(OwnershipRules.effectivePolicy(policy, proof: .secretKey, tokenNamesUser: named), policy)
+            }
+            XCTAssertEqual(OwnershipRules.effectivePolicy(policy, proof: .transactionId, tokenNamesUser: false), .block)
+            XCTAssertEqual(OwnershipRules.effectivePolicy(policy, proof: .transactionId, tokenNamesUser: true), policy)
+        }
+    }
 }
 
 final class ProjectTests: XCTestCase {

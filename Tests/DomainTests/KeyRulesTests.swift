@@ -74,7 +74,7 @@ final class AccountBindingRulesTests: XCTestCase {
         }
         XCTAssertEqual(try bound("u", token, .ignore), "u")
         XCTAssertEqual(try bound(lower, token, .requireMatch), lower)
-        XCTAssertEqual(try bound(lower.uppercased(), token, .requireMatch), lower.uppercased())
+        XCTAssertEqual(try bound(lower.uppercased(), token, .requireMatch), lower, "one canonical form")
         XCTAssertNil(try bound(nil, token, .requireMatch))
         XCTAssertEqual(try bound("u", token, .prefer), lower)
         XCTAssertEqual(try bound(nil, token, .prefer), lower)
@@ -83,6 +83,23 @@ final class AccountBindingRulesTests: XCTestCase {
                 XCTAssertEqual(($0 as? DomainError)?.code, .appAccountTokenMismatch, user)
             }
         }
+    }
+
+    /// Where a token can name a user, a UUID user id has one spelling (Apple's); under `ignore` ids are opaque.
+    func testCanonicalUserIdAndWhetherTheTokenNamesTheUser() {
+        let lower = "6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5"
+        for policy in [AppAccountTokenPolicy.requireMatch, .prefer] {
+            XCTAssertEqual(AccountBindingRules.canonicalUserId(lower.uppercased(), policy: policy), lower)
+            XCTAssertEqual(AccountBindingRules.canonicalUserId(lower, policy: policy), lower)
+            XCTAssertEqual(AccountBindingRules.canonicalUserId("Alice", policy: policy), "Alice")
+            XCTAssertTrue(AccountBindingRules.tokenNames(userId: lower, appAccountToken: token, policy: policy))
+            XCTAssertFalse(AccountBindingRules.tokenNames(userId: "u", appAccountToken: token, policy: policy))
+            XCTAssertFalse(AccountBindingRules.tokenNames(userId: lower, appAccountToken: nil, policy: policy))
+            XCTAssertFalse(AccountBindingRules.tokenNames(userId: nil, appAccountToken: token, policy: policy))
+        }
+        XCTAssertEqual(AccountBindingRules.canonicalUserId(lower.uppercased(), policy: .ignore), lower.uppercased())
+        XCTAssertFalse(AccountBindingRules.tokenNames(userId: lower, appAccountToken: token, policy: .ignore),
+                       "under ignore the token is no identity")
     }
 }
 

@@ -5,7 +5,7 @@ import TestSupport
 import XCTest
 
 /// Issue 14's "done when": a receipt posted as a StoreKit 1 SDK posts it grants the right entitlements, with no call
-/// to Apple. The real receipts of ../shared/test-vectors expired long ago, so these receipts are SYNTHETIC
+/// to Apple. The real receipts of Tests/Fixtures/apple/test-vectors expired long ago, so these receipts are SYNTHETIC
 /// (`TestReceipt`): payloads built at test time with dates relative to now, signed as PKCS#7 by the test PKI (whose
 /// leaf and intermediate carry Apple's marker OIDs) and trusted through `BOUNCER_ROOT_CERTIFICATES`.
 ///

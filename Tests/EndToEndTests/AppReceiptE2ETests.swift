@@ -4,7 +4,7 @@ import Postgres
 import XCTest
 
 /// StoreKit 1 app receipts posted as a StoreKit 1 SDK posts them (`{"receipt_data": "<base64>"}`) to a server with
-/// the bundled Apple roots: the two real receipts of ../shared/test-vectors verify locally (chain at their creation
+/// the bundled Apple roots: the two real receipts of Tests/Fixtures/apple/test-vectors verify locally (chain at their creation
 /// date, status at the server's real now), every in-app record becomes one `transactions` row with source `receipt`,
 /// exactly once; tampered, foreign and disallowed receipts are refused with their code and write nothing.
 final class AppReceiptE2ETests: SharedServerTestCase {

@@ -261,7 +261,7 @@ final class ConsoleE2ETests: XCTestCase {
                      "export downloaded", "grant removed", "public key rotated with grace",
                      "webhook configured, test delivered and signed, retried, secret rotated",
                      "user erased after typed confirmation",
-                     "dashboard numbers equal the API's", "no CSP violations", "signed out"] {
+                     "dashboard numbers equal the API's", "no CSP violations", "signed out", "signed out everywhere"] {
             XCTAssertTrue(output.contains("STEP \(step)"), "missing step \(step):\n\(output)")
         }
         let result = try XCTUnwrap(output.split(separator: "\n").first { $0.hasPrefix("RESULT ") }, output)

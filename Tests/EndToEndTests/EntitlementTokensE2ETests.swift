@@ -86,7 +86,7 @@ final class EntitlementTokensE2ETests: XCTestCase {
             .decode("sealed_private_key", as: [UInt8].self))
         XCTAssertFalse(String(decoding: sealed, as: UTF8.self).contains("PRIVATE KEY"), "stored sealed, never in clear")
 
-        // A receipt with a user: the 201 carries a token of the user's whole current entitlements.
+        // A receipt with a user: the 201 carries a token of what the posted purchase grants that user now.
         let user = "user-\(E2E.uniqueId())"
         var pro = TransactionPayload(bundleId: tenant.bundleId)
         pro.expiresDate = E2E.ms(30 * 86_400)
@@ -163,6 +163,61 @@ final class EntitlementTokensE2ETests: XCTestCase {
         XCTAssertFalse(privatePEM.contains(token), "tokens are not logged")
         XCTAssertTrue(privatePEM.contains("tokens sign with key \(kid)"), privatePEM)
         _ = seen
+    }
+
+    /// Issue 21: the receipt's token proves only what the request proved. Posting one's own (expired) purchase with
+    /// a victim's `user_id` must not yield a signed list of the victim's entitlements; a second, active purchase's
+    /// token lists that purchase alone. The user's whole set comes from the secret-key route.
+    func testAReceiptTokenNamesOnlyThePostedPurchase() throws {
+        let dir = try Tools.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = try E2EDatabase(label: "tokens_scope")
+        let server = try BouncerProcess(databaseURL: db.url, overrides: serverEnvironment(try Tools.encryptionKey(in: dir).base64))
+        defer { server.stopAndAssertCleanExit() }
+        let api = API(client: server.client)
+        let tenant = try tokenProject(api)
+        let victim = "victim-\(E2E.uniqueId())"
+        var pro = TransactionPayload(bundleId: tenant.bundleId)
+        pro.expiresDate = E2E.ms(30 * 86_400)
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try pro.mint(), user: victim).status, 201)
+        let proEnd = (pro.expiresDate ?? 0) / 1000
+        func victimRows() throws -> [String] {
+            try db.query("""
+                SELECT user_id || ' ' || original_transaction_id || ' ' || (revoked_at IS NULL)::text AS r
+                FROM subscriptions WHERE project_id = \(tenant.id)::uuid AND user_id = \(victim)
+                """).map { try $0.decode("r", as: String.self) }
+        }
+        let before = try victimRows()
+
+        // The attacker's own purchase, expired: a verified "nothing" for the victim, not the victim's list.
+        var expired = TransactionPayload(bundleId: tenant.bundleId)
+        expired.productId = "com.e2e.basic.monthly"
+        expired.purchaseDate = E2E.ms(-40 * 86_400)
+        expired.expiresDate = E2E.ms(-10 * 86_400)
+        let attack = try api.postReceipt(tenant.publicKey, try expired.mint(), user: victim)
+        XCTAssertEqual(attack.status, 201, attack.description)
+        let attackClaims = try E2E.payload(ofJWS: try XCTUnwrap(try attack.json()["entitlement_token"]?.stringValue))
+        XCTAssertEqual(attackClaims["sub"], .string(victim))
+        XCTAssertEqual(attackClaims["entitlements"], [], attack.text)
+        XCTAssertEqual(try attack.json()["entitlements"], [], attack.text)
+        XCTAssertEqual(try victimRows().filter { $0.contains(pro.originalTransactionId) }, before)
+
+        // An active purchase: its own entitlement, ending when it does; not the user's other purchases.
+        var basic = TransactionPayload(bundleId: tenant.bundleId)
+        basic.productId = "com.e2e.basic.monthly"
+        basic.expiresDate = E2E.ms(120)   // before the TTL ends: exp is the purchase's end
+        let second = try api.postReceipt(tenant.publicKey, try basic.mint(), user: victim)
+        XCTAssertEqual(second.status, 201, second.description)
+        let basicEnd = (basic.expiresDate ?? 0) / 1000
+        let claims = try E2E.payload(ofJWS: try XCTUnwrap(try second.json()["entitlement_token"]?.stringValue))
+        XCTAssertEqual(claims["entitlements"], .array([Self.entitlement("basic", basicEnd)]), second.text)
+        XCTAssertEqual(claims["exp"], JSONValue(basicEnd))
+
+        // The backend's route still names the whole set.
+        let whole = try server.client.get(tokenPath(tenant, victim), headers: bearer(tenant.secretKey))
+        XCTAssertEqual(whole.status, 200, whole.description)
+        XCTAssertEqual(try E2E.payload(ofJWS: try XCTUnwrap(try whole.json()["token"]?.stringValue))["entitlements"],
+                       .array([Self.entitlement("basic", basicEnd), Self.entitlement("pro", proEnd)]))
     }
 
     func testRotationKeepsThePreviousKeyPublishedAndOldTokensVerify() throws {

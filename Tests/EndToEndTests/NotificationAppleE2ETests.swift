@@ -2,7 +2,7 @@ import Foundation
 import JSON
 import XCTest
 
-/// Real App Store Server Notifications (Apple-signed sandbox and production vectors from `../shared/test-vectors`)
+/// Real App Store Server Notifications (Apple-signed sandbox and production vectors from `Tests/Fixtures/apple/test-vectors`)
 /// against a server trusting only the bundled Apple roots.
 final class NotificationAppleE2ETests: SharedServerTestCase {
     override class var serverLabel: String { "notifyapple" }

@@ -1,5 +1,6 @@
-import XCTest
+import Foundation
 import HTTPClient
+import XCTest
 
 /// `RetryPolicy` as a table: attempts, idempotency, Retry-After and its cap, jittered backoff bounds.
 final class RetryPolicyTests: XCTestCase {
@@ -21,15 +22,19 @@ final class RetryPolicyTests: XCTestCase {
             (1, true, .response(status: 503, retryAfter: "7"), .retry(after: .seconds(7))),
             (1, false, .response(status: 503, retryAfter: "7"), .stop),
             (1, true, .response(status: 429, retryAfter: "11"), .stop),          // above the cap: give up now
-            (1, true, .response(status: 503, retryAfter: "Wed, 21 Oct 2015 07:28:00 GMT"), .retry(after: .milliseconds(50))),
+            (1, true, .response(status: 503, retryAfter: "Wed, 21 Oct 2015 07:28:00 GMT"), .retry(after: .zero)),   // past: now
+            (1, true, .response(status: 503, retryAfter: "Tue, 14 Nov 2023 22:13:27 GMT"), .retry(after: .seconds(7))),
+            (1, false, .response(status: 429, retryAfter: "1700000007000"), .retry(after: .seconds(7))),   // Apple's ms
+            (1, false, .response(status: 429, retryAfter: "1700000011000"), .stop),                       // Apple's, above the cap
+            (1, false, .response(status: 429, retryAfter: "soon"), .retry(after: .milliseconds(50))),      // garbage: backoff
             (2, true, .response(status: 429, retryAfter: "1"), .retry(after: .seconds(1))),
             (3, true, .response(status: 429, retryAfter: "1"), .stop),
         ]
         for row in rows {
-            XCTAssertEqual(policy.decision(afterAttempt: row.attempt, idempotent: row.idempotent, outcome: row.outcome, jitter: 0.5),
+            XCTAssertEqual(policy.decision(afterAttempt: row.attempt, idempotent: row.idempotent, outcome: row.outcome, jitter: 0.5, now: Self.now),
                            row.expected, "\(row)")
         }
-        XCTAssertEqual(RetryPolicy.never.decision(afterAttempt: 1, idempotent: true, outcome: .networkFailure, jitter: 0.5), .stop)
+        XCTAssertEqual(RetryPolicy.never.decision(afterAttempt: 1, idempotent: true, outcome: .networkFailure, jitter: 0.5, now: Self.now), .stop)
     }
 
     func testBackoffIsJitteredAndCapped() {
@@ -40,11 +45,48 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(policy.backoff(beforeRetry: 10, jitter: 1), .seconds(1))
         XCTAssertEqual(policy.backoff(beforeRetry: 1000, jitter: 0.5), .milliseconds(500))
         XCTAssertEqual(policy.backoff(beforeRetry: 2, jitter: .nan), .zero)
-        XCTAssertEqual(RetryPolicy.delay(retryAfter: " 120 "), .seconds(120))
-        XCTAssertNil(RetryPolicy.delay(retryAfter: "-1"))
-        XCTAssertNil(RetryPolicy.delay(retryAfter: "9999999999"))
-        XCTAssertNil(RetryPolicy.delay(retryAfter: ""))
         XCTAssertTrue(RetryPolicy.isIdempotent(method: "PUT"))
         XCTAssertFalse(RetryPolicy.isIdempotent(method: "POST"))
+    }
+
+    /// 2023-11-14T22:13:20Z: Apple's milliseconds 1700000000000.
+    static let now = Date(timeIntervalSince1970: 1_700_000_000)
+
+    /// Every form of `Retry-After`, measured from `now`.
+    func testRetryAfterForms() {
+        let rows: [(value: String, expected: Duration?)] = [
+            // delta-seconds (RFC 9110 §10.2.3)
+            (" 120 ", .seconds(120)),
+            ("0", .zero),
+            ("86400", .seconds(86_400)),
+            // HTTP-date, all three forms a recipient must accept (RFC 9110 §5.6.7)
+            ("Tue, 14 Nov 2023 22:14:20 GMT", .seconds(60)),
+            ("Tuesday, 14-Nov-23 22:14:20 GMT", .seconds(60)),
+            ("Tue Nov 14 22:14:20 2023", .seconds(60)),
+            ("Fri, 01 Mar 2024 00:00:00 GMT", .seconds(86_400)),      // months ahead: the ceiling
+            // the App Store Server API's UNIX time in milliseconds ("Identifying rate limits")
+            ("1700000002500", .milliseconds(2500)),
+            ("1700000000001", .milliseconds(1)),
+            // past: zero, never negative
+            ("1699999999000", .zero),
+            ("Wed, 21 Oct 2015 07:28:00 GMT", .zero),
+            ("100000000000", .zero),                                  // 1973 in ms
+            // huge: capped at the ceiling, no overflow
+            ("99999999999", .seconds(86_400)),                        // delta-seconds just below the ms threshold
+            ("999999999999999999", .seconds(86_400)),                 // ms, far future
+            ("99999999999999999999999999", .seconds(86_400)),         // beyond Int64
+            // garbage: nil (the caller backs off)
+            ("", nil), ("-1", nil), ("1.5", nil), ("soon", nil), ("0x10", nil), ("+5", nil),
+            ("Tue, 14 Nov 2023 25:14:20 GMT", nil), ("Tue, 14 Foo 2023 22:14:20 GMT", nil),
+            ("Tue, 14 Nov 2023 22:14:20 PST", nil), ("Tue, 14 Nov 2023 22:14 GMT", nil),
+            (String(repeating: "9", count: 65), nil),
+        ]
+        for row in rows {
+            XCTAssertEqual(RetryPolicy.delay(retryAfter: row.value, now: Self.now), row.expected, row.value)
+        }
+        XCTAssertEqual(RetryPolicy.retryAfterCeiling, .seconds(86_400))
+        XCTAssertEqual(RetryPolicy.wholeSeconds(.milliseconds(2500)), 3)
+        XCTAssertEqual(RetryPolicy.wholeSeconds(.zero), 1)
+        XCTAssertEqual(RetryPolicy.wholeSeconds(.seconds(7)), 7)
     }
 }

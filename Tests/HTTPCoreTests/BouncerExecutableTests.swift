@@ -41,6 +41,50 @@ final class BouncerExecutableTests: XCTestCase {
         XCTAssertEqual(r.stdout, "")
     }
 
+    /// Every example admin token the repository shows a reader (README, `deploy/.env.example`, the k8s example).
+    static func shippedPlaceholderTokens() throws -> [String] {
+        let root = TestPaths.repoRoot
+        var tokens: [String] = []
+        for (file, prefix) in [("README.md", "BOUNCER_ADMIN_TOKEN="), ("deploy/README.md", "BOUNCER_ADMIN_TOKEN="),
+                               ("deploy/.env.example", "BOUNCER_ADMIN_TOKEN="), ("deploy/.env.example", "BOUNCER_METRICS_TOKEN="),
+                               ("deploy/k8s/secret.example.yaml", "admin-token: ")] {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                guard let range = line.range(of: prefix) else { continue }
+                let value = line[range.upperBound...].prefix { $0 != " " }.trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+                // Generated on the spot (`$(openssl rand …)`) or a variable: not a placeholder.
+                if value.isEmpty || value.hasPrefix("$") { continue }
+                tokens.append(value)
+            }
+        }
+        return tokens
+    }
+
+    func testShortAndPlaceholderTokensAreRefusedWithHowToMakeOne() throws {
+        let placeholders = try Self.shippedPlaceholderTokens()
+        XCTAssertGreaterThanOrEqual(placeholders.count, 2, "the .env and k8s examples show one each: \(placeholders)")
+        // BOUNCER_WORKERS=0 is wrong too, so every run exits at once with its problems (never serves).
+        let cases: [(String, String, String)] = [
+            ("BOUNCER_ADMIN_TOKEN", "admin-token-0123456789", "must be at least 32 characters"),
+            ("BOUNCER_METRICS_TOKEN", "metrics-token-0123456789", "must be at least 32 characters"),
+        ] + placeholders.flatMap { token in
+            [("BOUNCER_ADMIN_TOKEN", token, "is the placeholder"), ("BOUNCER_METRICS_TOKEN", token, "is the placeholder"),
+             ("BOUNCER_ADMIN_TOKEN", token.uppercased(), "is the placeholder")]
+        }
+        for (name, value, problem) in cases {
+            let r = try run(["serve"], environment: [name: value, "BOUNCER_WORKERS": "0"])
+            XCTAssertEqual(r.status, 2, "\(name)=\(value)")
+            XCTAssertTrue(r.stderr.contains("\(name)=<redacted>: \(problem)"), "\(name)=\(value): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("openssl rand -base64 32"), r.stderr)
+            XCTAssertFalse(r.stderr.contains(value), "the token is never echoed")
+        }
+        // A generated token is fine: only the other problem is reported.
+        let good = try run(["serve"], environment: [
+            "BOUNCER_ADMIN_TOKEN": "q8Vb3nWm2Lr5Zt7Kx0Pd4Hs6Jf9Gc1Ya+Ee2Uo3Ii4A=", "BOUNCER_WORKERS": "0"])
+        XCTAssertEqual(good.status, 2)
+        XCTAssertFalse(good.stderr.contains("BOUNCER_ADMIN_TOKEN"), good.stderr)
+    }
+
     func testBadTrustedProxiesAndPerClientCapAreExplained() throws {
         let r = try run(["serve"], environment: [
             "BOUNCER_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.1/24", "BOUNCER_MAX_CONNECTIONS_PER_CLIENT": "-1"])

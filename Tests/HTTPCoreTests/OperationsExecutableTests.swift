@@ -11,11 +11,11 @@ final class OperationsExecutableTests: XCTestCase {
         // As root the embedded PostgreSQL runs as `postgres`, which must be able to reach its data directory.
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(at: dir) }
-        let metricsToken = "metrics-token-0123456789"
+        let metricsToken = "metrics-token-0123456789abcdef0123456789"
         let p = try BouncerProcess(overrides: [
             "BOUNCER_DATA_DIR": dir.appendingPathComponent("data").path, "BOUNCER_METRICS_TOKEN": metricsToken,
             "BOUNCER_RATE_LIMIT_PUBLIC_KEY": "1", "BOUNCER_RATE_LIMIT_PUBLIC_KEY_BURST": "2",
-            "BOUNCER_RATE_LIMIT_CLIENT": "1000", "BOUNCER_ADMIN_TOKEN": "admin-token-0123456789",
+            "BOUNCER_RATE_LIMIT_CLIENT": "1000", "BOUNCER_ADMIN_TOKEN": "admin-token-0123456789abcdef0123456789",
             "BOUNCER_RATE_LIMIT_ADMIN": "0.5", "BOUNCER_RATE_LIMIT_ADMIN_BURST": "1",
         ])
         let port = p.port
@@ -42,8 +42,8 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(try get("/v1/subscriptions/\(key)/u1", "Authorization: Bearer sk_\(String(repeating: "0", count: 64))\r\n").status, 401)
         // Operational routes are never limited.
         for _ in 0..<5 { XCTAssertEqual(try get("/healthz").status, 200) }
-        // All admin traffic shares one bucket: 1 at once (creating the project), then one per 2 s.
-        let admin = "Authorization: Bearer admin-token-0123456789\r\n"
+        // The admin token has one bucket for all its admin traffic: 1 at once (creating the project), then one per 2 s.
+        let admin = "Authorization: Bearer admin-token-0123456789abcdef0123456789\r\n"
         let create = #"{"name":"ops","bundle_id":"com.example.ops"}"#
         try c.send("POST /v1/admin/projects HTTP/1.1\r\nHost: t\r\n\(admin)Content-Type: application/json\r\n"
                    + "Content-Length: \(create.utf8.count)\r\n\r\n\(create)")

@@ -2,12 +2,12 @@ import Foundation
 import XCTest
 @testable import JSON
 
-/// Real App Store JWS payloads from ../shared/test-vectors, decoded with our parser and checked
+/// Real App Store JWS payloads from Tests/Fixtures/apple/test-vectors, decoded with our parser and checked
 /// against the facts in vectors.json (itself read with our parser).
 final class AppleVectorTests: XCTestCase {
     static let vectorsDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("../shared/test-vectors").standardized
+        .appendingPathComponent("Tests/Fixtures/apple/test-vectors").standardized
 
     static func base64URLDecode(_ text: Substring) -> [UInt8]? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")

@@ -119,6 +119,48 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(columns, 0)
     }
 
+    /// 0020: in projects already on `require_match` or `prefer`, UUID user ids become lowercase (issue 21): other
+    /// spellings' bindings move to the canonical id (one row for two spellings), grants follow; `ignore` projects keep
+    /// their ids as posted.
+    func testCanonicalUserIdMigrationMergesSpellings() throws {
+        try Migrator(pool: pool, migrations: Migration.embedded.filter { $0.version < 20 }).migrate()
+        let projects = PostgresProjectStore(pool: pool), purchases = PostgresPurchaseStore(pool: pool)
+        let lower = "6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5"
+        let spellings = [lower.uppercased(), "6F1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5"]
+        var made: [Project] = []
+        for (n, policy) in [(1, AppAccountTokenPolicy.requireMatch), (2, .ignore)] {
+            let project = try projects.createProject(
+                NewProject(name: "App \(n)", bundleId: "com.example.app\(n)", transferPolicy: .share,
+                           appAccountTokenPolicy: policy),
+                publicKey: Fixtures.publicKey(n), secretKeyHash: Fixtures.hash(n), now: Fixtures.t0)
+            for user in spellings {
+                _ = try purchases.recordTransaction(Fixtures.monthly("1", start: 0), userId: user, deviceId: nil,
+                                                    project: project, now: Fixtures.t0)
+            }
+            try pool.withConnection { c in
+                _ = try c.execute("""
+                    INSERT INTO grants (project_id, id, user_id, entitlement, reason, created_at)
+                    VALUES (\(project.id), \(UUID()), \(spellings[0]), 'gift', 'r', \(Fixtures.t0))
+                    """)
+            }
+            made.append(project)
+        }
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.filter { $0.version >= 20 }.map(\.version))
+        func rows(_ project: Project) throws -> [String] {
+            try pool.withConnection { c in
+                try c.query("""
+                    SELECT user_id || ' ' || (revoked_at IS NULL)::text AS r FROM subscriptions
+                    WHERE project_id = \(project.id)
+                    UNION ALL SELECT 'grant ' || user_id FROM grants WHERE project_id = \(project.id)
+                    """).map { try $0.decode("r", as: String.self) }.sorted()
+            }
+        }
+        XCTAssertEqual(try rows(made[0]), (["\(lower) true", "grant \(lower)"] + spellings.map { "\($0) false" }).sorted())
+        XCTAssertEqual(try purchases.ownedPurchases(userId: lower, project: made[0]).count, 1)
+        XCTAssertEqual(try rows(made[1]), (["grant \(spellings[0])"] + spellings.map { "\($0) true" }).sorted(),
+                       "ignore keeps ids as posted")
+    }
+
     func testTenantKeysStartWithProjectID() throws {
         try Migrator(pool: pool).migrate()
         try pool.withConnection { c in

@@ -59,8 +59,8 @@ public final class FakeAppleServer: Sendable {
         case notFound(errorCode: Int = 4040010)
         /// `401`, no body (what Apple sends for a refused JWT).
         case unauthorized
-        /// `429` with Apple's 4290000 body and `Retry-After: seconds`.
-        case rateLimited(retryAfter: Int)
+        /// `429` with Apple's 4290000 body and `Retry-After` in the given form (an integer literal: delta-seconds).
+        case rateLimited(retryAfter: RetryAfter)
         /// A `5xx` (default 500, Apple's 5000000 body).
         case serverError(status: Int = 500)
         /// Any status with Apple's error body.
@@ -71,6 +71,36 @@ public final class FakeAppleServer: Sendable {
         case stall(seconds: Double)
         /// Closes the connection without answering.
         case close
+    }
+
+    /// How a `429` says when to come back; times are computed when the fake answers.
+    public enum RetryAfter: Sendable, ExpressibleByIntegerLiteral {
+        /// Delta-seconds (RFC 9110 §10.2.3): `Retry-After: 120`.
+        case seconds(Int)
+        /// An IMF-fixdate this many seconds after the answer, rounded up to a whole second.
+        case httpDate(secondsFromNow: Int)
+        /// What Apple documents for the App Store Server API: a UNIX time in milliseconds, this many ms ahead.
+        case appleMilliseconds(fromNow: Int64)
+        /// The value exactly as given (garbage, a time in the past).
+        case raw(String)
+
+        /// `.seconds(value)`.
+        public init(integerLiteral value: Int) { self = .seconds(value) }
+
+        /// The header value at `now`.
+        public func value(now: Date) -> String {
+            switch self {
+            case .seconds(let seconds): return String(seconds)
+            case .raw(let text): return text
+            case .appleMilliseconds(let ahead): return String(Int64((now.timeIntervalSince1970 * 1000).rounded(.down)) + ahead)
+            case .httpDate(let ahead):
+                let formatter = DateFormatter()
+                formatter.locale = Locale(identifier: "en_US_POSIX")
+                formatter.timeZone = TimeZone(identifier: "GMT")
+                formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+                return formatter.string(from: Date(timeIntervalSince1970: (now.timeIntervalSince1970 + Double(ahead)).rounded(.up)))
+            }
+        }
     }
 
     /// An App Store Connect In-App Purchase key as a test holds it: what the admin API stores, what the fake checks.
@@ -382,8 +412,8 @@ public final class FakeAppleServer: Sendable {
         switch failure {
         case .notFound(let code): return appleError(404, code, "Transaction id not found.")
         case .unauthorized: return .respond(status: 401)
-        case .rateLimited(let seconds):
-            return .respond(status: 429, headers: [("Content-Type", "application/json"), ("Retry-After", String(seconds))],
+        case .rateLimited(let retryAfter):
+            return .respond(status: 429, headers: [("Content-Type", "application/json"), ("Retry-After", retryAfter.value(now: Date()))],
                             body: #"{"errorCode":4290000,"errorMessage":"Rate limit exceeded."}"#)
         case .serverError(let status): return appleError(status, 5000000, "An unknown error occurred.")
         case .appleError(let status, let code, let message): return appleError(status, code, message)

@@ -16,8 +16,9 @@ public enum TestPaths {
     public static let testRoot = pki.appendingPathComponent("root.pem")
     /// Certificates with one defect each (expired, wrong OID, untrusted chain…), made by the same generator.
     public static let untrustedCerts = repoRoot.appendingPathComponent("Tests/AppStoreJWSTests/Fixtures/certs")
-    /// Real Apple vectors beside the repository (`../shared/test-vectors`).
-    public static let vectors = repoRoot.deletingLastPathComponent().appendingPathComponent("shared/test-vectors")
+    /// Real Apple-signed vectors, public data copied into the repository (see its README): a clone with nothing
+    /// beside it runs every test. Apple's root certificates are in `../apple-certs` next to this folder.
+    public static let vectors = repoRoot.appendingPathComponent("Tests/Fixtures/apple/test-vectors")
 
     /// `.build/<config>/bouncer`, next to the test bundle (or `.build/debug`).
     public static func bouncerBinary() throws -> URL {

@@ -3,7 +3,7 @@ import Foundation
 /// A synthetic StoreKit 1 app receipt: the payload is built here as DER (Apple's `SET OF ReceiptAttribute`, each
 /// `SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }`, in-app records (17) being such SETs themselves)
 /// and signed as PKCS#7 SignedData by the test PKI (`openssl cms -sign`), so tests can post receipts whose records
-/// are active *now*, which no real receipt of ../shared/test-vectors is any more.
+/// are active *now*, which no real receipt of Tests/Fixtures/apple/test-vectors is any more.
 ///
 /// Field numbers and encodings are Apple's "Receipt Fields" table: strings as UTF8String, dates as IA5String in
 /// RFC 3339 UTC (`2025-01-02T03:04:05Z`), counts and flags as INTEGER. Attributes are written in the order given,

@@ -4,7 +4,7 @@
 import Foundation
 import JSON
 
-let vectors = URL(fileURLWithPath: CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "../shared/test-vectors")
+let vectors = URL(fileURLWithPath: CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "Tests/Fixtures/apple/test-vectors")
 
 func payload(of file: String) -> [UInt8] {
     guard let text = try? String(contentsOf: vectors.appendingPathComponent(file), encoding: .utf8) else {

@@ -1,3 +1,4 @@
+import API
 import Domain
 import HTTPCore
 
@@ -13,7 +14,9 @@ import HTTPCore
 /// - `secretKey`: requests presenting `Bearer sk_…` (a backend) get their own bucket per public key instead of
 ///   the public-key one; the secret is not checked here (no database on the I/O thread), a forged one is still
 ///   limited by `client` and then rejected by the API;
-/// - `admin`: all admin routes together.
+/// - `admin`: all admin routes together, per presented credential (`Routes.adminRateLimitKey`): callers without
+///   one share the `anonymous` bucket, each bearer token or console session has its own, so strangers never drain
+///   the real admin's (or a customer's secret-key) budget.
 /// Routes that declare no scope (`/healthz`, `/readyz`, `/metrics`) are never limited.
 struct RateLimitAdmission: Sendable {
     let limiter: RateLimiter
@@ -36,7 +39,9 @@ struct RateLimitAdmission: Sendable {
         if scopes.contains(.client), let limit = settings.client.limit,
            let rejected = check("client", key: "c:" + request.clientAddress, limit) { return rejected }
         if scopes.contains(.admin), let limit = settings.admin.limit,
-           let rejected = check("admin", key: "admin", limit) { return rejected }
+           let rejected = check("admin", key: "a:" + Routes.adminRateLimitKey(request, hasher: SHA256SecretHasher()), limit) {
+            return rejected
+        }
         guard scopes.contains(.publicKey) || scopes.contains(.secretKey),
               let publicKey = request.pathParameters["publicKey"], ProjectKeys.isPublicKeySyntax(publicKey)
         else { return nil }

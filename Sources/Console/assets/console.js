@@ -6,6 +6,7 @@ let csrf = null;
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const signOutButton = document.getElementById("sign-out");
+const signOutEverywhereButton = document.getElementById("sign-out-everywhere");
 const PAGE = 10;
 
 /** An element: h("button", {class: "primary", onclick: f}, "Save"). Text is always text, never HTML. */
@@ -121,6 +122,7 @@ function setNav(projectId, current) {
 function signInPage() {
   nav.replaceChildren();
   signOutButton.hidden = true;
+  signOutEverywhereButton.hidden = true;
   const errors = h("div");
   const input = h("input", { id: "token", type: "password", autocomplete: "current-password", required: true });
   const form = h("form", { class: "card", id: "sign-in-form", onsubmit: async (e) => {
@@ -142,6 +144,13 @@ function signInPage() {
 
 signOutButton.addEventListener("click", async () => {
   try { await api("DELETE", "/v1/admin/session"); } catch { /* signed out either way */ }
+  csrf = null;
+  location.hash = "#/signin";
+});
+
+// Ends every session (a lost laptop, a shared screen): other browsers get CONSOLE_SESSION_INVALID on their next call.
+signOutEverywhereButton.addEventListener("click", async () => {
+  try { await api("DELETE", "/v1/admin/sessions"); } catch { /* this session ends either way: sign in again */ }
   csrf = null;
   location.hash = "#/signin";
 });
@@ -736,6 +745,7 @@ async function route() {
     catch { location.hash = "#/signin"; if (path === "/signin") signInPage(); return; }
   }
   signOutButton.hidden = false;
+  signOutEverywhereButton.hidden = false;
   const parts = path.split("/").filter(Boolean);
   if (parts[0] !== "projects" || parts.length === 1) return projectsPage();
   const id = decodeURIComponent(parts[1]);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the tampered receipts in this folder from the real ones in ../shared/test-vectors and the test PKI.
+"""Regenerates the tampered receipts in this folder from the real ones in Tests/Fixtures/apple/test-vectors and the test PKI.
 
 Run from the repository root: python3 Tests/AppReceiptTests/Fixtures/make-fixtures.py (needs openssl 3).
 """
@@ -7,7 +7,7 @@ import base64, os, subprocess, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 HERE = os.path.join(ROOT, "Tests/AppReceiptTests/Fixtures")
-VECTORS = os.path.join(os.path.dirname(ROOT), "shared/test-vectors")
+VECTORS = os.path.join(ROOT, "Tests/Fixtures/apple/test-vectors")
 PKI = os.path.join(ROOT, "Tests/Fixtures/pki")
 
 

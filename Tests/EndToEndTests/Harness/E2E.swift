@@ -12,7 +12,7 @@ import XCTest
 /// real HTTP against real PostgreSQL (the process-wide throwaway cluster from `TestSupport`; the outage test starts
 /// its own so it can stop it). Receipts are signed by the committed test PKI through `Tests/Fixtures/pki/sign-jws`
 /// and trusted via `BOUNCER_ROOT_CERTIFICATES`; `AppleRootsE2ETests` instead runs with the bundled Apple roots and a
-/// real sandbox transaction from `../shared/test-vectors`. Run: `swift test --disable-swift-testing --filter EndToEndTests`.
+/// real sandbox transaction from `Tests/Fixtures/apple/test-vectors`. Run: `swift test --disable-swift-testing --filter EndToEndTests`.
 enum E2E {
     static let adminToken = BouncerProcess.adminToken
     static var admin: [String: String] { ["Authorization": "Bearer \(adminToken)"] }

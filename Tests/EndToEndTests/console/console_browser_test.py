@@ -49,11 +49,13 @@ def check(condition, text):
         raise AssertionError(text)
 
 
-def http(method, path, body=None, bearer=True):
+def http(method, path, body=None, bearer=True, headers=None):
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(URL + path, data=data, method=method)
     if bearer:
         request.add_header("Authorization", f"Bearer {TOKEN}")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
     if data is not None:
         request.add_header("Content-Type", "application/json")
     try:
@@ -428,6 +430,24 @@ try:
     visible("#token")
     check(all(c["name"] != "bouncer_session" for c in driver.get_cookies()), "cookie cleared")
     step("signed out")
+
+    # Sign out everywhere: a second session (another browser; here the API) ends together with this one.
+    field = visible("#token")
+    field.send_keys(TOKEN)
+    driver.find_element(By.CSS_SELECTOR, "#sign-in-form button[type=submit]").click()
+    visible("#create-project-form")
+    status, headers, _ = http("POST", "/v1/admin/session", {"token": TOKEN}, bearer=False)
+    check(status == 201, f"second sign-in: {status}")
+    other = {"Cookie": headers["Set-Cookie"].split(";")[0]}
+    status, _, _ = http("GET", "/v1/admin/projects", bearer=False, headers=other)
+    check(status == 200, f"the second session works: {status}")
+    driver.find_element(By.ID, "sign-out-everywhere").click()
+    visible("#token")
+    check(all(c["name"] != "bouncer_session" for c in driver.get_cookies()), "cookie cleared")
+    status, _, body = http("GET", "/v1/admin/projects", bearer=False, headers=other)
+    check(status == 401 and json.loads(body)["code"] == "CONSOLE_SESSION_INVALID",
+          f"the other session ended: {status} {body[:200]!r}")
+    step("signed out everywhere")
 
     # Page weight: every console asset, raw and gzip -9.
     weight = {"raw": 0, "gzip": 0, "files": {}}

@@ -1,4 +1,4 @@
--- 0019_webhook_refresh_at_commit: a user's webhook refresh runs once per database transaction, at commit.
+-- 0021_webhook_refresh_at_commit: a user's webhook refresh runs once per database transaction, at commit.
 --
 -- 0012's triggers called bouncer_webhook_refresh_user, which reads every active binding of the user, on every
 -- binding made and every purchase change. A receipt of N distinct purchases for one user (a forged Xcode receipt
