@@ -237,11 +237,15 @@ public final class PostgresPurchaseStore: PurchaseStore {
         _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
         project: Project, now: Date, on connection: Connection
     ) throws -> [RecordedTransaction] {
-        func micros(_ date: Date?) -> String {
+        // Any instant of Int64 microseconds: verified dates (year 0000 to 9999, SignedDateRange) are far inside.
+        // Outside it, refuse rather than trap or write NULL ("no expiry", or a 500 from `''::bigint`, as the
+        // bound of 2255 this replaces did for a valid year-9999 receipt date).
+        func micros(_ date: Date?) throws -> String {
             guard let date else { return "" }
             let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
-            // Out of range cannot come from a verifier (dates are bounded); "" (NULL) rather than a trap.
-            guard value.isFinite, abs(value) < 9.0e15 else { return "" }
+            guard value.isFinite, abs(value) < 9.2e18 else {
+                throw PGError(code: .decoding, message: "an instant beyond PostgreSQL's timestamps: \(date)")
+            }
             return String(Int64(value))
         }
         var ids: [String] = [], originals: [String] = [], products: [String] = [], types: [String] = []
@@ -256,14 +260,14 @@ public final class PostgresPurchaseStore: PurchaseStore {
             types.append(t.type.rawValue)
             environments.append(t.environment.rawValue)
             bundles.append(t.bundleId ?? project.bundleId)
-            purchased.append(micros(t.purchaseDate))
-            originallyPurchased.append(micros(t.originalPurchaseDate))
-            expires.append(micros(t.expiresDate))
-            revoked.append(micros(t.accessRevocationDate))
+            purchased.append(try micros(t.purchaseDate))
+            originallyPurchased.append(try micros(t.originalPurchaseDate))
+            expires.append(try micros(t.expiresDate))
+            revoked.append(try micros(t.accessRevocationDate))
             reasons.append(t.revocationReason.map(String.init) ?? "")
             tokens.append(t.appAccountToken?.uuidString ?? "")
             ownerships.append(t.ownershipType?.rawValue ?? "")
-            signed.append(micros(t.signedDate))
+            signed.append(try micros(t.signedDate))
             payloads.append(t.payloadJSON)
         }
         let rows: Rows
