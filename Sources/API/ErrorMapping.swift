@@ -123,6 +123,16 @@ extension HTTPError {
             headers: headers)
     }
 
+    /// A StoreKit 1 receipt with more in-app records than `BOUNCER_MAX_RECEIPT_RECORDS`: nothing was written.
+    static func tooManyReceiptRecords(_ count: Int, limit: Int) -> HTTPError {
+        HTTPError(
+            status: 413, code: "RECEIPT_TOO_MANY_RECORDS",
+            message: "The receipt carries \(count) in-app records; this server takes at most \(limit).",
+            suggestion: "Real receipts hold far fewer records; post the StoreKit 2 signed transactions "
+                + "(signed_transaction_info) instead, or ask the operator to raise BOUNCER_MAX_RECEIPT_RECORDS.",
+            details: [ErrorDetail(path: ["receipt_data"], message: "\(count) in-app records, limit \(limit)")])
+    }
+
     static let productNotFound = HTTPError(
         status: 404, code: "PRODUCT_NOT_FOUND", message: "Product not found.",
         suggestion: "Check the product id; GET /v1/admin/projects/:id/products lists them.")
@@ -158,7 +168,8 @@ enum ErrorMapping {
                 : request.routeTemplate == appTransactionRoute ? "signed_app_transaction" : "signed_transaction_info")
             return HTTPError(
                 status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
-                details: [ErrorDetail(path: [field], message: failure.reason, step: failure.step ?? "format")])
+                details: [ErrorDetail(path: [field] + (failure.payloadField.map { [$0] } ?? []), message: failure.reason,
+                                      step: failure.step ?? "format")])
         case let error as AppStoreAPIError:
             return appStoreError(error, request: request, log: log)
         case let error as DomainError:
@@ -255,6 +266,14 @@ enum ErrorMapping {
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
                     suggestion: "Reload the resource and retry.")
+            case .xcodeLimitReached:
+                log(logLine(request, status: 409, String(reflecting: error)))
+                return HTTPError(
+                    status: 409, code: error.code.rawValue, message: error.message,
+                    suggestion: "Xcode (StoreKit Testing) data, which anyone can sign, is capped per project; nothing "
+                        + "was written. Test with a new project, or ask the operator to raise "
+                        + "BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT.",
+                    details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
             case .purchaseNotFound:
                 return HTTPError(
                     status: 404, code: error.code.rawValue, message: "No such purchase in this project.",

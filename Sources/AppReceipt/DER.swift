@@ -126,6 +126,11 @@ enum DERTag {
 /// Malformed DER; `reason` is safe to show.
 struct DERError: Error, Sendable, CustomStringConvertible {
     var reason: String
-    init(_ reason: String) { self.reason = reason }
+    /// The receipt field at fault, under verifyReceipt's JSON names (`in_app[3].expires_date`), when one is.
+    var field: String?
+    init(_ reason: String, field: String? = nil) {
+        self.reason = reason
+        self.field = field
+    }
     var description: String { reason }
 }

@@ -1,3 +1,5 @@
+import AppStoreJWS
+
 /// The decoded content of a StoreKit 1 app receipt: Apple's `SET OF ReceiptAttribute` where each attribute is
 /// `SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }` and `value` holds a DER element (or raw
 /// bytes for the opaque value and hash). Field numbers are Apple's "Receipt Fields" table.
@@ -106,10 +108,15 @@ enum ReceiptPayloadDecoder {
             case 3: applicationVersion = try string(bytes, value, "app version (3)")
             case 4: opaque = Array(bytes[value])
             case 5: hash = Array(bytes[value])
-            case 12: creation = try requiredDate(bytes, value, "creation date (12)")
-            case 17: inApp.append(try record(bytes, value))
+            case 12: creation = try requiredDate(bytes, value, "creation date (12)", field: "receipt_creation_date")
+            case 17:
+                do {
+                    inApp.append(try record(bytes, value))
+                } catch {
+                    throw DERError(error.reason, field: error.field.map { "in_app[\(inApp.count)].\($0)" })
+                }
             case 19: originalVersion = try string(bytes, value, "original application version (19)")
-            case 21: expiration = try optionalDate(bytes, value, "expiration date (21)")
+            case 21: expiration = try optionalDate(bytes, value, "expiration date (21)", field: "expiration_date")
             default: others.append(ReceiptAttribute(type: attribute.type, version: attribute.version, value: Array(bytes[value])))
             }
         }
@@ -161,16 +168,22 @@ enum ReceiptPayloadDecoder {
         do { return try reader.integer(element) } catch { throw DERError("\(what): \(error.reason)") }
     }
 
-    /// An IA5String date; an empty string means "absent" (Apple writes "" for dates that do not apply).
-    private static func optionalDate(_ bytes: [UInt8], _ range: Range<Int>, _ what: String) throws(DERError) -> ReceiptDate? {
+    /// An IA5String date; an empty string means "absent" (Apple writes "" for dates that do not apply). Only instants
+    /// of `SignedDateRange`, as for a JWS: a four-digit year still allows year 0000.
+    private static func optionalDate(_ bytes: [UInt8], _ range: Range<Int>, _ what: String,
+                                     field: String) throws(DERError) -> ReceiptDate? {
         let text = try string(bytes, range, what)
         guard !text.isEmpty else { return nil }
-        guard let date = ReceiptDate(text) else { throw DERError("\(what): not an RFC 3339 UTC date") }
+        guard let date = ReceiptDate(text) else { throw DERError("\(what): not an RFC 3339 UTC date", field: field) }
+        guard SignedDateRange.contains(date.milliseconds) else {
+            throw DERError("\(what): \(text) is outside \(SignedDateRange.text)", field: field)
+        }
         return date
     }
 
-    private static func requiredDate(_ bytes: [UInt8], _ range: Range<Int>, _ what: String) throws(DERError) -> ReceiptDate {
-        guard let date = try optionalDate(bytes, range, what) else { throw DERError("\(what) is empty") }
+    private static func requiredDate(_ bytes: [UInt8], _ range: Range<Int>, _ what: String,
+                                     field: String) throws(DERError) -> ReceiptDate {
+        guard let date = try optionalDate(bytes, range, what, field: field) else { throw DERError("\(what) is empty") }
         return date
     }
 
@@ -206,12 +219,15 @@ enum ReceiptPayloadDecoder {
             case 1701: record.quantity = try integer(bytes, v, "quantity (1701)")
             case 1702: productId = try string(bytes, v, "product id (1702)")
             case 1703: transactionId = try string(bytes, v, "transaction id (1703)")
-            case 1704: record.purchaseDate = try optionalDate(bytes, v, "purchase date (1704)")
+            case 1704: record.purchaseDate = try optionalDate(bytes, v, "purchase date (1704)", field: "purchase_date")
             case 1705: record.originalTransactionId = try string(bytes, v, "original transaction id (1705)")
-            case 1706: record.originalPurchaseDate = try optionalDate(bytes, v, "original purchase date (1706)")
-            case 1708: record.expiresDate = try optionalDate(bytes, v, "expires date (1708)")
+            case 1706:
+                record.originalPurchaseDate = try optionalDate(bytes, v, "original purchase date (1706)",
+                                                               field: "original_purchase_date")
+            case 1708: record.expiresDate = try optionalDate(bytes, v, "expires date (1708)", field: "expires_date")
             case 1711: record.webOrderLineItemId = try integer(bytes, v, "web order line item id (1711)")
-            case 1712: record.cancellationDate = try optionalDate(bytes, v, "cancellation date (1712)")
+            case 1712:
+                record.cancellationDate = try optionalDate(bytes, v, "cancellation date (1712)", field: "cancellation_date")
             case 1713: record.isTrialPeriod = try flag(bytes, v, "is trial period (1713)")
             case 1719: record.isInIntroOfferPeriod = try flag(bytes, v, "is in intro offer period (1719)")
             case 1721:

@@ -63,6 +63,8 @@ public struct ReceiptVerificationError: Error, Sendable, CustomStringConvertible
     public var reason: String
     /// Internal detail (OpenSSL's error queue), for logs only.
     public var debugDetail: String
+    /// The receipt field at fault, under verifyReceipt's JSON names (`in_app[3].expires_date`), when one is.
+    public var field: String?
 
     /// Creates an error; `debugDetail` is for logs only.
     public init(code: Code, step: Step, reason: String, debugDetail: String = "") {

@@ -119,7 +119,9 @@ public struct ReceiptVerifier: Sendable {
         do {
             return try ReceiptPayloadDecoder.decode(content)
         } catch {
-            throw .format(.payload, "malformed receipt payload: \(error.reason)")
+            var failure = ReceiptVerificationError.format(.payload, "malformed receipt payload: \(error.reason)")
+            failure.field = error.field
+            throw failure
         }
     }
 

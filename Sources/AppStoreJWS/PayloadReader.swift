@@ -57,10 +57,12 @@ struct PayloadReader {
         return flag
     }
 
-    /// Apple dates: milliseconds since the epoch; fractional values (Xcode) are truncated to the ms.
+    /// Apple dates: milliseconds since the epoch; fractional values (Xcode) are truncated to the ms. Only instants
+    /// of `SignedDateRange`: anything else is refused here, before it can reach a `Date` or the database.
     func milliseconds(_ key: String) throws(VerificationError) -> Int64? {
         guard let value = present(key) else { return nil }
-        guard let ms = value.millisecondsValue else { throw wrongType(key, "a number of milliseconds") }
+        guard let ms = value.millisecondsValue else { throw .invalidDate(path + key, isNumber: false) }
+        guard SignedDateRange.contains(ms) else { throw .invalidDate(path + key) }
         return ms
     }
 

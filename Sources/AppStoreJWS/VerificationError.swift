@@ -77,6 +77,9 @@ public struct VerificationError: Error, Sendable, CustomStringConvertible, Custo
     public var isRetryable: Bool
     /// Internal detail (OpenSSL error queue), for logs only, never for responses.
     public var debugDetail: String
+    /// The payload field at fault, when one is (e.g. `expiresDate`, `data.signedDate`): the API names it in
+    /// `details[].path` after the request field.
+    public var field: String?
 
     /// Creates an error; `debugDetail` is for logs only.
     public init(code: Code, step: Step, reason: String, isRetryable: Bool = false, debugDetail: String = "") {
@@ -94,6 +97,14 @@ public struct VerificationError: Error, Sendable, CustomStringConvertible, Custo
 
     static func format(_ step: Step, _ reason: String) -> VerificationError {
         VerificationError(code: .invalidJWSFormat, step: step, reason: reason)
+    }
+    /// A payload date that is no instant of `SignedDateRange`: outside it, or not a number of milliseconds (beyond
+    /// Int64, a string). Names the field, so the API puts it in `details[].path`.
+    static func invalidDate(_ field: String, isNumber: Bool = true) -> VerificationError {
+        var error = VerificationError.format(.payload, isNumber ? "payload field \(field) is outside \(SignedDateRange.text)"
+                                                                 : "payload field \(field) must be a number of milliseconds")
+        error.field = field
+        return error
     }
     static func failed(_ step: Step, _ reason: String, debug: String = "") -> VerificationError {
         VerificationError(code: .verificationFailed, step: step, reason: reason, debugDetail: debug)

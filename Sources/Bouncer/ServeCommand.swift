@@ -69,7 +69,8 @@ enum ServeCommand {
         let monitor = ReadinessMonitor(pool: database.pool)
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
-        let caches = Caches(database: database, settings: settings.cache, log: log)
+        let caches = Caches(database: database, settings: settings.cache,
+                            xcodeTransactionLimit: settings.maxXcodeTransactionsPerProject, log: log)
         metrics.attach(caches: { caches.statistics })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))
@@ -109,6 +110,7 @@ enum ServeCommand {
             settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
         log(SigningKeyCommands.startupLogLine(dependencies.entitlementTokens, sealer: sealer))
         dependencies.maxReceiptBodyBytes = settings.maxReceiptBodyBytes
+        dependencies.maxReceiptRecords = settings.maxReceiptRecords
         dependencies.lookupBudget = LookupBudget(settings: settings.operations.lookupBudget)
         dependencies.consoleSessions = PostgresConsoleSessionStore(pool: database.pool)
         dependencies.overview = PostgresOverviewMetricsStore(pool: database.pool)

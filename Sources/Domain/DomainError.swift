@@ -38,6 +38,10 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let encryptionKeyUnknown = Code("ENCRYPTION_KEY_UNKNOWN")
         /// A sealed value failed authentication: altered bytes, or moved to another row.
         public static let sealedSecretCorrupt = Code("SEALED_SECRET_CORRUPT")
+        /// Recording the request's Xcode (StoreKit Testing) transactions would take the project past its cap of Xcode
+        /// transaction rows (`BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT`): refused, nothing written. Final until rows
+        /// are erased or the operator raises the cap.
+        public static let xcodeLimitReached = Code("XCODE_LIMIT_REACHED")
         /// No Production or Sandbox purchase with that original transaction id in the project.
         public static let purchaseNotFound = Code("PURCHASE_NOT_FOUND")
         /// Apple does not know the test notification token (in the environment asked).
@@ -121,14 +125,19 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
     public var step: String?
     /// The request field that held the rejected data, when it is not the route's usual one (`receipt_data`).
     public var field: String?
+    /// The field inside the signed data at fault, when one is (`expiresDate`, `in_app[3].expires_date`): the API
+    /// reports `details[].path` as the request field then this.
+    public var payloadField: String?
 
     /// Creates a failure.
-    public init(code: String, reason: String, isRetryable: Bool = false, step: String? = nil, field: String? = nil) {
+    public init(code: String, reason: String, isRetryable: Bool = false, step: String? = nil, field: String? = nil,
+                payloadField: String? = nil) {
         self.code = code
         self.reason = reason
         self.isRetryable = isRetryable
         self.step = step
         self.field = field
+        self.payloadField = payloadField
     }
 
     /// See `reason`.

@@ -23,7 +23,7 @@ struct AppStoreVerifier: SignedDataVerifying {
         } catch {
             metrics?.verification(kind: "receipt", result: error.code.rawValue)
             throw VerificationFailure(code: error.code.rawValue, reason: error.reason, step: error.step.contractName,
-                                      field: "receipt_data")
+                                      field: "receipt_data", payloadField: error.field)
         }
         return Self.facts(verified)
     }
@@ -174,7 +174,7 @@ struct AppStoreVerifier: SignedDataVerifying {
     static func failure(_ error: VerificationError) -> VerificationFailure {
         VerificationFailure(
             code: error.code.rawValue, reason: error.reason, isRetryable: error.isRetryable,
-            step: error.step.contractName)
+            step: error.step.contractName, payloadField: error.field)
     }
 
     static func facts(_ v: VerifiedTransaction) -> TransactionFacts {

@@ -28,7 +28,8 @@ final class Caches: Sendable {
     private let listenerDone = DispatchSemaphore(value: 0)
 
     /// Wraps the database stores and starts the listener and announcer threads.
-    init(database: Database, settings: CacheSettings, log: @escaping @Sendable (String) -> Void) {
+    init(database: Database, settings: CacheSettings, xcodeTransactionLimit: Int,
+         log: @escaping @Sendable (String) -> Void) {
         let reads = settings.readCacheSize > 0
             ? PurchaseReadCache(capacity: settings.readCacheSize, maxAge: settings.readMaxAge) : nil
         let projects = CachedProjectStore(inner: PostgresProjectStore(pool: database.pool)) { id in
@@ -38,12 +39,13 @@ final class Caches: Sendable {
             pool: database.pool, projects: projects, reads: reads, refreshInterval: settings.refreshInterval,
             log: { log(jsonLine("cache", $0)) })
         let announce: @Sendable ([CacheMessage]) -> Void = { synchronizer.announce($0) }
-        let purchaseStore = PostgresPurchaseStore(pool: database.pool)
+        let purchaseStore = PostgresPurchaseStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit)
         self.projects = projects
         self.purchases = reads.map { CachedPurchaseStore(inner: purchaseStore, cache: $0, announce: announce) }
             ?? purchaseStore
         self.notifications = AnnouncingNotificationStore(
-            inner: PostgresNotificationStore(pool: database.pool), announce: announce)
+            inner: PostgresNotificationStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit),
+            announce: announce)
         self.customers = AnnouncingCustomerStore(inner: PostgresCustomerStore(pool: database.pool), announce: announce)
         self.appTransactions = AnnouncingAppTransactionStore(
             inner: PostgresAppTransactionStore(pool: database.pool), announce: announce)
