@@ -69,7 +69,8 @@ enum ServeCommand {
         let monitor = ReadinessMonitor(pool: database.pool)
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
-        let caches = Caches(database: database, settings: settings.cache, log: log)
+        let caches = Caches(database: database, settings: settings.cache,
+                            receiptBatchMax: settings.database.receiptBatchMax, log: log)
         metrics.attach(caches: { caches.statistics })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))
