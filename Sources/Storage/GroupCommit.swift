@@ -45,6 +45,9 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
         self.run = run
     }
 
+    /// Callers waiting for a batch now.
+    var queued: Int { state.withLock { $0.queue.count } }
+
     /// Runs `item` in a batch and returns its output (or throws its error) after that batch's `run` returned.
     func submit(_ item: Item) throws -> Output {
         let ticket = Ticket(item)
