@@ -1,6 +1,6 @@
 import Foundation
 import JSON
-import Synchronization
+import TestSupport
 import XCTest
 
 /// Group commit (`BOUNCER_RECEIPT_BATCH_MAX`, on by default): concurrent `POST /v1/receipts` with accepted and
@@ -34,24 +34,13 @@ extension ContractE2ETests {
             if i == 2 || i == 14 { return E2E.receiptBody(contradicting, user: "stored-owner") }
             return E2E.receiptBody(fresh[i / 3 * 2 + (i % 3 == 0 ? 0 : 1)], user: "buyer-\(i)")
         }
-        let port = try server.client
-        let responses = Mutex<[Int: Result<HTTPResponse, any Error>]>([:])
-        let start = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        for i in 0..<24 {
-            done.enter()
-            Thread {
-                start.wait()
-                let r = Result { try port.post("/v1/receipts/\(project.publicKey)", json: bodies[i]) }
-                responses.withLock { $0[i] = r }
-                done.leave()
-            }.start()
+        let client = try server.client
+        let responses = onThreads(24) { i in
+            Result { try client.post("/v1/receipts/\(project.publicKey)", json: bodies[i]) }
         }
-        for _ in 0..<24 { start.signal() }
-        done.wait()
 
         for i in 0..<24 {
-            let response = try XCTUnwrap(responses.withLock { $0[i] }).get()
+            let response = try XCTUnwrap(responses[i]).get()
             let (status, code) = expected(i)
             XCTAssertEqual(response.status, status, "post \(i): \(response.description)")
             if let code { XCTAssertEqual(try response.json()["code"], .string(code), "post \(i)") }

@@ -3,6 +3,7 @@ import Foundation
 import Postgres
 @testable import Storage
 import Synchronization
+import TestSupport
 import XCTest
 
 /// Group commit of receipts: `GroupCommit`'s batching (no database), then `PostgresPurchaseStore.commit` — a batch
@@ -139,25 +140,6 @@ final class GroupCommitTests: XCTestCase {
     }
 
     // MARK: - The store under concurrency
-
-    /// Runs `body(i)` on `count` real threads released together.
-    private func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) -> [T?] {
-        let results = Mutex<[T?]>(Array(repeating: nil, count: count))
-        let start = DispatchSemaphore(value: 0)
-        let group = DispatchGroup()
-        for i in 0..<count {
-            group.enter()
-            Thread {
-                start.wait()
-                let value = body(i)
-                results.withLock { $0[i] = value }
-                group.leave()
-            }.start()
-        }
-        for _ in 0..<count { start.signal() }
-        group.wait()
-        return results.withLock { $0 }
-    }
 
     func testConcurrentRecordingsThroughABatchingStoreKeepEveryRule() throws {
         let s = try TestStores.make(label: "gcconcurrent", poolSize: 4)
