@@ -70,7 +70,8 @@ enum ServeCommand {
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
         let caches = Caches(database: database, settings: settings.cache,
-                            xcodeTransactionLimit: settings.maxXcodeTransactionsPerProject, log: log)
+                            xcodeTransactionLimit: settings.maxXcodeTransactionsPerProject,
+                            receiptBatchMax: settings.database.receiptBatchMax, log: log)
         metrics.attach(caches: { caches.statistics })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))

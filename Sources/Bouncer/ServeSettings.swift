@@ -186,6 +186,9 @@ struct ServeSettings: Sendable {
         seconds("BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS", "PostgreSQL statement_timeout (default 10)") {
             $0.database.statementTimeout = $1
         },
+        int("BOUNCER_RECEIPT_BATCH_MAX", "most concurrent receipts sharing one commit (default 32; 1 = off)", 1...1000) {
+            $0.database.receiptBatchMax = $1
+        },
         Variable(name: "BOUNCER_ADMIN_TOKEN",
                  help: "bearer token for /v1/admin (unset = admin API disabled; >= 32 chars: openssl rand -base64 32)") {
             s, v in

@@ -262,10 +262,15 @@ extension Array: PostgresEncodable where Element: PostgresArrayElement {
         if isEmpty {
             b.appendBigEndian(Int32(0)); b.appendBigEndian(Int32(0)); b.appendBigEndian(elementOID)
         } else {
-            b.appendBigEndian(Int32(1)); b.appendBigEndian(Int32(0)); b.appendBigEndian(elementOID)
+            let elements = map(\.postgresArrayElementBytes)
+            let hasNull: Int32 = elements.contains { $0 == nil } ? 1 : 0
+            b.appendBigEndian(Int32(1)); b.appendBigEndian(hasNull); b.appendBigEndian(elementOID)
             b.appendBigEndian(Int32(truncatingIfNeeded: count)); b.appendBigEndian(Int32(1))
-            for element in self {
-                let bytes = element.postgresArrayElementBytes
+            for bytes in elements {
+                guard let bytes else {
+                    b.appendBigEndian(Int32(-1))  // array_send's NULL element: length -1, no bytes
+                    continue
+                }
                 b.appendBigEndian(Int32(truncatingIfNeeded: bytes.count))
                 b.append(contentsOf: bytes)
             }
@@ -280,8 +285,8 @@ public protocol PostgresArrayElement: Sendable {
     static var postgresArrayElementOID: UInt32 { get }
     /// The array type's OID.
     static var postgresArrayOID: UInt32 { get }
-    /// The element in binary format.
-    var postgresArrayElementBytes: [UInt8] { get }
+    /// The element in binary format; nil is a NULL element.
+    var postgresArrayElementBytes: [UInt8]? { get }
 }
 
 extension String: PostgresArrayElement {
@@ -290,7 +295,7 @@ extension String: PostgresArrayElement {
     /// `text[]`.
     public static var postgresArrayOID: UInt32 { OID.textArray }
     /// UTF-8 bytes (text's binary format is its text).
-    public var postgresArrayElementBytes: [UInt8] { Array(utf8) }
+    public var postgresArrayElementBytes: [UInt8]? { Array(utf8) }
 }
 
 extension Int64: PostgresArrayElement {
@@ -299,7 +304,7 @@ extension Int64: PostgresArrayElement {
     /// `int8[]`.
     public static var postgresArrayOID: UInt32 { OID.int8Array }
     /// Big-endian 8 bytes.
-    public var postgresArrayElementBytes: [UInt8] { var b: [UInt8] = []; b.appendBigEndian(self); return b }
+    public var postgresArrayElementBytes: [UInt8]? { var b: [UInt8] = []; b.appendBigEndian(self); return b }
 }
 
 extension UInt8: PostgresArrayElement {
@@ -308,7 +313,16 @@ extension UInt8: PostgresArrayElement {
     /// `[UInt8]` is `bytea`, not an array.
     public static var postgresArrayOID: UInt32 { OID.bytea }
     /// The byte itself.
-    public var postgresArrayElementBytes: [UInt8] { [self] }
+    public var postgresArrayElementBytes: [UInt8]? { [self] }
+}
+
+extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
+    /// The wrapped type's.
+    public static var postgresArrayElementOID: UInt32 { Wrapped.postgresArrayElementOID }
+    /// The wrapped type's.
+    public static var postgresArrayOID: UInt32 { Wrapped.postgresArrayOID }
+    /// The wrapped value's bytes; `nil` binds a NULL element.
+    public var postgresArrayElementBytes: [UInt8]? { self?.postgresArrayElementBytes }
 }
 
 extension PostgresValue: PostgresEncodable {

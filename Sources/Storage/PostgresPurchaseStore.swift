@@ -33,18 +33,33 @@ public enum RenewalOutcome: Sendable, Equatable {
 /// Xcode and LocalTesting transactions are capped per project (`xcodeTransactionLimit`): a write that would take the
 /// project past it is refused with `.xcodeLimitReached` and rolled back, so forgeries cannot grow the tables without
 /// bound.
+///
+/// Group commit (`receiptBatchMax` > 1): concurrent `recordTransaction` calls share one statement and one durable
+/// commit (`GroupCommit`; see `commit`), each answered after the commit that holds its receipt, with its own outcome.
+/// Xcode/LocalTesting transactions are never batched: their cap check needs a transaction of their own.
 public final class PostgresPurchaseStore: PurchaseStore {
     /// The default cap of Xcode/LocalTesting `transactions` rows per project: far above what StoreKit Testing makes.
     public static let defaultXcodeTransactionLimit = 10_000
 
     private let pool: ConnectionPool
     private let xcodeTransactionLimit: Int
+    private let batches: GroupCommit<Recording, RecordedTransaction>?
 
     /// A store over `pool`; the pool's lifetime is the caller's. `xcodeTransactionLimit` caps the Xcode/LocalTesting
     /// transaction rows per project.
-    public init(pool: ConnectionPool, xcodeTransactionLimit: Int = PostgresPurchaseStore.defaultXcodeTransactionLimit) {
+    ///
+    /// `receiptBatchMax`: most `recordTransaction` calls committed together (1: each its own commit, as before).
+    /// Batches form only while others run (at most `concurrentBatches` at once, each on its own connection): a
+    /// lone call starts at once.
+    public init(pool: ConnectionPool, xcodeTransactionLimit: Int = PostgresPurchaseStore.defaultXcodeTransactionLimit,
+                receiptBatchMax: Int = 1, concurrentBatches: Int = 2) {
         self.pool = pool
         self.xcodeTransactionLimit = max(1, xcodeTransactionLimit)
+        batches = receiptBatchMax > 1
+            ? GroupCommit(maxBatch: receiptBatchMax, maxConcurrentBatches: concurrentBatches) { [pool] in
+                Self.commit($0, pool: pool)
+            }
+            : nil
     }
 
     /// Records a verified transaction and, when `userId` is given, binds its purchase to the user.
@@ -58,13 +73,17 @@ public final class PostgresPurchaseStore: PurchaseStore {
     public func recordTransaction(
         _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date
     ) throws -> RecordedTransaction {
-        try StorageErrors.mapping("record transaction") {
-            try Self.write(pool, capping: transaction.environment.isLocalTesting ? xcodeTransactionLimit : nil,
-                           project: project) { connection in
-                try Self.apply(transaction, userId: userId, deviceId: deviceId, project: project, now: now,
-                               source: .transaction, on: connection)
+        let recording = Recording(transaction: transaction, userId: userId, deviceId: deviceId, project: project,
+                                  now: now, source: .transaction)
+        if transaction.environment.isLocalTesting {
+            return try StorageErrors.mapping("record transaction") {
+                try Self.write(pool, capping: xcodeTransactionLimit, project: project) { connection in
+                    try Self.apply(single: recording, on: connection)
+                }
             }
         }
+        if let batches { return try batches.submit(recording) }
+        return try Self.commitAlone(recording, pool: pool)
     }
 
     /// Records `transactions` (a receipt's in-app records, a lookup's answer) from `source` and binds each
@@ -73,20 +92,23 @@ public final class PostgresPurchaseStore: PurchaseStore {
     /// `CROSS JOIN LATERAL`), in input order, each call seeing the rows the previous ones wrote. A refusal of any
     /// element (`.transactionConflict`, `.purchaseOwnedByAnotherUser`) rolls the whole statement back. Results are
     /// in input order. Measured on the 187-record receipt of 2020: one round trip (see README, "StoreKit 1
-    /// receipts").
-    ///
-    /// The arrays are text (our array binds carry no NULL elements): empty text is NULL, instants are
-    /// microseconds since 1970 (the binary bind's resolution, so a receipt and a JWS of the same instant are equal).
+    /// receipts"). Never group-committed with other requests: the receipt is already one statement.
     public func recordTransactions(
         _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
         project: Project, now: Date
     ) throws -> [RecordedTransaction] {
-        guard !transactions.isEmpty else { return [] }
+        guard let first = transactions.first else { return [] }
+        let recordings = transactions.map {
+            Recording(transaction: $0, userId: userId, deviceId: deviceId, project: project, now: now, source: source)
+        }
         let capped = transactions.contains { $0.environment.isLocalTesting }
         return try StorageErrors.mapping("record transactions") {
-            try Self.write(pool, capping: capped ? xcodeTransactionLimit : nil, project: project) { connection in
-                try Self.apply(transactions, source: source, userId: userId, deviceId: deviceId, project: project,
-                               now: now, on: connection)
+            do {
+                return try Self.write(pool, capping: capped ? xcodeTransactionLimit : nil, project: project) { connection in
+                    try Self.apply(recordings, on: connection)
+                }
+            } catch let error as PGError {
+                throw Self.refusal(error, transaction: first, project: project)
             }
         }
     }
@@ -210,6 +232,70 @@ public final class PostgresPurchaseStore: PurchaseStore {
         }
     }
 
+    // MARK: - Group commit
+
+    /// Commits `recording` alone: one statement, its own transaction (the path without group commit, and a batch
+    /// of one).
+    private static func commitAlone(_ recording: Recording, pool: ConnectionPool) throws -> RecordedTransaction {
+        try StorageErrors.mapping("record transaction") {
+            try pool.autocommit { connection in try Self.apply(single: recording, on: connection) }
+        }
+    }
+
+    /// Commits a batch of `recordTransaction` calls, one outcome per recording, in order (`GroupCommit`'s `run`).
+    ///
+    /// Optimistic: all recordings in ONE statement (`apply(_:on:)`: in arrival order, so two receipts of one
+    /// purchase apply as if serial), its own transaction: one round trip, one durable commit. When that statement
+    /// fails for something other than the database's availability (one call refused with 409, a constraint), it
+    /// rolled everything back and nobody knows whose it was: `commitEach` replays the batch in one transaction with
+    /// a savepoint per recording, so each gets exactly its own outcome. An outage, a statement timeout, or retries
+    /// exhausted on deadlocks fail every recording of the batch with the same (retryable) error.
+    static func commit(_ recordings: [Recording], pool: ConnectionPool) -> [Result<RecordedTransaction, any Error>] {
+        if recordings.count == 1 {
+            return [Result { try Self.commitAlone(recordings[0], pool: pool) }]
+        }
+        do {
+            let recorded = try pool.autocommit { connection in try Self.apply(recordings, on: connection) }
+            return recorded.map { .success($0) }
+        } catch let error as PGError where !StorageErrors.isTransient(error) {
+            return commitEach(recordings, pool: pool)
+        } catch {
+            return Array(repeating: .failure(Self.translated(error)), count: recordings.count)
+        }
+    }
+
+    /// Records each of `recordings` under its own savepoint, all in one transaction (one commit): a refused or
+    /// failed recording is rolled back to its savepoint and fails alone, as it would have on its own.
+    private static func commitEach(_ recordings: [Recording], pool: ConnectionPool)
+        -> [Result<RecordedTransaction, any Error>]
+    {
+        do {
+            return try pool.transaction { connection in
+                var outcomes: [Result<RecordedTransaction, any Error>] = []
+                for recording in recordings {
+                    try connection.execute("SAVEPOINT recording")
+                    do {
+                        outcomes.append(.success(try Self.apply(single: recording, on: connection)))
+                        try connection.execute("RELEASE SAVEPOINT recording")
+                    } catch let error as PGError where StorageErrors.isTransient(error) {
+                        throw error  // the whole transaction: every recording fails (or the pool retries it)
+                    } catch {
+                        try connection.executeScript(unsafeSQL: "ROLLBACK TO SAVEPOINT recording; RELEASE SAVEPOINT recording")
+                        outcomes.append(.failure(Self.translated(error)))
+                    }
+                }
+                return outcomes
+            }
+        } catch {
+            return Array(repeating: .failure(Self.translated(error)), count: recordings.count)
+        }
+    }
+
+    /// `error` as `recordTransaction` throws it: a `PGError` through `StorageErrors`, anything else unchanged.
+    private static func translated(_ error: any Error) -> any Error {
+        (error as? PGError).map { StorageErrors.translate($0, action: "record transaction") } ?? error
+    }
+
     // MARK: - Calls
 
     /// Runs `body` (one statement) as its own transaction; with a `limit`, in a transaction that then checks the
@@ -242,13 +328,11 @@ public final class PostgresPurchaseStore: PurchaseStore {
         }
     }
 
-    /// Records `transaction` (and binds `userId`, when given) on `connection`: one call of
+    /// Records `recording` (and binds its user, when given) on `connection`: one call of
     /// `bouncer_record_transaction` (schema/0006), which applies the rules. The body of `recordTransaction`.
-    private static func apply(
-        _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date,
-        source: TransactionSource, on connection: Connection
-    ) throws -> RecordedTransaction {
-        let t = transaction
+    private static func apply(single recording: Recording, on connection: Connection) throws -> RecordedTransaction {
+        let (t, project, userId, deviceId) = (recording.transaction, recording.project, recording.userId, recording.deviceId)
+        let (now, source) = (recording.now, recording.source)
         let bundleId = t.bundleId ?? project.bundleId
         let rows: Rows
         do {
@@ -271,81 +355,98 @@ public final class PostgresPurchaseStore: PurchaseStore {
         guard let row = rows.first else {
             throw PGError(code: .decoding, message: "bouncer_record_transaction returned no row")
         }
-        return try Self.recorded(transaction, row)
+        return try Self.recorded(t, row)
     }
 
-    /// The body of `recordTransactions`: one statement over parallel text arrays.
-    private static func apply(
-        _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
-        project: Project, now: Date, on connection: Connection
-    ) throws -> [RecordedTransaction] {
+    /// One `bouncer_record_transaction` call with its own inputs: a receipt's transaction (`recordTransaction`),
+    /// one of a receipt's in-app records (`recordTransactions`).
+    struct Recording: Sendable {
+        var transaction: TransactionFacts
+        var userId: String?
+        var deviceId: String?
+        var project: Project
+        var now: Date
+        var source: TransactionSource
+    }
+
+    /// The body of `recordTransactions` and of a group commit: ONE statement calling `bouncer_record_transaction`
+    /// once per recording (`unnest … WITH ORDINALITY`, `CROSS JOIN LATERAL`), in input order, each call seeing the
+    /// rows the previous ones wrote, exactly as separate calls in one database transaction would. Every input is an
+    /// array with one element per recording (NULL elements for absent values); instants are microseconds since 1970
+    /// (the binary bind's resolution, so a receipt and a JWS of the same instant are equal). A refusal of any call
+    /// fails the whole statement with the function's SQLSTATE (the caller decides which recording it was).
+    private static func apply(_ recordings: [Recording], on connection: Connection) throws -> [RecordedTransaction] {
         // Any instant of Int64 microseconds: verified dates (year 0000 to 9999, SignedDateRange) are far inside.
-        // Outside it, refuse rather than trap or write NULL ("no expiry", or a 500 from `''::bigint`, as the
-        // bound of 2255 this replaces did for a valid year-9999 receipt date).
-        func micros(_ date: Date?) throws -> String {
-            guard let date else { return "" }
+        // Outside it, refuse rather than trap or write NULL ("no expiry", as a bound of year 2255 once did for a
+        // valid year-9999 receipt date).
+        func micros(_ date: Date?) throws -> Int64? {
+            guard let date else { return nil }
             let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
             guard value.isFinite, abs(value) < 9.2e18 else {
                 throw PGError(code: .decoding, message: "an instant beyond PostgreSQL's timestamps: \(date)")
             }
-            return String(Int64(value))
+            return Int64(value)
         }
-        var ids: [String] = [], originals: [String] = [], products: [String] = [], types: [String] = []
-        var environments: [String] = [], bundles: [String] = [], purchased: [String] = []
-        var originallyPurchased: [String] = [], expires: [String] = [], revoked: [String] = []
-        var reasons: [String] = [], tokens: [String] = [], ownerships: [String] = [], signed: [String] = []
-        var payloads: [String] = []
-        for t in transactions {
+        var projects: [String] = [], ids: [String] = [], originals: [String] = [], products: [String] = []
+        var types: [String] = [], environments: [String] = [], bundles: [String] = [], purchased: [Int64?] = []
+        var originallyPurchased: [Int64?] = [], expires: [Int64?] = [], revoked: [Int64?] = []
+        var reasons: [Int64?] = [], tokens: [String?] = [], ownerships: [String?] = [], signed: [Int64?] = []
+        var payloads: [String] = [], users: [String?] = [], devices: [String?] = [], policies: [String] = []
+        var nows: [Int64?] = [], sources: [String] = []
+        for r in recordings {
+            let t = r.transaction
+            projects.append(r.project.id.uuidString)
             ids.append(t.transactionId)
             originals.append(t.originalTransactionId)
             products.append(t.productId)
             types.append(t.type.rawValue)
             environments.append(t.environment.rawValue)
-            bundles.append(t.bundleId ?? project.bundleId)
+            bundles.append(t.bundleId ?? r.project.bundleId)
             purchased.append(try micros(t.purchaseDate))
             originallyPurchased.append(try micros(t.originalPurchaseDate))
             expires.append(try micros(t.expiresDate))
             revoked.append(try micros(t.accessRevocationDate))
-            reasons.append(t.revocationReason.map(String.init) ?? "")
-            tokens.append(t.appAccountToken?.uuidString ?? "")
-            ownerships.append(t.ownershipType?.rawValue ?? "")
+            reasons.append(t.revocationReason.map(Int64.init))
+            tokens.append(t.appAccountToken?.uuidString)
+            ownerships.append(t.ownershipType?.rawValue)
             signed.append(try micros(t.signedDate))
             payloads.append(t.payloadJSON)
+            users.append(r.userId)
+            devices.append(r.deviceId)
+            policies.append(r.project.transferPolicy.rawValue)
+            nows.append(try micros(r.now))
+            sources.append(r.source.rawValue)
         }
-        let rows: Rows
-        do {
-            rows = try connection.query("""
-                SELECT f.ord, (r.purchase).*, r.entitlements, r.ownership, r.previous_owners,
-                    \(unsafeSQL: Self.storedColumns)
-                FROM unnest(\(ids)::text[], \(originals)::text[], \(products)::text[], \(types)::text[],
-                    \(environments)::text[], \(bundles)::text[], \(purchased)::text[], \(originallyPurchased)::text[],
-                    \(expires)::text[], \(revoked)::text[], \(reasons)::text[], \(tokens)::text[], \(ownerships)::text[],
-                    \(signed)::text[], \(payloads)::text[])
-                    WITH ORDINALITY AS f(id, original, product, type, environment, bundle, purchased, original_purchased,
-                        expires, revoked, reason, token, ownership_type, signed, payload, ord)
-                CROSS JOIN LATERAL bouncer_record_transaction(\(project.id), f.id, f.original, f.product, f.type,
-                    f.environment, f.bundle,
-                    timestamptz 'epoch' + f.purchased::bigint * interval '1 microsecond',
-                    timestamptz 'epoch' + NULLIF(f.original_purchased, '')::bigint * interval '1 microsecond',
-                    timestamptz 'epoch' + NULLIF(f.expires, '')::bigint * interval '1 microsecond',
-                    timestamptz 'epoch' + NULLIF(f.revoked, '')::bigint * interval '1 microsecond',
-                    NULLIF(f.reason, '')::int, NULLIF(f.token, '')::uuid, NULLIF(f.ownership_type, ''),
-                    timestamptz 'epoch' + f.signed::bigint * interval '1 microsecond', f.payload::jsonb,
-                    \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
-                    \(now), \(source.rawValue)::text) r
-                CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment, f.id) s
-                ORDER BY f.ord
-                """)
-        } catch {
-            guard let first = transactions.first else { throw error }
-            throw Self.refusal(error, transaction: first, project: project)
+        let rows = try connection.query("""
+            SELECT f.ord, (r.purchase).*, r.entitlements, r.ownership, r.previous_owners,
+                \(unsafeSQL: Self.storedColumns)
+            FROM unnest(\(projects)::text[], \(ids)::text[], \(originals)::text[], \(products)::text[],
+                \(types)::text[], \(environments)::text[], \(bundles)::text[], \(purchased)::int8[],
+                \(originallyPurchased)::int8[], \(expires)::int8[], \(revoked)::int8[], \(reasons)::int8[],
+                \(tokens)::text[], \(ownerships)::text[], \(signed)::int8[], \(payloads)::text[], \(users)::text[],
+                \(devices)::text[], \(policies)::text[], \(nows)::int8[], \(sources)::text[])
+                WITH ORDINALITY AS f(project, id, original, product, type, environment, bundle, purchased,
+                    original_purchased, expires, revoked, reason, token, ownership_type, signed, payload, user_id,
+                    device_id, policy, now, source, ord)
+            CROSS JOIN LATERAL bouncer_record_transaction(f.project::uuid, f.id, f.original, f.product, f.type,
+                f.environment, f.bundle,
+                timestamptz 'epoch' + f.purchased * interval '1 microsecond',
+                timestamptz 'epoch' + f.original_purchased * interval '1 microsecond',
+                timestamptz 'epoch' + f.expires * interval '1 microsecond',
+                timestamptz 'epoch' + f.revoked * interval '1 microsecond',
+                f.reason::int, f.token::uuid, f.ownership_type,
+                timestamptz 'epoch' + f.signed * interval '1 microsecond', f.payload::jsonb,
+                f.user_id, f.device_id, f.policy, timestamptz 'epoch' + f.now * interval '1 microsecond',
+                f.source) r
+            CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment, f.id) s
+            ORDER BY f.ord
+            """)
+        guard rows.count == recordings.count else {
+            throw PGError(code: .decoding,
+                          message: "bouncer_record_transaction returned \(rows.count) rows for \(recordings.count)")
         }
-        guard rows.count == transactions.count else {
-            throw PGError(code: .decoding, message: "bouncer_record_transaction returned \(rows.count) rows for \(transactions.count)")
-        }
-        return try zip(transactions, rows).map { try Self.recorded($0, $1) }
+        return try zip(recordings, rows).map { try Self.recorded($0.transaction, $1) }
     }
-
     /// The stored transaction's status facts, read by `bouncer_stored_transaction` (schema/0017) right after each
     /// `bouncer_record_transaction` call in the same statement: lateral to the call's result (its project and
     /// environment come from `r.purchase`), so it runs after the call and sees the row as the call left it, which

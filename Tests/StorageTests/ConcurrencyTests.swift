@@ -3,31 +3,11 @@ import Foundation
 import Postgres
 import Storage
 import Synchronization
+import TestSupport
 import XCTest
 
 /// Concurrent posts of one purchase: row locks make them queue, never duplicate, never deadlock.
 final class ConcurrencyTests: XCTestCase {
-    /// Runs `body(i)` on `count` real threads released together (not `concurrentPerform`, which caps
-    /// parallelism at the core count), and returns each result.
-    private func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) -> [T?] {
-        let results = Mutex<[T?]>(Array(repeating: nil, count: count))
-        let start = DispatchSemaphore(value: 0)
-        let group = DispatchGroup()
-        for i in 0..<count {
-            group.enter()
-            let thread = Thread {
-                start.wait()
-                let value = body(i)
-                results.withLock { $0[i] = value }
-                group.leave()
-            }
-            thread.start()
-        }
-        for _ in 0..<count { start.signal() }
-        group.wait()
-        return results.withLock { $0 }
-    }
-
     func testSixteenThreadsRecordingTheSameTransactionForTheSameUser() throws {
         let s = try TestStores.make(label: "concsame", poolSize: 16)
         defer { s.close() }

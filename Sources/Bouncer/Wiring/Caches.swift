@@ -27,8 +27,9 @@ final class Caches: Sendable {
     private let listener: NotificationListener
     private let listenerDone = DispatchSemaphore(value: 0)
 
-    /// Wraps the database stores and starts the listener and announcer threads.
-    init(database: Database, settings: CacheSettings, xcodeTransactionLimit: Int,
+    /// Wraps the database stores and starts the listener and announcer threads. `receiptBatchMax`: the purchase
+    /// store's group commit (1 = off).
+    init(database: Database, settings: CacheSettings, xcodeTransactionLimit: Int, receiptBatchMax: Int,
          log: @escaping @Sendable (String) -> Void) {
         let reads = settings.readCacheSize > 0
             ? PurchaseReadCache(capacity: settings.readCacheSize, maxAge: settings.readMaxAge) : nil
@@ -39,7 +40,8 @@ final class Caches: Sendable {
             pool: database.pool, projects: projects, reads: reads, refreshInterval: settings.refreshInterval,
             log: { log(jsonLine("cache", $0)) })
         let announce: @Sendable ([CacheMessage]) -> Void = { synchronizer.announce($0) }
-        let purchaseStore = PostgresPurchaseStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit)
+        let purchaseStore = PostgresPurchaseStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit,
+                                                  receiptBatchMax: receiptBatchMax)
         self.projects = projects
         self.purchases = reads.map { CachedPurchaseStore(inner: purchaseStore, cache: $0, announce: announce) }
             ?? purchaseStore

@@ -15,6 +15,8 @@ struct DatabaseSettings: Sendable {
     var acquireTimeout: Duration = .seconds(2)
     /// `BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS`.
     var statementTimeout: Duration = .seconds(10)
+    /// `BOUNCER_RECEIPT_BATCH_MAX`: most receipts committed together (1 = each its own commit).
+    var receiptBatchMax = 32
 }
 
 /// An open database: the pool, migrations applied, and the embedded cluster if this process started one.
