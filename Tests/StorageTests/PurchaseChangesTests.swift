@@ -1,0 +1,118 @@
+import Domain
+import Foundation
+import Postgres
+import Storage
+import XCTest
+
+/// The fact log of schema/0025 (`purchase_changes`): the record functions append one row per call that changed
+/// something, and webhook events are derived from it afterwards (`PostgresWebhookStore.deriveChanges`), only for
+/// projects with a webhook.
+final class PurchaseChangesTests: XCTestCase {
+    static let sealed = SealedSecret(keyId: "0123456789abcdef", bytes: [1, 2, 3])
+
+    /// Derives the project's log until nothing is left; the rows consumed.
+    @discardableResult
+    private func deriveAll(_ store: PostgresWebhookStore, _ project: Project) throws -> Int {
+        var total = 0
+        while true {
+            let n = try store.deriveChanges(projectId: project.id, limit: 500)
+            if n == 0 { return total }
+            total += n
+        }
+    }
+
+    private func count(_ s: TestStores, _ table: String, _ project: Project) throws -> Int {
+        try s.count("SELECT count(*) FROM \(unsafeSQL: table) WHERE project_id = \(project.id)")
+    }
+
+    func testProjectWithoutWebhookWritesNoWebhookRows() throws {
+        let s = try TestStores.make(label: "nowebhook")
+        defer { s.close() }
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject()
+        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
+                                      now: Fixtures.t0)
+        // A purchase, renewal info (billing retry, grace, auto-renew off), a renewal, a transfer, a refund.
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("t1", start: 0), userId: "alice", deviceId: nil,
+                                              project: project, now: Fixtures.at(0))
+        _ = try s.purchases.recordRenewal(Fixtures.renewal(signed: 1, autoRenew: 0, grace: 40, retry: true),
+                                          project: project, now: Fixtures.at(1))
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("t2", start: 30), userId: "alice", deviceId: nil,
+                                              project: project, now: Fixtures.at(30))
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("t2", start: 30, signed: 31), userId: "bob", deviceId: nil,
+                                              project: project, now: Fixtures.at(31))
+        let refund = Fixtures.monthly("t2", start: 30, signed: 32, revokedAt: 31)
+        _ = try s.purchases.recordTransaction(refund, userId: nil, deviceId: nil, project: project, now: Fixtures.at(32))
+        // One row per call that changed something; a repeated fact changes nothing and appends nothing.
+        XCTAssertEqual(try count(s, "purchase_changes", project), 5)
+        _ = try s.purchases.recordTransaction(refund, userId: nil, deviceId: nil, project: project, now: Fixtures.at(33))
+        XCTAssertEqual(try count(s, "purchase_changes", project), 5)
+
+        XCTAssertEqual(try deriveAll(store, project), 5)
+        for table in ["purchase_changes", "webhook_events", "webhook_purchase_states", "webhook_entitlement_states"] {
+            XCTAssertEqual(try count(s, table, project), 0, table)
+        }
+    }
+
+    /// A monthly subscription bought a minute ago, active for 30 days.
+    private func current(_ id: String) -> TransactionFacts {
+        var t = Fixtures.monthly(id, original: id, start: 0)
+        t.purchaseDate = Date().addingTimeInterval(-60)
+        t.originalPurchaseDate = t.purchaseDate
+        t.expiresDate = Date().addingTimeInterval(30 * Fixtures.day)
+        t.signedDate = t.purchaseDate
+        return t
+    }
+
+    func testCreatedWebhookAnnouncesOnlyWhatFollowsAndDerivesOnce() throws {
+        let s = try TestStores.make(label: "webhookseed")
+        defer { s.close() }
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject()
+        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
+                                      now: Fixtures.t0)
+        _ = try s.purchases.recordTransaction(current("a1"), userId: "alice", deviceId: nil, project: project, now: Date())
+        XCTAssertEqual(try count(s, "purchase_changes", project), 1)
+
+        // Created: alice's holdings are what was announced; her pending change is consumed, not replayed.
+        let (_, created) = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil,
+                                                    secret: Self.sealed, now: Date())
+        XCTAssertTrue(created)
+        XCTAssertEqual(try count(s, "purchase_changes", project), 0)
+        XCTAssertEqual(try count(s, "webhook_purchase_states", project), 1)
+        XCTAssertEqual(try count(s, "webhook_entitlement_states", project), 1)
+        XCTAssertEqual(try deriveAll(store, project), 0)
+        XCTAssertEqual(try count(s, "webhook_events", project), 0)
+
+        // bob's purchase after it: its events, once, and only when derived.
+        _ = try s.purchases.recordTransaction(current("b1"), userId: "bob", deviceId: nil, project: project, now: Date())
+        XCTAssertEqual(try count(s, "webhook_events", project), 0, "nothing in the receipt's transaction")
+        XCTAssertEqual(try deriveAll(store, project), 1)
+        XCTAssertEqual(try deriveAll(store, project), 0)
+        let events = try s.rows("""
+            SELECT user_id, type FROM webhook_events WHERE project_id = \(project.id) ORDER BY seq
+            """).map { "\(try $0.decode("user_id", as: String.self)) \(try $0.decode("type", as: String.self))" }
+        XCTAssertEqual(events, ["bob subscription.started", "bob entitlement.granted"])
+
+        // Deleted: no webhook rows left.
+        XCTAssertTrue(try store.deleteEndpoint(projectId: project.id))
+        for table in ["webhook_events", "webhook_purchase_states", "webhook_entitlement_states"] {
+            XCTAssertEqual(try count(s, table, project), 0, table)
+        }
+    }
+
+    func testOneDeriverPerProjectAtATime() throws {
+        let s = try TestStores.make(label: "deriverlock")
+        defer { s.close() }
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject()
+        _ = try s.purchases.recordTransaction(current("c1"), userId: "carol", deviceId: nil, project: project, now: Date())
+        let other = try Connection(settings: s.pool.settings)
+        _ = try other.query("SELECT pg_advisory_lock(16980, hashtext(\(project.id)::uuid::text))")
+        XCTAssertEqual(try store.deriveChanges(projectId: project.id, limit: 500), 0, "another deriver holds the project")
+        XCTAssertEqual(try count(s, "purchase_changes", project), 1)
+        _ = try other.query("SELECT pg_advisory_unlock_all()")
+        XCTAssertEqual(try store.deriveChanges(projectId: project.id, limit: 500), 1)
+        XCTAssertEqual(try store.projectsWithChanges(limit: 10), [])
+    }
+}
