@@ -21,17 +21,22 @@ final class PurchaseChangesTests: XCTestCase {
         }
     }
 
+    /// A fresh database with one project mapping `pro.monthly` to `pro`; the caller closes the stores.
+    private func stores(_ label: String) throws -> (TestStores, PostgresWebhookStore, Project) {
+        let s = try TestStores.make(label: label)
+        let project = try s.makeProject()
+        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
+                                      now: Fixtures.t0)
+        return (s, PostgresWebhookStore(pool: s.pool), project)
+    }
+
     private func count(_ s: TestStores, _ table: String, _ project: Project) throws -> Int {
         try s.count("SELECT count(*) FROM \(unsafeSQL: table) WHERE project_id = \(project.id)")
     }
 
     func testProjectWithoutWebhookWritesNoWebhookRows() throws {
-        let s = try TestStores.make(label: "nowebhook")
+        let (s, store, project) = try stores("nowebhook")
         defer { s.close() }
-        let store = PostgresWebhookStore(pool: s.pool)
-        let project = try s.makeProject()
-        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
-                                      now: Fixtures.t0)
         // A purchase, renewal info (billing retry, grace, auto-renew off), a renewal, a transfer, a refund.
         _ = try s.purchases.recordTransaction(Fixtures.monthly("t1", start: 0), userId: "alice", deviceId: nil,
                                               project: project, now: Fixtures.at(0))
@@ -65,12 +70,8 @@ final class PurchaseChangesTests: XCTestCase {
     }
 
     func testCreatedWebhookAnnouncesOnlyWhatFollowsAndDerivesOnce() throws {
-        let s = try TestStores.make(label: "webhookseed")
+        let (s, store, project) = try stores("webhookseed")
         defer { s.close() }
-        let store = PostgresWebhookStore(pool: s.pool)
-        let project = try s.makeProject()
-        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
-                                      now: Fixtures.t0)
         _ = try s.purchases.recordTransaction(current("a1"), userId: "alice", deviceId: nil, project: project, now: Date())
         XCTAssertEqual(try count(s, "purchase_changes", project), 1)
 
