@@ -45,6 +45,10 @@ public struct APIDependencies: Sendable {
     /// receipts of long purchase histories exceed 100 KB. It only raises the server's `maxBodyBytes` for that
     /// route. Set after `init` by the executable.
     public var maxReceiptBodyBytes = 1024 * 1024
+    /// In-app records one StoreKit 1 receipt may carry (`BOUNCER_MAX_RECEIPT_RECORDS`, default 2,000; the 2020
+    /// receipt of Tests/Fixtures has 187): more is refused with 413 `RECEIPT_TOO_MANY_RECORDS` before any database
+    /// work. Set after `init` by the executable.
+    public var maxReceiptRecords = 2_000
     /// Webhook configuration and deliveries (`/v1/admin/projects/:id/webhook…`); `nil` answers 503. Set after
     /// `init` by the executable.
     public var webhooks: WebhookAdministration?

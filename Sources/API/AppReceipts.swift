@@ -13,6 +13,10 @@ extension APIHandlers {
     /// body for the most recent purchase plus `transactions` (all records) and the receipt's `entitlements`.
     func postAppReceipt(_ receiptData: String, userId: String?, deviceId: String?, project: Project) throws -> Response {
         let receipt = try deps.verifier.verifyReceipt(receiptData, for: project)
+        // Before any database work: a forged (Xcode) receipt can list any number of records.
+        guard receipt.transactions.count <= deps.maxReceiptRecords else {
+            throw HTTPError.tooManyReceiptRecords(receipt.transactions.count, limit: deps.maxReceiptRecords)
+        }
         // Receipts carry no appAccountToken: the posted user_id binds under every policy.
         let bound = try AccountBindingRules.boundUser(
             postedUserId: userId, appAccountToken: nil, policy: project.appAccountTokenPolicy)

@@ -59,12 +59,12 @@ enum Auth {
         guard let token = bearerToken(header), ProjectKeys.constantTimeEquals(deps.hasher.hash(token), adminDigest) else {
             throw adminAuthFailed(request, deps: deps, HTTPError.invalidAdminToken)
         }
-        deps.adminAuthFailures.recordSuccess(request.clientAddress)
+        deps.adminAuthFailures.recordSuccess(request.clientKey.description)
     }
 
     /// 429 `AUTH_TOO_MANY_FAILURES` while the client's address is locked out of admin authentication.
     static func checkAdminLockout(_ request: Request, deps: APIDependencies) throws(HTTPError) {
-        if let retryAfter = deps.adminAuthFailures.check(request.clientAddress) {
+        if let retryAfter = deps.adminAuthFailures.check(request.clientKey.description) {
             throw HTTPError.tooManyAdminAuthFailures(retryAfterSeconds: retryAfter)
         }
     }
@@ -72,7 +72,7 @@ enum Auth {
     /// Counts a presented-but-wrong admin token against the client's address; returns `error` to throw. A request
     /// without credentials is not a guess and is not counted (the caller answers it without calling this).
     static func adminAuthFailed(_ request: Request, deps: APIDependencies, _ error: HTTPError) -> HTTPError {
-        deps.adminAuthFailures.recordFailure(request.clientAddress)
+        deps.adminAuthFailures.recordFailure(request.clientKey.description)
         return error
     }
 

@@ -26,7 +26,7 @@ extension APIHandlers {
         guard let token, ProjectKeys.constantTimeEquals(deps.hasher.hash(token), adminDigest) else {
             throw Auth.adminAuthFailed(request, deps: deps, HTTPError.consoleSignInFailed)
         }
-        deps.adminAuthFailures.recordSuccess(request.clientAddress)
+        deps.adminAuthFailures.recordSuccess(request.clientKey.description)
         let sessionToken = ConsoleSessionRules.generateToken()
         let now = deps.now()
         let expires = now.addingTimeInterval(Double(console.sessionLifetimeSeconds))

@@ -84,6 +84,14 @@ extension HTTPError {
         suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to 32 random bytes in base64 "
             + "(generate one with `openssl rand -base64 32`, keep it in your secret store) and restart.")
 
+    /// Like `encryptionKeyMissing`, on the routes that call Apple with credentials stored earlier: they are sealed
+    /// under a key this server no longer has, so generating a new key would not open them.
+    static let credentialsEncryptionKeyMissing = HTTPError(
+        status: 409, code: "ENCRYPTION_KEY_MISSING",
+        message: "The project's App Store credentials cannot be opened: the server has no encryption key.",
+        suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to the key the credentials were stored under and "
+            + "restart, or store the credentials again after setting a new key.")
+
     /// Like `encryptionKeyMissing` (409, final until the operator acts), in the words of the token route.
     static let tokenEncryptionKeyMissing = HTTPError(
         status: 409, code: "ENCRYPTION_KEY_MISSING",
@@ -113,6 +121,16 @@ extension HTTPError {
                 + "signed_transaction_info instead (it needs no call to Apple). Lookups by transaction_id are limited "
                 + "because each costs calls to Apple with the project's key.",
             headers: headers)
+    }
+
+    /// A StoreKit 1 receipt with more in-app records than `BOUNCER_MAX_RECEIPT_RECORDS`: nothing was written.
+    static func tooManyReceiptRecords(_ count: Int, limit: Int) -> HTTPError {
+        HTTPError(
+            status: 413, code: "RECEIPT_TOO_MANY_RECORDS",
+            message: "The receipt carries \(count) in-app records; this server takes at most \(limit).",
+            suggestion: "Real receipts hold far fewer records; post the StoreKit 2 signed transactions "
+                + "(signed_transaction_info) instead, or ask the operator to raise BOUNCER_MAX_RECEIPT_RECORDS.",
+            details: [ErrorDetail(path: ["receipt_data"], message: "\(count) in-app records, limit \(limit)")])
     }
 
     static let productNotFound = HTTPError(
@@ -197,8 +215,10 @@ enum ErrorMapping {
                         + "/v1/admin/projects/{id}/app-store-credentials with issuer_id, key_id and private_key "
                         + "(see the README's \"Connect to Apple\").")
             case .encryptionKeyMissing:
+                // Storing refuses before anything is sealed; every other route can only meet stored credentials.
                 if request.routeTemplate == entitlementTokenRoute { return .tokenEncryptionKeyMissing }
-                guard request.routeTemplate.contains("/webhook") else { return .encryptionKeyMissing }
+                if request.routeTemplate == appStoreCredentialsRoute { return .encryptionKeyMissing }
+                guard request.routeTemplate.contains("/webhook") else { return .credentialsEncryptionKeyMissing }
                 var webhook = HTTPError.encryptionKeyMissing
                 webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
                 return webhook
@@ -246,6 +266,14 @@ enum ErrorMapping {
                 return HTTPError(
                     status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
                     suggestion: "Reload the resource and retry.")
+            case .xcodeLimitReached:
+                log(logLine(request, status: 409, String(reflecting: error)))
+                return HTTPError(
+                    status: 409, code: error.code.rawValue, message: error.message,
+                    suggestion: "Xcode (StoreKit Testing) data, which anyone can sign, is capped per project; nothing "
+                        + "was written. Test with a new project, or ask the operator to raise "
+                        + "BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT.",
+                    details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
             case .purchaseNotFound:
                 return HTTPError(
                     status: 404, code: error.code.rawValue, message: "No such purchase in this project.",
@@ -391,6 +419,9 @@ enum ErrorMapping {
 
     /// The promotional-offer signing route's template.
     static let offerSignaturesRoute = "/v1/offers/:publicKey/signatures"
+
+    /// The route that stores (and shows, deletes) a project's App Store credentials.
+    static let appStoreCredentialsRoute = "/v1/admin/projects/:id/app-store-credentials"
 
     /// The App Store Server Notifications webhook's route template.
     static let notificationRoute = "/v1/notifications/:publicKey"

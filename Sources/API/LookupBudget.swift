@@ -50,9 +50,9 @@ public final class LookupBudget: Sendable {
         missing = Mutex(NotFoundMemory(capacity: settings.maxRemembered))
     }
 
-    /// The budget as one request sees it: `clientAddress` (`Request.clientAddress`) picks the per-client bucket.
-    public func forClient(_ clientAddress: String) -> any LookupBudgeting {
-        ClientLookupBudget(budget: self, clientKey: "lookup-client:" + clientAddress)
+    /// The budget as one request sees it: `clientKey` (`Request.clientKey`, IPv6 by its /64) picks the per-client bucket.
+    public func forClient(_ clientKey: String) -> any LookupBudgeting {
+        ClientLookupBudget(budget: self, clientKey: "lookup-client:" + clientKey)
     }
 
     /// "Not found" answers held now (tests, diagnostics).

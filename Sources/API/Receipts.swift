@@ -49,7 +49,7 @@ extension APIHandlers {
         let source: TransactionSource
         if let transactionId {
             facts = try transactionLookup.lookUp(transactionId: transactionId, for: project,
-                                                 budget: deps.lookupBudget?.forClient(request.clientAddress))
+                                                 budget: deps.lookupBudget?.forClient(request.clientKey.description))
             source = .lookup
         } else {
             guard let jws, Self.hasThreeParts(jws) else {

@@ -47,9 +47,9 @@ public enum Routes {
         add(.put, "/v1/admin/projects/:id/products/:productId", admin) { try $0.putProduct($1) }
         add(.delete, "/v1/admin/projects/:id/products/:productId", admin) { try $0.deleteProduct($1) }
         add(.get, "/v1/admin/projects/:id/notifications", admin) { try $0.listNotifications($1) }
-        add(.put, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.putAppStoreCredentials($1) }
-        add(.get, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.getAppStoreCredentials($1) }
-        add(.delete, "/v1/admin/projects/:id/app-store-credentials", admin) { try $0.deleteAppStoreCredentials($1) }
+        add(.put, ErrorMapping.appStoreCredentialsRoute, admin) { try $0.putAppStoreCredentials($1) }
+        add(.get, ErrorMapping.appStoreCredentialsRoute, admin) { try $0.getAppStoreCredentials($1) }
+        add(.delete, ErrorMapping.appStoreCredentialsRoute, admin) { try $0.deleteAppStoreCredentials($1) }
         add(.post, "/v1/admin/projects/:id/app-store/test-notification", admin) { try $0.requestTestNotification($1) }
         add(.get, "/v1/admin/projects/:id/app-store/test-notification/:token", admin) { try $0.getTestNotification($1) }
         add(.post, "/v1/admin/projects/:id/subscriptions/:originalTransactionId/extend", admin) {

@@ -61,8 +61,8 @@ struct PayloadReader {
     /// of `SignedDateRange`: anything else is refused here, before it can reach a `Date` or the database.
     func milliseconds(_ key: String) throws(VerificationError) -> Int64? {
         guard let value = present(key) else { return nil }
-        guard let ms = value.millisecondsValue else { throw wrongType(key, "a number of milliseconds") }
-        guard SignedDateRange.contains(ms) else { throw .dateOutOfRange(path + key) }
+        guard let ms = value.millisecondsValue else { throw .invalidDate(path + key, isNumber: false) }
+        guard SignedDateRange.contains(ms) else { throw .invalidDate(path + key) }
         return ms
     }
 

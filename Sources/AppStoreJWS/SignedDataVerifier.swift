@@ -119,6 +119,8 @@ public final class SignedDataVerifier: Sendable {
         do { return try body() } catch {
             var wrapped = error
             wrapped.reason = "nested \(field): \(error.reason)"
+            // The notification's field, then the nested payload's: signedPayload → data.signedTransactionInfo.expiresDate.
+            wrapped.field = error.field.map { "\(field).\($0)" }
             throw wrapped
         }
     }
@@ -201,8 +203,8 @@ public final class SignedDataVerifier: Sendable {
         if let override {
             effective = override; source = .caller
         } else if let value = payload[kind.dateField], !value.isNull {
-            guard let ms = value.millisecondsValue else { throw .format(.payload, "payload field \(kind.dateField) must be a number of milliseconds") }
-            guard SignedDateRange.contains(ms) else { throw .dateOutOfRange(kind.dateField) }
+            guard let ms = value.millisecondsValue else { throw .invalidDate(kind.dateField, isNumber: false) }
+            guard SignedDateRange.contains(ms) else { throw .invalidDate(kind.dateField) }
             effective = Date(appleMilliseconds: ms); source = kind.dateSource
         } else if kind == .notification {
             effective = now(); source = .now   // Apple's rule for early-2022 notifications

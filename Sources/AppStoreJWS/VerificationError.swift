@@ -98,9 +98,11 @@ public struct VerificationError: Error, Sendable, CustomStringConvertible, Custo
     static func format(_ step: Step, _ reason: String) -> VerificationError {
         VerificationError(code: .invalidJWSFormat, step: step, reason: reason)
     }
-    /// A payload date outside `SignedDateRange`.
-    static func dateOutOfRange(_ field: String) -> VerificationError {
-        var error = VerificationError.format(.payload, "payload field \(field) is outside \(SignedDateRange.text)")
+    /// A payload date that is no instant of `SignedDateRange`: outside it, or not a number of milliseconds (beyond
+    /// Int64, a string). Names the field, so the API puts it in `details[].path`.
+    static func invalidDate(_ field: String, isNumber: Bool = true) -> VerificationError {
+        var error = VerificationError.format(.payload, isNumber ? "payload field \(field) is outside \(SignedDateRange.text)"
+                                                                 : "payload field \(field) must be a number of milliseconds")
         error.field = field
         return error
     }

@@ -70,7 +70,9 @@ enum ServeCommand {
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
         let deriver = WebhookDeriver(database: database, log: log)
-        let caches = Caches(database: database, settings: settings.cache, log: log, committed: { deriver.wake() })
+        let caches = Caches(database: database, settings: settings.cache,
+                            xcodeTransactionLimit: settings.maxXcodeTransactionsPerProject, log: log,
+                            committed: { deriver.wake() })
         metrics.attach(caches: { caches.statistics })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))
@@ -110,6 +112,7 @@ enum ServeCommand {
             settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
         log(SigningKeyCommands.startupLogLine(dependencies.entitlementTokens, sealer: sealer))
         dependencies.maxReceiptBodyBytes = settings.maxReceiptBodyBytes
+        dependencies.maxReceiptRecords = settings.maxReceiptRecords
         dependencies.lookupBudget = LookupBudget(settings: settings.operations.lookupBudget)
         dependencies.consoleSessions = PostgresConsoleSessionStore(pool: database.pool)
         dependencies.overview = PostgresOverviewMetricsStore(pool: database.pool)
@@ -265,7 +268,9 @@ enum ServeCommand {
         configuration.eventLoopCount = 1
         configuration.workerCount = 1
         let redirect = HTTPServer(configuration: configuration, router: HTTPSRedirect.router(), accessLog: log,
-                                  unmatched: HTTPSRedirect.handler(httpsPort: httpsPort))
+                                  unmatched: HTTPSRedirect.handler(
+                                      httpsPort: httpsPort, publicHost: settings.publicHost,
+                                      certificateName: { server.tlsCertificateName(matching: $0) }))
         do {
             let bound = try redirect.start()
             logWriter(#"{"event":"http_redirect","port":\#(bound),"https_port":\#(httpsPort)}"#)

@@ -23,6 +23,12 @@ struct ServeSettings: Sendable {
     /// `BOUNCER_MAX_RECEIPT_BODY_BYTES`: the body limit of `POST /v1/receipts` (StoreKit 1 receipts of long
     /// purchase histories exceed 100 KB); other routes keep `BOUNCER_MAX_BODY_BYTES`.
     var maxReceiptBodyBytes = 1024 * 1024
+    /// `BOUNCER_MAX_RECEIPT_RECORDS`: in-app records one StoreKit 1 receipt may carry (the longest real receipt we
+    /// know has 187); more is refused with 413 before any database work.
+    var maxReceiptRecords = 2_000
+    /// `BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT`: Xcode/LocalTesting transaction rows a project may hold; a
+    /// write past it is refused with 409 `XCODE_LIMIT_REACHED`.
+    var maxXcodeTransactionsPerProject = 10_000
     /// JSON access log on stderr. `BOUNCER_ACCESS_LOG` (on/off), default on.
     var accessLog = true
     /// Where the data lives: `DATABASE_URL`, or else an embedded cluster under `BOUNCER_DATA_DIR`.
@@ -62,6 +68,8 @@ struct ServeSettings: Sendable {
     var tlsReloadCheck: Duration = .seconds(60)
     /// `BOUNCER_HTTP_REDIRECT_PORT`: a plain-HTTP port that redirects to HTTPS and serves /healthz (TLS only).
     var httpRedirectPort: Int?
+    /// `BOUNCER_PUBLIC_HOST`: the host (and port) redirects name; unset = the certificate's names.
+    var publicHost: PublicHost?
     /// `BOUNCER_CONSOLE_SECURE_COOKIE`, `BOUNCER_CONSOLE_SESSION_HOURS`: the admin console's session cookie.
     var console = ConsoleSettings()
 
@@ -137,6 +145,13 @@ struct ServeSettings: Sendable {
         int("BOUNCER_MAX_RECEIPT_BODY_BYTES",
             "POST /v1/receipts body limit (StoreKit 1 receipts), else 413 (default 1048576)", 0...67_108_864) {
             $0.maxReceiptBodyBytes = $1
+        },
+        int("BOUNCER_MAX_RECEIPT_RECORDS", "in-app records per StoreKit 1 receipt, else 413 (default 2000)", 1...1_000_000) {
+            $0.maxReceiptRecords = $1
+        },
+        int("BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT",
+            "Xcode/LocalTesting transactions a project may hold, else 409 (default 10000)", 1...100_000_000) {
+            $0.maxXcodeTransactionsPerProject = $1
         },
         seconds("BOUNCER_HEADER_TIMEOUT_SECONDS", "time to receive a request head, else 408 (default 30)") {
             $0.server.headerTimeout = $1
@@ -273,6 +288,13 @@ struct ServeSettings: Sendable {
         },
         int("BOUNCER_HTTP_REDIRECT_PORT", "plain-HTTP port redirecting to HTTPS, also serving /healthz (default unset)",
             0...65535) { $0.httpRedirectPort = $1 },
+        Variable(name: "BOUNCER_PUBLIC_HOST",
+                 help: "host[:port] clients use for HTTPS: the only host the redirect port answers for and names; "
+                     + "unset = the certificate's DNS and IP names (default unset)") { s, v in
+            guard let host = PublicHost(v) else { return "must be a host name or IP address, optionally with :port" }
+            s.publicHost = host
+            return nil
+        },
         Variable(name: "BOUNCER_ACCESS_LOG", help: "JSON access log on stderr: on|off (default on)") { s, v in
             switch v.lowercased() {
             case "on", "true", "1", "yes": s.accessLog = true

@@ -86,7 +86,11 @@ final class TLSReloader: @unchecked Sendable {
 }
 
 /// The optional plain-HTTP port next to HTTPS: `/healthz` answers (for probes that cannot speak TLS), every other
-/// request is redirected to the same host on the HTTPS port with 308 (which keeps the method and body).
+/// request is redirected to the HTTPS listener with 308 (which keeps the method and body).
+///
+/// The redirect names the server's own host, never one the request chose: `BOUNCER_PUBLIC_HOST` when set, else one
+/// of the served certificate's names. A request for any other host is 421 (RFC 9110 §15.5.20): echoing its Host would
+/// make this port an open redirect for whoever points a name at it.
 enum HTTPSRedirect {
     /// The router and fallback of the redirect port's server.
     static func router() -> Router {
@@ -100,21 +104,49 @@ enum HTTPSRedirect {
         status: 400, code: "BAD_REQUEST", message: "Missing or invalid Host header",
         suggestion: "Send a Host header with the server's name, or use https:// directly.")
 
-    /// 308 to `https://HOST:httpsPort/path?query`; the Host's own port is dropped, a missing or malformed Host is 400.
-    static func handler(httpsPort: Int) -> Handler {
+    static let misdirected = HTTPError(
+        status: 421, code: "MISDIRECTED_REQUEST", message: "This server does not answer for that host",
+        suggestion: "Use an https:// URL with this server's own host name.")
+
+    /// 308 to `https://HOST[:PORT]/path?query`: HOST is `publicHost` (its port, else `httpsPort` unless 443) when
+    /// the request's Host names it, or, without `publicHost`, the certificate name (`certificateName`) the Host
+    /// equals; otherwise 421. A missing or malformed Host is 400.
+    static func handler(
+        httpsPort: Int, publicHost: PublicHost?, certificateName: @escaping @Sendable (String) -> String?
+    ) -> Handler {
         { request in
-            guard let host = request.headers["Host"].flatMap(hostName) else { throw badHost }
+            guard let requested = request.headers["Host"].flatMap(authority) else { throw badHost }
+            let host: String
+            var port = httpsPort
+            if let publicHost {
+                guard requested.host.lowercased() == publicHost.host else { throw misdirected }
+                host = publicHost.host
+                port = publicHost.port ?? httpsPort
+            } else {
+                let bare = requested.host.hasPrefix("[") ? String(requested.host.dropFirst().dropLast()) : requested.host
+                guard let name = certificateName(bare) else { throw misdirected }
+                // An address is written canonically (bracketed when IPv6), not as the request spelled it.
+                host = IPAddress(name).map { $0.isIPv4 ? $0.description : "[\($0)]" } ?? name
+            }
             var location = "https://" + host
-            if httpsPort != 443 { location += ":\(httpsPort)" }
-            location += request.path
+            if port != 443 { location += ":\(port)" }
+            location += originPath(request.path)
             if let query = request.query { location += "?" + query }
             return Response(status: 308, headers: ["Location": location], body: [])
         }
     }
 
-    /// The host part of a Host header value when it is a plain DNS name, IPv4 address or bracketed IPv6 literal
-    /// (RFC 9110 §7.2), else nil: nothing else may reach a Location header.
-    static func hostName(_ value: String) -> String? {
+    /// The request's path with one leading slash: a run of slashes (or backslashes, which browsers read as slashes)
+    /// would make `//evil.example` a network-path reference to anything that takes the path alone; `*` (OPTIONS)
+    /// becomes `/`.
+    static func originPath(_ path: String) -> String {
+        guard path.hasPrefix("/") else { return "/" }
+        return "/" + path.drop { $0 == "/" || $0 == "\\" }
+    }
+
+    /// A Host header value (or `BOUNCER_PUBLIC_HOST`) split into host and port digits (empty without a port), when
+    /// the host is a plain DNS name, IPv4 address or bracketed IPv6 literal (RFC 9110 §7.2); else nil.
+    static func authority(_ value: String) -> (host: String, port: Substring)? {
         var text = Substring(value)
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { return nil }
@@ -122,15 +154,40 @@ enum HTTPSRedirect {
             guard !literal.isEmpty, literal.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return nil }
             let rest = text[text.index(after: close)...]
             guard rest.isEmpty || (rest.hasPrefix(":") && rest.dropFirst().allSatisfy(\.isASCIIDigit)) else { return nil }
-            return "[" + literal + "]"
+            return ("[" + literal + "]", rest.dropFirst())
         }
+        var port: Substring = ""
         if let colon = text.firstIndex(of: ":") {
-            guard text[text.index(after: colon)...].allSatisfy(\.isASCIIDigit) else { return nil }
+            port = text[text.index(after: colon)...]
+            guard port.allSatisfy(\.isASCIIDigit) else { return nil }
             text = text[..<colon]
         }
-        guard !text.isEmpty, text.utf8.count <= 253,
+        // A leading dot would ask OpenSSL's name check for any subdomain of the rest.
+        guard !text.isEmpty, !text.hasPrefix("."), text.utf8.count <= 253,
               text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }) else { return nil }
-        return String(text)
+        return (String(text), port)
+    }
+}
+
+/// `BOUNCER_PUBLIC_HOST`: the name clients reach the HTTPS listener by, and its port when that is not the
+/// listener's own (a load balancer or port mapping in front).
+struct PublicHost: Sendable, Equatable {
+    /// Lowercase DNS name, IPv4 address or bracketed IPv6 literal.
+    let host: String
+    /// The public HTTPS port, when given.
+    let port: Int?
+
+    /// `host` or `host:port`; nil for anything else (a URL, a path, a port outside 1...65535).
+    init?(_ text: String) {
+        guard let parsed = HTTPSRedirect.authority(text) else { return nil }
+        host = parsed.host.lowercased()
+        if parsed.port.isEmpty {
+            guard !text.hasSuffix(":") else { return nil }
+            port = nil
+        } else {
+            guard parsed.port.count <= 5, let number = Int(parsed.port), (1...65535).contains(number) else { return nil }
+            port = number
+        }
     }
 }
 

@@ -124,6 +124,22 @@ public final class TLSContext: @unchecked Sendable {
         return Self.serialHex(leaf)
     }
 
+    /// The name of the leaf certificate a server context presents that is exactly `host`, as the certificate spells
+    /// it: a DNS name of its subject alternative names (case-insensitive; a wildcard entry names no single host) or
+    /// an IP address one. Nil when the certificate does not name `host`, and for client contexts. The subject's
+    /// common name is never read (RFC 6125 §6.4.4: clients no longer accept it either).
+    public func certificateName(matching host: String) -> String? {
+        guard !isClient, !host.isEmpty, !host.utf8.contains(0),
+              let leaf = SSL_CTX_get0_certificate(context) else { return nil }   // get0: owned by the context
+        if TLSConnection.isIPAddress(host) { return X509_check_ip_asc(leaf, host, 0) == 1 ? host : nil }
+        var matched: UnsafeMutablePointer<CChar>? = nil
+        let flags = UInt32(X509_CHECK_FLAG_NO_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT)
+        guard X509_check_host(leaf, host, host.utf8.count, flags, &matched) == 1 else { return nil }
+        // The matched name is a copy X509_check_host allocated for us: freed here.
+        defer { CRYPTO_free(matched, #fileID, #line) }
+        return matched.map { String(cString: $0) }
+    }
+
     /// The certificate's serial number as uppercase hex.
     static func serialHex(_ certificate: OpaquePointer) -> String? {
         // get0 on the serial: owned by the certificate. ASN1_INTEGER_to_BN and BN_bn2hex allocate: freed here.
@@ -322,7 +338,7 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    private static func isIPAddress(_ name: String) -> Bool {
+    static func isIPAddress(_ name: String) -> Bool {
         var v4 = in_addr(), v6 = in6_addr()
         return inet_pton(AF_INET, name, &v4) == 1 || inet_pton(AF_INET6, name, &v6) == 1
     }

@@ -70,9 +70,12 @@ public struct CredentialAdministration: Sendable {
     }
 
     /// The credentials with the private key opened, for signing requests to Apple. Never rendered by a front end.
+    ///
+    /// Absent credentials are reported before a missing encryption key: the key matters only once there is
+    /// something sealed to open, and "store credentials first" is the fix the caller can act on.
     public func unsealedCredentials(projectId: UUID) throws -> UnsealedAppStoreCredentials {
-        let sealer = try requireSealer()
         let stored = try stored(projectId: projectId)
+        let sealer = try requireSealer()
         let bytes = try sealer.open(stored.sealedPrivateKey, associatedData: Self.associatedData(projectId))
         return UnsealedAppStoreCredentials(credentials: stored.credentials,
                                            privateKeyPEM: String(decoding: bytes, as: UTF8.self))

@@ -38,6 +38,10 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let encryptionKeyUnknown = Code("ENCRYPTION_KEY_UNKNOWN")
         /// A sealed value failed authentication: altered bytes, or moved to another row.
         public static let sealedSecretCorrupt = Code("SEALED_SECRET_CORRUPT")
+        /// Recording the request's Xcode (StoreKit Testing) transactions would take the project past its cap of Xcode
+        /// transaction rows (`BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT`): refused, nothing written. Final until rows
+        /// are erased or the operator raises the cap.
+        public static let xcodeLimitReached = Code("XCODE_LIMIT_REACHED")
         /// No Production or Sandbox purchase with that original transaction id in the project.
         public static let purchaseNotFound = Code("PURCHASE_NOT_FOUND")
         /// Apple does not know the test notification token (in the environment asked).

@@ -231,20 +231,12 @@ public struct OfferSignatures: Sendable {
     }
 
     /// The project's key, opened; "missing" (the caller cannot proceed until an admin stores credentials) rather
-    /// than "not found", also when the server has no encryption key and the project no credentials.
+    /// than "not found", also when the server has no encryption key (absence is reported first).
     private func unsealedCredentials(_ project: Project) throws -> UnsealedAppStoreCredentials {
         do {
             return try credentials.unsealedCredentials(projectId: project.id)
         } catch let error as DomainError where error.code == .appStoreCredentialsNotFound {
             throw Self.credentialsMissing(project)
-        } catch let error as DomainError where error.code == .encryptionKeyMissing {
-            // Without an encryption key nothing can have been stored since; say which it is.
-            do {
-                _ = try credentials.credentials(projectId: project.id)
-            } catch let lookup as DomainError where lookup.code == .appStoreCredentialsNotFound {
-                throw Self.credentialsMissing(project)
-            }
-            throw error
         }
     }
 

@@ -44,11 +44,39 @@ enum ClientAddress {
     }
 }
 
-/// Open connections per client address, shared by every event loop, for
+/// Who a per-client limit counts: every such limit (connections per client, rate limits) keys by this and nothing
+/// else, so they agree on who one client is.
+///
+/// An IPv4 client is its address. An IPv6 client is its /64: that is one subscriber's link (RFC 4291 §2.5.4,
+/// RFC 6177), and a host changes addresses inside it at will (SLAAC privacy addresses, RFC 8981), so keying by the
+/// whole address would give one host 2^64 budgets. IPv4-mapped IPv6 (a dual-stack socket's IPv4 peer) is IPv4.
+public struct ClientKey: Hashable, Sendable, CustomStringConvertible {
+    /// `a.b.c.d` for IPv4, `prefix::/64` (RFC 5952) for IPv6, or the text itself when it is not an address.
+    public let description: String
+
+    /// The key of `address` in text form (`Request.clientAddress`).
+    public init(address: String) {
+        description = IPAddress(address).map(Self.key) ?? address
+    }
+
+    /// The key of a parsed address.
+    public init(_ address: IPAddress) { description = Self.key(address) }
+
+    private static func key(_ address: IPAddress) -> String {
+        address.isIPv4 ? address.description : address.masked(64).description + "/64"
+    }
+}
+
+extension Request {
+    /// The key every per-client limit uses for this request's client (`clientAddress`, IPv6 by its /64).
+    public var clientKey: ClientKey { ClientKey(address: clientAddress) }
+}
+
+/// Open connections per client (`ClientKey`), shared by every event loop, for
 /// `Configuration.maxConnectionsPerClient`. One short lock per accept and per close.
 final class ConnectionsPerClient: Sendable {
     let limit: Int
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Mutex<[ClientKey: Int]>([:])
 
     /// `limit` 0 disables the cap (nothing is counted).
     init(limit: Int) { self.limit = max(0, limit) }
@@ -56,7 +84,7 @@ final class ConnectionsPerClient: Sendable {
     var isEnabled: Bool { limit > 0 }
 
     /// Takes a slot for `client`; false (and nothing taken) when it already holds `limit`.
-    func acquire(_ client: String) -> Bool {
+    func acquire(_ client: ClientKey) -> Bool {
         counts.withLock { counts in
             let current = counts[client, default: 0]
             guard current < limit else { return false }
@@ -66,7 +94,7 @@ final class ConnectionsPerClient: Sendable {
     }
 
     /// Gives back a slot taken by `acquire`.
-    func release(_ client: String) {
+    func release(_ client: ClientKey) {
         counts.withLock { counts in
             let remaining = counts[client, default: 0] - 1
             counts[client] = remaining > 0 ? remaining : nil
@@ -74,5 +102,5 @@ final class ConnectionsPerClient: Sendable {
     }
 
     /// Slots held by `client` (tests, diagnostics).
-    func count(_ client: String) -> Int { counts.withLock { $0[client, default: 0] } }
+    func count(_ client: ClientKey) -> Int { counts.withLock { $0[client, default: 0] } }
 }

@@ -13,7 +13,7 @@ final class Connection {
     /// Whether the peer is a trusted proxy (its requests' clients come from `X-Forwarded-For`).
     var fromTrustedProxy = false
     /// The client this connection holds a per-client slot for; released on close.
-    var countedClient: String?
+    var countedClient: ClientKey?
     /// The client of the latest request (the peer until one arrives), for log lines without a request.
     var clientAddress: String
     var parser: RequestParser

@@ -183,8 +183,9 @@ final class EventLoop: @unchecked Sendable {
             })
             // A trusted proxy carries many clients: its forwarded clients are capped at their first request.
             let fromProxy = core.isTrustedProxy(remote)
-            let countsPeer = core.clientConnections.isEnabled && !fromProxy
-            if count > maxConnections || core.isDraining || (countsPeer && !core.clientConnections.acquire(remote)) {
+            let counted = core.clientConnections.isEnabled && !fromProxy ? ClientKey(address: remote) : nil
+            if count > maxConnections || core.isDraining
+                || (counted.map { !core.clientConnections.acquire($0) } ?? false) {
                 // Best effort, before the connection's request is even read: it gets the same shape as any error.
                 // A TLS client could not read clear text before its handshake: it only sees the close.
                 if tlsEnabled {
@@ -206,12 +207,12 @@ final class EventLoop: @unchecked Sendable {
             let conn = Connection(fd: fd, remoteAddress: remote, limits: limits)
             conn.fromTrustedProxy = fromProxy
             if tlsEnabled { conn.tlsPhase = .sniffing }
-            if countsPeer { conn.countedClient = remote }
+            conn.countedClient = counted
             let interest = bouncer_EPOLLIN | bouncer_EPOLLOUT | bouncer_EPOLLRDHUP | bouncer_EPOLLET
             guard bouncer_epoll_add(epfd, fd, interest, UInt64(UInt32(bitPattern: fd))) == 0 else {
                 Glibc.close(fd)
                 core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
-                if countsPeer { core.clientConnections.release(remote) }
+                if let counted { core.clientConnections.release(counted) }
                 continue
             }
             connections[fd] = conn
@@ -296,9 +297,11 @@ final class EventLoop: @unchecked Sendable {
             }
             let n = Glibc.read(conn.fd, scratch.baseAddress, scratch.count)
             if n > 0 {
+                // Lingering input is discarded until EAGAIN or EOF: the peer's FIN is often queued behind its last
+                // bytes (a TLS close_notify), and stopping at a short read would miss it until the linger deadline.
+                if conn.phase == .lingering { continue }
                 // A short read means the socket is drained; ET reports the next arrival.
                 if n < scratch.count { conn.readable = false }
-                if conn.phase == .lingering { continue }
                 conn.inbuf.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
                 if conn.inbuf.count > largestInput {
                     largestInput = conn.inbuf.count
@@ -432,7 +435,8 @@ final class EventLoop: @unchecked Sendable {
                 peer: conn.remoteAddress, forwardedFor: parsed.headers.values(for: "X-Forwarded-For"),
                 trustedProxies: core.configuration.trustedProxies)
             if conn.requestsServed == 1, core.clientConnections.isEnabled {
-                guard core.clientConnections.acquire(conn.clientAddress) else {
+                let client = ClientKey(address: conn.clientAddress)
+                guard core.clientConnections.acquire(client) else {
                     // The forwarded client already holds its share: the same answer as at accept.
                     let r = core.render(Self.tooManyConnections, requestID: requestID)
                     writeInline(conn, r, headRequest: false, requestID: requestID, keepAlive: false, versionMinor: minor)
@@ -441,7 +445,7 @@ final class EventLoop: @unchecked Sendable {
                              startedAt: startedAt, requestID: requestID, remote: conn.clientAddress)
                     return
                 }
-                conn.countedClient = conn.clientAddress
+                conn.countedClient = client
             }
         }
         switch core.router.match(parsed.method, parsed.path) {
@@ -609,7 +613,9 @@ final class EventLoop: @unchecked Sendable {
             if conn.phase == .processing { arm(conn, .handler, core.configuration.handlerTimeout) }
         }
         if conn.phase == .closing {
-            if conn.hasBufferedInput || conn.readable {
+            // `readable` alone proves nothing (a TLS connection reads until WANT_READ only after its request was
+            // answered): ask the kernel, so a client that sent nothing more is closed now and its slot freed.
+            if conn.hasBufferedInput || (conn.readable && Self.hasUnreadInput(conn.fd)) {
                 // Closing with unread input makes the kernel send RST, which can destroy the
                 // response before the client reads it; half-close and discard input briefly instead.
                 conn.tls?.shutdown()  // close_notify first: the TLS client knows the response is complete
@@ -622,6 +628,12 @@ final class EventLoop: @unchecked Sendable {
                 close(conn)
             }
         }
+    }
+
+    /// Whether the socket holds received bytes not yet read (a peek: they stay for the linger to discard).
+    static func hasUnreadInput(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK)) > 0
     }
 
     private func close(_ conn: Connection) {

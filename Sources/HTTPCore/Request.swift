@@ -22,7 +22,7 @@ public struct Request: Sendable {
     public var remoteAddress: String
     /// The client's numeric IP address: `remoteAddress`, or, when that peer is in
     /// `Configuration.trustedProxies`, the rightmost untrusted hop of `X-Forwarded-For`. Use this one
-    /// for anything per client (rate limits, logs); a client cannot choose it by sending the header.
+    /// for anything per client (logs; limits go by `clientKey`); a client cannot choose it by sending the header.
     public var clientAddress: String
     /// HTTP minor version (0 or 1).
     public var versionMinor: Int

@@ -31,8 +31,9 @@ struct DateCache {
 
 /// Serializes responses into one contiguous buffer (one `send` per response).
 enum ResponseEncoder {
-    /// Headers the server owns; a handler's values for them are ignored so framing stays ours.
-    static func isFramingHeader(_ name: String) -> Bool {
+    /// Headers the server owns; a handler's values for them are ignored so framing stays ours (and
+    /// `X-Content-Type-Options`, which every response carries, is never sent twice).
+    static func isServerOwnedHeader(_ name: String) -> Bool {
         // The length picks the one or two candidates: most handler headers are rejected without a compare.
         switch name.utf8.count {
         case 4: return HTTPHeaders.equalsIgnoringASCIICase(name, "date")
@@ -42,6 +43,7 @@ enum ResponseEncoder {
         case 12: return HTTPHeaders.equalsIgnoringASCIICase(name, "x-request-id")
         case 14: return HTTPHeaders.equalsIgnoringASCIICase(name, "content-length")
         case 17: return HTTPHeaders.equalsIgnoringASCIICase(name, "transfer-encoding")
+        case 22: return HTTPHeaders.equalsIgnoringASCIICase(name, "x-content-type-options")
         default: return false
         }
     }
@@ -82,12 +84,15 @@ enum ResponseEncoder {
             out.appendString(requestID)
             out.appendASCII("\r\n")
         }
+        // On every response, errors and redirects included: a browser must never sniff a JSON error that echoes
+        // client input into HTML or script.
+        out.appendASCII("X-Content-Type-Options: nosniff\r\n")
         switch connection {
         case .close: out.appendASCII("Connection: close\r\n")
         case .keepAlive10: out.appendASCII("Connection: keep-alive\r\n")
         case .default: break
         }
-        for (name, value) in response.headers where !isFramingHeader(name) && isSafe(name, value) {
+        for (name, value) in response.headers where !isServerOwnedHeader(name) && isSafe(name, value) {
             out.appendString(name)
             out.appendASCII(": ")
             out.appendString(value)

@@ -38,4 +38,10 @@ extension HTTPServer {
 
     /// The serial of the certificate new connections get, nil without TLS.
     public var tlsCertificateSerial: String? { core.tls?.current?.certificateSerial }
+
+    /// The name of the served certificate that is exactly `host` (a DNS or IP subject alternative name, wildcards
+    /// not expanded), as the certificate spells it; nil when it names no such host, or without TLS.
+    public func tlsCertificateName(matching host: String) -> String? {
+        core.tls?.current?.certificateName(matching: host)
+    }
 }

@@ -14,22 +14,27 @@ import Postgres
 /// Deduplication is per environment (project, environment, `notificationUUID`): a forged Xcode notification
 /// reusing a real UUID cannot make Apple's delivery look like a redelivery. Xcode and LocalTesting notifications,
 /// which anyone can sign, are capped per project (`localTestingNotificationLimit`): the oldest are deleted in
-/// the same database transaction, so forgeries cannot grow the table without bound.
+/// the same database transaction, so forgeries cannot grow the table without bound; the Xcode/LocalTesting
+/// transactions they carry count towards the purchase store's cap (`xcodeTransactionLimit`).
 public final class PostgresNotificationStore: NotificationStore {
     /// The default number of Xcode/LocalTesting notification rows kept per project (newest by `received_at`).
     public static let defaultLocalTestingNotificationLimit = 1_000
 
     private let pool: ConnectionPool
     private let localTestingNotificationLimit: Int
+    private let xcodeTransactionLimit: Int
 
     /// A store over `pool`; the pool's lifetime is the caller's. `localTestingNotificationLimit` bounds the
     /// Xcode/LocalTesting notification rows kept per project (older ones are deleted; a redelivery of a deleted
-    /// one is then applied again, which is harmless: facts only win when newer).
+    /// one is then applied again, which is harmless: facts only win when newer); `xcodeTransactionLimit` is
+    /// `PostgresPurchaseStore`'s cap of Xcode/LocalTesting transaction rows.
     public init(
-        pool: ConnectionPool, localTestingNotificationLimit: Int = PostgresNotificationStore.defaultLocalTestingNotificationLimit
+        pool: ConnectionPool, localTestingNotificationLimit: Int = PostgresNotificationStore.defaultLocalTestingNotificationLimit,
+        xcodeTransactionLimit: Int = PostgresPurchaseStore.defaultXcodeTransactionLimit
     ) {
         self.pool = pool
         self.localTestingNotificationLimit = max(1, localTestingNotificationLimit)
+        self.xcodeTransactionLimit = max(1, xcodeTransactionLimit)
     }
 
     /// Stores the notification and, on first delivery, applies its transaction (no user binding: users are
@@ -40,8 +45,10 @@ public final class PostgresNotificationStore: NotificationStore {
         -> NotificationOutcome
     {
         let limit = localTestingNotificationLimit
+        let capped = notification.transaction?.environment.isLocalTesting == true
         let outcome: String? = try StorageErrors.mapping("record notification") {
-            try pool.autocommit { connection -> String? in
+            try PostgresPurchaseStore.write(pool, capping: capped ? xcodeTransactionLimit : nil,
+                                            project: project) { connection -> String? in
                 try Self.record(notification, project: project, now: now, source: "notification",
                                 localTestingNotificationLimit: limit, on: connection)
             }

@@ -29,12 +29,22 @@ public enum RenewalOutcome: Sendable, Equatable {
 /// purchase, so it never replaces, revokes, extends or re-owns a Sandbox or Production one (nor the reverse).
 /// A stored transaction's identity (`original_transaction_id`, `product_id`, `bundle_id`, and the environment in
 /// its key) never changes: signed data that disagrees is refused with `.transactionConflict`, nothing written.
+///
+/// Xcode and LocalTesting transactions are capped per project (`xcodeTransactionLimit`): a write that would take the
+/// project past it is refused with `.xcodeLimitReached` and rolled back, so forgeries cannot grow the tables without
+/// bound.
 public final class PostgresPurchaseStore: PurchaseStore {
-    private let pool: ConnectionPool
+    /// The default cap of Xcode/LocalTesting `transactions` rows per project: far above what StoreKit Testing makes.
+    public static let defaultXcodeTransactionLimit = 10_000
 
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
+    private let pool: ConnectionPool
+    private let xcodeTransactionLimit: Int
+
+    /// A store over `pool`; the pool's lifetime is the caller's. `xcodeTransactionLimit` caps the Xcode/LocalTesting
+    /// transaction rows per project.
+    public init(pool: ConnectionPool, xcodeTransactionLimit: Int = PostgresPurchaseStore.defaultXcodeTransactionLimit) {
         self.pool = pool
+        self.xcodeTransactionLimit = max(1, xcodeTransactionLimit)
     }
 
     /// Records a verified transaction and, when `userId` is given, binds its purchase to the user.
@@ -49,7 +59,8 @@ public final class PostgresPurchaseStore: PurchaseStore {
         _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date
     ) throws -> RecordedTransaction {
         try StorageErrors.mapping("record transaction") {
-            try pool.autocommit { connection in
+            try Self.write(pool, capping: transaction.environment.isLocalTesting ? xcodeTransactionLimit : nil,
+                           project: project) { connection in
                 try Self.apply(transaction, userId: userId, deviceId: deviceId, project: project, now: now,
                                source: .transaction, on: connection)
             }
@@ -71,8 +82,9 @@ public final class PostgresPurchaseStore: PurchaseStore {
         project: Project, now: Date
     ) throws -> [RecordedTransaction] {
         guard !transactions.isEmpty else { return [] }
+        let capped = transactions.contains { $0.environment.isLocalTesting }
         return try StorageErrors.mapping("record transactions") {
-            try pool.autocommit { connection in
+            try Self.write(pool, capping: capped ? xcodeTransactionLimit : nil, project: project) { connection in
                 try Self.apply(transactions, source: source, userId: userId, deviceId: deviceId, project: project,
                                now: now, on: connection)
             }
@@ -200,6 +212,36 @@ public final class PostgresPurchaseStore: PurchaseStore {
 
     // MARK: - Calls
 
+    /// Runs `body` (one statement) as its own transaction; with a `limit`, in a transaction that then checks the
+    /// project's Xcode/LocalTesting rows against it and rolls back (`.xcodeLimitReached`) when they exceed it.
+    ///
+    /// The check comes after the write, so it counts only what this request really adds (a receipt posted again
+    /// adds nothing). It reads at most `limit + 1` index entries of the primary key, and a per-project lock held
+    /// from the count to the commit makes concurrent writers count each other's rows: the cap is exact.
+    static func write<T>(_ pool: ConnectionPool, capping limit: Int?, project: Project,
+                         _ body: (Connection) throws -> T) throws -> T {
+        guard let limit else { return try pool.autocommit(body) }
+        return try pool.transaction { connection in
+            let result = try body(connection)
+            // Its own statement: the count's snapshot must be taken after the lock is granted.
+            _ = try connection.query("SELECT pg_advisory_xact_lock(16980, hashtext(\(project.id.uuidString)))")
+            let rows = try connection.query("""
+                SELECT count(*) AS n FROM (SELECT 1 FROM transactions
+                    WHERE project_id = \(project.id) AND environment IN ('Xcode', 'LocalTesting')
+                    LIMIT \(Int64(limit) + 1)) x
+                """)
+            let count = try rows.first?.decode("n", as: Int64.self) ?? 0
+            guard count <= Int64(limit) else {
+                throw DomainError(
+                    .xcodeLimitReached, "The project holds the most Xcode transactions this server keeps (\(limit)).",
+                    underlying: "project \(project.id): more than \(limit) Xcode/LocalTesting transactions",
+                    details: [FieldProblem(path: [],
+                                           message: "limit \(limit) Xcode transactions per project reached")])
+            }
+            return result
+        }
+    }
+
     /// Records `transaction` (and binds `userId`, when given) on `connection`: one call of
     /// `bouncer_record_transaction` (schema/0006), which applies the rules. The body of `recordTransaction`.
     private static func apply(
@@ -237,11 +279,15 @@ public final class PostgresPurchaseStore: PurchaseStore {
         _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
         project: Project, now: Date, on connection: Connection
     ) throws -> [RecordedTransaction] {
-        func micros(_ date: Date?) -> String {
+        // Any instant of Int64 microseconds: verified dates (year 0000 to 9999, SignedDateRange) are far inside.
+        // Outside it, refuse rather than trap or write NULL ("no expiry", or a 500 from `''::bigint`, as the
+        // bound of 2255 this replaces did for a valid year-9999 receipt date).
+        func micros(_ date: Date?) throws -> String {
             guard let date else { return "" }
             let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
-            // Out of range cannot come from a verifier (dates are bounded); "" (NULL) rather than a trap.
-            guard value.isFinite, abs(value) < 9.0e15 else { return "" }
+            guard value.isFinite, abs(value) < 9.2e18 else {
+                throw PGError(code: .decoding, message: "an instant beyond PostgreSQL's timestamps: \(date)")
+            }
             return String(Int64(value))
         }
         var ids: [String] = [], originals: [String] = [], products: [String] = [], types: [String] = []
@@ -256,14 +302,14 @@ public final class PostgresPurchaseStore: PurchaseStore {
             types.append(t.type.rawValue)
             environments.append(t.environment.rawValue)
             bundles.append(t.bundleId ?? project.bundleId)
-            purchased.append(micros(t.purchaseDate))
-            originallyPurchased.append(micros(t.originalPurchaseDate))
-            expires.append(micros(t.expiresDate))
-            revoked.append(micros(t.accessRevocationDate))
+            purchased.append(try micros(t.purchaseDate))
+            originallyPurchased.append(try micros(t.originalPurchaseDate))
+            expires.append(try micros(t.expiresDate))
+            revoked.append(try micros(t.accessRevocationDate))
             reasons.append(t.revocationReason.map(String.init) ?? "")
             tokens.append(t.appAccountToken?.uuidString ?? "")
             ownerships.append(t.ownershipType?.rawValue ?? "")
-            signed.append(micros(t.signedDate))
+            signed.append(try micros(t.signedDate))
             payloads.append(t.payloadJSON)
         }
         let rows: Rows

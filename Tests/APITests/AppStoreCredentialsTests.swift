@@ -146,6 +146,29 @@ final class AppStoreCredentialsTests: XCTestCase {
         assertError(h.admin(.delete, path), status: 404, code: "APP_STORE_CREDENTIALS_NOT_FOUND")
     }
 
+    /// The routes that only use stored credentials never speak of storing them: without credentials the fix is to
+    /// store some (400 MISSING), with credentials sealed under a key the server lost it is that key (409).
+    func testRoutesUsingStoredCredentialsWithoutEncryptionKeySayTheyCannotBeOpened() throws {
+        let h = Harness(sealer: nil)
+        let project = "/v1/admin/projects/00000000-0000-0000-0000-000000000900"
+        let routes: [(HTTPMethod, String)] = [
+            (.post, project + "/app-store/test-notification"), (.get, project + "/app-store/test-notification/tok"),
+        ]
+        for (method, route) in routes {
+            assertError(h.admin(method, route), status: 400, code: "APP_STORE_CREDENTIALS_MISSING")
+        }
+        _ = try CredentialAdministration(projects: h.projects, store: h.credentials, sealer: FakeSealer(),
+                                         inspector: FakeKeyInspector(), now: { Harness.now })
+            .setCredentials(projectId: projectId, issuerId: TestKeys.issuerId, keyId: TestKeys.keyId,
+                            privateKeyPEM: TestKeys.pem)
+        for (method, route) in routes {
+            assertError(h.admin(method, route), status: 409, code: "ENCRYPTION_KEY_MISSING",
+                        error: "The project's App Store credentials cannot be opened: the server has no encryption key.",
+                        suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to the key the credentials were stored "
+                            + "under and restart, or store the credentials again after setting a new key.")
+        }
+    }
+
     func testAdminAuthIsRequired() {
         let h = Harness()
         assertError(h.send(.get, path), status: 401, code: "AUTH_INVALID_ADMIN_TOKEN")

@@ -74,7 +74,8 @@ final class HTTPSE2ETests: XCTestCase {
             ("suggestion", "Use an https:// URL for this host and port."),
         ])))
 
-        // The redirect port: /healthz answers, everything else is a 308 to the HTTPS port, a bad Host a 400.
+        // The redirect port: /healthz answers, everything else is a 308 to the HTTPS port, a bad Host a 400
+        // (testTheRedirectPortNamesOnlyItsOwnHost has the rest).
         let redirect = try TestClient(port: redirectPort)
         let probe = try redirect.request("GET", "/healthz")
         XCTAssertEqual(probe.status, 200)
@@ -82,8 +83,8 @@ final class HTTPSE2ETests: XCTestCase {
         let moved = try redirect.request("POST", "/v1/receipts/pk_x", body: Array("{}".utf8), host: "localhost:\(redirectPort)")
         XCTAssertEqual(moved.status, 308)
         XCTAssertEqual(moved.header("Location"), "https://localhost:\(server.port)/v1/receipts/pk_x")
-        let query = try redirect.request("GET", "/v1/subscriptions/pk_x/u?x=1", host: "[::1]:\(redirectPort)")
-        XCTAssertEqual(query.header("Location"), "https://[::1]:\(server.port)/v1/subscriptions/pk_x/u?x=1")
+        let query = try redirect.request("GET", "/v1/subscriptions/pk_x/u?x=1", host: "127.0.0.1:\(redirectPort)")
+        XCTAssertEqual(query.header("Location"), "https://127.0.0.1:\(server.port)/v1/subscriptions/pk_x/u?x=1")
         let badHost = try redirect.request("GET", "/", host: "evil.test/path")
         XCTAssertEqual(badHost.status, 400)
         XCTAssertEqual(try badHost.errorFields()["code"], "BAD_REQUEST")
@@ -131,6 +132,79 @@ final class HTTPSE2ETests: XCTestCase {
         try? FileManager.default.removeItem(atPath: server.stderrPath)
     }
 
+    /// The redirect port never sends a client to a host the request chose: Location names the certificate's own
+    /// name (or BOUNCER_PUBLIC_HOST), any other Host is 421, and no request target moves the redirect elsewhere.
+    func testTheRedirectPortNamesOnlyItsOwnHost() throws {
+        let db = try E2EDatabase(label: "https_redirect")
+        func raw(_ port: Int, _ request: String) throws -> HTTPResponse {
+            let c = try TestClient(port: port)
+            try c.send(request)
+            return try c.readResponse()
+        }
+        func assertMisdirected(_ r: HTTPResponse, file: StaticString = #filePath, line: UInt = #line) throws {
+            XCTAssertEqual(r.status, 421, r.description, file: file, line: line)
+            XCTAssertNil(r.header("Location"), file: file, line: line)
+            XCTAssertEqual(r.header("X-Content-Type-Options"), "nosniff", file: file, line: line)
+            XCTAssertEqual(try r.errorFields(), .object(JSONObject([
+                ("error", "This server does not answer for that host"), ("code", "MISDIRECTED_REQUEST"),
+                ("suggestion", "Use an https:// URL with this server's own host name."),
+            ])), file: file, line: line)
+        }
+
+        // Without BOUNCER_PUBLIC_HOST: the certificate's names (DNS:localhost, IP:127.0.0.1) and nothing else.
+        var redirectPort = try Self.freePort()
+        var server = try BouncerProcess(databaseURL: db.url, overrides: tlsEnvironment([
+            "BOUNCER_HTTP_REDIRECT_PORT": String(redirectPort)]))
+        let https = server.port
+        let moved = try raw(redirectPort, "GET /v1/x?y=1 HTTP/1.1\r\nHost: LOCALHOST:\(redirectPort)\r\n\r\n")
+        XCTAssertEqual(moved.status, 308)
+        XCTAssertEqual(moved.header("Location"), "https://localhost:\(https)/v1/x?y=1")
+        XCTAssertEqual(moved.header("X-Content-Type-Options"), "nosniff")
+        XCTAssertEqual(try raw(redirectPort, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").header("Location"),
+                       "https://127.0.0.1:\(https)/")
+        for host in ["evil.example", "evil.example:\(redirectPort)", "[::1]", "sub.localhost", "localhost.evil.example"] {
+            try assertMisdirected(try raw(redirectPort, "GET /v1/x HTTP/1.1\r\nHost: \(host)\r\n\r\n"))
+        }
+        XCTAssertEqual(try raw(redirectPort, "GET / HTTP/1.1\r\nHost: .localhost\r\n\r\n").status, 400,
+                       "not a host name (OpenSSL would read it as any subdomain)")
+        // No target moves the redirect to another host: a network-path reference, absolute-form (its authority is
+        // ignored, RFC 9112 §3.2.2), backslashes, encoded CR/LF (stays encoded), raw CR/LF (a 400 before routing).
+        let targets = [
+            "//evil.example/x": "https://localhost:\(https)/evil.example/x",
+            "/\\evil.example": "https://localhost:\(https)/evil.example",
+            "http://evil.example/x": "https://localhost:\(https)/x",
+            "https://evil.example": "https://localhost:\(https)/",
+            "/a%0d%0aSet-Cookie:%20x=1": "https://localhost:\(https)/a%0d%0aSet-Cookie:%20x=1",
+        ]
+        for (target, location) in targets {
+            let r = try raw(redirectPort, "GET \(target) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            XCTAssertEqual(r.status, 308, target)
+            XCTAssertEqual(r.header("Location"), location, target)
+            XCTAssertNil(r.header("Set-Cookie"), target)
+        }
+        let asterisk = try raw(redirectPort, "OPTIONS * HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        XCTAssertEqual(asterisk.header("Location"), "https://localhost:\(https)/")
+        let split = try raw(redirectPort, "GET /a\rLocation: https://evil.example/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        XCTAssertEqual(split.status, 400)
+        XCTAssertNil(split.header("Location"))
+        XCTAssertEqual(split.header("X-Content-Type-Options"), "nosniff")
+        server.stopAndAssertCleanExit()
+
+        // With BOUNCER_PUBLIC_HOST (and its public port): only that host is redirected, even the certificate's
+        // own names are not.
+        redirectPort = try Self.freePort()
+        server = try BouncerProcess(databaseURL: db.url, overrides: tlsEnvironment([
+            "BOUNCER_HTTP_REDIRECT_PORT": String(redirectPort), "BOUNCER_PUBLIC_HOST": "Bouncer.Example:8443"]))
+        let named = try raw(redirectPort, "POST /v1/receipts/pk_x HTTP/1.1\r\nHost: bouncer.example\r\nContent-Length: 2\r\n\r\n{}")
+        XCTAssertEqual(named.status, 308)
+        XCTAssertEqual(named.header("Location"), "https://bouncer.example:8443/v1/receipts/pk_x")
+        try assertMisdirected(try raw(redirectPort, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"))
+        try assertMisdirected(try raw(redirectPort, "GET / HTTP/1.1\r\nHost: bouncer.example.evil.example\r\n\r\n"))
+        XCTAssertEqual(try raw(redirectPort, "GET /healthz HTTP/1.1\r\nHost: anything\r\n\r\n").status, 200,
+                       "probes need no name")
+        server.stopAndAssertCleanExit()
+    }
+
     func testThePeriodicCheckPicksUpRenewedFiles() throws {
         let db = try E2EDatabase(label: "https_watch")
         let server = try BouncerProcess(databaseURL: db.url, overrides: tlsEnvironment(["BOUNCER_TLS_RELOAD_CHECK_SECONDS": "0.2"]))
@@ -157,6 +231,11 @@ final class HTTPSE2ETests: XCTestCase {
         let redirectWithoutTLS = try serve(["BOUNCER_HTTP_REDIRECT_PORT": "8081"])
         XCTAssertEqual(redirectWithoutTLS.status, 2)
         XCTAssertTrue(redirectWithoutTLS.stderr.contains("BOUNCER_HTTP_REDIRECT_PORT is set without HTTPS"), redirectWithoutTLS.stderr)
+        let badPublicHost = try serve(tlsEnvironment(["BOUNCER_PUBLIC_HOST": "https://bouncer.example/"]))
+        XCTAssertEqual(badPublicHost.status, 2)
+        XCTAssertTrue(badPublicHost.stderr.contains(
+            #"BOUNCER_PUBLIC_HOST="https://bouncer.example/": must be a host name or IP address, optionally with :port"#),
+            badPublicHost.stderr)
         let mismatched = try serve(["BOUNCER_TLS_CERT_FILE": certificatePath, "BOUNCER_TLS_KEY_FILE": pki.wrongNameKeyFile])
         XCTAssertEqual(mismatched.status, 1)
         XCTAssertTrue(mismatched.stderr.contains(

@@ -74,13 +74,40 @@ final class ClientAddressTests: XCTestCase {
 
     func testConnectionsPerClientCountsAndReleases() {
         let counts = ConnectionsPerClient(limit: 2)
-        XCTAssertTrue(counts.acquire("a"))
-        XCTAssertTrue(counts.acquire("a"))
-        XCTAssertFalse(counts.acquire("a"))
-        XCTAssertTrue(counts.acquire("b"))
-        counts.release("a")
-        XCTAssertEqual(counts.count("a"), 1)
-        XCTAssertTrue(counts.acquire("a"))
+        let a = ClientKey(address: "10.0.0.1"), b = ClientKey(address: "10.0.0.2")
+        XCTAssertTrue(counts.acquire(a))
+        XCTAssertTrue(counts.acquire(a))
+        XCTAssertFalse(counts.acquire(a))
+        XCTAssertTrue(counts.acquire(b))
+        counts.release(a)
+        XCTAssertEqual(counts.count(a), 1)
+        XCTAssertTrue(counts.acquire(a))
         XCTAssertFalse(ConnectionsPerClient(limit: 0).isEnabled)
+        // Two addresses of one /64 share the count.
+        XCTAssertTrue(counts.acquire(ClientKey(address: "2001:db8::1")))
+        XCTAssertTrue(counts.acquire(ClientKey(address: "2001:db8::2")))
+        XCTAssertFalse(counts.acquire(ClientKey(address: "2001:db8::ffff:3")))
+        XCTAssertTrue(counts.acquire(ClientKey(address: "2001:db8:0:1::1")))
+    }
+
+    func testClientKeyIsTheIPv4AddressOrTheIPv6Slash64() {
+        func key(_ address: String) -> String { ClientKey(address: address).description }
+        // IPv6: one /64 is one client (SLAAC privacy addresses rotate inside it), any other /64 another.
+        XCTAssertEqual(key("2001:db8:1:2::1"), "2001:db8:1:2::/64")
+        XCTAssertEqual(key("2001:DB8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::/64")
+        XCTAssertEqual(ClientKey(address: "2001:db8:1:2::1"), ClientKey(address: "2001:db8:1:2:aaaa::9"))
+        XCTAssertNotEqual(ClientKey(address: "2001:db8:1:2::1"), ClientKey(address: "2001:db8:1:3::1"))
+        XCTAssertNotEqual(ClientKey(address: "2001:db8:1:2::1"), ClientKey(address: "2001:db9:1:2::1"))
+        XCTAssertEqual(key("::1"), "::/64")
+        // IPv4 as before: the whole address, also when a dual-stack socket reports it IPv4-mapped.
+        XCTAssertEqual(key("10.0.0.7"), "10.0.0.7")
+        XCTAssertNotEqual(ClientKey(address: "10.0.0.7"), ClientKey(address: "10.0.0.8"))
+        XCTAssertEqual(key("::ffff:10.0.0.7"), "10.0.0.7")
+        XCTAssertEqual(ClientKey(address: "::ffff:10.0.0.7"), ClientKey(address: "10.0.0.7"))
+        // Not an address (never from a socket): kept as it is, so it is still one key.
+        XCTAssertEqual(key("unix"), "unix")
+        // The key a request's limits use.
+        XCTAssertEqual(Request(method: .get, path: "/", remoteAddress: "2001:db8:1:2::1").clientKey.description,
+                       "2001:db8:1:2::/64")
     }
 }

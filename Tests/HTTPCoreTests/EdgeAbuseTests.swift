@@ -148,7 +148,11 @@ final class EdgeAbuseTests: XCTestCase {
         XCTAssertTrue(lines[2].contains(#""remote":"127.0.0.1""#), lines[2])
     }
 
-    func testCapAppliesPerForwardedClientBehindATrustedProxy() throws {
+    /// Behind the trusted proxy 127.0.0.2 with a cap of 2: `first` and `same` (one client) take both slots, a third
+    /// connection for `refused` (that client again) is refused, and `other` (another client) still gets in.
+    func assertCapPerForwardedClient(
+        first: String, same: String, refused: String, other: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let proxies = try IPNetwork.parseList("127.0.0.0/30")
         try start {
             $0.maxConnectionsPerClient = 2
@@ -156,14 +160,26 @@ final class EdgeAbuseTests: XCTestCase {
         }
         // The proxy opens more connections than the cap: it is not capped itself, its clients are.
         let a1 = try TestClient(port: port, from: "127.0.0.2"), a2 = try TestClient(port: port, from: "127.0.0.2")
-        XCTAssertEqual(try whoami(a1, forwardedFor: "198.51.100.7").status, 200)
-        XCTAssertEqual(try whoami(a2, forwardedFor: "198.51.100.7").status, 200)
+        XCTAssertEqual(try whoami(a1, forwardedFor: first).status, 200, file: file, line: line)
+        XCTAssertEqual(try whoami(a2, forwardedFor: same).status, 200, file: file, line: line)
         let a3 = try TestClient(port: port, from: "127.0.0.2")
-        try a3.send("GET /whoami HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 198.51.100.7\r\n\r\n")
-        try assertRefused(a3)
+        try a3.send("GET /whoami HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: \(refused)\r\n\r\n")
+        try assertRefused(a3, file: file, line: line)
         let b = try TestClient(port: port, from: "127.0.0.2")
-        XCTAssertEqual(try whoami(b, forwardedFor: "198.51.100.8").text, "198.51.100.8 via 127.0.0.2")
+        XCTAssertEqual(try whoami(b, forwardedFor: other).text, "\(other) via 127.0.0.2", file: file, line: line)
         // The refused connection's client is logged as the forwarded one.
-        XCTAssertTrue(log.all.contains { $0.contains(#""status":503"#) && $0.contains(#""remote":"198.51.100.7""#) })
+        XCTAssertTrue(log.all.contains { $0.contains(#""status":503"#) && $0.contains(#""remote":"\#(refused)""#) },
+                      file: file, line: line)
+    }
+
+    func testCapAppliesPerForwardedClientBehindATrustedProxy() throws {
+        try assertCapPerForwardedClient(first: "198.51.100.7", same: "198.51.100.7", refused: "198.51.100.7",
+                                        other: "198.51.100.8")
+    }
+
+    func testCapCountsAnIPv6ClientByItsSlash64() throws {
+        // One host rotating through addresses of its /64 is one client; the next /64 is another.
+        try assertCapPerForwardedClient(first: "2001:db8:1:2::7", same: "2001:db8:1:2:aaaa:bbbb:cccc:dddd",
+                                        refused: "2001:db8:1:2::8", other: "2001:db8:1:3::7")
     }
 }

@@ -26,6 +26,9 @@ final class ErrorShapeTests: XCTestCase {
             return .json(200, Array("{}".utf8))
         }
         r.add(.get, "/throw") { _ in throw Boom() }
+        r.add(.get, "/sniffed") { _ in
+            Response(status: 200, headers: ["x-content-type-options": "nosniff"], body: Array("{}".utf8))
+        }
         r.add(.get, "/unavailable") { _ in
             throw HTTPError.serviceUnavailable(message: "Down.", suggestion: "Later.")
         }
@@ -56,7 +59,34 @@ final class ErrorShapeTests: XCTestCase {
         XCTAssertEqual(Set(body.keys).subtracting(["error", "code", "suggestion", "details", "request_id"]), [],
                        file: file, line: line)
         if status == 503 { XCTAssertEqual(r.header("Retry-After"), "7", "the configured Retry-After", file: file, line: line) }
+        assertNosniff(r, file: file, line: line)
         return body
+    }
+
+    /// Exactly one `X-Content-Type-Options: nosniff`.
+    func assertNosniff(_ r: TestClient.Response, file: StaticString = #filePath, line: UInt = #line) {
+        let values = r.headers.filter { $0.0.lowercased() == "x-content-type-options" }.map(\.1)
+        XCTAssertEqual(values, ["nosniff"], "\(r.status)", file: file, line: line)
+    }
+
+    func testEveryResponseIsNosniffIncludingFramingErrorsBeforeRouting() throws {
+        try start { $0.maxBodyBytes = 16 }
+        let ok = try TestClient(port: port)
+        try ok.send("GET /ping HTTP/1.1\r\nHost: t\r\n\r\n")
+        let pong = try ok.readResponse()
+        XCTAssertEqual(pong.status, 200)
+        assertNosniff(pong)
+        // A handler's own value is not sent twice.
+        try ok.send("GET /sniffed HTTP/1.1\r\nHost: t\r\n\r\n")
+        let own = try ok.readResponse()
+        XCTAssertEqual(own.status, 200)
+        assertNosniff(own)
+        let ambiguous = try TestClient(port: port)
+        try ambiguous.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try assertShape(try ambiguous.readResponse(), 400, "BAD_REQUEST")
+        let unknownCoding = try TestClient(port: port)
+        try unknownCoding.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
+        try assertShape(try unknownCoding.readResponse(), 501, "NOT_IMPLEMENTED")
     }
 
     func testRoutingErrorsOfTheEventLoop() throws {

@@ -134,6 +134,10 @@ final class OperationsExecutableTests: XCTestCase {
         XCTAssertEqual(try status(c, forwardedFor: "198.51.100.7"), 401)
         XCTAssertEqual(try status(c, forwardedFor: "198.51.100.7"), 429)
         XCTAssertEqual(try status(c, forwardedFor: "198.51.100.8"), 401)
+        // IPv6 clients are keyed by their /64: a new address in the same /64 finds the bucket spent.
+        XCTAssertEqual(try status(c, forwardedFor: "2001:db8:1:2::7"), 401)
+        XCTAssertEqual(try status(c, forwardedFor: "2001:db8:1:2:aaaa::8"), 429)
+        XCTAssertEqual(try status(c, forwardedFor: "2001:db8:1:3::7"), 401)
         p.stop()
         // Untrusted peer: the header is ignored and the peer's one bucket is spent by the first request.
         p = try start(trusted: "10.0.0.0/8")

@@ -89,13 +89,15 @@ final class RouterTests: XCTestCase {
         ResponseEncoder.encode(.json(200, Array("{}".utf8), headers: headers), headRequest: false, requestID: "rid",
                                connection: .close, date: Array("DATE".utf8), into: &out)
         XCTAssertEqual(String(decoding: out, as: UTF8.self),
-                       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: DATE\r\nX-Request-Id: rid\r\nConnection: close\r\n"
+                       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: DATE\r\nX-Request-Id: rid\r\nX-Content-Type-Options: nosniff\r\n"
+                       + "Connection: close\r\n"
                        + "X-Ok: v\r\nContent-Type: application/json\r\n\r\n{}")
         out = []
         ResponseEncoder.encode(.json(200, Array("{}".utf8)), headRequest: true, requestID: "", connection: .keepAlive10,
                                date: Array("D".utf8), into: &out)
         XCTAssertEqual(String(decoding: out, as: UTF8.self),
-                       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: D\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n\r\n")
+                       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: D\r\nX-Content-Type-Options: nosniff\r\nConnection: keep-alive\r\n"
+                       + "Content-Type: application/json\r\n\r\n")
     }
 
     func testDateFormatAndRequestIDSanity() {

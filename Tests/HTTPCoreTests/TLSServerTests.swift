@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Glibc
 import JSON
+import Synchronization
 import XCTest
 @testable import HTTPCore
 
@@ -193,6 +194,41 @@ final class TLSServerTests: XCTestCase {
         XCTAssertEqual(server?.connectionCount, 1)
         // The flooding address has its slots back.
         XCTAssertEqual(try TLSTestClient(port: port, caFile: pki.caFile, from: "127.0.0.9").request("/ping").status, 200)
+    }
+
+    /// Clients that open a connection per request (`Connection: close`) under the default per-client cap: a closed
+    /// TLS connection gives its slot back at once, so 64 of them from one address are never refused.
+    func testNewConnectionPerRequestClientsAreNeverRefused() throws {
+        try start()
+        XCTAssertEqual(HTTPServer.Configuration().maxConnectionsPerClient, 256, "the default cap is what this proves")
+        let clients = 64, requestsEach = 20
+        let failures = Mutex<[String]>([])
+        let served = Atomic<Int>(0)
+        let port = self.port, caFile = pki.caFile
+        DispatchQueue.concurrentPerform(iterations: clients) { index in
+            for n in 1...requestsEach {
+                do {
+                    let client = try TLSTestClient(port: port, caFile: caFile, serverName: "127.0.0.1")
+                    let r = try client.request("/ping", headers: ["Connection": "close"])
+                    // As wrk and browsers do: close_notify, then close, so both often reach the server together.
+                    client.connection.shutdown(deadline: .now + .seconds(1))
+                    if r.status == 200, r.header("Connection") == "close", r.text == #"{"pong":true}"# {
+                        served.wrappingAdd(1, ordering: .relaxed)
+                    } else {
+                        failures.withLock { $0.append("client \(index) request \(n): \(r.status) \(r.text)") }
+                    }
+                } catch {
+                    failures.withLock { $0.append("client \(index) request \(n): \(error)") }
+                }
+            }
+        }
+        let seen = failures.withLock { $0 }
+        XCTAssertEqual(seen.count, 0, "refused or failed: \(seen.prefix(5))")
+        XCTAssertEqual(served.load(ordering: .relaxed), clients * requestsEach)
+        // Every slot is back as soon as the clients are gone (not after a linger timeout of seconds).
+        var waited = 0
+        while (server?.connectionCount ?? 0) > 0 && waited < 100 { usleep(5_000); waited += 1 }
+        XCTAssertEqual(server?.connectionCount, 0)
     }
 
     /// The peer closed (EOF or reset: the server may close with the client's bytes unread) having sent nothing.

@@ -169,4 +169,29 @@ final class ReceiptRecordingTests: XCTestCase {
         XCTAssertEqual(older.stored, StoredTransactionFacts(expiresDate: Fixtures.at(60),
                                                             accessRevocationDate: Fixtures.at(40), signedDate: Fixtures.at(200)))
     }
+
+    /// The first and last instants signed data may carry (`SignedDateRange`: 0000-12-30, 9999-12-31T23:59:59.999Z)
+    /// are stored, to the millisecond, as through `recordTransaction` (a year-9999 date was bound as NULL and failed
+    /// the statement with `invalid input syntax for type bigint`: a 500).
+    func testTheExtremeSignedInstantsAreStoredAsTheyAre() throws {
+        let project = try s.makeProject()
+        let first = Date(timeIntervalSince1970: -62_135_769_600), last = Date(timeIntervalSince1970: 253_402_300_799.999)
+        var t = Fixtures.monthly("x1", original: "x1", start: 0)
+        t.purchaseDate = first
+        t.originalPurchaseDate = first
+        t.expiresDate = last
+        t.signedDate = last
+        let recorded = try s.purchases.recordTransactions([t], source: .receipt, userId: "u", deviceId: nil,
+                                                          project: project, now: Fixtures.t0)
+        XCTAssertEqual(recorded.count, 1)
+        let row = try XCTUnwrap(try s.rows("""
+            SELECT (extract(epoch FROM purchase_date) * 1000)::int8 AS purchased,
+                (extract(epoch FROM expires_date) * 1000)::int8 AS expires,
+                (extract(epoch FROM signed_date) * 1000)::int8 AS signed
+            FROM transactions WHERE project_id = \(project.id) AND transaction_id = 'x1'
+            """).first)
+        XCTAssertEqual(try row.decode("purchased", as: Int64.self), -62_135_769_600_000)
+        XCTAssertEqual(try row.decode("expires", as: Int64.self), 253_402_300_799_999)
+        XCTAssertEqual(try row.decode("signed", as: Int64.self), 253_402_300_799_999)
+    }
 }

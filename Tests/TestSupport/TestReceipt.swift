@@ -33,6 +33,9 @@ public struct TestReceipt: Sendable {
         public var isTrialPeriod: Bool?
         /// 1719.
         public var isInIntroOfferPeriod: Bool?
+        /// Date attributes written with this exact text instead (1704, 1706, 1708, 1712), present or not: dates no
+        /// `Date` can say (year 0000, 10000, garbage) as a forger would sign them.
+        public var rawDates: [Int64: String] = [:]
 
         /// A record; the original transaction id defaults to the transaction id.
         public init(productId: String, transactionId: String, originalTransactionId: String? = nil, purchaseDate: Date,
@@ -59,6 +62,8 @@ public struct TestReceipt: Sendable {
     public var creationDate: Date
     /// Field 17, in order.
     public var inApp: [InApp]
+    /// Date attributes written with this exact text instead (12 creation, 21 expiration), present or not.
+    public var rawDates: [Int64: String] = [:]
 
     /// A Sandbox receipt for `bundleId` created at `creationDate`.
     public init(bundleId: String, creationDate: Date = Date(), inApp: [InApp] = []) {
@@ -91,9 +96,10 @@ public struct TestReceipt: Sendable {
             // 4 and 5 (opaque value, SHA-1 device hash) are kept unchecked by the server: fixed bytes do.
             Self.attribute(4, Array("opaque-value".utf8)),
             Self.attribute(5, [UInt8](repeating: 0x5A, count: 20)),
-            Self.attribute(12, DER.ia5(Self.dateText(creationDate))),
+            Self.attribute(12, DER.ia5(rawDates[12] ?? Self.dateText(creationDate))),
             Self.attribute(19, DER.utf8(originalApplicationVersion)),
         ]
+        if let expiration = rawDates[21] { attributes.append(Self.attribute(21, DER.ia5(expiration))) }
         for record in inApp { attributes.append(Self.attribute(17, Self.record(record))) }
         return DER.set(Array(attributes.joined()))
     }
@@ -103,14 +109,14 @@ public struct TestReceipt: Sendable {
             attribute(1701, DER.integer(r.quantity)),
             attribute(1702, DER.utf8(r.productId)),
             attribute(1703, DER.utf8(r.transactionId)),
-            attribute(1704, DER.ia5(dateText(r.purchaseDate))),
+            attribute(1704, DER.ia5(r.rawDates[1704] ?? dateText(r.purchaseDate))),
         ]
         if let original = r.originalTransactionId { fields.append(attribute(1705, DER.utf8(original))) }
-        if let date = r.originalPurchaseDate { fields.append(attribute(1706, DER.ia5(dateText(date)))) }
+        if let date = r.rawDates[1706] ?? r.originalPurchaseDate.map(dateText) { fields.append(attribute(1706, DER.ia5(date))) }
         // Apple writes an empty date for "does not apply"; the decoder reads "" as absent.
-        fields.append(attribute(1708, DER.ia5(r.expiresDate.map(dateText) ?? "")))
+        fields.append(attribute(1708, DER.ia5(r.rawDates[1708] ?? r.expiresDate.map(dateText) ?? "")))
         if let id = r.webOrderLineItemId { fields.append(attribute(1711, DER.integer(id))) }
-        if let date = r.cancellationDate { fields.append(attribute(1712, DER.ia5(dateText(date)))) }
+        if let date = r.rawDates[1712] ?? r.cancellationDate.map(dateText) { fields.append(attribute(1712, DER.ia5(date))) }
         if let flag = r.isTrialPeriod { fields.append(attribute(1713, DER.integer(flag ? 1 : 0))) }
         if let flag = r.isInIntroOfferPeriod { fields.append(attribute(1719, DER.integer(flag ? 1 : 0))) }
         return DER.set(Array(fields.joined()))

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Opens N TLS keep-alive connections to 127.0.0.1:PORT, makes one request on each, holds them idle, and prints the
-server's RSS growth per connection (VmRSS from /proc/PID/status before and after). usage: idle-tls.py PORT N PID"""
+server's RSS growth per connection (VmRSS from /proc/PID/status before and after). usage: idle-tls.py PORT N PID
+
+The connections come from 127.0.0.2, 127.0.0.3, ... (200 each): the server runs with its default per-client cap (256)."""
 import socket
 import ssl
 import sys
@@ -27,7 +29,8 @@ time.sleep(1)
 before = rss_kb()
 conns = []
 for _ in range(count):
-    s = context.wrap_socket(socket.create_connection(("127.0.0.1", port)))
+    source = f"127.0.0.{2 + len(conns) // 200}"
+    s = context.wrap_socket(socket.create_connection(("127.0.0.1", port), source_address=(source, 0)))
     s.sendall(request)
     conns.append(s)
 ok = 0

@@ -7,8 +7,8 @@ import HTTPCore
 /// Each route declares its scopes where it is registered (`Router.add(rateLimits:)`, the API's `Routes`); this
 /// reads them from `Request.rateLimitScopes`. Each scope is a token bucket per key, per process (N instances
 /// allow N times the rate):
-/// - `client`: the client address (`Request.clientAddress`: the peer, or the forwarded client when the peer is
-///   in `BOUNCER_TRUSTED_PROXIES`);
+/// - `client`: the client (`Request.clientKey`: the peer, or the forwarded client when the peer is in
+///   `BOUNCER_TRUSTED_PROXIES`; an IPv6 client by its /64);
 /// - `publicKey`: the path's public key (a key ships inside apps, so anyone can replay it); only well-formed
 ///   keys get a bucket, malformed ones are rejected by the API anyway;
 /// - `secretKey`: requests presenting `Bearer sk_…` (a backend) get their own bucket per public key instead of
@@ -37,7 +37,7 @@ struct RateLimitAdmission: Sendable {
         let scopes = request.rateLimitScopes
         guard !scopes.isEmpty else { return nil }
         if scopes.contains(.client), let limit = settings.client.limit,
-           let rejected = check("client", key: "c:" + request.clientAddress, limit) { return rejected }
+           let rejected = check("client", key: "c:" + request.clientKey.description, limit) { return rejected }
         if scopes.contains(.admin), let limit = settings.admin.limit,
            let rejected = check("admin", key: "a:" + Routes.adminRateLimitKey(request, hasher: SHA256SecretHasher()), limit) {
             return rejected

@@ -30,8 +30,8 @@ final class Caches: Sendable {
 
     /// Wraps the database stores and starts the listener and announcer threads. `committed` runs after each write
     /// that changed something (with its announcement), e.g. to wake the webhook deriver.
-    init(database: Database, settings: CacheSettings, log: @escaping @Sendable (String) -> Void,
-         committed: @escaping @Sendable () -> Void = {}) {
+    init(database: Database, settings: CacheSettings, xcodeTransactionLimit: Int,
+         log: @escaping @Sendable (String) -> Void, committed: @escaping @Sendable () -> Void = {}) {
         let reads = settings.readCacheSize > 0
             ? PurchaseReadCache(capacity: settings.readCacheSize, maxAge: settings.readMaxAge) : nil
         let projects = CachedProjectStore(inner: PostgresProjectStore(pool: database.pool)) { id in
@@ -44,12 +44,13 @@ final class Caches: Sendable {
             synchronizer.announce($0)
             committed()
         }
-        let purchaseStore = PostgresPurchaseStore(pool: database.pool)
+        let purchaseStore = PostgresPurchaseStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit)
         self.projects = projects
         self.purchases = reads.map { CachedPurchaseStore(inner: purchaseStore, cache: $0, announce: announce) }
             ?? purchaseStore
         self.notifications = AnnouncingNotificationStore(
-            inner: PostgresNotificationStore(pool: database.pool), announce: announce)
+            inner: PostgresNotificationStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit),
+            announce: announce)
         self.customers = AnnouncingCustomerStore(inner: PostgresCustomerStore(pool: database.pool), announce: announce)
         self.appTransactions = AnnouncingAppTransactionStore(
             inner: PostgresAppTransactionStore(pool: database.pool), announce: announce)
