@@ -10,14 +10,16 @@
 --   purchase_changes   one row per record call that changed a purchase (the facts webhook events compare), its
 --                      bindings, or revoked one of its transactions: appended by bouncer_record_transaction and
 --                      bouncer_record_renewal (and bouncer_canonical_user_ids) while they hold the purchase's row
---                      lock, so the rows of one purchase are numbered (seq) in commit order. No trigger, no read of
---                      the user's other holdings: the row carries what the derived effects need (data, below).
+--                      lock, so the rows of one purchase are numbered (seq) in commit order; xact names the
+--                      recording transaction, created_at is its now(). No trigger, no read of the user's other
+--                      holdings: the row carries what the derived effects need (data, below).
 --   bouncer_derive_changes(project, limit)
 --                      the deriver, called by the webhook deriver job of every `bouncer serve` after a commit and
 --                      every 250 ms. One deriver per project at a time (advisory lock 16980), in ONE transaction:
---                      it takes the oldest rows, writes their events to webhook_events exactly as the triggers did
---                      (same types, same data, per-user order under the user's lock 16979) and deletes them. A
---                      kill -9 anywhere leaves either the rows (derived again later) or the events: exactly once.
+--                      it takes the oldest rows (whole recording transactions), writes their events to
+--                      webhook_events exactly as 0021's triggers did in that transaction (same types, same data,
+--                      same order, per-user order under the user's lock 16979) and deletes them. A kill -9
+--                      anywhere leaves either the rows (derived again later) or the events: exactly once.
 --                      A project without a webhook has its rows deleted and nothing else: no webhook_* rows at all.
 --   bouncer_webhook_seed(project)
 --                      run when a project's webhook is created, in that transaction: what is held now becomes what
@@ -25,25 +27,32 @@
 --                      reflected in that state, are consumed.
 --
 -- purchase_changes.data (keys absent when empty):
---   old, new   the purchase before and after the call (bouncer_change_snapshot), when one of the columns the
---              transition events compare changed; absent for a purchase the call created (it had no holders)
+--   old        the purchase before the call (bouncer_change_snapshot), when one of the columns the transition
+--              events compare changed; absent for a purchase the call created (it had no holders)
+--   new        the purchase after the call: with old, and whenever the call bound a user
 --   holders    the users holding the purchase before the call (transition and refund events go to them)
 --   refund     the call's transaction newly refunded: its id, product and revocation fields
 --   revoked    users whose binding the call revoked (a transfer, or another spelling of a canonical user id)
 --   moved_to   the user a transfer moved the purchase to (purchase.transferred, from each revoked user)
 --   bound      the user the call bound (a new or re-activated binding)
 --
--- Order of one row's events (0012's for one fact): transaction.refunded and the transition events per holder, the
--- holders' refresh, the revoked users' refresh (entitlement.revoked "transferred"), purchase.transferred, the bound
--- user's refresh. A refresh reads the state at derive time, and a user is refreshed once per batch: when several
--- changes of one user are derived together (a receipt's many purchases; a backlog), their subscription and
--- entitlement events announce the net change, after the batch's earlier transition events. Webhook latency is
--- "shortly after commit" (the deriver wakes on the instance's own writes; others' within 250 ms).
+-- Replay, not a diff of the live tables: the subscription and entitlement events (a user's "refresh") are computed
+-- from the deriver's own copy of what was announced, webhook_purchase_states (now with each purchase's facts) and
+-- webhook_entitlement_states, to which each transaction's rows apply their facts, plus the current product mapping;
+-- status is taken at the transaction's now(). So a batch of rows announces exactly what one derive per recording
+-- transaction would, whenever it runs: a purchase refunded before the deriver ran is still announced as started and
+-- granted, then refunded and revoked. A transaction's events come in 0021's order: per row, transaction.refunded
+-- and the transition events per holder; then, as at its commit, per row the refresh of the purchase's holders (at
+-- the end), the revoked users' refresh (entitlement.revoked "transferred"), purchase.transferred, the bound user's refresh, each user refreshed
+-- once with the transaction's final state. Expiry by time is the sweep's, over the same copy (bouncer_webhook_sweep);
+-- it waits for rows older than the expiry. Webhook latency is "shortly after commit" (the deriver wakes on the
+-- instance's own writes; others' within 250 ms).
 
 -- The log. No foreign key: an append checks nothing (a deleted project's rows are consumed like any others).
 CREATE TABLE purchase_changes (
     project_id               uuid        NOT NULL,
     seq                      bigserial   NOT NULL,
+    xact                     xid8        NOT NULL DEFAULT pg_current_xact_id(),
     environment              text        NOT NULL,
     original_transaction_id  text        NOT NULL,
     data                     jsonb       NOT NULL,
@@ -51,11 +60,17 @@ CREATE TABLE purchase_changes (
     PRIMARY KEY (project_id, seq)
 );
 
--- What a purchase's transition events compare and show (bouncer_webhook_purchase_data, minus the key).
+-- What a purchase's webhook events compare and show, and its status needs (the columns of
+-- webhook_purchase_states, minus the key): the purchase's facts, and the revocation type of its latest transaction
+-- when revoked (a refund or a revocation: entitlement.revoked's reason).
 CREATE FUNCTION bouncer_change_snapshot(p purchases) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object('latest_transaction_id', p.latest_transaction_id, 'product_id', p.product_id,
-        'type', p.type, 'expires_date', p.expires_date, 'revocation_date', p.revocation_date,
+        'type', p.type, 'purchase_date', p.purchase_date, 'expires_date', p.expires_date,
+        'revocation_date', p.revocation_date, 'revocation_reason', p.revocation_reason,
+        'revocation_type', CASE WHEN p.revocation_date IS NOT NULL THEN (SELECT t.revocation_type FROM transactions t
+            WHERE t.project_id = p.project_id AND t.environment = p.environment
+              AND t.transaction_id = p.latest_transaction_id) END,
         'grace_period_expires_date', p.grace_period_expires_date, 'is_in_billing_retry', p.is_in_billing_retry,
         'auto_renew_status', p.auto_renew_status, 'auto_renew_product_id', p.auto_renew_product_id)
 $$;
@@ -84,7 +99,7 @@ $$;
 -- Appends one log row (see data above) unless the call changed nothing a derived effect reads.
 CREATE FUNCTION bouncer_append_change(p_project_id uuid, p_environment text, p_original_transaction_id text,
     p_old purchases, p_new purchases, p_holders text[], p_refund jsonb, p_revoked text[], p_moved_to text,
-    p_bound text, p_now timestamptz) RETURNS void
+    p_bound text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_changed boolean := p_old.original_transaction_id IS NOT NULL AND bouncer_purchase_changed(p_old, p_new);
@@ -98,11 +113,11 @@ BEGIN
     INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
     VALUES (p_project_id, p_environment, p_original_transaction_id, jsonb_strip_nulls(jsonb_build_object(
         'old', CASE WHEN v_changed THEN bouncer_change_snapshot(p_old) END,
-        'new', CASE WHEN v_changed THEN bouncer_change_snapshot(p_new) END,
+        'new', CASE WHEN v_changed OR p_bound IS NOT NULL THEN bouncer_change_snapshot(p_new) END,
         'holders', CASE WHEN cardinality(p_holders) > 0 THEN to_jsonb(p_holders) END,
         'refund', p_refund,
         'revoked', CASE WHEN cardinality(p_revoked) > 0 THEN to_jsonb(p_revoked) END,
-        'moved_to', p_moved_to, 'bound', p_bound)), p_now);
+        'moved_to', p_moved_to, 'bound', p_bound)), now());
 END;
 $$;
 
@@ -329,7 +344,7 @@ BEGIN
         CASE WHEN p_user_id IS NOT NULL THEN v_owners END, v_refund,
         CASE WHEN v_decision = 'transfer' THEN v_previous END,
         CASE WHEN v_decision = 'transfer' THEN p_user_id END,
-        CASE WHEN p_user_id IS NOT NULL AND NOT (p_user_id = ANY (v_owners)) THEN p_user_id END, p_now);
+        CASE WHEN p_user_id IS NOT NULL AND NOT (p_user_id = ANY (v_owners)) THEN p_user_id END);
 
     purchase := v_purchase;
     ownership := v_decision;
@@ -405,7 +420,7 @@ BEGIN
       AND p.original_transaction_id = p_original_transaction_id
     RETURNING * INTO v_purchase;
     PERFORM bouncer_append_change(p_project_id, p_environment, p_original_transaction_id, v_old, v_purchase,
-        NULL, NULL, NULL, NULL, NULL, p_now);  -- log
+        NULL, NULL, NULL, NULL, NULL);  -- log
     outcome := 'applied';
     purchase := v_purchase;
     RETURN NEXT;
@@ -422,9 +437,11 @@ DECLARE
 BEGIN
     -- log: the other spelling loses the binding (not a transfer: no purchase.transferred), the canonical id holds it.
     INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-    SELECT o.project_id, o.environment, o.original_transaction_id,
-        jsonb_build_object('revoked', jsonb_build_array(o.user_id), 'bound', lower(o.user_id)), p_now
+    SELECT o.project_id, o.environment, o.original_transaction_id, jsonb_build_object('revoked',
+        jsonb_build_array(o.user_id), 'bound', lower(o.user_id), 'new', bouncer_change_snapshot(p)), now()
     FROM subscriptions o
+    JOIN purchases p ON p.project_id = o.project_id AND p.environment = o.environment
+                    AND p.original_transaction_id = o.original_transaction_id
     WHERE o.project_id = p_project_id AND o.revoked_at IS NULL AND o.user_id ~ v_uuid AND o.user_id <> lower(o.user_id)
     ORDER BY o.bound_at, o.user_id COLLATE "C";
     -- A live binding under another spelling moves to the canonical id: the canonical row is bound (or re-activated),
@@ -453,35 +470,314 @@ BEGIN
 END;
 $$;
 
--- Refreshes p_user_id unless this derive already did (p_done: the users refreshed so far); the new list.
-CREATE FUNCTION bouncer_derive_refresh(p_project_id uuid, p_user_id text, p_done text[]) RETURNS text[]
+-- The announced copy carries the facts of each purchase it announced, so the deriver and the sweep compute from it
+-- and from the current product mapping, never from the live tables: a log row has the same effect whenever it is
+-- derived. Filled from the log rows' facts (and by bouncer_webhook_seed); existing rows at the end of this file.
+ALTER TABLE webhook_purchase_states
+    ADD COLUMN latest_transaction_id text, ADD COLUMN product_id text, ADD COLUMN type text,
+    ADD COLUMN purchase_date timestamptz, ADD COLUMN expires_date timestamptz,
+    ADD COLUMN grace_period_expires_date timestamptz, ADD COLUMN revocation_date timestamptz,
+    ADD COLUMN revocation_reason int, ADD COLUMN revocation_type text, ADD COLUMN auto_renew_status int;
+-- A user's entitlements: per product held, the active purchase whose access lasts longest (one probe per product,
+-- whatever the number of purchases: a forged receipt's thousands of one product cost one).
+CREATE INDEX webhook_purchase_states_held_idx ON webhook_purchase_states (project_id, user_id, product_id,
+    access_ends_at DESC NULLS FIRST, original_transaction_id COLLATE "C", environment COLLATE "C")
+    WHERE status = 'active';
+-- A user's announced-active purchases whose access has ended by an instant.
+CREATE INDEX webhook_purchase_states_user_due_idx ON webhook_purchase_states (project_id, user_id, access_ends_at)
+    WHERE status = 'active';
+
+-- The copy's row for a user holding a purchase with these facts (bouncer_change_snapshot plus environment and
+-- original_transaction_id), with its status at p_at.
+CREATE FUNCTION bouncer_webhook_state(p_project_id uuid, p_user_id text, p_facts jsonb, p_at timestamptz)
+RETURNS webhook_purchase_states
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_populate_record(NULL::webhook_purchase_states, p_facts || jsonb_build_object(
+        'project_id', p_project_id, 'user_id', p_user_id, 'status', bouncer_purchase_status(f, p_at),
+        'access_ends_at', bouncer_purchase_access_end(f)))
+    FROM jsonb_populate_record(NULL::purchases, p_facts || jsonb_build_object('project_id', p_project_id)) f
+$$;
+
+-- 0012's bouncer_webhook_user_entitlements over the copy: the entitlements of the user's announced-active
+-- purchases under the current product mapping, each with the purchase whose access lasts longest (NULL: forever;
+-- ties by original transaction id, then environment). The products held are found by skipping through
+-- webhook_purchase_states_held_idx (a loose index scan), then each one's best purchase is its first entry.
+CREATE FUNCTION bouncer_webhook_copy_entitlements(p_project_id uuid, p_user_id text)
+RETURNS TABLE (entitlement text, environment text, original_transaction_id text, product_id text,
+    expires_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    WITH RECURSIVE held(product_id) AS (
+        (SELECT st.product_id FROM webhook_purchase_states st
+         WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.status = 'active'
+         ORDER BY st.product_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT st.product_id FROM webhook_purchase_states st
+                WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.status = 'active'
+                  AND st.product_id > h.product_id
+                ORDER BY st.product_id LIMIT 1)
+        FROM held h WHERE h.product_id IS NOT NULL
+    )
+    SELECT DISTINCT ON (e.entitlement) e.entitlement, b.environment, b.original_transaction_id, b.product_id,
+        b.access_ends_at
+    FROM held h
+    JOIN products pr ON pr.project_id = p_project_id AND pr.product_id = h.product_id
+    CROSS JOIN LATERAL (SELECT st.environment, st.original_transaction_id, st.product_id, st.access_ends_at
+        FROM webhook_purchase_states st
+        WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.status = 'active'
+          AND st.product_id = h.product_id
+        ORDER BY st.access_ends_at DESC NULLS FIRST, st.original_transaction_id COLLATE "C", st.environment COLLATE "C"
+        LIMIT 1) b
+    CROSS JOIN LATERAL unnest(pr.entitlements) AS e(entitlement)
+    ORDER BY e.entitlement, b.access_ends_at DESC NULLS FIRST, b.original_transaction_id COLLATE "C",
+        b.environment COLLATE "C"
+$$;
+
+-- 0012's bouncer_webhook_refresh_user over the copy, at p_at: the user's purchases whose announced access ended by
+-- p_at, and p_targets (a jsonb array of {environment, original_transaction_id, holds, facts}: the user now holds
+-- the purchase with these facts, or no longer holds it), announced in 0012's order (subscription.started/expired by
+-- purchase date), then the entitlements recomputed (entitlement.revoked, then entitlement.granted). With p_wait
+-- false, a user whose lock another transaction holds is skipped (returns false): the sweep's way to share the work.
+CREATE FUNCTION bouncer_webhook_refresh_copy(p_project_id uuid, p_user_id text, p_at timestamptz, p_targets jsonb,
+    p_wait boolean) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    r record;
+    v_state webhook_purchase_states;
+    v_entitlements jsonb;
+    v_reason text;
 BEGIN
-    IF p_user_id IS NULL OR p_user_id = ANY (p_done) THEN
-        RETURN p_done;
+    IF p_wait THEN
+        PERFORM pg_advisory_xact_lock(16979, hashtext(p_project_id::text || '/' || p_user_id));
+    ELSIF NOT pg_try_advisory_xact_lock(16979, hashtext(p_project_id::text || '/' || p_user_id)) THEN
+        RETURN false;
     END IF;
-    PERFORM bouncer_webhook_refresh_user(p_project_id, p_user_id);
-    RETURN p_done || p_user_id;
+
+    FOR r IN
+        WITH target AS (
+            SELECT x.environment, x.original_transaction_id, x.holds,
+                CASE WHEN x.holds THEN bouncer_webhook_state(p_project_id, p_user_id, x.facts || jsonb_build_object(
+                    'environment', x.environment, 'original_transaction_id', x.original_transaction_id), p_at)
+                END AS state
+            FROM jsonb_to_recordset(p_targets) AS x(environment text, original_transaction_id text, holds boolean,
+                facts jsonb)
+        ), ended AS (
+            SELECT st.environment, st.original_transaction_id, true AS holds,
+                bouncer_webhook_state(p_project_id, p_user_id, to_jsonb(st), p_at) AS state
+            FROM webhook_purchase_states st
+            WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.status = 'active'
+              AND st.access_ends_at <= p_at
+              AND NOT EXISTS (SELECT 1 FROM target t WHERE t.environment = st.environment
+                              AND t.original_transaction_id = st.original_transaction_id)
+            ORDER BY st.access_ends_at  -- webhook_purchase_states_user_due_idx, whatever the statistics say
+        )
+        SELECT c.environment, c.original_transaction_id, c.holds, c.state, st.status AS old_status,
+            st.project_id IS NOT NULL AS known
+        FROM (SELECT * FROM target UNION ALL SELECT * FROM ended) c
+        -- One probe per purchase by its key (OFFSET 0: not flattened into a join over all the user's states, which
+        -- the statistics of before a burst of new rows would pick, as 0021 explains).
+        LEFT JOIN LATERAL (SELECT st1.status, st1.project_id FROM webhook_purchase_states st1
+            WHERE st1.project_id = p_project_id AND st1.user_id = p_user_id AND st1.environment = c.environment
+              AND st1.original_transaction_id = c.original_transaction_id OFFSET 0) st ON true
+        ORDER BY (c.state).purchase_date NULLS FIRST, c.original_transaction_id COLLATE "C", c.environment COLLATE "C"
+    LOOP
+        IF NOT r.holds THEN
+            DELETE FROM webhook_purchase_states st
+            WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.environment = r.environment
+              AND st.original_transaction_id = r.original_transaction_id;
+            CONTINUE;
+        END IF;
+        v_state := r.state;
+        IF v_state.type = 'Auto-Renewable Subscription' THEN
+            IF NOT r.known AND v_state.status = 'active' THEN
+                PERFORM bouncer_emit_event(p_project_id, p_user_id, 'subscription.started',
+                    bouncer_webhook_purchase_data(jsonb_populate_record(NULL::purchases, to_jsonb(v_state))));
+            ELSIF r.known AND r.old_status = 'active' AND v_state.status = 'expired' THEN
+                PERFORM bouncer_emit_event(p_project_id, p_user_id, 'subscription.expired',
+                    bouncer_webhook_purchase_data(jsonb_populate_record(NULL::purchases, to_jsonb(v_state)))
+                    || jsonb_build_object('expired_at', bouncer_webhook_time(v_state.access_ends_at)));
+            END IF;
+        END IF;
+        INSERT INTO webhook_purchase_states AS st SELECT v_state.*
+        ON CONFLICT (project_id, user_id, environment, original_transaction_id) DO UPDATE SET
+            status = EXCLUDED.status, access_ends_at = EXCLUDED.access_ends_at,
+            latest_transaction_id = EXCLUDED.latest_transaction_id, product_id = EXCLUDED.product_id,
+            type = EXCLUDED.type, purchase_date = EXCLUDED.purchase_date, expires_date = EXCLUDED.expires_date,
+            grace_period_expires_date = EXCLUDED.grace_period_expires_date,
+            revocation_date = EXCLUDED.revocation_date, revocation_reason = EXCLUDED.revocation_reason,
+            revocation_type = EXCLUDED.revocation_type, auto_renew_status = EXCLUDED.auto_renew_status;
+    END LOOP;
+
+    SELECT COALESCE(jsonb_agg(to_jsonb(n)), '[]') INTO v_entitlements
+    FROM bouncer_webhook_copy_entitlements(p_project_id, p_user_id) n;
+
+    -- Gone: why the purchase that granted it no longer does.
+    FOR r IN
+        SELECT st.* FROM webhook_entitlement_states st
+        WHERE st.project_id = p_project_id AND st.user_id = p_user_id
+          AND NOT v_entitlements @> jsonb_build_array(jsonb_build_object('entitlement', st.entitlement))
+        ORDER BY st.entitlement COLLATE "C"
+    LOOP
+        SELECT * INTO v_state FROM webhook_purchase_states st
+        WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.environment = r.environment
+          AND st.original_transaction_id = r.original_transaction_id;
+        IF NOT FOUND THEN
+            v_reason := 'transferred';
+        ELSIF v_state.revocation_date IS NOT NULL THEN
+            v_reason := bouncer_revocation_kind(v_state.revocation_reason, v_state.revocation_type);
+        ELSIF v_state.status = 'expired' THEN
+            v_reason := 'expired';
+        ELSE
+            -- Still active but no longer mapped to the entitlement (a product mapping change).
+            v_reason := 'revoked';
+        END IF;
+        PERFORM bouncer_emit_event(p_project_id, p_user_id, 'entitlement.revoked', jsonb_build_object(
+            'entitlement', r.entitlement, 'reason', v_reason, 'environment', r.environment,
+            'original_transaction_id', r.original_transaction_id, 'product_id', r.product_id));
+        DELETE FROM webhook_entitlement_states st
+        WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.entitlement = r.entitlement;
+    END LOOP;
+
+    -- New, or granted by another purchase or until another instant (the latter announced by subscription events).
+    FOR r IN
+        SELECT n.*, st.entitlement IS NOT NULL AS known, st.environment AS old_environment,
+               st.original_transaction_id AS old_original, st.expires_at AS old_expires
+        FROM jsonb_to_recordset(v_entitlements) AS n(entitlement text, environment text,
+            original_transaction_id text, product_id text, expires_at timestamptz)
+        LEFT JOIN webhook_entitlement_states st ON st.project_id = p_project_id AND st.user_id = p_user_id
+              AND st.entitlement = n.entitlement
+        ORDER BY n.entitlement COLLATE "C"
+    LOOP
+        IF NOT r.known THEN
+            PERFORM bouncer_emit_event(p_project_id, p_user_id, 'entitlement.granted', jsonb_build_object(
+                'entitlement', r.entitlement, 'expires_at', bouncer_webhook_time(r.expires_at),
+                'environment', r.environment, 'original_transaction_id', r.original_transaction_id,
+                'product_id', r.product_id));
+        END IF;
+        IF NOT r.known OR r.old_environment IS DISTINCT FROM r.environment
+           OR r.old_original IS DISTINCT FROM r.original_transaction_id
+           OR r.old_expires IS DISTINCT FROM r.expires_at THEN
+            INSERT INTO webhook_entitlement_states AS st (project_id, user_id, entitlement, environment,
+                original_transaction_id, product_id, expires_at)
+            VALUES (p_project_id, p_user_id, r.entitlement, r.environment, r.original_transaction_id, r.product_id,
+                r.expires_at)
+            ON CONFLICT (project_id, user_id, entitlement) DO UPDATE SET environment = EXCLUDED.environment,
+                original_transaction_id = EXCLUDED.original_transaction_id, product_id = EXCLUDED.product_id,
+                expires_at = EXCLUDED.expires_at;
+        END IF;
+    END LOOP;
+    RETURN true;
 END;
 $$;
 
--- Derives the webhook events of up to p_limit of the project's oldest log rows (NULL: all) and deletes the rows,
--- in the caller's transaction; the number of rows consumed. Returns 0 without waiting when another transaction is
--- deriving the project, unless p_wait (erase: everything before it must be derived first).
+-- Time passing: 0012's sweep over the copy. A state whose access ended before the project's oldest log row not yet
+-- derived waits for the deriver (that row, e.g. a renewal, may precede the expiry).
+CREATE OR REPLACE FUNCTION bouncer_webhook_sweep(p_limit int) RETURNS int
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    r record;
+    v_count int := 0;
+BEGIN
+    FOR r IN
+        SELECT DISTINCT d.project_id, d.user_id FROM (
+            SELECT st.project_id, st.user_id FROM webhook_purchase_states st
+            WHERE st.status = 'active' AND st.access_ends_at IS NOT NULL AND st.access_ends_at <= now()
+              AND NOT EXISTS (SELECT 1 FROM (SELECT c.created_at FROM purchase_changes c
+                                             WHERE c.project_id = st.project_id ORDER BY c.seq LIMIT 1) oldest
+                              WHERE oldest.created_at <= st.access_ends_at)
+            ORDER BY st.access_ends_at LIMIT p_limit) d
+    LOOP
+        IF bouncer_webhook_refresh_copy(r.project_id, r.user_id, now(), '[]', false) THEN
+            v_count := v_count + 1;
+        END IF;
+    END LOOP;
+    RETURN v_count;
+END;
+$$;
+
+-- What a log row leaves for its transaction's commit (bouncer_derive_commit), in order. kind: 'facts' (data: the
+-- purchase's facts after the row), 'holds' / 'drops' (user_id holds the purchase after the row, or no longer),
+-- 'holders' (refresh the purchase's holders), 'refresh' (user_id), 'transferred' (data: purchase.transferred's).
+CREATE TYPE bouncer_derive_step AS (kind text, user_id text, environment text, original_transaction_id text,
+    data jsonb);
+
+-- The deferred effects of one recording transaction, as 0021's triggers ran them at its commit (p_at, the
+-- transaction's now()): the queue of p_steps in order, a purchase's holders being those at the end (by user id),
+-- each user refreshed once, at the first mention, with the transaction's final state (the last facts of each
+-- purchase, the last holds/drops of each user and purchase). One statement: linear in the steps.
+CREATE FUNCTION bouncer_derive_commit(p_project_id uuid, p_at timestamptz, p_steps bouncer_derive_step[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        WITH s AS (
+            SELECT x.* FROM unnest(p_steps) WITH ORDINALITY AS x(kind, user_id, environment, original_transaction_id,
+                data, ord)
+        ), facts AS (
+            SELECT DISTINCT ON (s.environment, s.original_transaction_id) s.environment, s.original_transaction_id,
+                s.data
+            FROM s WHERE s.kind = 'facts' ORDER BY s.environment, s.original_transaction_id, s.ord DESC
+        ), held AS (
+            SELECT DISTINCT ON (s.user_id, s.environment, s.original_transaction_id) s.user_id, s.environment,
+                s.original_transaction_id, s.kind = 'holds' AS holds
+            FROM s WHERE s.kind IN ('holds', 'drops') ORDER BY s.user_id, s.environment, s.original_transaction_id,
+                s.ord DESC
+        ), targets AS (
+            -- Per user, what changed: purchases dropped, or held with new facts.
+            SELECT h.user_id, jsonb_agg(jsonb_build_object('environment', h.environment,
+                'original_transaction_id', h.original_transaction_id, 'holds', h.holds, 'facts', f.data)) AS targets
+            FROM held h LEFT JOIN facts f ON f.environment = h.environment
+                AND f.original_transaction_id = h.original_transaction_id
+            WHERE NOT h.holds OR f.data IS NOT NULL
+            GROUP BY h.user_id
+        ), effects AS (
+            SELECT s.ord, ''::text AS sub, s.kind, s.user_id, s.data FROM s WHERE s.kind IN ('refresh', 'transferred')
+            UNION ALL
+            SELECT s.ord, h.user_id, 'refresh', h.user_id, NULL FROM s
+            JOIN held h ON h.environment = s.environment AND h.original_transaction_id = s.original_transaction_id
+            WHERE s.kind = 'holders' AND h.holds
+        )
+        SELECT e.kind, e.user_id, e.data, COALESCE(t.targets, '[]') AS targets
+        FROM (SELECT e1.*, row_number() OVER (PARTITION BY e1.kind, e1.user_id
+                                              ORDER BY e1.ord, e1.sub COLLATE "C") AS nth
+              FROM effects e1) e
+        LEFT JOIN targets t ON t.user_id = e.user_id
+        WHERE e.kind = 'transferred' OR e.nth = 1
+        ORDER BY e.ord, e.sub COLLATE "C"
+    LOOP
+        IF r.kind = 'transferred' THEN
+            PERFORM bouncer_emit_event(p_project_id, r.user_id, 'purchase.transferred', r.data);
+        ELSE
+            PERFORM bouncer_webhook_refresh_copy(p_project_id, r.user_id, p_at, r.targets, true);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+-- Derives the webhook events of the project's p_limit oldest log rows (NULL: all) and the rest of their
+-- transactions (a transaction is replayed whole) and deletes the rows, in the caller's transaction; the number of
+-- rows consumed. Returns 0 without waiting when another transaction is deriving the project, unless p_wait (erase:
+-- everything before it must be derived first).
+--
+-- Each recording transaction is replayed as 0021's triggers ran in it, from its rows alone and the copy: per row
+-- in seq order transaction.refunded and the transition events (the row's holders, its before/after facts); then
+-- its deferred effects (bouncer_derive_commit). So a batch gives exactly the events of one derive per transaction.
 CREATE FUNCTION bouncer_derive_changes(p_project_id uuid, p_limit int, p_wait boolean DEFAULT false) RETURNS int
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     r record;
     d jsonb;
-    v_seqs bigint[] := '{}';
+    v_xacts xid8[];
+    v_xact xid8;
+    v_at timestamptz;
     v_holders text[];
     v_revoked text[];
     v_user text;
     v_old purchases;
     v_new purchases;
-    v_key jsonb;
-    v_done text[] := '{}';
-    v_count int;
+    v_steps bouncer_derive_step[];
+    v_count int := 0;
 BEGIN
     IF p_wait THEN
         PERFORM pg_advisory_xact_lock(16980, hashtext(p_project_id::text));
@@ -496,13 +792,27 @@ BEGIN
         RETURN v_count;
     END IF;
 
+    SELECT array_agg(DISTINCT c.xact) INTO v_xacts FROM (
+        SELECT c1.xact FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit) c;
+    IF v_xacts IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- Transaction by transaction (by first row), each one's rows in seq order.
     FOR r IN
-        SELECT * FROM purchase_changes c WHERE c.project_id = p_project_id ORDER BY c.seq LIMIT p_limit
+        SELECT c.*, min(c.seq) OVER (PARTITION BY c.xact) AS first_seq FROM purchase_changes c
+        WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
+        ORDER BY first_seq, c.seq
     LOOP
+        IF v_xact IS DISTINCT FROM r.xact THEN
+            IF v_xact IS NOT NULL THEN
+                PERFORM bouncer_derive_commit(p_project_id, v_at, v_steps);
+            END IF;
+            v_xact := r.xact;
+            v_at := r.created_at;
+            v_steps := '{}';
+        END IF;
+        v_count := v_count + 1;
         d := r.data;
-        v_seqs := v_seqs || r.seq;
-        v_key := jsonb_build_object('project_id', r.project_id, 'environment', r.environment,
-            'original_transaction_id', r.original_transaction_id);
         SELECT COALESCE(array_agg(h ORDER BY h COLLATE "C"), '{}') INTO v_holders
         FROM jsonb_array_elements_text(COALESCE(d -> 'holders', '[]')) h;
         SELECT COALESCE(array_agg(h ORDER BY h COLLATE "C"), '{}') INTO v_revoked
@@ -522,11 +832,13 @@ BEGIN
             END LOOP;
         END IF;
 
-        -- 0012's purchase trigger: transition events for each holder, then the holders' refresh. "Now" is the
-        -- change's instant.
+        -- 0021's purchase trigger: transition events for each holder; the holders' refresh at commit. "Now" is the
+        -- transaction's.
         IF d ? 'old' THEN
-            v_old := jsonb_populate_record(NULL::purchases, (d -> 'old') || v_key);
-            v_new := jsonb_populate_record(NULL::purchases, (d -> 'new') || v_key);
+            v_old := jsonb_populate_record(NULL::purchases, (d -> 'old') || jsonb_build_object(
+                'environment', r.environment, 'original_transaction_id', r.original_transaction_id));
+            v_new := jsonb_populate_record(NULL::purchases, (d -> 'new') || jsonb_build_object(
+                'environment', r.environment, 'original_transaction_id', r.original_transaction_id));
             FOREACH v_user IN ARRAY CASE WHEN v_new.type = 'Auto-Renewable Subscription' THEN v_holders
                                          ELSE '{}'::text[] END LOOP
                 PERFORM pg_advisory_xact_lock(16979, hashtext(p_project_id::text || '/' || v_user));
@@ -541,7 +853,7 @@ BEGIN
                 END IF;
                 IF v_new.grace_period_expires_date IS NOT NULL
                    AND v_new.grace_period_expires_date > COALESCE(v_old.grace_period_expires_date, '-infinity')
-                   AND v_new.grace_period_expires_date > r.created_at THEN
+                   AND v_new.grace_period_expires_date > v_at THEN
                     PERFORM bouncer_emit_event(p_project_id, v_user, 'subscription.grace_period_started',
                         bouncer_webhook_purchase_data(v_new) || jsonb_build_object('grace_period_expires_at',
                             bouncer_webhook_time(v_new.grace_period_expires_date)));
@@ -552,60 +864,74 @@ BEGIN
                         || jsonb_build_object('auto_renew_product_id', v_new.auto_renew_product_id));
                 END IF;
             END LOOP;
-            FOREACH v_user IN ARRAY v_holders LOOP
-                v_done := bouncer_derive_refresh(p_project_id, v_user, v_done);
-            END LOOP;
+            v_steps := array_append(v_steps, ('holders', NULL, r.environment, r.original_transaction_id, NULL)
+                ::bouncer_derive_step);
         END IF;
 
-        -- Bindings revoked (entitlement.revoked "transferred"), the transfer, the new binding.
+        -- The state at the transaction's end; the deferred effects: the revoked users' refresh (entitlement.revoked
+        -- "transferred"), purchase.transferred, the bound user's refresh. (array_append in place: linear.)
+        IF d ? 'new' THEN
+            v_steps := array_append(v_steps, ('facts', NULL, r.environment, r.original_transaction_id, d -> 'new')
+                ::bouncer_derive_step);
+        END IF;
+        FOREACH v_user IN ARRAY v_holders LOOP
+            v_steps := array_append(v_steps, ('holds', v_user, r.environment, r.original_transaction_id, NULL)
+                ::bouncer_derive_step);
+        END LOOP;
         FOREACH v_user IN ARRAY v_revoked LOOP
-            v_done := bouncer_derive_refresh(p_project_id, v_user, v_done);
+            v_steps := array_append(v_steps, ('drops', v_user, r.environment, r.original_transaction_id, NULL)
+                ::bouncer_derive_step);
+        END LOOP;
+        IF d ? 'bound' THEN
+            v_steps := array_append(v_steps, ('holds', d ->> 'bound', r.environment, r.original_transaction_id, NULL)
+                ::bouncer_derive_step);
+        END IF;
+        FOREACH v_user IN ARRAY v_revoked LOOP
+            v_steps := array_append(v_steps, ('refresh', v_user, NULL, NULL, NULL)::bouncer_derive_step);
         END LOOP;
         IF d ? 'moved_to' THEN
             FOREACH v_user IN ARRAY v_revoked LOOP
-                PERFORM bouncer_emit_event(p_project_id, d ->> 'moved_to', 'purchase.transferred', jsonb_build_object(
+                v_steps := array_append(v_steps, ('transferred', d ->> 'moved_to', NULL, NULL, jsonb_build_object(
                     'environment', r.environment, 'original_transaction_id', r.original_transaction_id,
-                    'from_user_id', v_user, 'to_user_id', d ->> 'moved_to', 'policy', 'transfer'));
+                    'from_user_id', v_user, 'to_user_id', d ->> 'moved_to', 'policy', 'transfer'))::bouncer_derive_step);
             END LOOP;
         END IF;
-        v_done := bouncer_derive_refresh(p_project_id, d ->> 'bound', v_done);
+        IF d ? 'bound' THEN
+            v_steps := array_append(v_steps, ('refresh', d ->> 'bound', NULL, NULL, NULL)::bouncer_derive_step);
+        END IF;
     END LOOP;
-    DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.seq = ANY (v_seqs);
-    RETURN cardinality(v_seqs);
+    IF v_xact IS NOT NULL THEN
+        PERFORM bouncer_derive_commit(p_project_id, v_at, v_steps);
+    END IF;
+    DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts);
+    RETURN v_count;
 END;
 $$;
 
 -- A webhook created: what the project's users hold now is what was announced (no replay of old grants), and the
--- log rows pending so far, whose changes that state already includes, are consumed. One statement (one snapshot);
--- the caller holds the project's deriver lock (16980) and creates the endpoint in the same transaction.
+-- log rows pending so far, whose changes that state already includes, are consumed. The copy in one statement (one
+-- snapshot), then its entitlements; the caller holds the project's deriver lock (16980) and creates the endpoint in
+-- the same transaction.
 CREATE FUNCTION bouncer_webhook_seed(p_project_id uuid) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     WITH consumed AS (
         DELETE FROM purchase_changes c WHERE c.project_id = p_project_id
-    ), purchases_announced AS (
-        INSERT INTO webhook_purchase_states (project_id, user_id, environment, original_transaction_id, status,
-            access_ends_at)
-        SELECT s.project_id, s.user_id, s.environment, s.original_transaction_id, bouncer_purchase_status(p, now()),
-            bouncer_purchase_access_end(p)
-        FROM subscriptions s
-        JOIN purchases p ON p.project_id = s.project_id AND p.environment = s.environment
-                        AND p.original_transaction_id = s.original_transaction_id
-        WHERE s.project_id = p_project_id AND s.revoked_at IS NULL
-        ON CONFLICT DO NOTHING
     )
-    INSERT INTO webhook_entitlement_states (project_id, user_id, entitlement, environment, original_transaction_id,
-        product_id, expires_at)
-    SELECT DISTINCT ON (s.user_id, e.entitlement) s.project_id, s.user_id, e.entitlement, p.environment,
-        p.original_transaction_id, p.product_id, bouncer_purchase_access_end(p)
-    FROM subscriptions s
+    INSERT INTO webhook_purchase_states
+    SELECT st.* FROM subscriptions s
     JOIN purchases p ON p.project_id = s.project_id AND p.environment = s.environment
                     AND p.original_transaction_id = s.original_transaction_id
-    JOIN products pr ON pr.project_id = p.project_id AND pr.product_id = p.product_id
-    CROSS JOIN LATERAL unnest(pr.entitlements) AS e(entitlement)
-    WHERE s.project_id = p_project_id AND s.revoked_at IS NULL AND bouncer_purchase_status(p, now()) = 'active'
-    ORDER BY s.user_id, e.entitlement, bouncer_purchase_access_end(p) DESC NULLS FIRST,
-        p.original_transaction_id COLLATE "C", p.environment COLLATE "C"
+    CROSS JOIN LATERAL bouncer_webhook_state(p_project_id, s.user_id, bouncer_change_snapshot(p)
+        || jsonb_build_object('environment', p.environment, 'original_transaction_id', p.original_transaction_id),
+        now()) st
+    WHERE s.project_id = p_project_id AND s.revoked_at IS NULL
+    ON CONFLICT DO NOTHING;
+    INSERT INTO webhook_entitlement_states (project_id, user_id, entitlement, environment, original_transaction_id,
+        product_id, expires_at)
+    SELECT p_project_id, u.user_id, n.* FROM (
+        SELECT DISTINCT st.user_id FROM webhook_purchase_states st WHERE st.project_id = p_project_id) u
+    CROSS JOIN LATERAL bouncer_webhook_copy_entitlements(p_project_id, u.user_id) n
     ON CONFLICT DO NOTHING;
 END;
 $$;
@@ -629,3 +955,17 @@ DELETE FROM webhook_purchase_states st
 WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = st.project_id);
 DELETE FROM webhook_entitlement_states st
 WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = st.project_id);
+
+-- What a project with a webhook announced so far: its copy takes the facts of the purchases it holds.
+UPDATE webhook_purchase_states st SET (latest_transaction_id, product_id, type, purchase_date, expires_date,
+    grace_period_expires_date, revocation_date, revocation_reason, revocation_type, auto_renew_status) = (
+    SELECT f.latest_transaction_id, f.product_id, f.type, f.purchase_date, f.expires_date,
+        f.grace_period_expires_date, f.revocation_date, f.revocation_reason, f.revocation_type, f.auto_renew_status
+    FROM jsonb_populate_record(NULL::webhook_purchase_states, bouncer_change_snapshot(p)) f)
+FROM purchases p
+WHERE p.project_id = st.project_id AND p.environment = st.environment
+  AND p.original_transaction_id = st.original_transaction_id;
+
+-- Read the live tables; the copy replaced them.
+DROP FUNCTION bouncer_webhook_refresh_user(uuid, text, boolean);
+DROP FUNCTION bouncer_webhook_user_entitlements(uuid, text, timestamptz);

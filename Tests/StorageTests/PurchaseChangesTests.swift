@@ -102,6 +102,116 @@ final class PurchaseChangesTests: XCTestCase {
         }
     }
 
+    /// A monthly subscription purchase of `original`, bought `start` seconds from `base`, active `days` days.
+    private func facts(_ id: String, original: String = "r1", base: Date, start: TimeInterval, days: Double,
+                       signed: TimeInterval? = nil, refundedAt: TimeInterval? = nil) -> TransactionFacts {
+        var t = Fixtures.monthly(id, original: original, start: 0)
+        t.purchaseDate = base.addingTimeInterval(start)
+        t.originalPurchaseDate = base.addingTimeInterval(-60)
+        t.expiresDate = base.addingTimeInterval(start + days * Fixtures.day)
+        t.signedDate = base.addingTimeInterval(signed ?? start)
+        t.revocationDate = refundedAt.map { base.addingTimeInterval($0) }
+        t.revocationReason = refundedAt.map { _ in 0 }
+        return t
+    }
+
+    /// The events of `changes` (each its own transaction) in a project with a webhook, as "user type data", derived
+    /// after each change (`each`) or once after all of them.
+    private func events(_ s: TestStores, project n: Int, each: Bool,
+                        _ changes: [(PostgresPurchaseStore, Project) throws -> Void]) throws -> [String] {
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject(n)
+        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
+                                      now: Fixtures.t0)
+        _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil, secret: Self.sealed,
+                                     now: Date())
+        for change in changes {
+            try change(s.purchases, project)
+            if each { try deriveAll(store, project) }
+        }
+        XCTAssertEqual(try deriveAll(store, project), each ? 0 : changes.count)
+        return try s.rows("""
+            SELECT user_id, type, data::text AS data FROM webhook_events WHERE project_id = \(project.id) ORDER BY seq
+            """).map {
+            "\(try $0.decode("user_id", as: String.self)) \(try $0.decode("type", as: String.self)) "
+                + (try $0.decode("data", as: String.self))
+        }
+    }
+
+    /// Derives `changes` once after each and once after all of them (in two projects); both lists, the first's types.
+    private func replayed(_ label: String, _ changes: [(PostgresPurchaseStore, Project) throws -> Void]) throws
+        -> (each: [String], batch: [String], types: [String])
+    {
+        let s = try TestStores.make(label: label)
+        defer { s.close() }
+        let each = try events(s, project: 1, each: true, changes)
+        let batch = try events(s, project: 2, each: false, changes)
+        return (each, batch, each.map { $0.split(separator: " ").prefix(2).joined(separator: " ") })
+    }
+
+    func testABatchReplaysEachChangeInOrder() throws {
+        let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let renewal = facts("r2", base: base, start: -30, days: 60)
+        let (each, batch, types) = try replayed("replay", [
+            { try _ = $0.recordTransaction(self.facts("r1", base: base, start: -60, days: 30), userId: "alice",
+                                           deviceId: nil, project: $1, now: base) },
+            { try _ = $0.recordTransaction(renewal, userId: "alice", deviceId: nil, project: $1, now: base) },
+            { try _ = $0.recordTransaction(self.facts("r2", base: base, start: -30, days: 60, signed: -5, refundedAt: -10),
+                                           userId: nil, deviceId: nil, project: $1, now: base) },
+            { try _ = $0.recordTransaction(self.facts("r2", base: base, start: -30, days: 60, signed: -4, refundedAt: -10),
+                                           userId: "bob", deviceId: nil, project: $1, now: base) },
+        ])
+        XCTAssertEqual(types, [
+            "alice subscription.started", "alice entitlement.granted", "alice subscription.renewed",
+            "alice transaction.refunded", "alice entitlement.revoked", "bob purchase.transferred",
+        ])
+        XCTAssertTrue(each[4].contains(#""reason": "refunded""#), each[4])
+        XCTAssertEqual(batch, each, "one derive of the four changes announces what four derives did")
+    }
+
+    func testAPurchaseRefundedBeforeTheDeriverRanIsAnnouncedBeforeItsRefund() throws {
+        let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let (each, batch, types) = try replayed("refundfirst", [
+            { try _ = $0.recordTransaction(self.facts("r1", base: base, start: -60, days: 30), userId: "alice",
+                                           deviceId: nil, project: $1, now: base) },
+            { try _ = $0.recordTransaction(self.facts("r1", base: base, start: -60, days: 30, signed: -5, refundedAt: -10),
+                                           userId: nil, deviceId: nil, project: $1, now: base) },
+        ])
+        XCTAssertEqual(types, ["alice subscription.started", "alice entitlement.granted", "alice transaction.refunded",
+                               "alice entitlement.revoked"])
+        XCTAssertEqual(batch, each)
+    }
+
+    func testAReceiptIsReplayedWholeAsItsTransactionsTriggersRanWhateverTheBatch() throws {
+        let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let day = Fixtures.day
+        // A receipt's history: a lapsed month renewed, and a second subscription to the same entitlement.
+        let receipt = [facts("r1", base: base, start: -40 * day, days: 30), facts("r2", base: base, start: -10 * day, days: 30),
+                       facts("q1", original: "q1", base: base, start: -5 * day, days: 30)]
+        var lists: [[String]] = []
+        for (n, limit) in [(1, 1), (2, 500)] {
+            let s = try TestStores.make(label: "receipt\(n)")
+            defer { s.close() }
+            let store = PostgresWebhookStore(pool: s.pool)
+            let project = try s.makeProject()
+            _ = try s.projects.setProduct(projectId: project.id,
+                                          ProductMapping(productId: "pro.monthly", entitlements: ["pro"]), now: Fixtures.t0)
+            _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil,
+                                         secret: Self.sealed, now: Date())
+            _ = try s.purchases.recordTransactions(receipt, source: .receipt, userId: "alice", deviceId: nil,
+                                                   project: project, now: base)
+            XCTAssertEqual(try store.deriveChanges(projectId: project.id, limit: limit), 3, "the transaction's 3 rows")
+            lists.append(try s.rows("""
+                SELECT type, data ->> 'original_transaction_id' AS o FROM webhook_events
+                WHERE project_id = \(project.id) ORDER BY seq
+                """).map { "\(try $0.decode("type", as: String.self)) \(try $0.decode("o", as: String.self))" })
+        }
+        // 0021's order: the renewal's transition event in the transaction, the refresh at its commit.
+        XCTAssertEqual(lists[0], ["subscription.renewed r1", "subscription.started r1", "subscription.started q1",
+                                  "entitlement.granted q1"])
+        XCTAssertEqual(lists[1], lists[0])
+    }
+
     func testOneDeriverPerProjectAtATime() throws {
         let s = try TestStores.make(label: "deriverlock")
         defer { s.close() }
