@@ -18,7 +18,7 @@ final class WebhookDeriver: Sendable {
 
     /// How often another instance's writes are looked for.
     static let pollInterval = 0.25
-    /// Log rows per transaction.
+    /// Log rows per transaction (with the rest of the recording transactions they start: each is replayed whole).
     static let batch = 500
 
     init(database: Database, log: @escaping @Sendable (String) -> Void) {
