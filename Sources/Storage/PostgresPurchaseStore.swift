@@ -15,14 +15,14 @@ public enum RenewalOutcome: Sendable, Equatable {
 
 /// Transactions, purchase state and user bindings in PostgreSQL.
 ///
-/// Each write is one statement, a call of a PL/pgSQL function of schema/0006 (`bouncer_record_transaction`,
+/// Each write is one statement, a call of a PL/pgSQL function (`bouncer_record_transaction`,
 /// `bouncer_record_renewal`), run as its own database transaction (`ConnectionPool.autocommit`, which reruns it on
 /// a serialization failure or deadlock): one round trip, where the same work as separate statements took 7–9 plus
 /// BEGIN/COMMIT. The functions are the only live author of the write rules (newer facts win, the transfer policy,
-/// the pending-renewal hand-over); `PurchaseState.applying` and `OwnershipRules.decide` are their test oracle
-/// (`WriteRulesOracleTests`). Concurrency is handled by row locks, always taken in the same order — the
-/// `transactions` row, the `purchases` row, then its `subscriptions` rows — so concurrent posts of one purchase
-/// queue up instead of deadlocking.
+/// the pending-renewal hand-over); `PurchaseState.applying` and `OwnershipRules.decide` in Tests/Specification are
+/// their executable specification (`RuleTableTests`, `WriteRulesOracleTests`). Concurrency is handled by row locks,
+/// always taken in the same order — the `transactions` row, the `purchases` row, then its `subscriptions` rows — so
+/// concurrent posts of one purchase queue up instead of deadlocking.
 ///
 /// A purchase is keyed by (project, environment, original transaction id) and a transaction by (project,
 /// environment, transaction id): Xcode and LocalTesting data, which anyone can sign, reusing a real id is another
