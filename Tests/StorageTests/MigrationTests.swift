@@ -164,7 +164,7 @@ final class MigrationTests: XCTestCase {
     func testTenantKeysStartWithProjectID() throws {
         try Migrator(pool: pool).migrate()
         try pool.withConnection { c in
-            // First primary-key column of every table except projects, the migration log, the server-wide token
+            // First primary-key column of every table except projects, the migration logs, the server-wide token
             // signing keys (one JWKS for all projects) and console sessions (an admin's sign-in spans every project):
             // none is a tenant table.
             let pks = try c.query("""
@@ -173,7 +173,8 @@ final class MigrationTests: XCTestCase {
                 JOIN pg_class cl ON cl.oid = con.conrelid
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
-                  AND cl.relname NOT IN ('projects', 'schema_migrations', 'signing_keys', 'console_sessions')
+                  AND cl.relname NOT IN ('projects', 'schema_migrations', 'schema_functions', 'signing_keys',
+                      'console_sessions')
                 """)
             XCTAssertEqual(pks.count, 22)  // grants (0014) and five webhook tables (0012) added to 16
             for row in pks {
@@ -195,6 +196,119 @@ final class MigrationTests: XCTestCase {
                 XCTAssertTrue(try row.decode("has_project", as: Bool.self), name)
             }
         }
+    }
+
+    // MARK: - Functions (schema/functions/)
+
+    private func functionLog(_ lines: borrowing Mutex<[String]>) -> [String] {
+        lines.withLock { $0 }.filter { $0.hasPrefix("migrate: applied functions") }
+    }
+
+    private func scalar(_ sql: String) throws -> String {
+        try pool.withConnection { try $0.query(Query(unsafeSQL: sql))[0].decode(at: 0, as: String.self) }
+    }
+
+    /// A function file is applied once, again only when its text changes, and the record follows it.
+    func testChangedFunctionIsReappliedAndUnchangedIsNot() throws {
+        let migrations = [Migration(version: 1, name: "one", sql: "CREATE TABLE one (id int);")]
+        func answer(_ f: String, _ value: String) -> SchemaFunction {
+            SchemaFunction(name: f, sql: "CREATE OR REPLACE FUNCTION \(f)() RETURNS text LANGUAGE sql AS $$ SELECT '\(value)' $$;\n")
+        }
+        let lines = Mutex<[String]>([])
+        func migrate(_ functions: [SchemaFunction]) throws -> [Int] {
+            try Migrator(pool: pool, migrations: migrations, functions: functions) { line in
+                lines.withLock { $0.append(line) }
+            }.migrate()
+        }
+        XCTAssertEqual(try migrate([answer("f_b", "b1"), answer("f_a", "a1")]), [1])
+        XCTAssertEqual(functionLog(lines), ["migrate: applied functions f_a, f_b"])
+        XCTAssertEqual(try scalar("SELECT f_a() || f_b()"), "a1b1")
+        let firstApplied = try scalar("SELECT applied_at::text FROM schema_functions WHERE name = 'f_b'")
+
+        XCTAssertEqual(try migrate([answer("f_a", "a1"), answer("f_b", "b1")]), [])
+        XCTAssertEqual(functionLog(lines).count, 1, "unchanged files are not applied again")
+
+        XCTAssertEqual(try migrate([answer("f_a", "a2"), answer("f_b", "b1")]), [])
+        XCTAssertEqual(functionLog(lines).last, "migrate: applied functions f_a")
+        XCTAssertEqual(try scalar("SELECT f_a() || f_b()"), "a2b1")
+        XCTAssertEqual(try scalar("SELECT applied_at::text FROM schema_functions WHERE name = 'f_b'"), firstApplied)
+        let expected = Digest.sha256(Array(answer("f_a", "a2").sql.utf8)).map { String(format: "%02x", $0) }.joined()
+        XCTAssertEqual(try scalar("SELECT checksum FROM schema_functions WHERE name = 'f_a'"), expected)
+    }
+
+    /// An SQL function may call one that sorts after it (no dependency order to keep); a broken body fails the run
+    /// and rolls back every function of it, recording none.
+    func testFunctionsNeedNoOrderAndABrokenOneAppliesNone() throws {
+        let migrations = [Migration(version: 1, name: "one", sql: "CREATE TABLE one (id int);")]
+        let outer = SchemaFunction(name: "a_outer", sql: """
+            CREATE OR REPLACE FUNCTION a_outer() RETURNS int LANGUAGE sql AS $$ SELECT b_inner() + 1 $$;
+            """)
+        let inner = SchemaFunction(name: "b_inner", sql: """
+            CREATE OR REPLACE FUNCTION b_inner() RETURNS int LANGUAGE sql AS $$ SELECT 41 $$;
+            """)
+        let broken = SchemaFunction(name: "c_broken", sql: """
+            CREATE OR REPLACE FUNCTION c_broken() RETURNS int LANGUAGE sql AS $$ SELECT FROM WHERE $$;
+            """)
+        XCTAssertThrowsError(try Migrator(pool: pool, migrations: migrations, functions: [outer, inner, broken]).migrate()) {
+            XCTAssertEqual(($0 as? PGError)?.sqlState, "42601")
+        }
+        XCTAssertEqual(try scalar("SELECT count(*)::text FROM pg_proc WHERE proname IN ('a_outer', 'b_inner')"), "0")
+        XCTAssertEqual(try scalar("SELECT count(*)::text FROM schema_functions"), "0")
+        XCTAssertEqual(try Migrator(pool: pool, migrations: migrations, functions: [outer, inner]).migrate(), [])
+        XCTAssertEqual(try scalar("SELECT a_outer()::text"), "42")
+    }
+
+    /// A migration that replaces a function is followed by the function's file; a database a newer binary migrated
+    /// (migrations this one does not know) keeps the newer definitions.
+    func testFilesWinOverMigrationsAndNewerBinariesWinOverFiles() throws {
+        let v1 = [Migration(version: 1, name: "one", sql: "CREATE TABLE one (id int);")]
+        let file = SchemaFunction(name: "f", sql: "CREATE OR REPLACE FUNCTION f() RETURNS text LANGUAGE sql AS $$ SELECT 'file' $$;")
+        XCTAssertEqual(try Migrator(pool: pool, migrations: v1, functions: [file]).migrate(), [1])
+        let v2 = v1 + [Migration(version: 2, name: "two", sql: """
+            CREATE OR REPLACE FUNCTION f() RETURNS text LANGUAGE sql AS $$ SELECT 'migration' $$;
+            """)]
+        XCTAssertEqual(try Migrator(pool: pool, migrations: v2, functions: [file]).migrate(), [2])
+        XCTAssertEqual(try scalar("SELECT f()"), "file", "the run that applied a migration re-applied every file")
+
+        let newer = SchemaFunction(name: "f", sql: "CREATE OR REPLACE FUNCTION f() RETURNS text LANGUAGE sql AS $$ SELECT 'newer' $$;")
+        let v3 = v2 + [Migration(version: 3, name: "three", sql: "CREATE TABLE three (id int);")]
+        XCTAssertEqual(try Migrator(pool: pool, migrations: v3, functions: [newer]).migrate(), [3])
+        let lines = Mutex<[String]>([])
+        XCTAssertEqual(try Migrator(pool: pool, migrations: v2, functions: [file]) { line in
+            lines.withLock { $0.append(line) }
+        }.migrate(), [])
+        XCTAssertEqual(try scalar("SELECT f()"), "newer")
+        XCTAssertEqual(lines.withLock { $0 }.last, "migrate: functions left as the newer version defined them")
+    }
+
+    /// The functions a fresh database ends with are those of a database migrated by an earlier release (every
+    /// migration up to 0021, before schema/functions/ existed) and then by this one: same signatures, same bodies,
+    /// same triggers.
+    func testFreshDatabaseHasTheDefinitionsOfAnUpgradedOne() throws {
+        func definitions(_ pool: ConnectionPool) throws -> [String] {
+            try pool.withConnection { c in
+                try c.query("""
+                    SELECT p.oid::regprocedure::text || E'\n' || pg_get_functiondef(p.oid) AS d FROM pg_proc p
+                    WHERE p.pronamespace = 'public'::regnamespace
+                    UNION ALL
+                    SELECT t.tgname || ' ' || pg_get_triggerdef(t.oid) FROM pg_trigger t
+                    JOIN pg_class cl ON cl.oid = t.tgrelid
+                    WHERE cl.relnamespace = 'public'::regnamespace AND NOT t.tgisinternal
+                    ORDER BY 1
+                    """).map { try $0.decode("d", as: String.self) }
+            }
+        }
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.map(\.version))
+        let fresh = try definitions(pool)
+        XCTAssertGreaterThanOrEqual(fresh.count, 20)
+
+        let upgraded = ConnectionPool(settings: try TestDatabase.create(label: name + "-upgraded"),
+                                      configuration: .init(size: 1))
+        defer { upgraded.shutdown() }
+        let earlier = Migration.embedded.filter { $0.version <= 21 }
+        XCTAssertEqual(try Migrator(pool: upgraded, migrations: earlier).migrate(), earlier.map(\.version))
+        XCTAssertEqual(try Migrator(pool: upgraded).migrate(), Migration.embedded.filter { $0.version > 21 }.map(\.version))
+        XCTAssertEqual(try definitions(upgraded), fresh)
     }
 
     func testEditedAppliedMigrationIsRejected() throws {

@@ -23,6 +23,25 @@ public struct Migration: Sendable, Equatable {
     }
 }
 
+/// One function of the schema: `schema/functions/NAME.sql`, the one place its current definition lives.
+///
+/// The file holds `CREATE OR REPLACE FUNCTION NAME …` (the function, or the function and its overloads) and nothing
+/// else. Unlike a migration it is code, not history: the migrator re-applies it whenever its text differs from the
+/// one recorded in `schema_functions`, so the database runs the definitions of the binary that migrated it last.
+/// `SchemaFunction.embedded` holds every file, compiled in by the EmbedSchema plugin like the migrations.
+public struct SchemaFunction: Sendable, Equatable {
+    /// The function's name, and the file's (`bouncer_purchase_status` for `functions/bouncer_purchase_status.sql`).
+    public let name: String
+    /// The file's SQL, run with the simple query protocol.
+    public let sql: String
+
+    /// Creates a function definition.
+    public init(name: String, sql: String) {
+        self.name = name
+        self.sql = sql
+    }
+}
+
 /// Why migrating stopped.
 public struct MigrationError: Error, Sendable, CustomStringConvertible {
     /// A stable category.
@@ -50,30 +69,47 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Applies pending migrations in version order, each in its own transaction, recorded in
-/// `schema_migrations(version, name, checksum, applied_at)`.
+/// `schema_migrations(version, name, checksum, applied_at)`; then the schema's functions (`SchemaFunction`), in one
+/// transaction, recorded in `schema_functions(name, checksum, applied_at)`.
 ///
 /// The whole run holds a session-level `pg_advisory_lock`, so several instances starting at once
 /// apply each migration exactly once: the others wait, then find nothing pending. The checksum
-/// (SHA-256 of the SQL, computed by the server) guards against edits to applied migrations.
+/// (SHA-256 of the SQL, computed by the server) guards against edits to applied migrations, and tells which
+/// functions changed.
+///
+/// Functions are re-applied when their file's checksum differs from the recorded one, and all of them after a run
+/// that applied a migration (a migration may have replaced or dropped one). They are skipped when the database
+/// has migrations this binary does not know: a newer binary's definitions may use what those migrations added.
+/// Among binaries of the same migrations, the last to start wins; a rollout converges on the new definitions, a
+/// rollback restores the old ones (functions follow the binary, tables only move forward).
 public struct Migrator: Sendable {
     /// The advisory lock key (an arbitrary constant: "bouncer" in ASCII).
     public static let lockKey: Int64 = 0x626f_756e_6365_72
 
     private let pool: ConnectionPool
     private let migrations: [Migration]
+    private let functions: [SchemaFunction]
     private let log: @Sendable (String) -> Void
 
-    /// A migrator for `migrations` (default: `Migration.embedded`, every file of `schema/`).
-    public init(pool: ConnectionPool, migrations: [Migration] = Migration.embedded,
+    /// A migrator for the schema this binary carries: every migration and every function of `schema/`.
+    public init(pool: ConnectionPool, log: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.init(pool: pool, migrations: Migration.embedded, functions: SchemaFunction.embedded, log: log)
+    }
+
+    /// A migrator for `migrations` and `functions`. No functions by default: the function files are written against
+    /// the latest schema, so a migrator of older migrations (a test of an upgrade) must not apply them.
+    public init(pool: ConnectionPool, migrations: [Migration], functions: [SchemaFunction] = [],
                 log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.pool = pool
         self.migrations = migrations.sorted { $0.version < $1.version }
+        self.functions = functions.sorted { $0.name < $1.name }
         self.log = log
     }
 
-    /// Applies every pending migration and returns the versions applied by this call (empty when
-    /// the schema was already current). Throws `MigrationError` for an edited applied migration, and
-    /// `PGError` for database failures (the failing migration is rolled back; earlier ones stay).
+    /// Applies every pending migration, then every changed function, and returns the versions applied by this call
+    /// (empty when the schema was already current). Throws `MigrationError` for an edited applied migration, and
+    /// `PGError` for database failures (the failing migration is rolled back, earlier ones stay; a failing function
+    /// rolls back all functions of the run).
     @discardableResult
     public func migrate() throws -> [Int] {
         var seen = Set<Int>()
@@ -121,8 +157,50 @@ public struct Migrator: Sendable {
                 log("migrate: the database has migrations this binary does not know: \(unknown) (a newer version ran here)")
             }
             if done.isEmpty { log("migrate: schema is current (version \(migrations.last?.version ?? 0))") }
+            if unknown.isEmpty {
+                try applyFunctions(all: !done.isEmpty, on: c)
+            } else if !functions.isEmpty {
+                log("migrate: functions left as the newer version defined them")
+            }
             return done
         }
+    }
+
+    /// Applies the functions whose checksum differs from the recorded one (`all`: every function), in one
+    /// transaction: first with `check_function_bodies` off, so the files need no dependency order (an SQL function's
+    /// body names functions that may come later), then again with it on, so every body is still checked.
+    private func applyFunctions(all: Bool, on c: Connection) throws {
+        guard !functions.isEmpty else { return }
+        try c.executeScript(unsafeSQL: """
+            CREATE TABLE IF NOT EXISTS schema_functions (
+                name       text        PRIMARY KEY,
+                checksum   text        NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """)
+        var recorded: [String: String] = [:]
+        for row in try c.query("SELECT name, checksum FROM schema_functions") {
+            recorded[try row.decode("name", as: String.self)] = try row.decode("checksum", as: String.self)
+        }
+        var changed: [(function: SchemaFunction, checksum: String)] = []
+        for function in functions {
+            let checksum = try Self.checksum(function.sql, on: c)
+            if all || recorded[function.name] != checksum { changed.append((function, checksum)) }
+        }
+        guard !changed.isEmpty else { return }
+        try c.transaction { c in
+            try c.executeScript(unsafeSQL: "SET LOCAL check_function_bodies = off")
+            for (function, _) in changed { try c.executeScript(unsafeSQL: function.sql) }
+            try c.executeScript(unsafeSQL: "SET LOCAL check_function_bodies = on")
+            for (function, checksum) in changed {
+                try c.executeScript(unsafeSQL: function.sql)
+                try c.execute("""
+                    INSERT INTO schema_functions AS f (name, checksum) VALUES (\(function.name), \(checksum))
+                    ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()
+                    """)
+            }
+        }
+        log("migrate: applied functions \(changed.map(\.function.name).joined(separator: ", "))")
     }
 
     /// The versions recorded as applied, ascending.
