@@ -69,9 +69,11 @@ enum ServeCommand {
         let monitor = ReadinessMonitor(pool: database.pool)
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })
+        let deriver = WebhookDeriver(database: database, log: log)
         let caches = Caches(database: database, settings: settings.cache,
                             xcodeTransactionLimit: settings.maxXcodeTransactionsPerProject,
-                            receiptBatchMax: settings.database.receiptBatchMax, log: log)
+                            receiptBatchMax: settings.database.receiptBatchMax, log: log,
+                            committed: { deriver.wake() })
         metrics.attach(caches: { caches.statistics })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))
@@ -128,6 +130,7 @@ enum ServeCommand {
             projects: caches.projects, store: PostgresWebhookStore(pool: database.pool), sealer: sealer,
             resolver: SystemWebhookHostResolver(), allowPrivateNetworks: settings.webhooks.allowPrivateNetworks,
             now: { Date() })
+        deriver.start()
         var dispatcher: WebhookDispatcher?
         if settings.webhooks.enabled {
             do {
@@ -147,6 +150,7 @@ enum ServeCommand {
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
         responder.shutdown()
         dispatcher?.shutdown(grace: settings.shutdownGrace)
+        deriver.shutdown(grace: settings.shutdownGrace)
         scheduler?.shutdown(grace: settings.shutdownGrace)
         caches.stop()
         monitor.stop()

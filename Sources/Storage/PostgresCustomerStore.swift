@@ -275,6 +275,9 @@ public final class PostgresCustomerStore: CustomerStore {
         try StorageErrors.mapping("erase user") {
             try pool.transaction { connection in
                 var summary = ErasureSummary()
+                // The project's pending facts are derived first (schema/0025, waiting for its deriver): their events
+                // are dropped or anonymised with the user's others below, and no log row names the user after.
+                _ = try connection.query("SELECT bouncer_derive_changes(\(projectId), NULL, true)")
                 // An app account token equal to the user id (apps that use their account UUID as the token) is the
                 // user id: cleared from the column and the stored payloads (the transaction itself stays).
                 if let token = UUID(uuidString: userId) {

@@ -3,8 +3,8 @@ import Foundation
 import Postgres
 
 /// Webhook configuration (`webhook_endpoints`) and the outbox (`webhook_events`, `webhook_attempts`) of
-/// schema/0012_webhooks.sql: the admin side (`WebhookStore`) and the dispatcher's side (claim, complete, sweep).
-/// Errors: see `StorageErrors`.
+/// schema/0012_webhooks.sql: the admin side (`WebhookStore`), the deriver's side (events from the fact log of
+/// schema/0025, `deriveChanges`) and the dispatcher's side (claim, complete, sweep). Errors: see `StorageErrors`.
 public final class PostgresWebhookStore: WebhookStore {
     private let pool: ConnectionPool
 
@@ -28,13 +28,16 @@ public final class PostgresWebhookStore: WebhookStore {
         }
     }
 
-    /// One statement: `xmax = 0` tells a fresh insert from an update of the existing row, so two concurrent
-    /// creations both succeed and only the winner's secret is kept (and returned by the use case).
+    /// `xmax = 0` tells a fresh insert from an update of the existing row, so two concurrent creations both succeed
+    /// and only the winner's secret is kept (and returned by the use case). A created webhook starts from what the
+    /// project's users hold now (`bouncer_webhook_seed`, same transaction, under the project's deriver lock): old
+    /// grants are not announced.
     public func upsertEndpoint(projectId: UUID, url: String, events: [String]?, secret: SealedSecret, now: Date) throws
         -> (endpoint: WebhookEndpoint, created: Bool)
     {
         try StorageErrors.mapping("set webhook endpoint") {
-            try pool.withConnection { connection in
+            try pool.transaction { connection in
+                try Self.lockDeriver(projectId, on: connection)
                 guard let row = try connection.query("""
                     INSERT INTO webhook_endpoints AS w (project_id, url, events, sealed_secret, encryption_key_id,
                         created_at, updated_at)
@@ -45,22 +48,33 @@ public final class PostgresWebhookStore: WebhookStore {
                     """).first else {
                     throw PGError(code: .decoding, message: "INSERT … RETURNING webhook_endpoints returned no row")
                 }
-                return (try Self.endpoint(from: row).endpoint, try row.decode("created", as: Bool.self))
+                let created = try row.decode("created", as: Bool.self)
+                if created { _ = try connection.query("SELECT bouncer_webhook_seed(\(projectId))") }
+                return (try Self.endpoint(from: row).endpoint, created)
             }
         }
     }
 
-    /// The endpoint and the project's outbox and delivery log (attempts cascade), in one transaction.
+    /// The endpoint, the project's outbox and delivery log (attempts cascade) and what was announced, in one
+    /// transaction under the project's deriver lock: a project without a webhook keeps no webhook rows.
     public func deleteEndpoint(projectId: UUID) throws -> Bool {
         try StorageErrors.mapping("delete webhook endpoint") {
             try pool.transaction { connection in
+                try Self.lockDeriver(projectId, on: connection)
                 let deleted = try connection.execute("DELETE FROM webhook_endpoints WHERE project_id = \(projectId)")
                 if deleted > 0 {
                     _ = try connection.execute("DELETE FROM webhook_events WHERE project_id = \(projectId)")
+                    _ = try connection.execute("DELETE FROM webhook_purchase_states WHERE project_id = \(projectId)")
+                    _ = try connection.execute("DELETE FROM webhook_entitlement_states WHERE project_id = \(projectId)")
                 }
                 return deleted > 0
             }
         }
+    }
+
+    /// Waits for the project's deriver (`bouncer_derive_changes`) and keeps it out until the transaction ends.
+    static func lockDeriver(_ projectId: UUID, on connection: Connection) throws {
+        _ = try connection.query("SELECT pg_advisory_xact_lock(16980, hashtext(\(projectId)::uuid::text))")
     }
 
     public func rotateSecret(projectId: UUID, secret: SealedSecret, previousExpiresAt: Date, now: Date) throws
@@ -176,6 +190,31 @@ public final class PostgresWebhookStore: WebhookStore {
             secret: SealedSecret(keyId: try row.decode("encryption_key_id", as: String.self),
                                  bytes: try row.decode("sealed_secret", as: [UInt8].self)),
             previousSecret: previousBytes.flatMap { bytes in previousKeyId.map { SealedSecret(keyId: $0, bytes: bytes) } })
+    }
+
+    // MARK: - The deriver's side
+
+    /// Up to `limit` projects with fact-log rows (`purchase_changes`) not yet derived.
+    public func projectsWithChanges(limit: Int) throws -> [UUID] {
+        try StorageErrors.mapping("projects with changes") {
+            try pool.withConnection { connection in
+                try connection.query("SELECT DISTINCT project_id FROM purchase_changes LIMIT \(limit)").map {
+                    try $0.decode("project_id", as: UUID.self)
+                }
+            }
+        }
+    }
+
+    /// Derives the webhook events of the project's `limit` oldest log rows, and the rest of their recording
+    /// transactions, and deletes the rows, in one transaction (`bouncer_derive_changes`); the rows consumed, 0 when
+    /// another transaction is deriving the project.
+    public func deriveChanges(projectId: UUID, limit: Int) throws -> Int {
+        try StorageErrors.mapping("derive changes") {
+            try pool.autocommit { connection in
+                try connection.query("SELECT bouncer_derive_changes(\(projectId), \(limit)::int) AS n").first?
+                    .decode("n", as: Int.self) ?? 0
+            }
+        }
     }
 
     // MARK: - The dispatcher's side

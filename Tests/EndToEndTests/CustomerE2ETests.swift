@@ -460,7 +460,9 @@ final class CustomerE2ETests: SharedServerTestCase {
         XCTAssertEqual(try client.post(userPath(tenant, user) + "/grants", json: [
             "entitlement": "gold", "reason": "support ticket 7",
         ], headers: E2E.admin).status, 201)
-        // One of the user's events already delivered (kept, anonymised), the rest pending (dropped).
+        // Every change derived (shortly after its commit); one of the user's events already delivered (kept,
+        // anonymised), the rest pending (dropped).
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
         _ = try db.query("""
             UPDATE webhook_events SET status = 'delivered', delivered_at = now()
             WHERE seq = (SELECT min(seq) FROM webhook_events WHERE project_id = \(tenant.id)::uuid AND user_id = \(user))

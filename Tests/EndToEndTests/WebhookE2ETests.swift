@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Glibc
 import JSON
+import Postgres
 import Synchronization
 import XCTest
 
@@ -523,8 +524,8 @@ final class WebhookE2ETests: XCTestCase {
         var t = TransactionPayload(bundleId: tenant.bundleId)
         t.expiresDate = E2E.ms(30 * 86_400)
         XCTAssertEqual(try api.postReceipt(tenant.publicKey, try t.mint(), user: "dave").status, 201)
-        // The change and its two events were committed together.
-        XCTAssertEqual(try db.count("webhook_events", project: tenant.id), 2)
+        // The change's two events are derived shortly after its commit.
+        XCTAssertTrue(try E2E.eventually { try db.count("webhook_events", project: tenant.id) == 2 })
         guard receiver.waitForEvents(1) else { return }
         kill(server.process.processIdentifier, SIGKILL)
         server.process.waitUntilExit()
@@ -549,6 +550,58 @@ final class WebhookE2ETests: XCTestCase {
         XCTAssertEqual(types, ["subscription.started", "entitlement.granted"])
         XCTAssertEqual(after.first?.header("Bouncer-Event-Id"), inFlight)
         after.forEach { assertSigned($0, secrets: [secret]) }
+    }
+
+    /// The deriver killed in the middle of a batch (one event written, the next waiting for its user's lock): the
+    /// batch is one transaction with the log rows' deletion, so after a restart every event of the change exists
+    /// once and is delivered once. The receipt's own transaction never waits for that lock.
+    func testKill9WhileDerivingDerivesEachEventExactlyOnce() throws {
+        let db = try E2EDatabase(label: "webhook_derive_kill")
+        let receiver = try WebhookReceiver()
+        var server = try start(db)
+        let api = API(client: server.client)
+        let (tenant, _) = try project(api, receiver: receiver)
+        let t = TransactionPayload(bundleId: tenant.bundleId)
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try t.mint(), user: "alice").status, 201)
+        XCTAssertTrue(try E2E.eventually { try delivered(db, tenant) == 2 })
+
+        // bob's events wait behind a lock this test holds; bob's restore (a transfer) still answers at once.
+        let blocker = try Connection(settings: db.settings)
+        _ = try blocker.query("SELECT pg_advisory_lock(16979, hashtext(\(tenant.id)::text || '/' || 'bob'))")
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try t.mint(), user: "bob").status, 201)
+        XCTAssertTrue(try E2E.eventually {
+            try db.query("""
+                SELECT count(*)::int8 AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                WHERE d.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted
+                """).first?.decode("n", as: Int64.self) == 1
+        }, "the deriver waits for bob's lock, alice's entitlement.revoked written but not committed")
+        kill(server.process.processIdentifier, SIGKILL)
+        server.process.waitUntilExit()
+        XCTAssertEqual(try db.count("webhook_events", project: tenant.id), 2)
+        XCTAssertEqual(try db.count("purchase_changes", project: tenant.id), 1)
+
+        // The orphaned batch finishes or not; either way the restarted instance ends with each event once.
+        _ = try blocker.query("SELECT pg_advisory_unlock_all()")
+        server = try start(db)
+        defer { server.stopAndAssertCleanExit() }
+        XCTAssertTrue(try E2E.eventually { try delivered(db, tenant) == 6 })
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertEqual(try db.count("purchase_changes", project: tenant.id), 0)
+        let rows = try db.query("""
+            SELECT type, user_id FROM webhook_events WHERE project_id = \(tenant.id)::uuid ORDER BY seq
+            """).map { "\(try $0.decode("user_id", as: String.self)) \(try $0.decode("type", as: String.self))" }
+        XCTAssertEqual(rows, ["alice subscription.started", "alice entitlement.granted", "alice entitlement.revoked",
+                              "bob purchase.transferred", "bob subscription.started", "bob entitlement.granted"])
+        let ids = receiver.requests.compactMap { $0.header("Bouncer-Event-Id") }
+        XCTAssertEqual(ids.count, 6, "each event sent once")
+        XCTAssertEqual(Set(ids).count, 6)
+    }
+
+    /// Events of the tenant's project delivered so far.
+    func delivered(_ db: E2EDatabase, _ tenant: Tenant) throws -> Int64? {
+        try db.query("""
+            SELECT count(*)::int8 AS n FROM webhook_events WHERE project_id = \(tenant.id)::uuid AND status = 'delivered'
+            """).first?.decode("n", as: Int64.self)
     }
 
     // MARK: - Two instances, order per user
@@ -584,6 +637,8 @@ final class WebhookE2ETests: XCTestCase {
             statuses.withLock { $0.append(status ?? -1) }
         }
         XCTAssertEqual(statuses.withLock { $0 }.filter { $0 != 201 }, [])
+        // Every change derived (shortly after its commit), then the events counted.
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
         let total = try db.count("webhook_events", project: tenant.id)
         // Per user: 2 × subscription.started and entitlement.granted for pro and yearly (4 or 5 events by order).
         XCTAssertGreaterThanOrEqual(total, 8 * 4)

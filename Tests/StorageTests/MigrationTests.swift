@@ -80,7 +80,7 @@ final class MigrationTests: XCTestCase {
         }
         XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "console_sessions", "consumption_requests", "grants",
                                 "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
-                                "projects", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
+                                "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
                                 "reconcile_runs", "renewal_extensions", "schema_migrations", "signing_keys",
                                 "subscriptions", "transactions", "webhook_attempts", "webhook_endpoints",
                                 "webhook_entitlement_states", "webhook_events", "webhook_purchase_states"])
@@ -176,7 +176,7 @@ final class MigrationTests: XCTestCase {
                   AND cl.relname NOT IN ('projects', 'schema_migrations', 'schema_functions', 'signing_keys',
                       'console_sessions')
                 """)
-            XCTAssertEqual(pks.count, 22)  // grants (0014) and five webhook tables (0012) added to 16
+            XCTAssertEqual(pks.count, 23)  // grants (0014), five webhook tables (0012), purchase_changes (0025) added to 16
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)

@@ -23,14 +23,16 @@ final class Caches: Sendable {
     let appTransactions: any AppTransactionStore
     let customers: any CustomerStore
     private let synchronizer: CacheSynchronizer
+    private let announce: @Sendable ([CacheMessage]) -> Void
     private let reads: PurchaseReadCache?
     private let listener: NotificationListener
     private let listenerDone = DispatchSemaphore(value: 0)
 
     /// Wraps the database stores and starts the listener and announcer threads. `receiptBatchMax`: the purchase
-    /// store's group commit (1 = off).
+    /// store's group commit (1 = off). `committed` runs after each write that changed something (with its
+    /// announcement), e.g. to wake the webhook deriver.
     init(database: Database, settings: CacheSettings, xcodeTransactionLimit: Int, receiptBatchMax: Int,
-         log: @escaping @Sendable (String) -> Void) {
+         log: @escaping @Sendable (String) -> Void, committed: @escaping @Sendable () -> Void = {}) {
         let reads = settings.readCacheSize > 0
             ? PurchaseReadCache(capacity: settings.readCacheSize, maxAge: settings.readMaxAge) : nil
         let projects = CachedProjectStore(inner: PostgresProjectStore(pool: database.pool)) { id in
@@ -39,7 +41,10 @@ final class Caches: Sendable {
         let synchronizer = CacheSynchronizer(
             pool: database.pool, projects: projects, reads: reads, refreshInterval: settings.refreshInterval,
             log: { log(jsonLine("cache", $0)) })
-        let announce: @Sendable ([CacheMessage]) -> Void = { synchronizer.announce($0) }
+        let announce: @Sendable ([CacheMessage]) -> Void = {
+            synchronizer.announce($0)
+            committed()
+        }
         let purchaseStore = PostgresPurchaseStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit,
                                                   receiptBatchMax: receiptBatchMax)
         self.projects = projects
@@ -52,6 +57,7 @@ final class Caches: Sendable {
         self.appTransactions = AnnouncingAppTransactionStore(
             inner: PostgresAppTransactionStore(pool: database.pool), announce: announce)
         self.synchronizer = synchronizer
+        self.announce = announce
         self.reads = reads
         var listenerSettings = database.pool.settings
         listenerSettings.applicationName = "bouncer-listener-\(getpid())"
@@ -71,7 +77,7 @@ final class Caches: Sendable {
 
     /// `store` announcing what it changes (reconciliation writes bypass the cached purchase store).
     func announcing(_ store: any ReconciliationStore) -> any ReconciliationStore {
-        AnnouncingReconciliationStore(inner: store) { [synchronizer] in synchronizer.announce($0) }
+        AnnouncingReconciliationStore(inner: store, announce: announce)
     }
 
     /// Counters for `/metrics`.

@@ -1,0 +1,229 @@
+import Domain
+import Foundation
+import Postgres
+import Storage
+import XCTest
+
+/// The fact log of schema/0025 (`purchase_changes`): the record functions append one row per call that changed
+/// something, and webhook events are derived from it afterwards (`PostgresWebhookStore.deriveChanges`), only for
+/// projects with a webhook.
+final class PurchaseChangesTests: XCTestCase {
+    static let sealed = SealedSecret(keyId: "0123456789abcdef", bytes: [1, 2, 3])
+
+    /// Derives the project's log until nothing is left; the rows consumed.
+    @discardableResult
+    private func deriveAll(_ store: PostgresWebhookStore, _ project: Project) throws -> Int {
+        var total = 0
+        while true {
+            let n = try store.deriveChanges(projectId: project.id, limit: 500)
+            if n == 0 { return total }
+            total += n
+        }
+    }
+
+    /// A fresh database with one project mapping `pro.monthly` to `pro`; the caller closes the stores.
+    private func stores(_ label: String) throws -> (TestStores, PostgresWebhookStore, Project) {
+        let s = try TestStores.make(label: label)
+        let project = try s.makeProject()
+        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
+                                      now: Fixtures.t0)
+        return (s, PostgresWebhookStore(pool: s.pool), project)
+    }
+
+    private func count(_ s: TestStores, _ table: String, _ project: Project) throws -> Int {
+        try s.count("SELECT count(*) FROM \(unsafeSQL: table) WHERE project_id = \(project.id)")
+    }
+
+    func testProjectWithoutWebhookWritesNoWebhookRows() throws {
+        let (s, store, project) = try stores("nowebhook")
+        defer { s.close() }
+        // A purchase, renewal info (billing retry, grace, auto-renew off), a renewal, a transfer, a refund.
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("t1", start: 0), userId: "alice", deviceId: nil,
+                                              project: project, now: Fixtures.at(0))
+        _ = try s.purchases.recordRenewal(Fixtures.renewal(signed: 1, autoRenew: 0, grace: 40, retry: true),
+                                          project: project, now: Fixtures.at(1))
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("t2", start: 30), userId: "alice", deviceId: nil,
+                                              project: project, now: Fixtures.at(30))
+        _ = try s.purchases.recordTransaction(Fixtures.monthly("t2", start: 30, signed: 31), userId: "bob", deviceId: nil,
+                                              project: project, now: Fixtures.at(31))
+        let refund = Fixtures.monthly("t2", start: 30, signed: 32, revokedAt: 31)
+        _ = try s.purchases.recordTransaction(refund, userId: nil, deviceId: nil, project: project, now: Fixtures.at(32))
+        // One row per call that changed something; a repeated fact changes nothing and appends nothing.
+        XCTAssertEqual(try count(s, "purchase_changes", project), 5)
+        _ = try s.purchases.recordTransaction(refund, userId: nil, deviceId: nil, project: project, now: Fixtures.at(33))
+        XCTAssertEqual(try count(s, "purchase_changes", project), 5)
+
+        XCTAssertEqual(try deriveAll(store, project), 5)
+        for table in ["purchase_changes", "webhook_events", "webhook_purchase_states", "webhook_entitlement_states"] {
+            XCTAssertEqual(try count(s, table, project), 0, table)
+        }
+    }
+
+    /// A monthly subscription bought a minute ago, active for 30 days.
+    private func current(_ id: String) -> TransactionFacts {
+        var t = Fixtures.monthly(id, original: id, start: 0)
+        t.purchaseDate = Date().addingTimeInterval(-60)
+        t.originalPurchaseDate = t.purchaseDate
+        t.expiresDate = Date().addingTimeInterval(30 * Fixtures.day)
+        t.signedDate = t.purchaseDate
+        return t
+    }
+
+    func testCreatedWebhookAnnouncesOnlyWhatFollowsAndDerivesOnce() throws {
+        let (s, store, project) = try stores("webhookseed")
+        defer { s.close() }
+        _ = try s.purchases.recordTransaction(current("a1"), userId: "alice", deviceId: nil, project: project, now: Date())
+        XCTAssertEqual(try count(s, "purchase_changes", project), 1)
+
+        // Created: alice's holdings are what was announced; her pending change is consumed, not replayed.
+        let (_, created) = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil,
+                                                    secret: Self.sealed, now: Date())
+        XCTAssertTrue(created)
+        XCTAssertEqual(try count(s, "purchase_changes", project), 0)
+        XCTAssertEqual(try count(s, "webhook_purchase_states", project), 1)
+        XCTAssertEqual(try count(s, "webhook_entitlement_states", project), 1)
+        XCTAssertEqual(try deriveAll(store, project), 0)
+        XCTAssertEqual(try count(s, "webhook_events", project), 0)
+
+        // bob's purchase after it: its events, once, and only when derived.
+        _ = try s.purchases.recordTransaction(current("b1"), userId: "bob", deviceId: nil, project: project, now: Date())
+        XCTAssertEqual(try count(s, "webhook_events", project), 0, "nothing in the receipt's transaction")
+        XCTAssertEqual(try deriveAll(store, project), 1)
+        XCTAssertEqual(try deriveAll(store, project), 0)
+        let events = try s.rows("""
+            SELECT user_id, type FROM webhook_events WHERE project_id = \(project.id) ORDER BY seq
+            """).map { "\(try $0.decode("user_id", as: String.self)) \(try $0.decode("type", as: String.self))" }
+        XCTAssertEqual(events, ["bob subscription.started", "bob entitlement.granted"])
+
+        // Deleted: no webhook rows left.
+        XCTAssertTrue(try store.deleteEndpoint(projectId: project.id))
+        for table in ["webhook_events", "webhook_purchase_states", "webhook_entitlement_states"] {
+            XCTAssertEqual(try count(s, table, project), 0, table)
+        }
+    }
+
+    /// A monthly subscription purchase of `original`, bought `start` seconds from `base`, active `days` days.
+    private func facts(_ id: String, original: String = "r1", base: Date, start: TimeInterval, days: Double,
+                       signed: TimeInterval? = nil, refundedAt: TimeInterval? = nil) -> TransactionFacts {
+        var t = Fixtures.monthly(id, original: original, start: 0)
+        t.purchaseDate = base.addingTimeInterval(start)
+        t.originalPurchaseDate = base.addingTimeInterval(-60)
+        t.expiresDate = base.addingTimeInterval(start + days * Fixtures.day)
+        t.signedDate = base.addingTimeInterval(signed ?? start)
+        t.revocationDate = refundedAt.map { base.addingTimeInterval($0) }
+        t.revocationReason = refundedAt.map { _ in 0 }
+        return t
+    }
+
+    /// The events of `changes` (each its own transaction) in a project with a webhook, as "user type data", derived
+    /// after each change (`each`) or once after all of them.
+    private func events(_ s: TestStores, project n: Int, each: Bool,
+                        _ changes: [(PostgresPurchaseStore, Project) throws -> Void]) throws -> [String] {
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject(n)
+        _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),
+                                      now: Fixtures.t0)
+        _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil, secret: Self.sealed,
+                                     now: Date())
+        for change in changes {
+            try change(s.purchases, project)
+            if each { try deriveAll(store, project) }
+        }
+        XCTAssertEqual(try deriveAll(store, project), each ? 0 : changes.count)
+        return try s.rows("""
+            SELECT user_id, type, data::text AS data FROM webhook_events WHERE project_id = \(project.id) ORDER BY seq
+            """).map {
+            "\(try $0.decode("user_id", as: String.self)) \(try $0.decode("type", as: String.self)) "
+                + (try $0.decode("data", as: String.self))
+        }
+    }
+
+    /// Derives `changes` once after each and once after all of them (in two projects); both lists, the first's types.
+    private func replayed(_ label: String, _ changes: [(PostgresPurchaseStore, Project) throws -> Void]) throws
+        -> (each: [String], batch: [String], types: [String])
+    {
+        let s = try TestStores.make(label: label)
+        defer { s.close() }
+        let each = try events(s, project: 1, each: true, changes)
+        let batch = try events(s, project: 2, each: false, changes)
+        return (each, batch, each.map { $0.split(separator: " ").prefix(2).joined(separator: " ") })
+    }
+
+    func testABatchReplaysEachChangeInOrder() throws {
+        let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let renewal = facts("r2", base: base, start: -30, days: 60)
+        let (each, batch, types) = try replayed("replay", [
+            { try _ = $0.recordTransaction(self.facts("r1", base: base, start: -60, days: 30), userId: "alice",
+                                           deviceId: nil, project: $1, now: base) },
+            { try _ = $0.recordTransaction(renewal, userId: "alice", deviceId: nil, project: $1, now: base) },
+            { try _ = $0.recordTransaction(self.facts("r2", base: base, start: -30, days: 60, signed: -5, refundedAt: -10),
+                                           userId: nil, deviceId: nil, project: $1, now: base) },
+            { try _ = $0.recordTransaction(self.facts("r2", base: base, start: -30, days: 60, signed: -4, refundedAt: -10),
+                                           userId: "bob", deviceId: nil, project: $1, now: base) },
+        ])
+        XCTAssertEqual(types, [
+            "alice subscription.started", "alice entitlement.granted", "alice subscription.renewed",
+            "alice transaction.refunded", "alice entitlement.revoked", "bob purchase.transferred",
+        ])
+        XCTAssertTrue(each[4].contains(#""reason": "refunded""#), each[4])
+        XCTAssertEqual(batch, each, "one derive of the four changes announces what four derives did")
+    }
+
+    func testAPurchaseRefundedBeforeTheDeriverRanIsAnnouncedBeforeItsRefund() throws {
+        let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let (each, batch, types) = try replayed("refundfirst", [
+            { try _ = $0.recordTransaction(self.facts("r1", base: base, start: -60, days: 30), userId: "alice",
+                                           deviceId: nil, project: $1, now: base) },
+            { try _ = $0.recordTransaction(self.facts("r1", base: base, start: -60, days: 30, signed: -5, refundedAt: -10),
+                                           userId: nil, deviceId: nil, project: $1, now: base) },
+        ])
+        XCTAssertEqual(types, ["alice subscription.started", "alice entitlement.granted", "alice transaction.refunded",
+                               "alice entitlement.revoked"])
+        XCTAssertEqual(batch, each)
+    }
+
+    func testAReceiptIsReplayedWholeAsItsTransactionsTriggersRanWhateverTheBatch() throws {
+        let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let day = Fixtures.day
+        // A receipt's history: a lapsed month renewed, and a second subscription to the same entitlement.
+        let receipt = [facts("r1", base: base, start: -40 * day, days: 30), facts("r2", base: base, start: -10 * day, days: 30),
+                       facts("q1", original: "q1", base: base, start: -5 * day, days: 30)]
+        var lists: [[String]] = []
+        for (n, limit) in [(1, 1), (2, 500)] {
+            let s = try TestStores.make(label: "receipt\(n)")
+            defer { s.close() }
+            let store = PostgresWebhookStore(pool: s.pool)
+            let project = try s.makeProject()
+            _ = try s.projects.setProduct(projectId: project.id,
+                                          ProductMapping(productId: "pro.monthly", entitlements: ["pro"]), now: Fixtures.t0)
+            _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil,
+                                         secret: Self.sealed, now: Date())
+            _ = try s.purchases.recordTransactions(receipt, source: .receipt, userId: "alice", deviceId: nil,
+                                                   project: project, now: base)
+            XCTAssertEqual(try store.deriveChanges(projectId: project.id, limit: limit), 3, "the transaction's 3 rows")
+            lists.append(try s.rows("""
+                SELECT type, data ->> 'original_transaction_id' AS o FROM webhook_events
+                WHERE project_id = \(project.id) ORDER BY seq
+                """).map { "\(try $0.decode("type", as: String.self)) \(try $0.decode("o", as: String.self))" })
+        }
+        // 0021's order: the renewal's transition event in the transaction, the refresh at its commit.
+        XCTAssertEqual(lists[0], ["subscription.renewed r1", "subscription.started r1", "subscription.started q1",
+                                  "entitlement.granted q1"])
+        XCTAssertEqual(lists[1], lists[0])
+    }
+
+    func testOneDeriverPerProjectAtATime() throws {
+        let s = try TestStores.make(label: "deriverlock")
+        defer { s.close() }
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject()
+        _ = try s.purchases.recordTransaction(current("c1"), userId: "carol", deviceId: nil, project: project, now: Date())
+        let other = try Connection(settings: s.pool.settings)
+        _ = try other.query("SELECT pg_advisory_lock(16980, hashtext(\(project.id)::uuid::text))")
+        XCTAssertEqual(try store.deriveChanges(projectId: project.id, limit: 500), 0, "another deriver holds the project")
+        XCTAssertEqual(try count(s, "purchase_changes", project), 1)
+        _ = try other.query("SELECT pg_advisory_unlock_all()")
+        XCTAssertEqual(try store.deriveChanges(projectId: project.id, limit: 500), 1)
+        XCTAssertEqual(try store.projectsWithChanges(limit: 10), [])
+    }
+}
