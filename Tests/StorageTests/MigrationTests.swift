@@ -81,7 +81,7 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "console_sessions", "consumption_requests", "grants",
                                 "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
-                                "reconcile_runs", "renewal_extensions", "schema_migrations", "signing_keys",
+                                "reconcile_runs", "renewal_extensions", "schema_functions", "schema_migrations", "signing_keys",
                                 "subscriptions", "transactions", "webhook_attempts", "webhook_endpoints",
                                 "webhook_entitlement_states", "webhook_events", "webhook_purchase_states"])
     }
@@ -206,6 +206,39 @@ final class MigrationTests: XCTestCase {
 
     private func scalar(_ sql: String) throws -> String {
         try pool.withConnection { try $0.query(Query(unsafeSQL: sql))[0].decode(at: 0, as: String.self) }
+    }
+
+    /// The build embeds schema/functions/*.sql as they are, and a migrated database records each one's SHA-256.
+    func testEmbeddedFunctionsAreTheFunctionFiles() throws {
+        let directory = Self.schemaDirectory.appendingPathComponent("functions")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        XCTAssertEqual(SchemaFunction.embedded.map { $0.name + ".sql" }, names)
+        var expected: [String] = []
+        for (function, file) in zip(SchemaFunction.embedded, names) {
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: directory.appendingPathComponent(file).path))
+            XCTAssertTrue(Array(function.sql.utf8) == Array(bytes), "the embedded SQL of schema/functions/\(file) differs")
+            expected.append("\(function.name) " + Digest.sha256(Array(bytes)).map { String(format: "%02x", $0) }.joined())
+        }
+        try Migrator(pool: pool).migrate()
+        let recorded = try pool.withConnection { c in
+            try c.query("SELECT name || ' ' || checksum AS r FROM schema_functions ORDER BY name COLLATE \"C\"").map {
+                try $0.decode("r", as: String.self)
+            }
+        }
+        XCTAssertEqual(recorded, expected)
+    }
+
+    /// Every function of the schema has its file, and every file its function: the current definition of a function
+    /// is in exactly one place (migrations keep tables, indexes, triggers and data, and their history).
+    func testEveryFunctionLivesInItsFile() throws {
+        try Migrator(pool: pool).migrate()
+        let functions = try pool.withConnection { c in
+            try c.query("""
+                SELECT DISTINCT proname::text AS name FROM pg_proc
+                WHERE pronamespace = 'public'::regnamespace ORDER BY 1
+                """).map { try $0.decode("name", as: String.self) }
+        }
+        XCTAssertEqual(functions, SchemaFunction.embedded.map(\.name).sorted())
     }
 
     /// A function file is applied once, again only when its text changes, and the record follows it.

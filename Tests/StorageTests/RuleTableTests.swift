@@ -9,7 +9,8 @@ import XCTest
 ///
 /// - Status at an instant: `StatusRules.evaluate` (Swift, live: GET answers, tokens, the timeline) against
 ///   `bouncer_purchase_status`, `bouncer_purchase_access_end` and the `auto_renew_enabled` of
-///   `bouncer_webhook_purchase_data` (SQL, live: webhook events), both reading the same stored `purchases` row.
+///   `bouncer_webhook_purchase_data` (SQL, live: webhook events), both reading the same stored `purchases` row, and
+///   the status of the deriver's copy of it (`bouncer_webhook_state` over `bouncer_change_snapshot`).
 /// - How a purchase changes: the executable specification `PurchaseState.applying` (Tests/Specification) against
 ///   `bouncer_record_transaction` / `bouncer_record_renewal` (SQL, the live author).
 /// - Who holds a purchase: the specification `OwnershipRules.decide` against `bouncer_record_transaction`'s binding
@@ -35,14 +36,17 @@ final class RuleTableTests: XCTestCase {
     /// The stored purchase, as Swift reads it (`PurchaseRows`), and SQL's status, access end and auto-renew flag for it
     /// at `instants`.
     private func stored(_ original: String, environment: StoreEnvironment = .production, at instants: [Date]) throws
-        -> (state: PurchaseState, sql: [(status: String, ends: Date?, autoRenew: Bool)])?
+        -> (state: PurchaseState, sql: [(status: String, copyStatus: String, ends: Date?, autoRenew: Bool)])?
     {
         var state: PurchaseState?
-        var sql: [(String, Date?, Bool)] = []
+        var sql: [(String, String, Date?, Bool)] = []
         for instant in instants.isEmpty ? [Fixtures.t0] : instants {
             let rows = try s.rows("""
                 SELECT \(unsafeSQL: PurchaseRows.columns), bouncer_purchase_status(p, \(instant)) AS sql_status,
                     bouncer_purchase_access_end(p) AS sql_ends,
+                    (bouncer_webhook_state(p.project_id, 'u', bouncer_change_snapshot(p) || jsonb_build_object(
+                        'environment', p.environment, 'original_transaction_id', p.original_transaction_id),
+                        \(instant))).status AS copy_status,
                     (bouncer_webhook_purchase_data(p) ->> 'auto_renew_enabled')::boolean AS sql_auto_renew
                 FROM purchases p
                 WHERE p.project_id = \(project.id) AND p.environment = \(environment.rawValue)
@@ -50,8 +54,8 @@ final class RuleTableTests: XCTestCase {
                 """)
             guard let row = rows.first else { return nil }
             state = try PurchaseRows.state(from: row)
-            sql.append((try row.decode("sql_status", as: String.self), try row.decode("sql_ends", as: Date?.self),
-                        try row.decode("sql_auto_renew", as: Bool.self)))
+            sql.append((try row.decode("sql_status", as: String.self), try row.decode("copy_status", as: String.self),
+                        try row.decode("sql_ends", as: Date?.self), try row.decode("sql_auto_renew", as: Bool.self)))
         }
         return state.map { ($0, sql) }
     }
@@ -105,6 +109,7 @@ final class RuleTableTests: XCTestCase {
                 let swift = StatusRules.evaluate(state, at: instant)
                 let context = "\(name) at \(instant)"
                 XCTAssertEqual(answer.status, swift.status.rawValue, context, line: line)
+                XCTAssertEqual(answer.copyStatus, swift.status.rawValue, "\(context): the webhook copy", line: line)
                 // The access end is SQL's answer for a purchase that is not revoked (a revoked one has no end to
                 // announce: its access ended at the revocation, which is Swift's accessEndsAt).
                 if swift.status != .revoked {
