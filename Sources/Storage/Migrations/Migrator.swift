@@ -69,8 +69,9 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Applies pending migrations in version order, each in its own transaction, recorded in
-/// `schema_migrations(version, name, checksum, applied_at)`; then the schema's functions (`SchemaFunction`), in one
-/// transaction, recorded in `schema_functions(name, checksum, applied_at)`.
+/// `schema_migrations(version, name, checksum, applied_at)`; and the schema's functions (`SchemaFunction`), recorded
+/// in `schema_functions(name, checksum, applied_at)`, in the transaction of the run's last migration, so a new schema
+/// and its functions commit together.
 ///
 /// The whole run holds a session-level `pg_advisory_lock`, so several instances starting at once
 /// apply each migration exactly once: the others wait, then find nothing pending. The checksum
@@ -106,10 +107,11 @@ public struct Migrator: Sendable {
         self.log = log
     }
 
-    /// Applies every pending migration, then every changed function, and returns the versions applied by this call
+    /// Applies every pending migration, and the functions (all of them in the last migration's transaction; only the
+    /// changed ones, in their own, when no migration was pending), and returns the versions applied by this call
     /// (empty when the schema was already current). Throws `MigrationError` for an edited applied migration, and
     /// `PGError` for database failures (the failing migration is rolled back, earlier ones stay; a failing function
-    /// rolls back all functions of the run).
+    /// rolls back every function of the run, and the last migration with them).
     @discardableResult
     public func migrate() throws -> [Int] {
         var seen = Set<Int>()
@@ -132,7 +134,11 @@ public struct Migrator: Sendable {
                 applied[try row.decode("version", as: Int.self)] =
                     (try row.decode("name", as: String.self), try row.decode("checksum", as: String.self))
             }
-            var done: [Int] = []
+            let unknown = applied.keys.filter { v in !migrations.contains { $0.version == v } }.sorted()
+            if !unknown.isEmpty {
+                log("migrate: the database has migrations this binary does not know: \(unknown) (a newer version ran here)")
+            }
+            var pending: [(migration: Migration, checksum: String)] = []
             for migration in migrations {
                 let checksum = try Self.checksum(migration.sql, on: c)
                 if let existing = applied[migration.version] {
@@ -142,42 +148,53 @@ public struct Migrator: Sendable {
                     }
                     continue
                 }
+                pending.append((migration, checksum))
+            }
+            let withFunctions = unknown.isEmpty && !functions.isEmpty
+            if withFunctions {
+                try c.executeScript(unsafeSQL: """
+                    CREATE TABLE IF NOT EXISTS schema_functions (
+                        name       text        PRIMARY KEY,
+                        checksum   text        NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """)
+            } else if !functions.isEmpty {
+                log("migrate: functions left as the newer version defined them")
+            }
+            var done: [Int] = []
+            for (index, (migration, checksum)) in pending.enumerated() {
+                var replaced: [String] = []
                 try c.transaction { c in
                     try c.executeScript(unsafeSQL: migration.sql)
                     try c.execute("""
                         INSERT INTO schema_migrations (version, name, checksum)
                         VALUES (\(migration.version), \(migration.name), \(checksum))
                         """)
+                    // The run's last migration commits together with every function: its schema never runs with the
+                    // previous definitions, nor a new trigger with the placeholder its migration declared.
+                    if withFunctions && index == pending.count - 1 { replaced = try applyFunctions(all: true, on: c) }
                 }
                 log("migrate: applied \(String(format: "%04d", migration.version))_\(migration.name)")
+                if !replaced.isEmpty { log("migrate: applied functions \(replaced.joined(separator: ", "))") }
                 done.append(migration.version)
             }
-            let unknown = applied.keys.filter { v in !migrations.contains { $0.version == v } }.sorted()
-            if !unknown.isEmpty {
-                log("migrate: the database has migrations this binary does not know: \(unknown) (a newer version ran here)")
-            }
-            if done.isEmpty { log("migrate: schema is current (version \(migrations.last?.version ?? 0))") }
-            if unknown.isEmpty {
-                try applyFunctions(all: !done.isEmpty, on: c)
-            } else if !functions.isEmpty {
-                log("migrate: functions left as the newer version defined them")
+            if done.isEmpty {
+                log("migrate: schema is current (version \(migrations.last?.version ?? 0))")
+                if withFunctions {
+                    let replaced = try c.transaction { try applyFunctions(all: false, on: $0) }
+                    if !replaced.isEmpty { log("migrate: applied functions \(replaced.joined(separator: ", "))") }
+                }
             }
             return done
         }
     }
 
-    /// Applies the functions whose checksum differs from the recorded one (`all`: every function), in one
-    /// transaction: first with `check_function_bodies` off, so the files need no dependency order (an SQL function's
-    /// body names functions that may come later), then again with it on, so every body is still checked.
-    private func applyFunctions(all: Bool, on c: Connection) throws {
-        guard !functions.isEmpty else { return }
-        try c.executeScript(unsafeSQL: """
-            CREATE TABLE IF NOT EXISTS schema_functions (
-                name       text        PRIMARY KEY,
-                checksum   text        NOT NULL,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            )
-            """)
+    /// Applies the functions whose checksum differs from the recorded one (`all`: every function) in the caller's
+    /// transaction, and returns their names: first with `check_function_bodies` off, so the files need no dependency
+    /// order (an SQL function's body names functions that may come later), then again with it on, so every body is
+    /// still checked.
+    private func applyFunctions(all: Bool, on c: Connection) throws -> [String] {
         var recorded: [String: String] = [:]
         for row in try c.query("SELECT name, checksum FROM schema_functions") {
             recorded[try row.decode("name", as: String.self)] = try row.decode("checksum", as: String.self)
@@ -187,20 +204,18 @@ public struct Migrator: Sendable {
             let checksum = try Self.checksum(function.sql, on: c)
             if all || recorded[function.name] != checksum { changed.append((function, checksum)) }
         }
-        guard !changed.isEmpty else { return }
-        try c.transaction { c in
-            try c.executeScript(unsafeSQL: "SET LOCAL check_function_bodies = off")
-            for (function, _) in changed { try c.executeScript(unsafeSQL: function.sql) }
-            try c.executeScript(unsafeSQL: "SET LOCAL check_function_bodies = on")
-            for (function, checksum) in changed {
-                try c.executeScript(unsafeSQL: function.sql)
-                try c.execute("""
-                    INSERT INTO schema_functions AS f (name, checksum) VALUES (\(function.name), \(checksum))
-                    ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()
-                    """)
-            }
+        guard !changed.isEmpty else { return [] }
+        try c.executeScript(unsafeSQL: "SET LOCAL check_function_bodies = off")
+        for (function, _) in changed { try c.executeScript(unsafeSQL: function.sql) }
+        try c.executeScript(unsafeSQL: "SET LOCAL check_function_bodies = on")
+        for (function, checksum) in changed {
+            try c.executeScript(unsafeSQL: function.sql)
+            try c.execute("""
+                INSERT INTO schema_functions AS f (name, checksum) VALUES (\(function.name), \(checksum))
+                ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()
+                """)
         }
-        log("migrate: applied functions \(changed.map(\.function.name).joined(separator: ", "))")
+        return changed.map(\.function.name)
     }
 
     /// The versions recorded as applied, ascending.
