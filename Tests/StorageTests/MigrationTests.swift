@@ -40,7 +40,8 @@ final class MigrationTests: XCTestCase {
     }
 
     /// The build embeds schema/*.sql (the EmbedSchema plugin): same names, same order, same bytes, and the
-    /// checksum the migrator records is the SHA-256 of the file (what `sha256sum schema/*.sql` prints).
+    /// checksum the migrator records is the SHA-256 of the file (what `sha256sum schema/*.sql` prints), or of its
+    /// released text for a rewritten one.
     func testEmbeddedMigrationsAreTheSchemaFiles() throws {
         let files = try Self.schemaFiles()
         XCTAssertGreaterThanOrEqual(files.count, 3)
@@ -61,8 +62,9 @@ final class MigrationTests: XCTestCase {
                 "\(try $0.decode("version", as: Int.self)) \(try $0.decode("name", as: String.self)) \(try $0.decode("checksum", as: String.self))"
             }
         }
-        let expected = files.map { file in
-            "\(file.version) \(file.name) " + Digest.sha256(file.bytes).map { String(format: "%02x", $0) }.joined()
+        let expected = zip(files, Migration.embedded).map { file, migration in
+            "\(file.version) \(file.name) "
+                + (migration.releasedChecksum ?? Digest.sha256(file.bytes).map { String(format: "%02x", $0) }.joined())
         }
         XCTAssertEqual(recorded, expected)
     }
@@ -370,6 +372,40 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(try Migrator(pool: upgraded, migrations: earlier).migrate(), earlier.map(\.version))
         XCTAssertEqual(try Migrator(pool: upgraded).migrate(), Migration.embedded.filter { $0.version > 21 }.map(\.version))
         XCTAssertEqual(try definitions(upgraded), fresh)
+    }
+
+    /// A released migration rewritten with its released checksum on the first line is the same migration to every
+    /// database: one that applied the released text accepts it, a fresh one records the released checksum (so the
+    /// previous binary accepts that database too); a rewrite that names another checksum is an edit.
+    func testRewrittenMigrationKeepsItsReleasedIdentity() throws {
+        let released = "CREATE TABLE one (id int);\nCREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n"
+        let sum = Digest.sha256(Array(released.utf8)).map { String(format: "%02x", $0) }.joined()
+        let rewritten = "-- released-sha256: \(sum)\nCREATE TABLE one (id int);\n"
+        XCTAssertEqual(try Migrator(pool: pool, migrations: [Migration(version: 1, name: "one", sql: released)]).migrate(), [1])
+        XCTAssertEqual(try Migrator(pool: pool, migrations: [Migration(version: 1, name: "one", sql: rewritten)]).migrate(), [])
+        XCTAssertEqual(try scalar("SELECT checksum FROM schema_migrations"), sum)
+
+        let fresh = ConnectionPool(settings: try TestDatabase.create(label: name + "-fresh"), configuration: .init(size: 1))
+        defer { fresh.shutdown() }
+        XCTAssertEqual(try Migrator(pool: fresh, migrations: [Migration(version: 1, name: "one", sql: rewritten)]).migrate(), [1])
+        XCTAssertEqual(try Migrator(pool: fresh, migrations: [Migration(version: 1, name: "one", sql: released)]).migrate(), [])
+
+        let other = "-- released-sha256: \(String(repeating: "0", count: 64))\nCREATE TABLE one (id int);\n"
+        XCTAssertThrowsError(try Migrator(pool: pool, migrations: [Migration(version: 1, name: "one", sql: other)]).migrate()) {
+            XCTAssertEqual(($0 as? MigrationError)?.code, .checksumMismatch)
+        }
+    }
+
+    /// The rewritten migrations, pinned: 0006 lost the bodies no database that applies it from now on ever runs
+    /// (schema/README.md, "Rewritten migrations"). Its released checksum now guards nothing at run time, so this does:
+    /// the text cannot change again, and no other migration becomes rewritten unnoticed.
+    func testRewrittenMigrationsArePinned() {
+        let rewritten = Migration.embedded.filter { $0.releasedChecksum != nil }
+        XCTAssertEqual(rewritten.map(\.version), [6])
+        XCTAssertEqual(rewritten.first?.releasedChecksum, "1cc2753cbdfcdb631a48079d9901d0895d5f1b77e8b0a603a627b1753f046fb0")
+        XCTAssertEqual(rewritten.map { Digest.sha256(Array($0.sql.utf8)).map { String(format: "%02x", $0) }.joined() },
+                       ["b0b965f235a2b95042c018df12ae959de2aba2986fdc24e76e96a424e7b90a19"],
+                       "schema/0006 was rewritten once; it cannot change again")
     }
 
     func testEditedAppliedMigrationIsRejected() throws {
