@@ -26,31 +26,14 @@ public enum PurchaseProof: Sendable, Equatable {
 
 /// Ownership rules for restores across accounts (the project's transfer policy).
 ///
-/// The specification of the binding step; the database applies it in the same statement that records the
-/// transaction (schema/0006's `bouncer_record_transaction`), and `WriteRulesOracleTests` checks the two agree.
+/// The binding step itself has one live author, SQL (`bouncer_record_transaction` in schema/functions/, in the
+/// statement that records the transaction); its Swift statement (`decide`) is the executable specification under
+/// `Tests/Specification/`, and StorageTests' `RuleTableTests` runs both on every policy × holder situation.
 public enum OwnershipRules {
     /// The policy a request may apply: a public-key lookup by transaction id never changes who holds a purchase
     /// (`block`: unheld purchases bind, held ones are refused), unless the transaction's appAccountToken names the
     /// poster (`tokenNamesUser`, see `AccountBindingRules.tokenNames`); other proofs apply the project's policy.
     public static func effectivePolicy(_ policy: TransferPolicy, proof: PurchaseProof, tokenNamesUser: Bool) -> TransferPolicy {
         proof == .transactionId && !tokenNamesUser ? .block : policy
-    }
-
-    /// Decides what posting a purchase for `user` does, given its current holders (in binding order).
-    public static func decide(currentOwners: [String], user: String, policy: TransferPolicy) -> OwnershipDecision {
-        if currentOwners.isEmpty { return .bind }
-        if currentOwners.contains(user) {
-            // Under `transfer`, a user who holds it alongside others (bound while the policy was `share`)
-            // takes it over alone.
-            if policy == .transfer && currentOwners.count > 1 {
-                return .transfer(from: currentOwners.filter { $0 != user })
-            }
-            return .alreadyOwned
-        }
-        switch policy {
-        case .transfer: return .transfer(from: currentOwners)
-        case .share: return .share
-        case .block: return .block(owner: currentOwners[0])
-        }
     }
 }

@@ -10,7 +10,8 @@ public struct PurchaseEvaluation: Sendable, Equatable {
     public var inBillingRetry: Bool
     /// Whether the subscription will renew (always `false` for other product types).
     public var autoRenewEnabled: Bool
-    /// When access ends (or ended): the grace period's end while in grace, else the period's end; `nil` for lifetime.
+    /// When access ends (or ended) if nothing else happens: the later of the period's end and a billing grace
+    /// period's end; the revocation for a revoked purchase; `nil` for lifetime.
     public var accessEndsAt: Date?
 
     /// Creates an evaluation.
@@ -68,18 +69,20 @@ public enum StatusRules {
         guard let expires = purchase.expiresDate else {
             return PurchaseEvaluation(status: .active, autoRenewEnabled: autoRenew, accessEndsAt: nil)
         }
+        // When access ends if nothing else happens: the period's end, or a later grace period's end. The same instant
+        // as SQL's bouncer_purchase_access_end (webhooks), which RuleTableTests checks.
+        let graceEnd = purchase.type == .autoRenewable ? renewal?.gracePeriodExpiresDate : nil
+        let accessEnd = max(expires, graceEnd ?? expires)
         if expires > now {
             return PurchaseEvaluation(
-                status: .active, inBillingRetry: false, autoRenewEnabled: autoRenew, accessEndsAt: expires)
+                status: .active, inBillingRetry: false, autoRenewEnabled: autoRenew, accessEndsAt: accessEnd)
         }
-        if purchase.type == .autoRenewable, let grace = renewal?.gracePeriodExpiresDate, grace > now, grace > expires {
+        if accessEnd > now {
             return PurchaseEvaluation(
                 status: .active, inGracePeriod: true, inBillingRetry: retrying, autoRenewEnabled: autoRenew,
-                accessEndsAt: grace)
+                accessEndsAt: accessEnd)
         }
-        let graceEnd = purchase.type == .autoRenewable ? renewal?.gracePeriodExpiresDate : nil
-        let ended = max(expires, graceEnd ?? expires)
         return PurchaseEvaluation(
-            status: .expired, inBillingRetry: retrying, autoRenewEnabled: autoRenew, accessEndsAt: ended)
+            status: .expired, inBillingRetry: retrying, autoRenewEnabled: autoRenew, accessEndsAt: accessEnd)
     }
 }

@@ -4,7 +4,7 @@ import Postgres
 
 /// App Store Server Notifications in PostgreSQL: the raw audit log plus their facts, applied exactly once.
 ///
-/// One statement per notification, a call of schema/0006's `bouncer_record_notification`, run as its own database
+/// One statement per notification, a call of `bouncer_record_notification`, run as its own database
 /// transaction (`ConnectionPool.autocommit`): the `notifications` row is inserted with `ON CONFLICT DO NOTHING`,
 /// and only the delivery that inserted it applies the facts — through the same functions as the receipts path
 /// (`bouncer_record_transaction`, `bouncer_record_renewal`: the one author of the newer-fact-wins rules). A

@@ -15,14 +15,14 @@ public enum RenewalOutcome: Sendable, Equatable {
 
 /// Transactions, purchase state and user bindings in PostgreSQL.
 ///
-/// Each write is one statement, a call of a PL/pgSQL function of schema/0006 (`bouncer_record_transaction`,
+/// Each write is one statement, a call of a PL/pgSQL function (`bouncer_record_transaction`,
 /// `bouncer_record_renewal`), run as its own database transaction (`ConnectionPool.autocommit`, which reruns it on
 /// a serialization failure or deadlock): one round trip, where the same work as separate statements took 7–9 plus
 /// BEGIN/COMMIT. The functions are the only live author of the write rules (newer facts win, the transfer policy,
-/// the pending-renewal hand-over); `PurchaseState.applying` and `OwnershipRules.decide` are their test oracle
-/// (`WriteRulesOracleTests`). Concurrency is handled by row locks, always taken in the same order — the
-/// `transactions` row, the `purchases` row, then its `subscriptions` rows — so concurrent posts of one purchase
-/// queue up instead of deadlocking.
+/// the pending-renewal hand-over); `PurchaseState.applying` and `OwnershipRules.decide` in Tests/Specification are
+/// their executable specification (`RuleTableTests`, `WriteRulesOracleTests`). Concurrency is handled by row locks,
+/// always taken in the same order — the `transactions` row, the `purchases` row, then its `subscriptions` rows — so
+/// concurrent posts of one purchase queue up instead of deadlocking.
 ///
 /// A purchase is keyed by (project, environment, original transaction id) and a transaction by (project,
 /// environment, transaction id): Xcode and LocalTesting data, which anyone can sign, reusing a real id is another
@@ -329,7 +329,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
     }
 
     /// Records `recording` (and binds its user, when given) on `connection`: one call of
-    /// `bouncer_record_transaction` (schema/0006), which applies the rules. The body of `recordTransaction`.
+    /// `bouncer_record_transaction` (schema/functions/), which applies the rules. The body of `recordTransaction`.
     private static func apply(single recording: Recording, on connection: Connection) throws -> RecordedTransaction {
         let (t, project, userId, deviceId) = (recording.transaction, recording.project, recording.userId, recording.deviceId)
         let (now, source) = (recording.now, recording.source)
@@ -447,7 +447,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
         }
         return try zip(recordings, rows).map { try Self.recorded($0.transaction, $1) }
     }
-    /// The stored transaction's status facts, read by `bouncer_stored_transaction` (schema/0017) right after each
+    /// The stored transaction's status facts, read by `bouncer_stored_transaction` (schema/functions/) right after each
     /// `bouncer_record_transaction` call in the same statement: lateral to the call's result (its project and
     /// environment come from `r.purchase`), so it runs after the call and sees the row as the call left it, which
     /// the call's upsert keeps locked until commit. A plain join on `transactions` would not do: the statement
@@ -481,7 +481,7 @@ public final class PostgresPurchaseStore: PurchaseStore {
             stored: stored)
     }
 
-    /// Records `renewal` on `connection`: one call of `bouncer_record_renewal` (schema/0006). The body of
+    /// Records `renewal` on `connection`: one call of `bouncer_record_renewal` (schema/functions/). The body of
     /// `recordRenewal`.
     private static func apply(_ renewal: RenewalFacts, projectId: UUID, now: Date, on connection: Connection) throws
         -> RenewalOutcome

@@ -174,7 +174,7 @@ public final class PostgresReconciliationStore: ReconciliationStore {
             try pool.transaction { connection -> ReconcileChange? in
                 let before = try Self.purchase(project.id, t.environment, t.originalTransactionId, on: connection)
                 do {
-                    // bouncer_record_transaction (schema/0008) with p_source 'reconcile' and no user.
+                    // bouncer_record_transaction (schema/functions/) with p_source 'reconcile' and no user.
                     try connection.query("""
                         SELECT 1 FROM bouncer_record_transaction(\(project.id), \(t.transactionId)::text,
                             \(t.originalTransactionId)::text, \(t.productId)::text, \(t.type.rawValue)::text,

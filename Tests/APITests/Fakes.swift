@@ -1,5 +1,6 @@
 import Domain
 import Foundation
+import Specification
 import Synchronization
 
 /// Not SHA-256, but deterministic, collision-free for the test keys, and never equal to its input.

@@ -2,6 +2,7 @@ import API
 import Domain
 import Foundation
 import HTTPCore
+import Specification
 @testable import Storage
 import XCTest
 

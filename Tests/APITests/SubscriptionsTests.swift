@@ -2,6 +2,7 @@ import API
 import Domain
 import Foundation
 import HTTPCore
+import Specification
 import XCTest
 
 final class SubscriptionsTests: XCTestCase {

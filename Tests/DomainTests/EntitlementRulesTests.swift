@@ -1,4 +1,5 @@
 import Foundation
+import Specification
 import XCTest
 
 @testable import Domain

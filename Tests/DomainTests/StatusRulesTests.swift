@@ -1,4 +1,5 @@
 import Foundation
+import Specification
 import XCTest
 
 @testable import Domain
@@ -66,6 +67,9 @@ final class StatusRulesTests: XCTestCase {
             (Fixture.purchase(sub, renewal: Fixture.renewal(signed: 3601, grace: 7200, retry: true)), 4000,
              PurchaseEvaluation(status: .active, inGracePeriod: true, inBillingRetry: true, autoRenewEnabled: true,
                                 accessEndsAt: Fixture.at(7200)), #line),
+            // Grace announced while the period still runs: access ends at the grace end, as webhooks announce it.
+            (Fixture.purchase(sub, renewal: Fixture.renewal(signed: 3000, grace: 7200, retry: true)), 3000,
+             PurchaseEvaluation(status: .active, autoRenewEnabled: true, accessEndsAt: Fixture.at(7200)), #line),
             // Grace period over, still retrying: expired.
             (Fixture.purchase(sub, renewal: Fixture.renewal(signed: 3601, grace: 7200, retry: true)), 7200,
              PurchaseEvaluation(status: .expired, inBillingRetry: true, autoRenewEnabled: true,

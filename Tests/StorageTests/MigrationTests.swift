@@ -40,7 +40,8 @@ final class MigrationTests: XCTestCase {
     }
 
     /// The build embeds schema/*.sql (the EmbedSchema plugin): same names, same order, same bytes, and the
-    /// checksum the migrator records is the SHA-256 of the file (what `sha256sum schema/*.sql` prints).
+    /// checksum the migrator records is the SHA-256 of the file (what `sha256sum schema/*.sql` prints), or of its
+    /// released text for a rewritten one.
     func testEmbeddedMigrationsAreTheSchemaFiles() throws {
         let files = try Self.schemaFiles()
         XCTAssertGreaterThanOrEqual(files.count, 3)
@@ -61,8 +62,9 @@ final class MigrationTests: XCTestCase {
                 "\(try $0.decode("version", as: Int.self)) \(try $0.decode("name", as: String.self)) \(try $0.decode("checksum", as: String.self))"
             }
         }
-        let expected = files.map { file in
-            "\(file.version) \(file.name) " + Digest.sha256(file.bytes).map { String(format: "%02x", $0) }.joined()
+        let expected = zip(files, Migration.embedded).map { file, migration in
+            "\(file.version) \(file.name) "
+                + (migration.releasedChecksum ?? Digest.sha256(file.bytes).map { String(format: "%02x", $0) }.joined())
         }
         XCTAssertEqual(recorded, expected)
     }
@@ -81,7 +83,7 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "console_sessions", "consumption_requests", "grants",
                                 "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
-                                "reconcile_runs", "renewal_extensions", "schema_migrations", "signing_keys",
+                                "reconcile_runs", "renewal_extensions", "schema_functions", "schema_migrations", "signing_keys",
                                 "subscriptions", "transactions", "webhook_attempts", "webhook_endpoints",
                                 "webhook_entitlement_states", "webhook_events", "webhook_purchase_states"])
     }
@@ -164,7 +166,7 @@ final class MigrationTests: XCTestCase {
     func testTenantKeysStartWithProjectID() throws {
         try Migrator(pool: pool).migrate()
         try pool.withConnection { c in
-            // First primary-key column of every table except projects, the migration log, the server-wide token
+            // First primary-key column of every table except projects, the migration logs, the server-wide token
             // signing keys (one JWKS for all projects) and console sessions (an admin's sign-in spans every project):
             // none is a tenant table.
             let pks = try c.query("""
@@ -173,7 +175,8 @@ final class MigrationTests: XCTestCase {
                 JOIN pg_class cl ON cl.oid = con.conrelid
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
-                  AND cl.relname NOT IN ('projects', 'schema_migrations', 'signing_keys', 'console_sessions')
+                  AND cl.relname NOT IN ('projects', 'schema_migrations', 'schema_functions', 'signing_keys',
+                      'console_sessions')
                 """)
             XCTAssertEqual(pks.count, 23)  // grants (0014), five webhook tables (0012), purchase_changes (0025) added to 16
             for row in pks {
@@ -195,6 +198,214 @@ final class MigrationTests: XCTestCase {
                 XCTAssertTrue(try row.decode("has_project", as: Bool.self), name)
             }
         }
+    }
+
+    // MARK: - Functions (schema/functions/)
+
+    private func functionLog(_ lines: borrowing Mutex<[String]>) -> [String] {
+        lines.withLock { $0 }.filter { $0.hasPrefix("migrate: applied functions") }
+    }
+
+    private func scalar(_ sql: String) throws -> String {
+        try pool.withConnection { try $0.query(Query(unsafeSQL: sql))[0].decode(at: 0, as: String.self) }
+    }
+
+    /// The build embeds schema/functions/*.sql as they are, and a migrated database records each one's SHA-256.
+    func testEmbeddedFunctionsAreTheFunctionFiles() throws {
+        let directory = Self.schemaDirectory.appendingPathComponent("functions")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        XCTAssertEqual(SchemaFunction.embedded.map { $0.name + ".sql" }, names)
+        var expected: [String] = []
+        for (function, file) in zip(SchemaFunction.embedded, names) {
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: directory.appendingPathComponent(file).path))
+            XCTAssertTrue(Array(function.sql.utf8) == Array(bytes), "the embedded SQL of schema/functions/\(file) differs")
+            expected.append("\(function.name) " + Digest.sha256(Array(bytes)).map { String(format: "%02x", $0) }.joined())
+        }
+        try Migrator(pool: pool).migrate()
+        let recorded = try pool.withConnection { c in
+            try c.query("SELECT name || ' ' || checksum AS r FROM schema_functions ORDER BY name COLLATE \"C\"").map {
+                try $0.decode("r", as: String.self)
+            }
+        }
+        XCTAssertEqual(recorded, expected)
+    }
+
+    /// Every function of the schema has its file, and every file its function: the current definition of a function
+    /// is in exactly one place (migrations keep tables, indexes, triggers and data, and their history).
+    func testEveryFunctionLivesInItsFile() throws {
+        try Migrator(pool: pool).migrate()
+        let functions = try pool.withConnection { c in
+            try c.query("""
+                SELECT DISTINCT proname::text AS name FROM pg_proc
+                WHERE pronamespace = 'public'::regnamespace ORDER BY 1
+                """).map { try $0.decode("name", as: String.self) }
+        }
+        XCTAssertEqual(functions, SchemaFunction.embedded.map(\.name).sorted())
+    }
+
+    /// A change to a function is an edit of its file, never a migration's copy of its body (0008 restated 164 lines
+    /// of 0006 to add one parameter): after 0025, when the files arrived, a migration creates a function only to
+    /// declare a new trigger's (a placeholder its file replaces in the same commit), never one created before.
+    func testMigrationsAfterTheFilesCopyNoFunctionBody() {
+        func created(_ sql: String) -> [String] {
+            let words = sql.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "_") }
+            return words.indices.compactMap { i in
+                guard words[i] == "function", i > 0, i + 1 < words.count else { return nil }
+                let previous = words[i - 1]
+                return previous == "create" || (previous == "replace" && i > 2 && words[i - 3] == "create")
+                    ? String(words[i + 1]) : nil
+            }
+        }
+        var seen = Set<String>()
+        let files = Set(SchemaFunction.embedded.map(\.name))
+        for migration in Migration.embedded {
+            for name in created(migration.sql) {
+                if migration.version > 25 {
+                    let label = "\(migration.version)_\(migration.name)"
+                    XCTAssertFalse(seen.contains(name), "\(label) redefines \(name): edit schema/functions/\(name).sql")
+                    XCTAssertTrue(files.contains(name), "\(label) declares \(name): its body goes in schema/functions/")
+                }
+                seen.insert(name)
+            }
+        }
+    }
+
+    /// A function file is applied once, again only when its text changes, and the record follows it.
+    func testChangedFunctionIsReappliedAndUnchangedIsNot() throws {
+        let migrations = [Migration(version: 1, name: "one", sql: "CREATE TABLE one (id int);")]
+        func answer(_ f: String, _ value: String) -> SchemaFunction {
+            SchemaFunction(name: f, sql: "CREATE OR REPLACE FUNCTION \(f)() RETURNS text LANGUAGE sql AS $$ SELECT '\(value)' $$;\n")
+        }
+        let lines = Mutex<[String]>([])
+        func migrate(_ functions: [SchemaFunction]) throws -> [Int] {
+            try Migrator(pool: pool, migrations: migrations, functions: functions) { line in
+                lines.withLock { $0.append(line) }
+            }.migrate()
+        }
+        XCTAssertEqual(try migrate([answer("f_b", "b1"), answer("f_a", "a1")]), [1])
+        XCTAssertEqual(functionLog(lines), ["migrate: applied functions f_a, f_b"])
+        XCTAssertEqual(try scalar("SELECT f_a() || f_b()"), "a1b1")
+        let firstApplied = try scalar("SELECT applied_at::text FROM schema_functions WHERE name = 'f_b'")
+
+        XCTAssertEqual(try migrate([answer("f_a", "a1"), answer("f_b", "b1")]), [])
+        XCTAssertEqual(functionLog(lines).count, 1, "unchanged files are not applied again")
+
+        XCTAssertEqual(try migrate([answer("f_a", "a2"), answer("f_b", "b1")]), [])
+        XCTAssertEqual(functionLog(lines).last, "migrate: applied functions f_a")
+        XCTAssertEqual(try scalar("SELECT f_a() || f_b()"), "a2b1")
+        XCTAssertEqual(try scalar("SELECT applied_at::text FROM schema_functions WHERE name = 'f_b'"), firstApplied)
+        let expected = Digest.sha256(Array(answer("f_a", "a2").sql.utf8)).map { String(format: "%02x", $0) }.joined()
+        XCTAssertEqual(try scalar("SELECT checksum FROM schema_functions WHERE name = 'f_a'"), expected)
+    }
+
+    /// An SQL function may call one that sorts after it (no dependency order to keep); a broken body fails the run
+    /// and rolls back every function of it, recording none, and the migration they were to commit with.
+    func testFunctionsNeedNoOrderAndABrokenOneAppliesNone() throws {
+        let migrations = [Migration(version: 1, name: "one", sql: "CREATE TABLE one (id int);")]
+        let outer = SchemaFunction(name: "a_outer", sql: """
+            CREATE OR REPLACE FUNCTION a_outer() RETURNS int LANGUAGE sql AS $$ SELECT b_inner() + 1 $$;
+            """)
+        let inner = SchemaFunction(name: "b_inner", sql: """
+            CREATE OR REPLACE FUNCTION b_inner() RETURNS int LANGUAGE sql AS $$ SELECT 41 $$;
+            """)
+        let broken = SchemaFunction(name: "c_broken", sql: """
+            CREATE OR REPLACE FUNCTION c_broken() RETURNS int LANGUAGE sql AS $$ SELECT FROM WHERE $$;
+            """)
+        XCTAssertThrowsError(try Migrator(pool: pool, migrations: migrations, functions: [outer, inner, broken]).migrate()) {
+            XCTAssertEqual(($0 as? PGError)?.sqlState, "42601")
+        }
+        XCTAssertEqual(try scalar("SELECT count(*)::text FROM pg_proc WHERE proname IN ('a_outer', 'b_inner')"), "0")
+        XCTAssertEqual(try scalar("SELECT count(*)::text FROM schema_functions"), "0")
+        XCTAssertEqual(try scalar("SELECT (to_regclass('one') IS NULL)::text"), "true")
+        XCTAssertEqual(try Migrator(pool: pool, migrations: migrations, functions: [outer, inner]).migrate(), [1])
+        XCTAssertEqual(try scalar("SELECT a_outer()::text"), "42")
+    }
+
+    /// A migration that replaces a function is followed by the function's file; a database a newer binary migrated
+    /// (migrations this one does not know) keeps the newer definitions.
+    func testFilesWinOverMigrationsAndNewerBinariesWinOverFiles() throws {
+        let v1 = [Migration(version: 1, name: "one", sql: "CREATE TABLE one (id int);")]
+        let file = SchemaFunction(name: "f", sql: "CREATE OR REPLACE FUNCTION f() RETURNS text LANGUAGE sql AS $$ SELECT 'file' $$;")
+        XCTAssertEqual(try Migrator(pool: pool, migrations: v1, functions: [file]).migrate(), [1])
+        let v2 = v1 + [Migration(version: 2, name: "two", sql: """
+            CREATE OR REPLACE FUNCTION f() RETURNS text LANGUAGE sql AS $$ SELECT 'migration' $$;
+            """)]
+        XCTAssertEqual(try Migrator(pool: pool, migrations: v2, functions: [file]).migrate(), [2])
+        XCTAssertEqual(try scalar("SELECT f()"), "file", "the run that applied a migration re-applied every file")
+
+        let newer = SchemaFunction(name: "f", sql: "CREATE OR REPLACE FUNCTION f() RETURNS text LANGUAGE sql AS $$ SELECT 'newer' $$;")
+        let v3 = v2 + [Migration(version: 3, name: "three", sql: "CREATE TABLE three (id int);")]
+        XCTAssertEqual(try Migrator(pool: pool, migrations: v3, functions: [newer]).migrate(), [3])
+        let lines = Mutex<[String]>([])
+        XCTAssertEqual(try Migrator(pool: pool, migrations: v2, functions: [file]) { line in
+            lines.withLock { $0.append(line) }
+        }.migrate(), [])
+        XCTAssertEqual(try scalar("SELECT f()"), "newer")
+        XCTAssertTrue(lines.withLock { $0 }.contains("migrate: functions left as the newer version defined them"))
+    }
+
+    /// The functions a fresh database ends with are those of a database migrated by an earlier release (every
+    /// migration up to 0021, before schema/functions/ existed) and then by this one: same signatures, same bodies,
+    /// same triggers.
+    func testFreshDatabaseHasTheDefinitionsOfAnUpgradedOne() throws {
+        func definitions(_ pool: ConnectionPool) throws -> [String] {
+            try pool.withConnection { c in
+                try c.query("""
+                    SELECT p.oid::regprocedure::text || E'\n' || pg_get_functiondef(p.oid) AS d FROM pg_proc p
+                    WHERE p.pronamespace = 'public'::regnamespace
+                    UNION ALL
+                    SELECT t.tgname || ' ' || pg_get_triggerdef(t.oid) FROM pg_trigger t
+                    JOIN pg_class cl ON cl.oid = t.tgrelid
+                    WHERE cl.relnamespace = 'public'::regnamespace AND NOT t.tgisinternal
+                    ORDER BY 1
+                    """).map { try $0.decode("d", as: String.self) }
+            }
+        }
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.map(\.version))
+        let fresh = try definitions(pool)
+        XCTAssertGreaterThanOrEqual(fresh.count, 20)
+
+        let upgraded = ConnectionPool(settings: try TestDatabase.create(label: name + "-upgraded"),
+                                      configuration: .init(size: 1))
+        defer { upgraded.shutdown() }
+        let earlier = Migration.embedded.filter { $0.version <= 21 }
+        XCTAssertEqual(try Migrator(pool: upgraded, migrations: earlier).migrate(), earlier.map(\.version))
+        XCTAssertEqual(try Migrator(pool: upgraded).migrate(), Migration.embedded.filter { $0.version > 21 }.map(\.version))
+        XCTAssertEqual(try definitions(upgraded), fresh)
+    }
+
+    /// A released migration rewritten with its released checksum on the first line is the same migration to every
+    /// database: one that applied the released text accepts it, a fresh one records the released checksum (so the
+    /// previous binary accepts that database too); a rewrite that names another checksum is an edit.
+    func testRewrittenMigrationKeepsItsReleasedIdentity() throws {
+        let released = "CREATE TABLE one (id int);\nCREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n"
+        let sum = Digest.sha256(Array(released.utf8)).map { String(format: "%02x", $0) }.joined()
+        let rewritten = "-- released-sha256: \(sum)\nCREATE TABLE one (id int);\n"
+        XCTAssertEqual(try Migrator(pool: pool, migrations: [Migration(version: 1, name: "one", sql: released)]).migrate(), [1])
+        XCTAssertEqual(try Migrator(pool: pool, migrations: [Migration(version: 1, name: "one", sql: rewritten)]).migrate(), [])
+        XCTAssertEqual(try scalar("SELECT checksum FROM schema_migrations"), sum)
+
+        let fresh = ConnectionPool(settings: try TestDatabase.create(label: name + "-fresh"), configuration: .init(size: 1))
+        defer { fresh.shutdown() }
+        XCTAssertEqual(try Migrator(pool: fresh, migrations: [Migration(version: 1, name: "one", sql: rewritten)]).migrate(), [1])
+        XCTAssertEqual(try Migrator(pool: fresh, migrations: [Migration(version: 1, name: "one", sql: released)]).migrate(), [])
+
+        let other = "-- released-sha256: \(String(repeating: "0", count: 64))\nCREATE TABLE one (id int);\n"
+        XCTAssertThrowsError(try Migrator(pool: pool, migrations: [Migration(version: 1, name: "one", sql: other)]).migrate()) {
+            XCTAssertEqual(($0 as? MigrationError)?.code, .checksumMismatch)
+        }
+    }
+
+    /// The rewritten migrations, pinned: 0006 lost the bodies no database that applies it from now on ever runs
+    /// (schema/README.md, "Rewritten migrations"). Its released checksum now guards nothing at run time, so this does:
+    /// the text cannot change again, and no other migration becomes rewritten unnoticed.
+    func testRewrittenMigrationsArePinned() {
+        let rewritten = Migration.embedded.filter { $0.releasedChecksum != nil }
+        XCTAssertEqual(rewritten.map(\.version), [6])
+        XCTAssertEqual(rewritten.first?.releasedChecksum, "1cc2753cbdfcdb631a48079d9901d0895d5f1b77e8b0a603a627b1753f046fb0")
+        XCTAssertEqual(rewritten.map { Digest.sha256(Array($0.sql.utf8)).map { String(format: "%02x", $0) }.joined() },
+                       ["b0b965f235a2b95042c018df12ae959de2aba2986fdc24e76e96a424e7b90a19"],
+                       "schema/0006 was rewritten once; it cannot change again")
     }
 
     func testEditedAppliedMigrationIsRejected() throws {

@@ -1,6 +1,7 @@
 import Domain
 import Foundation
 import Postgres
+import Specification
 import Storage
 import XCTest
 

@@ -1,13 +1,15 @@
 import Domain
 import Foundation
 import Postgres
+import Specification
 import Storage
 import XCTest
 
-/// The write rules have one live author, schema/0006's PL/pgSQL functions; the Swift rules (`PurchaseState.applying`,
-/// `OwnershipRules.decide`) are their specification. This applies random sequences of facts (transactions with tied
-/// and out-of-order dates, renewal info before and after the purchase exists, posts by several users under every
-/// transfer policy) through the database and through the Swift rules, and asserts the same answers and rows.
+/// The write rules have one live author, the PL/pgSQL record functions; the Swift rules (`PurchaseState.applying`,
+/// `OwnershipRules.decide`, in Tests/Specification) are their executable specification (`RuleTableTests` names the
+/// boundaries). This applies random sequences of facts (transactions with tied and out-of-order dates, renewal info
+/// before and after the purchase exists, posts by several users under every transfer policy) through the database and
+/// through the Swift rules, and asserts the same answers and rows.
 final class WriteRulesOracleTests: XCTestCase {
     /// What the Swift rules say the rows of one purchase are.
     private struct Model {

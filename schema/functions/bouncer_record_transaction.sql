@@ -1,0 +1,246 @@
+-- Records one verified transaction and, when p_user_id is given, binds its purchase to the user under
+-- p_transfer_policy, in one statement (one round trip instead of about ten), appending the change to the log (the
+-- lines marked "log"). Returns the purchase as now stored, the entitlements of the posted product (empty when it
+-- has no mapping), the ownership decision ('bind', 'already_owned', 'transfer', 'share'; NULL without a user) and,
+-- for a transfer, the users who lost the purchase. p_source says who wrote the facts (transactions.source).
+--
+-- Locks are taken in the order the Swift store always used: the transactions row, the purchases row, then the
+-- purchase's subscriptions rows; the hand-over advisory lock only on the two rare paths (a purchase created, a
+-- renewal for a purchase not yet known). Each statement of a VOLATILE function takes a new snapshot under READ
+-- COMMITTED, so a statement after a lock wait sees what the lock holder committed. A refusal raises, which rolls
+-- back everything the call wrote: SQLSTATE BRTC1 (transaction conflict) and BRPO1 (purchase owned by another user
+-- under the block policy); the Swift store maps both to its DomainErrors.
+--
+-- The only live author of these write rules; their executable specification is PurchaseState.applying and
+-- OwnershipRules.decide in Tests/Specification, and StorageTests.RuleTableTests / WriteRulesOracleTests run both on
+-- the same facts.
+CREATE OR REPLACE FUNCTION bouncer_record_transaction(
+    p_project_id uuid, p_transaction_id text, p_original_transaction_id text, p_product_id text, p_type text,
+    p_environment text, p_bundle_id text, p_purchase_date timestamptz, p_original_purchase_date timestamptz,
+    p_expires_date timestamptz, p_revocation_date timestamptz, p_revocation_reason int, p_app_account_token uuid,
+    p_ownership_type text, p_signed_date timestamptz, p_payload jsonb, p_user_id text, p_device_id text,
+    p_transfer_policy text, p_now timestamptz, p_source text DEFAULT 'receipt')
+RETURNS TABLE (purchase purchases, entitlements text[], ownership text, previous_owners text[])
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_purchase purchases;
+    v_pending pending_renewals;
+    v_stored transactions;
+    v_differing text[] := '{}';
+    v_newer boolean;
+    v_owners text[] := '{}';
+    v_owner text;
+    v_decision text;
+    v_previous text[];
+    v_created boolean;
+    v_old purchases;                -- log: the purchase before this call (NULL when the call created it)
+    v_had_row boolean := false;     -- log: the transaction was stored before this call …
+    v_old_revocation timestamptz;   -- log: … with this revocation date
+    v_inserted boolean;
+    v_revocation timestamptz;
+    v_revocation_reason int;
+    v_revocation_type text;
+    v_revocation_percentage bigint;
+    v_refund jsonb;
+BEGIN
+    -- log: a revocation can only appear when this call carries one; then the stored one is read (and locked) first.
+    IF p_revocation_date IS NOT NULL THEN
+        SELECT true, t.revocation_date INTO v_had_row, v_old_revocation FROM transactions t
+        WHERE t.project_id = p_project_id AND t.environment = p_environment AND t.transaction_id = p_transaction_id
+        FOR UPDATE;
+        v_had_row := COALESCE(v_had_row, false);
+    END IF;
+
+    -- The transaction: facts refreshed only when signed later, last_seen_at always, first_seen_at never, and only
+    -- while the stored identity (original transaction, product, bundle; the environment is in the key) is the
+    -- signed one. Otherwise the DO UPDATE matches nothing and the call is refused.
+    INSERT INTO transactions AS t (project_id, transaction_id, original_transaction_id, product_id, type, environment,
+        bundle_id, purchase_date, original_purchase_date, expires_date, revocation_date, revocation_reason,
+        app_account_token, ownership_type, signed_date, payload, first_seen_at, last_seen_at, source)
+    VALUES (p_project_id, p_transaction_id, p_original_transaction_id, p_product_id, p_type, p_environment,
+        p_bundle_id, p_purchase_date, p_original_purchase_date, p_expires_date, p_revocation_date,
+        p_revocation_reason, p_app_account_token, p_ownership_type, p_signed_date, p_payload, p_now, p_now, p_source)
+    ON CONFLICT (project_id, environment, transaction_id) DO UPDATE SET
+        type = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.type ELSE t.type END,
+        purchase_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.purchase_date ELSE t.purchase_date END,
+        original_purchase_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.original_purchase_date ELSE t.original_purchase_date END,
+        expires_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.expires_date ELSE t.expires_date END,
+        revocation_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.revocation_date ELSE t.revocation_date END,
+        revocation_reason = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.revocation_reason ELSE t.revocation_reason END,
+        app_account_token = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.app_account_token ELSE t.app_account_token END,
+        ownership_type = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.ownership_type ELSE t.ownership_type END,
+        payload = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.payload ELSE t.payload END,
+        source = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.source ELSE t.source END,
+        signed_date = GREATEST(EXCLUDED.signed_date, t.signed_date),
+        last_seen_at = GREATEST(EXCLUDED.last_seen_at, t.last_seen_at)
+    WHERE t.original_transaction_id = EXCLUDED.original_transaction_id
+      AND t.product_id = EXCLUDED.product_id AND t.bundle_id = EXCLUDED.bundle_id
+    RETURNING (t.xmax = 0), t.revocation_date, t.revocation_reason, t.revocation_type, t.revocation_percentage
+    INTO v_inserted, v_revocation, v_revocation_reason, v_revocation_type, v_revocation_percentage;
+    IF NOT FOUND THEN
+        -- The refused upsert left the stored row locked: name (for the log only) the fields that differ.
+        SELECT * INTO v_stored FROM transactions
+        WHERE project_id = p_project_id AND environment = p_environment AND transaction_id = p_transaction_id;
+        IF v_stored.original_transaction_id IS DISTINCT FROM p_original_transaction_id THEN
+            v_differing := v_differing || 'original_transaction_id'::text;
+        END IF;
+        IF v_stored.product_id IS DISTINCT FROM p_product_id THEN
+            v_differing := v_differing || 'product_id'::text;
+        END IF;
+        IF v_stored.bundle_id IS DISTINCT FROM p_bundle_id THEN
+            v_differing := v_differing || 'bundle_id'::text;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = 'BRTC1', MESSAGE = 'transaction conflict',
+            DETAIL = 'differing fields: '
+                || COALESCE(NULLIF(array_to_string(v_differing, ', '), ''), 'unknown');
+    END IF;
+
+    -- The purchase: created from its first known transaction (a concurrent creator makes this wait for its commit,
+    -- then do nothing). Its creator takes the hand-over lock and adopts renewal info that arrived first.
+    INSERT INTO purchases (project_id, original_transaction_id, latest_transaction_id, product_id, type, environment,
+        purchase_date, expires_date, revocation_date, revocation_reason, ownership_type, latest_signed_date,
+        created_at, updated_at)
+    VALUES (p_project_id, p_original_transaction_id, p_transaction_id, p_product_id, p_type, p_environment,
+        p_purchase_date, p_expires_date, p_revocation_date, p_revocation_reason, p_ownership_type, p_signed_date,
+        p_now, p_now)
+    ON CONFLICT (project_id, environment, original_transaction_id) DO NOTHING;
+    v_created := FOUND;
+    IF v_created THEN
+        PERFORM pg_advisory_xact_lock(16978,
+            hashtext(p_project_id::text || '/' || p_environment || '/' || p_original_transaction_id));
+        DELETE FROM pending_renewals r
+        WHERE r.project_id = p_project_id AND r.environment = p_environment
+          AND r.original_transaction_id = p_original_transaction_id
+        RETURNING * INTO v_pending;
+        IF FOUND THEN
+            -- A new purchase has no renewal info: the pending one is always newer.
+            UPDATE purchases SET auto_renew_status = v_pending.auto_renew_status,
+                auto_renew_product_id = v_pending.auto_renew_product_id,
+                expiration_intent = v_pending.expiration_intent,
+                grace_period_expires_date = v_pending.grace_period_expires_date,
+                is_in_billing_retry = v_pending.is_in_billing_retry,
+                price_increase_status = v_pending.price_increase_status, offer_type = v_pending.offer_type,
+                offer_identifier = v_pending.offer_identifier, renewal_signed_date = v_pending.signed_date,
+                renewal_payload = v_pending.payload, renewal_product_id = v_pending.product_id,
+                renewal_date = v_pending.renewal_date, renewal_environment = v_pending.environment,
+                updated_at = p_now
+            WHERE project_id = p_project_id AND environment = p_environment
+              AND original_transaction_id = p_original_transaction_id;
+        END IF;
+    END IF;
+
+    SELECT * INTO v_purchase FROM purchases p
+    WHERE p.project_id = p_project_id AND p.environment = p_environment
+      AND p.original_transaction_id = p_original_transaction_id
+    FOR UPDATE;
+    IF NOT v_created THEN
+        v_old := v_purchase;
+    END IF;
+    SELECT pr.entitlements INTO entitlements FROM products pr
+    WHERE pr.project_id = p_project_id AND pr.product_id = p_product_id;
+    entitlements := COALESCE(entitlements, '{}');
+
+    -- Newer facts win (PurchaseState.isSuperseded): the same transaction only when signed later; another one when
+    -- it starts later, then when signed later, then by the larger transaction id (bytewise, as Swift compares the
+    -- ASCII ids), so every replica picks the same one.
+    IF v_purchase.latest_transaction_id = p_transaction_id THEN
+        v_newer := p_signed_date > v_purchase.latest_signed_date;
+    ELSIF v_purchase.purchase_date IS DISTINCT FROM p_purchase_date THEN
+        v_newer := v_purchase.purchase_date IS NULL OR p_purchase_date > v_purchase.purchase_date;
+    ELSIF p_signed_date <> v_purchase.latest_signed_date THEN
+        v_newer := p_signed_date > v_purchase.latest_signed_date;
+    ELSE
+        v_newer := p_transaction_id COLLATE "C" > v_purchase.latest_transaction_id COLLATE "C";
+    END IF;
+    IF v_newer THEN
+        UPDATE purchases p SET latest_transaction_id = p_transaction_id, product_id = p_product_id, type = p_type,
+            purchase_date = p_purchase_date, expires_date = p_expires_date, revocation_date = p_revocation_date,
+            revocation_reason = p_revocation_reason, ownership_type = p_ownership_type,
+            latest_signed_date = p_signed_date, updated_at = p_now
+        WHERE p.project_id = p_project_id AND p.environment = p_environment
+          AND p.original_transaction_id = p_original_transaction_id
+        RETURNING * INTO v_purchase;
+    END IF;
+
+    IF p_user_id IS NOT NULL THEN
+        -- The current holders, locked, in binding order (OwnershipRules.decide's currentOwners).
+        FOR v_owner IN
+            SELECT s.user_id FROM subscriptions s
+            WHERE s.project_id = p_project_id AND s.environment = p_environment
+              AND s.original_transaction_id = p_original_transaction_id AND s.revoked_at IS NULL
+            ORDER BY s.bound_at, s.user_id COLLATE "C"
+            FOR UPDATE
+        LOOP
+            v_owners := v_owners || v_owner;
+        END LOOP;
+        IF cardinality(v_owners) = 0 THEN
+            v_decision := 'bind';
+        ELSIF p_user_id = ANY (v_owners) THEN
+            -- Under transfer, a user who holds it alongside others (bound under share) takes it over alone.
+            IF p_transfer_policy = 'transfer' AND cardinality(v_owners) > 1 THEN
+                v_decision := 'transfer';
+                v_previous := array_remove(v_owners, p_user_id);
+            ELSE
+                v_decision := 'already_owned';
+            END IF;
+        ELSIF p_transfer_policy = 'transfer' THEN
+            v_decision := 'transfer';
+            v_previous := v_owners;
+        ELSIF p_transfer_policy = 'share' THEN
+            v_decision := 'share';
+        ELSE
+            RAISE EXCEPTION USING ERRCODE = 'BRPO1', MESSAGE = 'purchase owned by another user',
+                DETAIL = 'policy ' || p_transfer_policy || ', owner ' || v_owners[1];
+        END IF;
+
+        IF v_decision = 'transfer' THEN
+            WITH moved AS (
+                UPDATE subscriptions s SET revoked_at = p_now, updated_at = p_now
+                WHERE s.project_id = p_project_id AND s.environment = p_environment
+                  AND s.original_transaction_id = p_original_transaction_id
+                  AND s.user_id = ANY (v_previous) AND s.revoked_at IS NULL
+                RETURNING s.user_id)
+            INSERT INTO ownership_events (project_id, environment, original_transaction_id, from_user_id, to_user_id,
+                policy, at)
+            SELECT p_project_id, p_environment, p_original_transaction_id, moved.user_id, p_user_id, 'transfer', p_now
+            FROM moved ORDER BY moved.user_id COLLATE "C";
+        END IF;
+
+        -- A new binding, a re-activated one (a user who had lost it to a transfer gets it back, with a new
+        -- bound_at), or a touch of an active one (updated_at, and device_id when given).
+        INSERT INTO subscriptions AS s (project_id, user_id, environment, original_transaction_id, device_id,
+            bound_at, revoked_at, updated_at)
+        VALUES (p_project_id, p_user_id, p_environment, p_original_transaction_id, p_device_id, p_now, NULL, p_now)
+        ON CONFLICT (project_id, user_id, environment, original_transaction_id) DO UPDATE SET
+            bound_at = CASE WHEN s.revoked_at IS NULL THEN s.bound_at ELSE EXCLUDED.bound_at END,
+            revoked_at = NULL,
+            device_id = COALESCE(EXCLUDED.device_id, s.device_id),
+            updated_at = EXCLUDED.updated_at;
+    END IF;
+
+    -- log: a refund newly recorded (a revocation that is not a Family Sharing revoke), then the change.
+    IF v_revocation IS NOT NULL AND (v_inserted OR (v_had_row AND v_old_revocation IS NULL))
+       AND bouncer_revocation_kind(v_revocation_reason, v_revocation_type) = 'refunded' THEN
+        v_refund := jsonb_build_object('transaction_id', p_transaction_id, 'product_id', p_product_id,
+            'revocation_date', v_revocation, 'revocation_reason', v_revocation_reason,
+            'revocation_type', v_revocation_type, 'revocation_percentage', v_revocation_percentage);
+    END IF;
+    PERFORM bouncer_append_change(p_project_id, p_environment, p_original_transaction_id, v_old, v_purchase,
+        CASE WHEN p_user_id IS NOT NULL THEN v_owners END, v_refund,
+        CASE WHEN v_decision = 'transfer' THEN v_previous END,
+        CASE WHEN v_decision = 'transfer' THEN p_user_id END,
+        CASE WHEN p_user_id IS NOT NULL AND NOT (p_user_id = ANY (v_owners)) THEN p_user_id END);
+
+    purchase := v_purchase;
+    ownership := v_decision;
+    previous_owners := v_previous;
+    RETURN NEXT;
+END;
+$$;

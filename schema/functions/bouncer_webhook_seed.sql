@@ -1,0 +1,27 @@
+-- A webhook created: what the project's users hold now is what was announced (no replay of old grants), and the
+-- log rows pending so far, whose changes that state already includes, are consumed. The copy in one statement (one
+-- snapshot), then its entitlements; the caller holds the project's deriver lock (16980) and creates the endpoint in
+-- the same transaction.
+CREATE OR REPLACE FUNCTION bouncer_webhook_seed(p_project_id uuid) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    WITH consumed AS (
+        DELETE FROM purchase_changes c WHERE c.project_id = p_project_id
+    )
+    INSERT INTO webhook_purchase_states
+    SELECT st.* FROM subscriptions s
+    JOIN purchases p ON p.project_id = s.project_id AND p.environment = s.environment
+                    AND p.original_transaction_id = s.original_transaction_id
+    CROSS JOIN LATERAL bouncer_webhook_state(p_project_id, s.user_id, bouncer_change_snapshot(p)
+        || jsonb_build_object('environment', p.environment, 'original_transaction_id', p.original_transaction_id),
+        now()) st
+    WHERE s.project_id = p_project_id AND s.revoked_at IS NULL
+    ON CONFLICT DO NOTHING;
+    INSERT INTO webhook_entitlement_states (project_id, user_id, entitlement, environment, original_transaction_id,
+        product_id, expires_at)
+    SELECT p_project_id, u.user_id, n.* FROM (
+        SELECT DISTINCT st.user_id FROM webhook_purchase_states st WHERE st.project_id = p_project_id) u
+    CROSS JOIN LATERAL bouncer_webhook_copy_entitlements(p_project_id, u.user_id) n
+    ON CONFLICT DO NOTHING;
+END;
+$$;
