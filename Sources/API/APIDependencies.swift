@@ -187,7 +187,9 @@ struct UnconfiguredOperationsStore: AppStoreOperationsStore {
                     underlying: "APIDependencies.operations was not wired")
     }
 
-    func notificationReceivedAt(projectId: UUID, notificationUUID: UUID) throws -> Date? { throw Self.unavailable }
+    func notificationReceivedAt(projectId: UUID, environment: StoreEnvironment?, notificationUUID: UUID) throws -> Date? {
+        throw Self.unavailable
+    }
     func purchaseEnvironments(projectId: UUID, originalTransactionId: String) throws -> [StoreEnvironment] {
         throw Self.unavailable
     }

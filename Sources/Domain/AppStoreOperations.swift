@@ -3,8 +3,9 @@ import Foundation
 /// What the operator helpers need stored: whether a notification arrived, where a purchase lives, and the record of
 /// renewal-date extensions.
 public protocol AppStoreOperationsStore: Sendable {
-    /// When this Bouncer stored the notification `notificationUUID` of the project (any environment), or `nil`.
-    func notificationReceivedAt(projectId: UUID, notificationUUID: UUID) throws -> Date?
+    /// When this Bouncer stored the notification `notificationUUID` of the project in `environment` (`nil`: one
+    /// that named no environment), or `nil`.
+    func notificationReceivedAt(projectId: UUID, environment: StoreEnvironment?, notificationUUID: UUID) throws -> Date?
     /// The environments in which the project has the purchase `originalTransactionId` (empty: unknown).
     func purchaseEnvironments(projectId: UUID, originalTransactionId: String) throws -> [StoreEnvironment]
     /// Records a renewal extension about to be asked (its result fields empty).
@@ -194,7 +195,8 @@ public struct AppStoreOperations: Sendable {
             throw error
         }
         let facts = try verifier.verifyNotification(status.signedPayload, for: project)
-        let receivedAt = try store.notificationReceivedAt(projectId: project.id, notificationUUID: facts.notificationUUID)
+        let receivedAt = try store.notificationReceivedAt(projectId: project.id, environment: facts.environment,
+                                                          notificationUUID: facts.notificationUUID)
         return TestNotificationReport(token: token, environment: environment, notificationUUID: facts.notificationUUID,
                                       sendAttempts: status.sendAttempts, receivedAt: receivedAt)
     }

@@ -84,7 +84,7 @@ public final class PostgresNotificationStore: NotificationStore {
             return try connection.query("""
                 WITH n AS (SELECT bouncer_record_notification(\(project.id), \(n.notificationUUID), \(n.type)::text,
                     \(Bind.text(n.subtype))::text, \(Bind.text(n.originalTransactionId))::text,
-                    \(Self.dedupEnvironment(n))::text, \(Bind.date(n.signedDate)), \(n.payloadJSON)::jsonb,
+                    \(Self.dedupEnvironment(n.environment))::text, \(Bind.date(n.signedDate)), \(n.payloadJSON)::jsonb,
                     \(Bind.int64(trimKeep)), \(applyFacts),
                     \(Bind.text(t?.transactionId))::text, \(Bind.text(t?.originalTransactionId))::text,
                     \(Bind.text(t?.productId))::text, \(Bind.text(t?.type.rawValue))::text,
@@ -191,7 +191,8 @@ public final class PostgresNotificationStore: NotificationStore {
         """
 
     /// The environment part of the dedup key: '' for a notification without one (verification requires one).
-    private static func dedupEnvironment(_ n: NotificationFacts) -> String { n.environment?.rawValue ?? "" }
+    /// The `environment` a notification is stored and deduplicated under: its own, or "" when it named none.
+    static func dedupEnvironment(_ environment: StoreEnvironment?) -> String { environment?.rawValue ?? "" }
 }
 
 extension String {

@@ -110,14 +110,17 @@ public final class PostgresAppStoreOperationsStore: AppStoreOperationsStore {
         self.pool = pool
     }
 
-    /// Earliest `received_at` of that UUID in any environment of the project.
-    public func notificationReceivedAt(projectId: UUID, notificationUUID: UUID) throws -> Date? {
+    /// `received_at` of that UUID in `environment` of the project (one primary-key probe: a notification is stored
+    /// under its own environment, "" when it named none — `PostgresNotificationStore.dedupEnvironment`).
+    public func notificationReceivedAt(projectId: UUID, environment: StoreEnvironment?,
+                                       notificationUUID: UUID) throws -> Date? {
         try StorageErrors.mapping("notification received") {
             try pool.withConnection { connection in
                 try connection.query("""
                     SELECT received_at FROM notifications
-                    WHERE project_id = \(projectId) AND notification_uuid = \(notificationUUID)
-                    ORDER BY received_at LIMIT 1
+                    WHERE project_id = \(projectId)
+                      AND environment = \(PostgresNotificationStore.dedupEnvironment(environment))::text
+                      AND notification_uuid = \(notificationUUID)
                     """).first?.decode("received_at", as: Date.self)
             }
         }

@@ -352,4 +352,26 @@ final class NotificationStoreTests: XCTestCase {
             Self.transaction("t1", start: Self.t0), userId: user, deviceId: nil, project: project, now: Self.t0)
         return try purchases.ownedPurchases(userId: user, project: project)
     }
+
+    /// The refund defense's "was it received?" reads the notification by its primary key: its environment (or "" when
+    /// it named none) and its uuid; the same uuid in another environment is another notification.
+    func testReceivedAtIsReadInTheNotificationsOwnEnvironment() throws {
+        let operations = PostgresAppStoreOperationsStore(pool: pool)
+        let sandbox = Self.notification(41, "TEST", signed: Self.t0)
+        var unnamed = Self.notification(42, "TEST", signed: Self.t0)
+        unnamed.environment = nil
+        XCTAssertEqual(try store.recordNotification(sandbox, project: project, now: Self.t0 + 5), .processed)
+        XCTAssertEqual(try store.recordNotification(unnamed, project: project, now: Self.t0 + 7), .processed)
+
+        XCTAssertEqual(try operations.notificationReceivedAt(projectId: project.id, environment: .sandbox,
+                                                             notificationUUID: Self.uuid(41)), Self.t0 + 5)
+        XCTAssertNil(try operations.notificationReceivedAt(projectId: project.id, environment: .production,
+                                                           notificationUUID: Self.uuid(41)))
+        XCTAssertEqual(try operations.notificationReceivedAt(projectId: project.id, environment: nil,
+                                                             notificationUUID: Self.uuid(42)), Self.t0 + 7)
+        XCTAssertNil(try operations.notificationReceivedAt(projectId: project.id, environment: .sandbox,
+                                                           notificationUUID: Self.uuid(42)))
+        XCTAssertNil(try operations.notificationReceivedAt(projectId: UUID(), environment: .sandbox,
+                                                           notificationUUID: Self.uuid(41)))
+    }
 }
