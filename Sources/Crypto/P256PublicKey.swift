@@ -129,8 +129,12 @@ extension P256 {
 
         /// Verifies a JOSE ES256 signature (RFC 7518 §3.4: 64 bytes, r‖s big-endian) over `message`.
         public func verifyES256(rawSignature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
-            guard rawSignature.count == 64 else { return false }
-            let digest = Digest.sha256(message)
+            verifyES256(rawSignature: rawSignature, digest: Digest.sha256(message))
+        }
+
+        /// Verifies a JOSE ES256 signature over the message whose SHA-256 is `digest` (e.g. from a `Digest.SHA256Prefix`).
+        public func verifyES256(rawSignature: [UInt8], digest: [UInt8]) -> Bool {
+            guard rawSignature.count == 64, digest.count == 32 else { return false }
             if let table = fixedBaseVerifier() {
                 return rawSignature.withUnsafeBufferPointer { signature in
                     digest.withUnsafeBufferPointer { table.verify(rawSignature: signature, digest: $0) }
