@@ -68,8 +68,15 @@ extension P256 {
                   BN_bin2bn(digestBytes, 32, e) != nil else { return false }
             // 0 < r < n and 0 < s < n (BN_bin2bn never yields a negative number).
             guard BN_is_zero(r) == 0, BN_is_zero(s) == 0, BN_ucmp(r, order) < 0, BN_ucmp(s, order) < 0 else { return false }
-            guard BN_mod_inverse(w, s, order, context) != nil,
-                  BN_mod_mul(u1, e, w, order, context) == 1,
+            // w = s⁻¹ mod n: the binary inverse below (~35k instructions; BN_mod_inverse ~157k), proved by w·s ≡ 1
+            // before use, with BN_mod_inverse whenever that proof fails (so a wrong inverse can never be used).
+            guard let check = BN_CTX_get(context),
+                  Self.inverseModOrder(signature + 32).withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress, 32, w) }) != nil,
+                  BN_mod_mul(check, w, s, order, context) == 1 else { return false }
+            if BN_is_one(check) != 1 {
+                guard BN_mod_inverse(w, s, order, context) != nil else { return false }
+            }
+            guard BN_mod_mul(u1, e, w, order, context) == 1,
                   BN_mod_mul(u2, r, w, order, context) == 1 else { return false }
             // Owned here, freed on return. The key group's points are compatible with the standard group's (same
             // curve, same method), which is what EC_POINT_add checks.
@@ -84,6 +91,126 @@ extension P256 {
                   EC_POINT_get_affine_coordinates(standard, sum, x, nil, context) == 1,
                   BN_nnmod(x, x, order, context) == 1 else { return false }
             return BN_ucmp(x, r) == 0
+        }
+
+        /// s⁻¹ mod n (big-endian, 32 bytes) for the 32 big-endian bytes at `bytes`, 0 < s < n (checked by the caller):
+        /// the binary extended Euclidean algorithm (variable time: s is public). Keeps x1·s ≡ u and x2·s ≡ v (mod n)
+        /// with u, v halved when even and the smaller subtracted from the larger, until one of them is 1. Any other
+        /// input yields some value, never a trap; the caller proves the result before using it.
+        static func inverseModOrder(_ bytes: UnsafePointer<UInt8>) -> [UInt8] {
+            var u = Scalar(bigEndian: bytes), v = Scalar.order
+            var x1 = Scalar(w0: 1, w1: 0, w2: 0, w3: 0), x2 = Scalar(w0: 0, w1: 0, w2: 0, w3: 0)
+            // Each round removes at least one bit from u or v (513 bits in all): bounded even for a bad input.
+            for _ in 0..<1_100 {
+                if u.isOne || v.isOne || u.isZero || v.isZero { break }
+                while u.isEven, !u.isZero { u.halve(carry: false); x1.halveModOrder() }
+                while v.isEven, !v.isZero { v.halve(carry: false); x2.halveModOrder() }
+                if u >= v {
+                    u.subtract(v); x1.subtractModOrder(x2)
+                } else {
+                    v.subtract(u); x2.subtractModOrder(x1)
+                }
+            }
+            return (u.isOne ? x1 : x2).bigEndianBytes
+        }
+
+        /// Test seam: whether a·b ≡ 1 (mod n) for 32-byte big-endian a and b, by OpenSSL's BN_mod_mul.
+        static func productModOrderIsOne(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+            guard a.count == 32, b.count == 32, let order = Curve.shared.order, let context = BN_CTX_new() else { return false }
+            defer { BN_CTX_free(context) }
+            BN_CTX_start(context)
+            defer { BN_CTX_end(context) }
+            // Owned by `context`.
+            guard let x = BN_CTX_get(context), let y = BN_CTX_get(context), let product = BN_CTX_get(context),
+                  BN_bin2bn(a, 32, x) != nil, BN_bin2bn(b, 32, y) != nil,
+                  BN_mod_mul(product, x, y, order, context) == 1 else { return false }
+            return BN_is_one(product) == 1
+        }
+
+        /// A 256-bit unsigned integer, four little-endian 64-bit words; every operation reports its overflow.
+        struct Scalar: Comparable {
+            var w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
+
+            /// n, the order of P-256's group.
+            static let order = Scalar(w0: 0xF3B9_CAC2_FC63_2551, w1: 0xBCE6_FAAD_A717_9E84, w2: 0xFFFF_FFFF_FFFF_FFFF, w3: 0xFFFF_FFFF_0000_0000)
+
+            init(w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64) { self.w0 = w0; self.w1 = w1; self.w2 = w2; self.w3 = w3 }
+
+            init(bigEndian bytes: UnsafePointer<UInt8>) {
+                func word(_ offset: Int) -> UInt64 {
+                    var value: UInt64 = 0
+                    for index in offset..<(offset + 8) { value = value << 8 | UInt64(bytes[index]) }
+                    return value
+                }
+                self.init(w0: word(24), w1: word(16), w2: word(8), w3: word(0))
+            }
+
+            var bigEndianBytes: [UInt8] {
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(32)
+                for word in [w3, w2, w1, w0] {
+                    for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+                }
+                return bytes
+            }
+
+            var isEven: Bool { w0 & 1 == 0 }
+            var isZero: Bool { w0 | w1 | w2 | w3 == 0 }
+            var isOne: Bool { w0 == 1 && w1 | w2 | w3 == 0 }
+
+            static func < (lhs: Scalar, rhs: Scalar) -> Bool {
+                if lhs.w3 != rhs.w3 { return lhs.w3 < rhs.w3 }
+                if lhs.w2 != rhs.w2 { return lhs.w2 < rhs.w2 }
+                if lhs.w1 != rhs.w1 { return lhs.w1 < rhs.w1 }
+                return lhs.w0 < rhs.w0
+            }
+
+            /// self >>= 1, with `carry` as the new top bit (bit 256 of a 257-bit sum).
+            mutating func halve(carry: Bool) {
+                w0 = w0 >> 1 | w1 << 63
+                w1 = w1 >> 1 | w2 << 63
+                w2 = w2 >> 1 | w3 << 63
+                w3 = w3 >> 1 | (carry ? 1 << 63 : 0)
+            }
+
+            /// self = self + other mod 2²⁵⁶; returns the carry out.
+            @discardableResult
+            mutating func add(_ other: Scalar) -> Bool {
+                var carry = false
+                func step(_ a: inout UInt64, _ b: UInt64) {
+                    let (sum, overflow1) = a.addingReportingOverflow(b)
+                    let (total, overflow2) = sum.addingReportingOverflow(carry ? 1 : 0)
+                    a = total
+                    carry = overflow1 || overflow2
+                }
+                step(&w0, other.w0); step(&w1, other.w1); step(&w2, other.w2); step(&w3, other.w3)
+                return carry
+            }
+
+            /// self = self − other mod 2²⁵⁶; returns the borrow out.
+            @discardableResult
+            mutating func subtract(_ other: Scalar) -> Bool {
+                var borrow = false
+                func step(_ a: inout UInt64, _ b: UInt64) {
+                    let (difference, overflow1) = a.subtractingReportingOverflow(b)
+                    let (total, overflow2) = difference.subtractingReportingOverflow(borrow ? 1 : 0)
+                    a = total
+                    borrow = overflow1 || overflow2
+                }
+                step(&w0, other.w0); step(&w1, other.w1); step(&w2, other.w2); step(&w3, other.w3)
+                return borrow
+            }
+
+            /// self = self / 2 mod n, for self < n: (self + n) / 2 when odd (a 257-bit sum, its carry shifted in).
+            mutating func halveModOrder() {
+                let carry = isEven ? false : add(Scalar.order)
+                halve(carry: carry)
+            }
+
+            /// self = self − other mod n, for self, other < n.
+            mutating func subtractModOrder(_ other: Scalar) {
+                if subtract(other) { add(Scalar.order) }
+            }
         }
 
         /// The standard P-256 group (its generator's table is built into OpenSSL) and its order, for the process.

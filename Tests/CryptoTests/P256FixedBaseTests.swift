@@ -109,6 +109,31 @@ final class P256FixedBaseTests: XCTestCase {
         XCTAssertTrue(publicKey.verifyDER(signature: P256.derSignature(fromRaw: signature), message: message))
     }
 
+    /// The binary inverse mod n (proved by OpenSSL's BN_mod_mul before each use in production) on edges and at random.
+    func testInverseModOrder() {
+        let n = Self.order
+        var candidates: [[UInt8]] = [[UInt8](repeating: 0, count: 31) + [1], [UInt8](repeating: 0, count: 31) + [2],
+                                     Self.subtract(n, [UInt8](repeating: 0, count: 31) + [1]),
+                                     Self.subtract(n, [UInt8](repeating: 0, count: 31) + [2]),
+                                     [0x80] + [UInt8](repeating: 0, count: 31), [0x7F] + [UInt8](repeating: 0xFF, count: 31),
+                                     [UInt8](repeating: 0, count: 24) + [UInt8](repeating: 0xFF, count: 8)]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<300 {
+            var random = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            random[0] &= 0x7F   // < n
+            if random.allSatisfy({ $0 == 0 }) { random[31] = 1 }
+            candidates.append(random)
+        }
+        for s in candidates {
+            let inverse = s.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress.map { P256.FixedBaseVerifier.inverseModOrder($0) } ?? []
+            }
+            XCTAssertEqual(inverse.count, 32)
+            XCTAssertTrue(P256.FixedBaseVerifier.productModOrderIsOne(s, inverse), "s = \(s)")
+        }
+        XCTAssertFalse(P256.FixedBaseVerifier.productModOrderIsOne(candidates[1], candidates[1]))
+    }
+
     // MARK: Helpers
 
     private func assertSameVerdict(_ key: P256.PublicKey, _ signature: [UInt8], _ digest: [UInt8], expected: Bool, _ what: String,
