@@ -175,30 +175,23 @@ extension P256 {
 
             /// self = self + other mod 2²⁵⁶; returns the carry out.
             @discardableResult
-            mutating func add(_ other: Scalar) -> Bool {
+            mutating func add(_ other: Scalar) -> Bool { ripple(other) { $0.addingReportingOverflow($1) } }
+
+            /// self = self − other mod 2²⁵⁶; returns the borrow out.
+            @discardableResult
+            mutating func subtract(_ other: Scalar) -> Bool { ripple(other) { $0.subtractingReportingOverflow($1) } }
+
+            /// Word by word from the least significant, with `operation`'s overflow carried (or borrowed) into the next.
+            private mutating func ripple(_ other: Scalar, _ operation: (UInt64, UInt64) -> (partialValue: UInt64, overflow: Bool)) -> Bool {
                 var carry = false
                 func step(_ a: inout UInt64, _ b: UInt64) {
-                    let (sum, overflow1) = a.addingReportingOverflow(b)
-                    let (total, overflow2) = sum.addingReportingOverflow(carry ? 1 : 0)
-                    a = total
+                    let (first, overflow1) = operation(a, b)
+                    let (second, overflow2) = operation(first, carry ? 1 : 0)
+                    a = second
                     carry = overflow1 || overflow2
                 }
                 step(&w0, other.w0); step(&w1, other.w1); step(&w2, other.w2); step(&w3, other.w3)
                 return carry
-            }
-
-            /// self = self − other mod 2²⁵⁶; returns the borrow out.
-            @discardableResult
-            mutating func subtract(_ other: Scalar) -> Bool {
-                var borrow = false
-                func step(_ a: inout UInt64, _ b: UInt64) {
-                    let (difference, overflow1) = a.subtractingReportingOverflow(b)
-                    let (total, overflow2) = difference.subtractingReportingOverflow(borrow ? 1 : 0)
-                    a = total
-                    borrow = overflow1 || overflow2
-                }
-                step(&w0, other.w0); step(&w1, other.w1); step(&w2, other.w2); step(&w3, other.w3)
-                return borrow
             }
 
             /// self = self / 2 mod n, for self < n: (self + n) / 2 when odd (a 257-bit sum, its carry shifted in).
