@@ -21,6 +21,8 @@ import Synchronization
 /// trusted on its own: it only names a key (a pure function of those exact bytes, compared in full), the
 /// entry under that key must still exist and cover the effective date, and the signature is still checked.
 /// It is filled only by a verified JWS, holds at most `capacity` texts and forgets those of an evicted chain.
+/// With each text it keeps SHA-256's state after `text‖"."`, the start of every signing input under that header,
+/// so a JWS's digest hashes only its payload segment (a pure function of the same exact bytes).
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         var a: UInt64, b: UInt64, c: UInt64, d: UInt64
@@ -75,9 +77,16 @@ final class ChainCache: Sendable {
         }
     }
 
+    /// What a memoized header text names: its chain's key, and SHA-256 after `text‖"."` (`nil` if OpenSSL failed).
+    struct HeaderMemo: Sendable {
+        var key: Key
+        var signingInputPrefix: Digest.SHA256Prefix?
+        var lastUse: UInt64
+    }
+
     private struct State: ~Copyable {
         var entries: [Key: Entry] = [:]
-        var headers: [HeaderText: (key: Key, lastUse: UInt64)] = [:]
+        var headers: [HeaderText: HeaderMemo] = [:]
         var clock: UInt64 = 0
     }
 
@@ -107,20 +116,23 @@ final class ChainCache: Sendable {
         }
     }
 
-    /// The key that this exact header text's certificates were verified under, if it was seen by a verified JWS.
-    func key(forHeader text: HeaderText) -> Key? {
+    /// What this exact header text names (the key its certificates were verified under, the signing input's hash
+    /// prefix), if it was seen by a verified JWS.
+    func memo(forHeader text: HeaderText) -> HeaderMemo? {
         guard capacity > 0 else { return nil }
-        return state.withLock { state -> Key? in
-            guard let memo = state.headers[text] else { return nil }
+        return state.withLock { state -> HeaderMemo? in
+            guard var memo = state.headers[text] else { return nil }
             state.clock &+= 1
-            state.headers[text] = (memo.key, state.clock)
-            return memo.key
+            memo.lastUse = state.clock
+            state.headers[text] = memo
+            return memo
         }
     }
 
     /// Remembers that `text` names the certificates under `key`, after a JWS with that header verified completely.
     func remember(header text: HeaderText, as key: Key) {
         guard capacity > 0 else { return }
+        let prefix = (text.bytes + [UInt8(ascii: ".")]).withUnsafeBytes { Digest.SHA256Prefix(prefix: $0) }
         state.withLock { state in
             guard state.entries[key] != nil else { return }   // only ever point at a cached chain
             state.clock &+= 1
@@ -128,7 +140,7 @@ final class ChainCache: Sendable {
                let victim = state.headers.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
                 state.headers[victim] = nil
             }
-            state.headers[text] = (key, state.clock)
+            state.headers[text] = HeaderMemo(key: key, signingInputPrefix: prefix, lastUse: state.clock)
         }
     }
 

@@ -184,7 +184,8 @@ public final class SignedDataVerifier: Sendable {
         // A header text that a verified JWS carried before names its chain's cache key: skip the header steps
         // (they passed for exactly these bytes) and the certificate decoding; otherwise check it now.
         let headerText = ChainCache.HeaderText(bytes: Array(bytes[ranges[0]]))
-        let memoKey = cache.key(forHeader: headerText)
+        let memo = cache.memo(forHeader: headerText)
+        let memoKey = memo?.key
         let checkedFirst = memoKey == nil ? try Self.checkHeader(bytes, range: ranges[0]) : nil
 
         let decoded = bytes.withUnsafeBufferPointer { buffer in
@@ -237,7 +238,8 @@ public final class SignedDataVerifier: Sendable {
         // Steady state: these exact header bytes and certificates verified a JWS before, and the effective
         // date is inside their window.
         if let memoKey, let cached = cache.entry(memoKey), cached.notBefore <= seconds, seconds < cached.notAfter {
-            try Self.verifySignature(key: cached.key, signature: signature, bytes: bytes, range: signingInput)
+            try Self.verifySignature(key: cached.key, signature: signature, bytes: bytes, range: signingInput,
+                                     prefix: memo?.signingInputPrefix, prefixEnd: dots[0] + 1)
             try Self.check(claims, policy: policy)
             return Verified(payloadBytes: payloadBytes, payload: payload, details: VerificationDetails(
                 effectiveDate: effective, effectiveDateSource: source, environment: claims.environment ?? .production,
@@ -335,13 +337,20 @@ public final class SignedDataVerifier: Sendable {
         return object
     }
 
-    private static func verifySignature(key: P256.PublicKey, signature: [UInt8], bytes: [UInt8], range: Range<Int>) throws(VerificationError) {
+    /// ES256 over `bytes[range]`. With `prefix` (SHA-256 already over `bytes[range.lowerBound..<prefixEnd]`, the
+    /// memoized header text and its dot) only the rest is hashed.
+    private static func verifySignature(key: P256.PublicKey, signature: [UInt8], bytes: [UInt8], range: Range<Int>,
+                                        prefix: Digest.SHA256Prefix? = nil, prefixEnd: Int = 0) throws(VerificationError) {
         guard signature.count == 64 else {
             throw .failed(.signature, "signature is \(signature.count) bytes; ES256 requires the 64-byte raw r‖s form (DER is rejected)")
         }
         OpenSSLErrors.clear()
         let valid = bytes.withUnsafeBytes { raw in
-            key.verifyES256(rawSignature: signature, message: UnsafeRawBufferPointer(rebasing: raw[range]))
+            if let prefix, range.contains(prefixEnd),
+               let digest = prefix.digest(continuingWith: UnsafeRawBufferPointer(rebasing: raw[prefixEnd..<range.upperBound])) {
+                return key.verifyES256(rawSignature: signature, digest: digest)
+            }
+            return key.verifyES256(rawSignature: signature, message: UnsafeRawBufferPointer(rebasing: raw[range]))
         }
         guard valid else {
             throw .failed(.signature, "ES256 signature does not verify with the leaf certificate's key", debug: OpenSSLErrors.drain())

@@ -27,4 +27,20 @@ final class DigestTests: XCTestCase {
         XCTAssertEqual(viaBuffer, Digest.sha256(bytes))
         XCTAssertEqual(Digest.sha256(bytes[...]), Digest.sha256(bytes))
     }
+
+    /// SHA-256(prefix ‖ rest) from an absorbed prefix equals hashing the whole, around every block boundary, and one
+    /// prefix serves any number of continuations (the chain cache's header texts).
+    func testSHA256PrefixContinuesLikeTheWhole() throws {
+        let bytes = (0..<3_500).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 17) }
+        for split in [0, 1, 55, 56, 63, 64, 65, 127, 128, 3_300, 3_499, 3_500] {
+            let prefix = try XCTUnwrap(bytes.withUnsafeBytes { Digest.SHA256Prefix(prefix: UnsafeRawBufferPointer(rebasing: $0[0..<split])) })
+            for end in [split, min(split + 1, bytes.count), bytes.count] {
+                let continued = bytes.withUnsafeBytes { prefix.digest(continuingWith: UnsafeRawBufferPointer(rebasing: $0[split..<end])) }
+                XCTAssertEqual(continued, Digest.sha256(bytes[0..<end]), "prefix \(split), end \(end)")
+            }
+        }
+        let abc = try XCTUnwrap("ab".utf8.withContiguousStorageIfAvailable { Digest.SHA256Prefix(prefix: UnsafeRawBufferPointer($0)) } ?? nil)
+        XCTAssertEqual(Array("c".utf8).withUnsafeBytes { abc.digest(continuingWith: $0) }.map(hex),
+                       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
 }
