@@ -20,6 +20,9 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSystem"),
 
+        // Leaf utilities, one author each (hex, base64, calendar arithmetic and RFC 3339, a lock): the toolchain only
+        .target(name: "Primitives", swiftSettings: strict),
+
         // Pure rules
         .target(name: "Domain", swiftSettings: strict),
 
@@ -31,8 +34,8 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
         .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
-        .target(name: "HTTPCore", dependencies: ["CSystem", "JSON", "Crypto"], swiftSettings: strict),
-        .target(name: "Metrics", swiftSettings: strict),
+        .target(name: "HTTPCore", dependencies: ["CSystem", "Primitives", "JSON", "Crypto"], swiftSettings: strict),
+        .target(name: "Metrics", dependencies: ["Primitives"], swiftSettings: strict),
 
         // Adapters and the API. Storage's migrations are schema/*.sql, compiled in by the EmbedSchema plugin.
         .target(name: "Storage", dependencies: ["Domain", "Postgres"], swiftSettings: strict, plugins: ["EmbedSchema"]),
@@ -66,6 +69,7 @@ let package = Package(
         // The Swift statement of rules whose live author is SQL (schema/functions/): the executable specification that
         // StorageTests' RuleTableTests runs beside the SQL on the same cases. Tests only: nothing in Sources runs it.
         .target(name: "Specification", dependencies: ["Domain"], path: "Tests/Specification", swiftSettings: strict),
+        .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
         .testTarget(name: "DomainTests", dependencies: ["Domain", "Specification"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
