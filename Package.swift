@@ -24,15 +24,15 @@ let package = Package(
         .target(name: "Primitives", swiftSettings: strict),
 
         // Pure rules
-        .target(name: "Domain", swiftSettings: strict),
+        .target(name: "Domain", dependencies: ["Primitives"], swiftSettings: strict),
 
         // Protocol / crypto / drivers
         .target(name: "JSON", swiftSettings: strict),
-        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "Primitives"], swiftSettings: strict),
         .target(name: "AppStoreJWS", dependencies: ["Domain", "Crypto", "JSON"], swiftSettings: strict),
-        .target(name: "AppReceipt", dependencies: ["Crypto", "AppStoreJWS"], swiftSettings: strict),
-        .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
-        .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON"], swiftSettings: strict),
+        .target(name: "AppReceipt", dependencies: ["Crypto", "AppStoreJWS", "Primitives"], swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["Crypto", "Primitives"], swiftSettings: strict),
+        .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON", "Primitives"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         .target(name: "HTTPCore", dependencies: ["CSystem", "Primitives", "JSON", "Crypto"], swiftSettings: strict),
         .target(name: "Metrics", dependencies: ["Primitives"], swiftSettings: strict),
@@ -49,7 +49,7 @@ let package = Package(
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Console", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
+            dependencies: ["API", "Console", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics", "Primitives"],
             swiftSettings: strict
         ),
 

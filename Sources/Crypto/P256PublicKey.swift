@@ -1,4 +1,5 @@
 internal import COpenSSL
+import Primitives
 import Synchronization
 
 /// NIST P-256 (prime256v1) keys and ES256, the only curve Apple's signed data and App Store Connect keys use.
@@ -209,20 +210,6 @@ extension P256 {
             _ = i2d_PUBKEY(key, &cursor)
         }
         return der
-    }
-}
-
-/// Lowercase hex.
-enum Hex {
-    static func encode(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -6,6 +6,7 @@ import Glibc
 import HTTPClient
 import JSON
 import Postgres
+import Primitives
 import Storage
 import Synchronization
 
@@ -94,18 +95,7 @@ struct SystemWebhookHostResolver: WebhookHostResolving {
 enum WebhookSignature {
     static func header(secrets: [String], timestamp: Int64, body: [UInt8]) -> String {
         let message = Array("\(timestamp).".utf8) + body
-        return secrets.map { "v1=" + hex(HMAC.sha256(key: Array($0.utf8), message: message)) }.joined(separator: ",")
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        return secrets.map { "v1=" + Hex.encode(HMAC.sha256(key: Array($0.utf8), message: message)) }.joined(separator: ",")
     }
 }
 
