@@ -29,7 +29,7 @@ let package = Package(
         // Protocol / crypto / drivers
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL", "Primitives"], swiftSettings: strict),
-        .target(name: "AppStoreJWS", dependencies: ["Domain", "Crypto", "JSON"], swiftSettings: strict),
+        .target(name: "AppStoreJWS", dependencies: ["Domain", "Crypto", "JSON", "Primitives"], swiftSettings: strict),
         .target(name: "AppReceipt", dependencies: ["Crypto", "AppStoreJWS", "Primitives"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["Crypto", "Primitives"], swiftSettings: strict),
         .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON", "Primitives"], swiftSettings: strict),
@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "Metrics", dependencies: ["Primitives"], swiftSettings: strict),
 
         // Adapters and the API. Storage's migrations are schema/*.sql, compiled in by the EmbedSchema plugin.
-        .target(name: "Storage", dependencies: ["Domain", "Postgres"], swiftSettings: strict, plugins: ["EmbedSchema"]),
+        .target(name: "Storage", dependencies: ["Domain", "Postgres", "Primitives"], swiftSettings: strict, plugins: ["EmbedSchema"]),
         .target(name: "API", dependencies: ["Domain", "HTTPCore", "JSON"], swiftSettings: strict),
         // The admin console's static files, compiled into the binary (`.embedInCode`: no bundle beside it, no CDN).
         .target(name: "Console", dependencies: ["HTTPCore"],
@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "AppStoreServerAPITests", dependencies: ["AppStoreServerAPI", "Domain", "HTTPClient", "Crypto", "JSON", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Domain", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Domain", "Crypto", "Primitives", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "AppReceiptTests", dependencies: ["AppReceipt", "AppStoreJWS", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),

@@ -2,6 +2,7 @@ import Domain
 internal import Crypto
 import Foundation
 import JSON
+import Primitives
 
 /// Verifies StoreKit 2 signed data (transactions, renewal infos, notifications, app transactions)
 /// offline, stricter than Apple's libraries, at about one ECDSA verification per JWS in steady state.
