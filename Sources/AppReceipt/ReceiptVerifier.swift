@@ -228,9 +228,7 @@ public struct ReceiptVerifier: Sendable {
     }
 
     static func iso8601(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
+        RFC3339.wholeSeconds(secondsSince1970: date.timeIntervalSince1970)
     }
 }
 

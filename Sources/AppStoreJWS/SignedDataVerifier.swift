@@ -389,9 +389,7 @@ public final class SignedDataVerifier: Sendable {
     }
 
     static func iso8601(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        RFC3339.string(secondsSince1970: date.timeIntervalSince1970)
     }
 
     // MARK: Claims

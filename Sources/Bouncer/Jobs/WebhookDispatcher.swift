@@ -283,19 +283,9 @@ final class WebhookDispatcher: Sendable {
         let data = try JSONParser.parse(event.dataJSON)
         return JSONValue.object(JSONObject([
             ("id", .string(event.eventId)), ("type", .string(event.type)),
-            ("created_at", .string(ISO8601Millis.string(event.createdAt))),
+            ("created_at", .string(RFC3339.string(secondsSince1970: event.createdAt.timeIntervalSince1970))),
             ("project_id", .string(event.projectId.uuidString.lowercased())),
             ("user_id", event.userId.map(JSONValue.string) ?? .null), ("data", data),
         ])).serialized()
-    }
-}
-
-/// `2026-01-02T03:04:05.678Z` (UTC, milliseconds), as the API renders instants.
-enum ISO8601Millis {
-    static func string(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: date)
     }
 }
