@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "Metrics", dependencies: ["Primitives"], swiftSettings: strict),
 
         // Adapters and the API. Storage's migrations are schema/*.sql, compiled in by the EmbedSchema plugin.
-        .target(name: "Storage", dependencies: ["Domain", "Postgres", "Primitives"], swiftSettings: strict, plugins: ["EmbedSchema"]),
+        .target(name: "Storage", dependencies: ["Domain", "Postgres", "JSON", "Primitives"], swiftSettings: strict, plugins: ["EmbedSchema"]),
         .target(name: "API", dependencies: ["Domain", "HTTPCore", "JSON", "Primitives"], swiftSettings: strict),
         // The admin console's static files, compiled into the binary (`.embedInCode`: no bundle beside it, no CDN).
         .target(name: "Console", dependencies: ["HTTPCore"],
