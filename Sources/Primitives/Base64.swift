@@ -87,23 +87,30 @@ public enum Base64 {
 
     /// Encodes base64url without padding (JWS segments, cache messages).
     public static func encodeURL(_ bytes: [UInt8]) -> String {
+        encode(bytes, alphabet: urlAlphabet, padded: false)
+    }
+
+    /// Encodes with `alphabet`, with or without `=` padding of the last quad (both encoders' one loop).
+    static func encode(_ bytes: [UInt8], alphabet: [UInt8], padded: Bool) -> String {
         var out = [UInt8]()
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var index = 0
         while index + 3 <= bytes.count {
             let word = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out.append(urlAlphabet[Int(word >> 18 & 63)]); out.append(urlAlphabet[Int(word >> 12 & 63)])
-            out.append(urlAlphabet[Int(word >> 6 & 63)]); out.append(urlAlphabet[Int(word & 63)])
+            out.append(alphabet[Int(word >> 18 & 63)]); out.append(alphabet[Int(word >> 12 & 63)])
+            out.append(alphabet[Int(word >> 6 & 63)]); out.append(alphabet[Int(word & 63)])
             index += 3
         }
         let rest = bytes.count - index
         if rest == 1 {
             let word = UInt32(bytes[index]) << 16
-            out.append(urlAlphabet[Int(word >> 18 & 63)]); out.append(urlAlphabet[Int(word >> 12 & 63)])
+            out.append(alphabet[Int(word >> 18 & 63)]); out.append(alphabet[Int(word >> 12 & 63)])
+            if padded { out.append(UInt8(ascii: "=")); out.append(UInt8(ascii: "=")) }
         } else if rest == 2 {
             let word = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            out.append(urlAlphabet[Int(word >> 18 & 63)]); out.append(urlAlphabet[Int(word >> 12 & 63)])
-            out.append(urlAlphabet[Int(word >> 6 & 63)])
+            out.append(alphabet[Int(word >> 18 & 63)]); out.append(alphabet[Int(word >> 12 & 63)])
+            out.append(alphabet[Int(word >> 6 & 63)])
+            if padded { out.append(UInt8(ascii: "=")) }
         }
         return String(decoding: out, as: UTF8.self)
     }

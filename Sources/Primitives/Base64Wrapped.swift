@@ -5,26 +5,7 @@ extension Base64 {
 
     /// Encodes standard base64 with `=` padding (RFC 4648 §4; PEM bodies).
     public static func encodeStandard(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let word = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out.append(standardAlphabet[Int(word >> 18 & 63)]); out.append(standardAlphabet[Int(word >> 12 & 63)])
-            out.append(standardAlphabet[Int(word >> 6 & 63)]); out.append(standardAlphabet[Int(word & 63)])
-            index += 3
-        }
-        let rest = bytes.count - index
-        if rest == 1 {
-            let word = UInt32(bytes[index]) << 16
-            out.append(standardAlphabet[Int(word >> 18 & 63)]); out.append(standardAlphabet[Int(word >> 12 & 63)])
-            out.append(UInt8(ascii: "=")); out.append(UInt8(ascii: "="))
-        } else if rest == 2 {
-            let word = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            out.append(standardAlphabet[Int(word >> 18 & 63)]); out.append(standardAlphabet[Int(word >> 12 & 63)])
-            out.append(standardAlphabet[Int(word >> 6 & 63)]); out.append(UInt8(ascii: "="))
-        }
-        return String(decoding: out, as: UTF8.self)
+        encode(bytes, alphabet: standardAlphabet, padded: true)
     }
 
     /// Why `decodeWrapped` refused its input.
