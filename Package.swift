@@ -20,23 +20,26 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSystem"),
 
+        // Leaf utilities, one author each (hex, base64, calendar arithmetic and RFC 3339, a lock): the toolchain only
+        .target(name: "Primitives", swiftSettings: strict),
+
         // Pure rules
-        .target(name: "Domain", swiftSettings: strict),
+        .target(name: "Domain", dependencies: ["Primitives"], swiftSettings: strict),
 
         // Protocol / crypto / drivers
         .target(name: "JSON", swiftSettings: strict),
-        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "AppStoreJWS", dependencies: ["Domain", "Crypto", "JSON"], swiftSettings: strict),
-        .target(name: "AppReceipt", dependencies: ["Crypto", "AppStoreJWS"], swiftSettings: strict),
-        .target(name: "HTTPClient", dependencies: ["Crypto"], swiftSettings: strict),
-        .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON"], swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "Primitives"], swiftSettings: strict),
+        .target(name: "AppStoreJWS", dependencies: ["Domain", "Crypto", "JSON", "Primitives"], swiftSettings: strict),
+        .target(name: "AppReceipt", dependencies: ["Crypto", "AppStoreJWS", "Primitives"], swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["Crypto", "Primitives"], swiftSettings: strict),
+        .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON", "Primitives"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
-        .target(name: "HTTPCore", dependencies: ["CSystem", "JSON", "Crypto"], swiftSettings: strict),
-        .target(name: "Metrics", swiftSettings: strict),
+        .target(name: "HTTPCore", dependencies: ["CSystem", "Primitives", "JSON", "Crypto"], swiftSettings: strict),
+        .target(name: "Metrics", dependencies: ["Primitives"], swiftSettings: strict),
 
         // Adapters and the API. Storage's migrations are schema/*.sql, compiled in by the EmbedSchema plugin.
-        .target(name: "Storage", dependencies: ["Domain", "Postgres"], swiftSettings: strict, plugins: ["EmbedSchema"]),
-        .target(name: "API", dependencies: ["Domain", "HTTPCore", "JSON"], swiftSettings: strict),
+        .target(name: "Storage", dependencies: ["Domain", "Postgres", "JSON", "Primitives"], swiftSettings: strict, plugins: ["EmbedSchema"]),
+        .target(name: "API", dependencies: ["Domain", "HTTPCore", "JSON", "Primitives"], swiftSettings: strict),
         // The admin console's static files, compiled into the binary (`.embedInCode`: no bundle beside it, no CDN).
         .target(name: "Console", dependencies: ["HTTPCore"],
                 resources: ["index.html", "console.css", "console.js", "charts.js", "favicon.svg"]
@@ -46,7 +49,7 @@ let package = Package(
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Console", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics"],
+            dependencies: ["API", "Console", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics", "Primitives"],
             swiftSettings: strict
         ),
 
@@ -66,12 +69,13 @@ let package = Package(
         // The Swift statement of rules whose live author is SQL (schema/functions/): the executable specification that
         // StorageTests' RuleTableTests runs beside the SQL on the same cases. Tests only: nothing in Sources runs it.
         .target(name: "Specification", dependencies: ["Domain"], path: "Tests/Specification", swiftSettings: strict),
+        .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
         .testTarget(name: "DomainTests", dependencies: ["Domain", "Specification"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "AppStoreServerAPITests", dependencies: ["AppStoreServerAPI", "Domain", "HTTPClient", "Crypto", "JSON", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Domain", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "AppStoreJWSTests", dependencies: ["AppStoreJWS", "Domain", "Crypto", "Primitives", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "AppReceiptTests", dependencies: ["AppReceipt", "AppStoreJWS", "Crypto", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "JSON", "TestSupport", "Crypto"], swiftSettings: strict),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Primitives
 
 /// Builds a response body directly as JSON bytes.
 ///
@@ -60,7 +61,7 @@ struct JSONBody {
     mutating func date(_ value: Date) {
         writer.writeRaw { bytes in
             bytes.append(UInt8(ascii: "\""))
-            ISO8601.append(value, to: &bytes)
+            RFC3339.append(secondsSince1970: value.timeIntervalSince1970, to: &bytes)
             bytes.append(UInt8(ascii: "\""))
         }
     }

@@ -1,6 +1,7 @@
 import Domain
 import Foundation
 import HTTPCore
+import Primitives
 
 /// `GET /v1/admin/projects/:id/metrics/overview`: the revenue dashboard's numbers.
 extension APIHandlers {
@@ -143,23 +144,12 @@ extension APIHandlers {
             return value
         }
         guard let y = number(0..<4), let m = number(5..<7), let d = number(8..<10),
-              y >= 1970, (1...12).contains(m), d >= 1 else { return nil }
-        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-        let lengths: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard d <= lengths[Int(m - 1)] else { return nil }
-        // Howard Hinnant's days_from_civil.
-        let yy = m <= 2 ? y - 1 : y
-        let era = yy / 400
-        let yoe = yy - era * 400
-        let mp = (m + 9) % 12
-        let doy = (153 * mp + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+              y >= 1970, GregorianCalendar.isValid(year: y, month: m, day: d) else { return nil }
+        return GregorianCalendar.daysSince1970(year: y, month: m, day: d)
     }
 
     /// `YYYY-MM-DD` of a UTC midnight.
     static func dayString(_ date: Date) -> String {
-        let iso = ISO8601.string(date)
-        return String(iso.prefix(10))
+        RFC3339.day(secondsSince1970: date.timeIntervalSince1970)
     }
 }

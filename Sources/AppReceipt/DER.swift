@@ -1,3 +1,5 @@
+import Primitives
+
 /// A minimal, hostile-input-safe DER reader (X.690 §8, §10): reads one TLV at a time from a byte range, so nesting
 /// costs no stack (the receipt schema decides how deep to descend, never the input).
 ///
@@ -54,7 +56,7 @@ struct DERReader {
     mutating func next(tag: UInt8, _ what: @autoclosure () -> String) throws(DERError) -> DERElement {
         let element = try next()
         // `what` is an autoclosure: building the message costs only on failure (this runs per attribute).
-        guard element.tag == tag else { throw DERError("\(what()): expected tag 0x\(hex(tag)), found 0x\(hex(element.tag))") }
+        guard element.tag == tag else { throw DERError("\(what()): expected tag 0x\(Hex.encode([tag], uppercase: true)), found 0x\(Hex.encode([element.tag], uppercase: true))") }
         return element
     }
 
@@ -66,7 +68,7 @@ struct DERReader {
 
     /// `element`'s INTEGER value, which must fit in 64 bits and be minimally encoded.
     func integer(_ element: DERElement) throws(DERError) -> Int64 {
-        guard element.tag == DERTag.integer else { throw DERError("expected INTEGER, found tag 0x\(hex(element.tag))") }
+        guard element.tag == DERTag.integer else { throw DERError("expected INTEGER, found tag 0x\(Hex.encode([element.tag], uppercase: true))") }
         let value = content(of: element)
         guard !value.isEmpty else { throw DERError("empty INTEGER") }
         guard value.count <= 8 else { throw DERError("INTEGER wider than 64 bits") }
@@ -95,13 +97,8 @@ struct DERReader {
             guard value.allSatisfy({ $0 < 0x80 }) else { throw DERError("IA5String holds a non-ASCII byte") }
             return value.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
         default:
-            throw DERError("expected UTF8String or IA5String, found tag 0x\(hex(element.tag))")
+            throw DERError("expected UTF8String or IA5String, found tag 0x\(Hex.encode([element.tag], uppercase: true))")
         }
-    }
-
-    private func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// A receipt date: an IA5String in RFC 3339 UTC form, `2020-05-06T18:28:49Z` or with milliseconds
 /// `2020-05-06T18:28:49.123Z` (Xcode receipts). Nothing else is accepted: no offsets, no other precisions.
@@ -38,31 +39,12 @@ public struct ReceiptDate: Hashable, Sendable, Comparable, CustomStringConvertib
             guard b[19] == UInt8(ascii: "."), let fraction = digits(20..<23) else { return nil }
             millis = fraction
         }
-        guard (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year),
+        guard GregorianCalendar.isValid(year: Int64(year), month: Int64(month), day: Int64(day)),
               hour <= 23, minute <= 59, second <= 59 else { return nil }
         // Four-digit years and these bounds keep every product far inside Int64.
-        let days = Int64(Self.daysFromCivil(year: year, month: month, day: day))
+        let days = GregorianCalendar.daysSince1970(year: Int64(year), month: Int64(month), day: Int64(day))
         let seconds = days * 86_400 + Int64(hour * 3600 + minute * 60 + second)
         milliseconds = seconds * 1000 + Int64(millis)
         self.text = text
-    }
-
-    private static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
-    /// Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's days_from_civil).
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 }

@@ -1,6 +1,7 @@
 import AppStoreJWS
 internal import Crypto
 import Foundation
+import Primitives
 
 /// Verifies StoreKit 1 app receipts locally, with no call to Apple.
 ///
@@ -201,50 +202,20 @@ public struct ReceiptVerifier: Sendable {
         return try text.withUTF8 { bytes in Result { () throws(ReceiptVerificationError) in try decodeBase64(bytes) } }.get()
     }
 
-    /// 0–63 for the alphabet, `skip` for ASCII whitespace, `pad` for "=", `bad` for everything else.
-    private static let base64Table: [UInt8] = {
-        var table = [UInt8](repeating: bad, count: 256)
-        for (index, byte) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() { table[Int(byte)] = UInt8(index) }
-        for byte in [0x20, 0x09, 0x0A, 0x0D] { table[byte] = skip }
-        table[Int(UInt8(ascii: "="))] = pad
-        return table
-    }()
-    private static let bad: UInt8 = 0xFF, skip: UInt8 = 0xFE, pad: UInt8 = 0xFD
-
+    /// `Base64.decodeWrapped`, its refusals named for the receipt.
     static func decodeBase64(_ input: UnsafeBufferPointer<UInt8>) throws(ReceiptVerificationError) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(min(input.count / 4 * 3 + 3, maxReceiptBytes + 3))
-        var accumulator: UInt32 = 0, pending = 0, padding = 0
-        for byte in input {
-            let value = base64Table[Int(byte)]
-            switch value {
-            case skip: continue
-            case pad:
-                padding += 1
-                guard padding <= 2 else { throw .format(.encoding, "receipt is not base64: too much padding") }
-                continue
-            case bad: throw .format(.encoding, "receipt is not base64: unexpected character")
-            default: break
+        let output: [UInt8]
+        do throws(Base64.WrappedFailure) {
+            output = try Base64.decodeWrapped(input, maxBytes: maxReceiptBytes)
+        } catch {
+            switch error {
+            case .unexpectedCharacter: throw .format(.encoding, "receipt is not base64: unexpected character")
+            case .tooMuchPadding: throw .format(.encoding, "receipt is not base64: too much padding")
+            case .dataAfterPadding: throw .format(.encoding, "receipt is not base64: data after padding")
+            case .truncated: throw .format(.encoding, "receipt is not base64: truncated")
+            case .wrongPadding: throw .format(.encoding, "receipt is not base64: wrong padding")
+            case .tooLong: throw .format(.encoding, "the receipt exceeds \(maxReceiptBytes) bytes")
             }
-            guard padding == 0 else { throw .format(.encoding, "receipt is not base64: data after padding") }
-            accumulator = accumulator << 6 | UInt32(value)
-            pending += 1
-            if pending == 4 {
-                output.append(UInt8(truncatingIfNeeded: accumulator >> 16))
-                output.append(UInt8(truncatingIfNeeded: accumulator >> 8))
-                output.append(UInt8(truncatingIfNeeded: accumulator))
-                accumulator = 0
-                pending = 0
-                guard output.count <= maxReceiptBytes else { throw .format(.encoding, "the receipt exceeds \(maxReceiptBytes) bytes") }
-            }
-        }
-        guard pending != 1 else { throw .format(.encoding, "receipt is not base64: truncated") }
-        guard padding == 0 || (pending + padding) % 4 == 0 else { throw .format(.encoding, "receipt is not base64: wrong padding") }
-        if pending == 2 {
-            output.append(UInt8(truncatingIfNeeded: accumulator >> 4))
-        } else if pending == 3 {
-            output.append(UInt8(truncatingIfNeeded: accumulator >> 10))
-            output.append(UInt8(truncatingIfNeeded: accumulator >> 2))
         }
         guard !output.isEmpty else { throw .format(.encoding, "the receipt is empty") }
         return output
@@ -257,9 +228,7 @@ public struct ReceiptVerifier: Sendable {
     }
 
     static func iso8601(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
+        RFC3339.wholeSeconds(secondsSince1970: date.timeIntervalSince1970)
     }
 }
 

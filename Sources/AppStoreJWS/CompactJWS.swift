@@ -1,3 +1,5 @@
+import Primitives
+
 public import Crypto
 
 /// Writes compact ES256 JWS (RFC 7515 §7.1): `base64url(header).base64url(payload).base64url(r‖s)`.

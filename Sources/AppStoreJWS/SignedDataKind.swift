@@ -1,4 +1,5 @@
 import JSON
+import Primitives
 
 /// The four kinds of StoreKit 2 signed data, and an unverified guess from a JWS's payload.
 public struct SignedDataKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import Domain
 internal import Crypto
 import Foundation
 import JSON
+import Primitives
 
 /// Verifies StoreKit 2 signed data (transactions, renewal infos, notifications, app transactions)
 /// offline, stricter than Apple's libraries, at about one ECDSA verification per JWS in steady state.
@@ -397,9 +398,7 @@ public final class SignedDataVerifier: Sendable {
     }
 
     static func iso8601(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        RFC3339.string(secondsSince1970: date.timeIntervalSince1970)
     }
 
     // MARK: Claims

@@ -1,5 +1,6 @@
 internal import Crypto
 import Foundation
+import Primitives
 
 /// The root certificates a JWS chain must end in. Never the `x5c[2]` a JWS carries: like Apple's
 /// libraries we ignore it and build the path from x5c[1] to one of these.

@@ -2,6 +2,7 @@ import Domain
 import Foundation
 import HTTPClient
 import JSON
+import Primitives
 
 /// The App Store Server API over our own HTTPS client: Domain's `AppStoreServerAPI` port.
 ///
@@ -362,7 +363,7 @@ public final class AppStoreServerClient: AppStoreServerAPI, Sendable {
                  UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+                out += "%" + Hex.encode([byte], uppercase: true)
             }
         }
         // "." and ".." would be dot-segments (RFC 3986 §5.2.4).

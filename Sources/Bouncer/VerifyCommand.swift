@@ -1,6 +1,7 @@
 import AppStoreJWS
 import Foundation
 import JSON
+import Primitives
 
 /// `bouncer verify`: a command-line StoreKit 2 verifier (think jwt.io for App Store signed data).
 ///
@@ -165,9 +166,7 @@ enum VerifyCommand {
     }
 
     private static func iso8601(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        RFC3339.string(secondsSince1970: date.timeIntervalSince1970)
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {

@@ -2,6 +2,7 @@ import AppReceipt
 import AppStoreJWS
 import Foundation
 import JSON
+import Primitives
 
 /// `bouncer verify --receipt FILE`: verifies a StoreKit 1 app receipt (base64 or DER) locally and prints it as JSON
 /// with the verdict. Valid: the JSON on stdout, exit 0. Rejected: `CODE (step): reason` on stderr, exit 1, and on
@@ -160,9 +161,7 @@ enum VerifyReceiptCommand {
     }
 
     private static func iso8601(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        RFC3339.string(secondsSince1970: date.timeIntervalSince1970)
     }
 
     private static func write(_ text: String, to handle: FileHandle) {

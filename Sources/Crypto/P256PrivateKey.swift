@@ -1,3 +1,5 @@
+import Primitives
+
 internal import COpenSSL
 
 extension P256 {

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import Primitives
 import Synchronization
 
 /// NIST P-256 (prime256v1) keys and ES256, the only curve Apple's signed data and App Store Connect keys use.
@@ -266,24 +267,10 @@ extension P256 {
     }
 }
 
-/// Lowercase hex.
-enum Hex {
-    static func encode(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
 /// PEM output (RFC 7468): base64 in 64-column lines between BEGIN/END labels.
 enum PEMWriter {
     static func block(label: String, der: [UInt8]) -> String {
-        let encoded = Base64Encoder.standard(der)
+        let encoded = Base64.encodeStandard(der)
         var lines = ["-----BEGIN \(label)-----"]
         var index = encoded.startIndex
         while index < encoded.endIndex {
@@ -293,25 +280,5 @@ enum PEMWriter {
         }
         lines.append("-----END \(label)-----")
         return lines.joined(separator: "\n") + "\n"
-    }
-}
-
-/// Standard base64 with padding (RFC 4648 §4), for PEM output only.
-enum Base64Encoder {
-    static func standard(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            let b0 = bytes[index]
-            let b1: UInt8 = index + 1 < bytes.count ? bytes[index + 1] : 0
-            let b2: UInt8 = index + 2 < bytes.count ? bytes[index + 2] : 0
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            out.append(index + 1 < bytes.count ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(index + 2 < bytes.count ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// The admin console's sign-in: a random session token in an `HttpOnly` cookie stands for the admin token.
 ///
@@ -16,15 +17,7 @@ public enum ConsoleSessionRules {
 
     /// `cs_` followed by 64 hex digits (256 random bits) from `generator` (the system's CSPRNG in production).
     public static func generateToken(using generator: inout some RandomNumberGenerator) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = Array("cs_".utf8)
-        out.reserveCapacity(67)
-        for _ in 0..<32 {
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        "cs_" + Hex.random(count: 32, using: &generator)
     }
 
     /// A fresh token from the system's CSPRNG.
@@ -37,7 +30,7 @@ public enum ConsoleSessionRules {
     public static func isTokenSyntax(_ token: String) -> Bool {
         let utf8 = token.utf8
         guard utf8.count == 67, utf8.starts(with: "cs_".utf8) else { return false }
-        return utf8.dropFirst(3).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        return utf8.dropFirst(3).allSatisfy(Hex.isLowercaseDigit)
     }
 
     /// What a session stores of the admin token it was opened with: `hasher("console-session-binding:" + token)`.
@@ -50,13 +43,7 @@ public enum ConsoleSessionRules {
     /// The CSRF token of a session: hex of `hasher("csrf:" + token)`. Deterministic, so a reloaded page can ask
     /// for it again; unguessable without the session token.
     public static func csrfToken(sessionToken: String, hasher: any SecretKeyHashing) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in hasher.hash("csrf:" + sessionToken) {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        Hex.encode(hasher.hash("csrf:" + sessionToken))
     }
 }
 

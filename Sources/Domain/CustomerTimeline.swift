@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// Why an entitlement is or is not active for a user now, in one sentence.
 public struct EntitlementExplanation: Sendable, Equatable {
@@ -337,27 +338,8 @@ public enum TimelineRules {
 
     /// `2026-12-24T10:00:00Z`: UTC, whole seconds (sentences are for people; the API's fields keep milliseconds).
     public static func text(_ date: Date) -> String {
-        // Clamped to years 0001–9999 first, so the conversion cannot trap.
-        let seconds = Int64(min(max(date.timeIntervalSince1970.rounded(.down), -62_135_596_800), 253_402_300_799))
-        var days = seconds / 86_400
-        var rest = seconds % 86_400
-        if rest < 0 {
-            rest += 86_400
-            days -= 1
-        }
-        // Howard Hinnant's civil_from_days.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        let y = String(year)
-        let paddedYear = String(repeating: "0", count: max(0, 4 - y.count)) + y
-        return "\(paddedYear)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60))Z"
+        // Instants before 0001 (and NaN, which this comparison also refuses) read as 0001-01-01 in a sentence.
+        let seconds = date.timeIntervalSince1970
+        return RFC3339.wholeSeconds(secondsSince1970: seconds >= -62_135_596_800 ? seconds : -62_135_596_800)
     }
 }

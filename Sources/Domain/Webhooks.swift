@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// The webhook event types (the `type` field). Events are written by the database in the same transaction as the
 /// change that causes them (schema/0012_webhooks.sql); `ping` by `POST …/webhook/test`.
@@ -239,13 +240,6 @@ public enum WebhookRules {
 
     /// A new signing secret: `whsec_` and 64 hex digits (256 random bits).
     public static func generateSecret(using generator: inout some RandomNumberGenerator) -> String {
-        let digits = Array("0123456789abcdef")
-        var out = "whsec_"
-        for _ in 0..<32 {
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return out
+        "whsec_" + Hex.random(count: 32, using: &generator)
     }
 }

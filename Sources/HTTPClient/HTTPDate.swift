@@ -1,8 +1,11 @@
+import Primitives
+
 /// HTTP-date (RFC 9110 §5.6.7) to seconds since 1970, without a formatter or the C library's time zone state.
 ///
 /// A recipient must accept all three forms: IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`, the obsolete RFC 850
 /// `Sunday, 06-Nov-94 08:49:37 GMT` and asctime `Sun Nov  6 08:49:37 1994`. The weekday is not checked (it adds
-/// nothing a sender can get right that the date does not already say).
+/// nothing a sender can get right that the date does not already say). A day the month does not have (30 Feb) is
+/// no date: refused, not rolled over into the next month.
 enum HTTPDate {
     static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
@@ -31,18 +34,9 @@ enum HTTPDate {
         guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }),
               let hour = Int(parts[0]), let minute = Int(parts[1]), let second = Int(parts[2]),
               (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second),
-              (1...31).contains(day), (1...9999).contains(year) else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
-        return Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+              (1...9999).contains(year),
+              GregorianCalendar.isValid(year: Int64(year), month: Int64(month), day: Int64(day)) else { return nil }
+        let days = GregorianCalendar.daysSince1970(year: Int64(year), month: Int64(month), day: Int64(day))
+        return days * 86_400 + Int64(hour * 3600 + minute * 60 + second)
     }
 }

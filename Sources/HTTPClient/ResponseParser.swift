@@ -1,3 +1,5 @@
+import Primitives
+
 /// Strict, incremental HTTP/1.1 response parser (RFC 9112) with limits on every dimension.
 ///
 /// Feed it bytes as they arrive; it returns the response once framing says it is complete. It never
@@ -323,7 +325,7 @@ public struct ResponseParser: Sendable {
         var size = 0
         var digits = 0
         var index = line.startIndex
-        while index < line.endIndex, let value = hexValue(line[index]) {
+        while index < line.endIndex, let value = Hex.value(of: line[index]).map(Int.init) {
             guard digits < 15 else { throw HTTPClientError(.tooLarge, "chunk size too large") }
             size = size << 4 | value
             digits += 1
@@ -337,15 +339,6 @@ public struct ResponseParser: Sendable {
             guard rest.first == UInt8(ascii: ";") else { throw HTTPClientError(.protocolError, "invalid chunk size line") }
         }
         return size
-    }
-
-    private static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case 48...57: return Int(byte - 48)
-        case 65...70: return Int(byte - 55)
-        case 97...102: return Int(byte - 87)
-        default: return nil
-        }
     }
 
     /// ASCII case-insensitive comparison (header names and tokens).

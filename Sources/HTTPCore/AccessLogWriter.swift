@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import Primitives
 
 /// Buffers access-log lines in memory and writes them in batches from its own thread, so no I/O loop or
 /// worker ever waits on the log's file descriptor (a slow stderr pipe, a full disk).

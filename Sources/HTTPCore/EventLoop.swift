@@ -2,6 +2,7 @@ import CSystem
 import Crypto
 import Dispatch
 import Glibc
+import Primitives
 import Synchronization
 
 /// A response produced by a worker, on its way back to the connection's loop.

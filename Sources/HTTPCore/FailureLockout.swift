@@ -1,3 +1,5 @@
+import Primitives
+
 /// Counts failed authentications per key (a client address) and locks the key out once it fails too often.
 ///
 /// The rule: `maxFailures` failures within `window` lock the key for `initialLockout`; each further lockout of the

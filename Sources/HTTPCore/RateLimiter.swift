@@ -1,3 +1,5 @@
+import Primitives
+
 /// A token-bucket rate: `rate` tokens per second refill a bucket holding at most `burst`; a request takes one.
 public struct RateLimit: Sendable, Hashable {
     /// Sustained requests per second (> 0).

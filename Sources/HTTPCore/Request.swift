@@ -1,3 +1,5 @@
+import Primitives
+
 /// A complete, validated HTTP request as handlers see it.
 public struct Request: Sendable {
     /// The request method (`HEAD` requests reach `GET` handlers with `method == .head`).
@@ -77,7 +79,7 @@ enum PercentDecoding {
                 let h = bytes.index(after: i)
                 guard h != bytes.endIndex else { return nil }
                 let l = bytes.index(after: h)
-                guard l != bytes.endIndex, let hi = hexValue(bytes[h]), let lo = hexValue(bytes[l]) else { return nil }
+                guard l != bytes.endIndex, let hi = Hex.value(of: bytes[h]), let lo = Hex.value(of: bytes[l]) else { return nil }
                 out.append(hi << 4 | lo)
                 i = bytes.index(after: l)
                 continue
@@ -86,14 +88,5 @@ enum PercentDecoding {
             i = bytes.index(after: i)
         }
         return String(validating: out, as: UTF8.self)
-    }
-
-    static func hexValue(_ b: UInt8) -> UInt8? {
-        switch b {
-        case 0x30...0x39: return b &- 0x30
-        case 0x41...0x46: return b &- 0x41 &+ 10
-        case 0x61...0x66: return b &- 0x61 &+ 10
-        default: return nil
-        }
     }
 }

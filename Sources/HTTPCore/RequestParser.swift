@@ -1,3 +1,5 @@
+import Primitives
+
 /// Limits the request parser enforces; `HTTPServer.Configuration` fills them in.
 struct ParserLimits: Sendable {
     /// Request line bytes, CRLF excluded; longer → 414.
@@ -421,7 +423,7 @@ struct RequestParser: Sendable {
                 guard lf > cursor, buf[lf - 1] == 0x0D else { return .failure(.badRequest("Chunk size line must end with CRLF")) }
                 var k = cursor
                 var size: UInt64 = 0
-                while k < lf - 1, let h = PercentDecoding.hexValue(buf[k]) {
+                while k < lf - 1, let h = Hex.value(of: buf[k]) {
                     guard k - cursor < 16 else { return .failure(.badRequest("Chunk size too long")) }
                     size = size << 4 | UInt64(h)
                     k += 1

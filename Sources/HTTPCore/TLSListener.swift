@@ -1,4 +1,5 @@
 import Crypto
+import Primitives
 
 /// The server's current certificate and key as a ready `TLSContext`, swapped whole on reload: connections
 /// keep the context they started with (each `SSL` holds a reference to its `SSL_CTX`).

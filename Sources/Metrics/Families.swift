@@ -1,3 +1,5 @@
+import Primitives
+
 /// A family of counters, one per combination of label values.
 public final class Counter: MetricFamily, Sendable {
     let name: String

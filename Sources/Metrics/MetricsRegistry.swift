@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// The Prometheus metric types this module renders (text exposition format 0.0.4).
 public struct MetricType: Sendable, Hashable, CustomStringConvertible {
@@ -119,21 +120,5 @@ struct CallbackFamily: MetricFamily {
             Exposition.sample(name: name, labels: labelNames, values: sample.labelValues,
                               value: Exposition.format(sample.value), into: &out)
         }
-    }
-}
-
-/// A value behind a pthread mutex (`NSLock`): recording happens on I/O threads, and `Synchronization.Mutex`
-/// spins before parking (see HTTPCore's `Locked` for the measurement).
-final class Locked<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only reached through `withLock`, which holds `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

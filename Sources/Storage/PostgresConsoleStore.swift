@@ -1,6 +1,7 @@
 import Domain
 import Foundation
 import Postgres
+import Primitives
 
 /// Console sessions in `console_sessions` (by token hash). Errors: see `StorageErrors`.
 public final class PostgresConsoleSessionStore: ConsoleSessionStore {
@@ -91,7 +92,7 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
     {
         let lo = range.from
         let hi = range.to
-        let loDay = String(ISO8601Day.string(lo))
+        let loDay = RFC3339.day(secondsSince1970: lo.timeIntervalSince1970)
         let env = environment?.rawValue
         let dayCount = max(0, range.days)
         var days = (0..<dayCount).map { OverviewDay(day: lo.addingTimeInterval(Double($0) * 86_400)) }
@@ -274,27 +275,5 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
             }
         }
         return OverviewMetrics(days: days, revenue: revenue, mrr: mrr)
-    }
-}
-
-/// `YYYY-MM-DD` of an instant in UTC (the overview's day boundaries), without a formatter's locale or allocation.
-enum ISO8601Day {
-    static func string(_ date: Date) -> String {
-        let days = Int64((date.timeIntervalSince1970 / 86_400).rounded(.down))
-        // Howard Hinnant's civil_from_days.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
-        }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))"
     }
 }

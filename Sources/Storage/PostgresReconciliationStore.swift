@@ -1,5 +1,6 @@
 import Domain
 import Foundation
+import JSON
 import Postgres
 
 /// Reconciliation's runs, changes, check times and catch-up cursors in PostgreSQL (schema/0008), and the writes of
@@ -375,24 +376,10 @@ public final class PostgresReconciliationStore: ReconciliationStore {
         }
     }
 
+    /// `s` as a quoted JSON string, escaped by the JSON module's writer (the one JSON string escaper).
     private static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                        + String(scalar.value, radix: 16)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
+        var writer = JSONWriter(reservingCapacity: s.utf8.count + 2)
+        writer.writeString(s)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 }

@@ -5,38 +5,7 @@ import XCTest
 import Crypto
 
 final class Base64AndRootsTests: XCTestCase {
-    func decodeURL(_ text: String) -> [UInt8]? { Fixture.b64urlDecode(text) }
-    func decodeStandard(_ text: String) -> [UInt8]? { Base64.decodeStandard(text) }
-
-    func testBase64URL() {
-        XCTAssertEqual(decodeURL(""), [])
-        XCTAssertEqual(decodeURL("QQ"), [0x41])
-        XCTAssertEqual(decodeURL("QQ=="), [0x41])
-        XCTAssertEqual(decodeURL("QUI"), [0x41, 0x42])
-        XCTAssertEqual(decodeURL("QUI="), [0x41, 0x42])
-        XCTAssertEqual(decodeURL("QUJD"), [0x41, 0x42, 0x43])
-        XCTAssertEqual(decodeURL("-_-_"), [0xFB, 0xFF, 0xBF])
-        XCTAssertNil(decodeURL("+/+/"))        // standard alphabet is not base64url
-        XCTAssertNil(decodeURL("Q"))           // dangling symbol
-        XCTAssertNil(decodeURL("QR"))          // non-zero trailing bits (non-canonical)
-        XCTAssertNil(decodeURL("QQ="))         // padding that does not complete a quad
-        XCTAssertNil(decodeURL("Q==="))
-        XCTAssertNil(decodeURL("QU I"))
-        XCTAssertNil(decodeURL("QQ==QQ=="))
-        for length in 0..<40 {
-            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
-            XCTAssertEqual(decodeURL(Base64.encodeURL(bytes)), bytes)
-        }
-    }
-
-    func testBase64Standard() {
-        XCTAssertEqual(decodeStandard("QUJD"), [0x41, 0x42, 0x43])
-        XCTAssertEqual(decodeStandard("+/+/"), [0xFB, 0xFF, 0xBF])
-        XCTAssertEqual(decodeStandard("QQ=="), [0x41])
-        XCTAssertNil(decodeStandard("QQ"))     // x5c is padded standard base64
-        XCTAssertNil(decodeStandard("-_-_"))
-        XCTAssertNil(decodeStandard("QUJD\n"))
-    }
+    // The base64 tests moved to PrimitivesTests.Base64Tests with the decoders.
 
     func testDERSignatureEncoding() {
         let raw = [UInt8](repeating: 0x80, count: 32) + [0x00, 0x00, 0x01] + [UInt8](repeating: 0x7F, count: 29)

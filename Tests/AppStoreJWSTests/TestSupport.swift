@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 import XCTest
 @testable import AppStoreJWS
 

@@ -50,6 +50,8 @@ final class TimelineRulesTests: XCTestCase {
         XCTAssertEqual(TimelineRules.text(.distantFuture), "4001-01-01T00:00:00Z")
         XCTAssertEqual(TimelineRules.text(Date(timeIntervalSince1970: 1e300)), "9999-12-31T23:59:59Z")  // clamped, no trap
         XCTAssertEqual(TimelineRules.text(Date(timeIntervalSince1970: -1e300)), "0001-01-01T00:00:00Z")
+        XCTAssertEqual(TimelineRules.text(Date(timeIntervalSince1970: .nan)), "0001-01-01T00:00:00Z")  // trapped before
+        XCTAssertEqual(TimelineRules.text(Date(timeIntervalSince1970: 1_805_500_800 - 1e-7)), "2027-03-20T00:00:00Z")
     }
 
     func testOneSentencePerEntitlement() {

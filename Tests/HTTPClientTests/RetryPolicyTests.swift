@@ -79,6 +79,9 @@ final class RetryPolicyTests: XCTestCase {
             ("", nil), ("-1", nil), ("1.5", nil), ("soon", nil), ("0x10", nil), ("+5", nil),
             ("Tue, 14 Nov 2023 25:14:20 GMT", nil), ("Tue, 14 Foo 2023 22:14:20 GMT", nil),
             ("Tue, 14 Nov 2023 22:14:20 PST", nil), ("Tue, 14 Nov 2023 22:14 GMT", nil),
+            // no such day (was read as the day it overflows to: 30 Feb 2024 as 1 Mar 2024)
+            ("Fri, 30 Feb 2024 00:00:00 GMT", nil), ("Thu, 31 Apr 2025 00:00:00 GMT", nil), ("Sat Feb 29 00:00:00 2025", nil),
+            ("Thu, 29 Feb 2024 00:00:00 GMT", .seconds(86_400)),
             (String(repeating: "9", count: 65), nil),
         ]
         for row in rows {

@@ -6,6 +6,7 @@ import Glibc
 import HTTPClient
 import JSON
 import Postgres
+import Primitives
 import Storage
 import Synchronization
 
@@ -94,18 +95,7 @@ struct SystemWebhookHostResolver: WebhookHostResolving {
 enum WebhookSignature {
     static func header(secrets: [String], timestamp: Int64, body: [UInt8]) -> String {
         let message = Array("\(timestamp).".utf8) + body
-        return secrets.map { "v1=" + hex(HMAC.sha256(key: Array($0.utf8), message: message)) }.joined(separator: ",")
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        return secrets.map { "v1=" + Hex.encode(HMAC.sha256(key: Array($0.utf8), message: message)) }.joined(separator: ",")
     }
 }
 
@@ -293,19 +283,9 @@ final class WebhookDispatcher: Sendable {
         let data = try JSONParser.parse(event.dataJSON)
         return JSONValue.object(JSONObject([
             ("id", .string(event.eventId)), ("type", .string(event.type)),
-            ("created_at", .string(ISO8601Millis.string(event.createdAt))),
+            ("created_at", .string(RFC3339.string(secondsSince1970: event.createdAt.timeIntervalSince1970))),
             ("project_id", .string(event.projectId.uuidString.lowercased())),
             ("user_id", event.userId.map(JSONValue.string) ?? .null), ("data", data),
         ])).serialized()
-    }
-}
-
-/// `2026-01-02T03:04:05.678Z` (UTC, milliseconds), as the API renders instants.
-enum ISO8601Millis {
-    static func string(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: date)
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Domain
+import Primitives
 
 /// `CredentialSealing` over `Crypto.AESGCM`: seals under `BOUNCER_ENCRYPTION_KEY`, opens under it or, during a
 /// rotation, under `BOUNCER_ENCRYPTION_KEY_PREVIOUS`. The one place App Store private keys are encrypted.
@@ -37,13 +38,7 @@ struct AESGCMCredentialSealer: CredentialSealing, CustomStringConvertible, Custo
     /// Lowercase hex of the first 8 bytes of SHA-256 of `key`: names the key in rows and logs, reveals nothing
     /// usable about 32 random bytes.
     static func keyId(_ key: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in Digest.sha256(key).prefix(8) {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        Hex.encode(Array(Digest.sha256(key).prefix(8)))
     }
 
     var currentKeyId: String { current.id }

@@ -7,6 +7,7 @@
 //   mode % 4 == 3  PEM reader and the unverified kind/bundleId peeks
 import Foundation
 import JSON
+import Primitives
 internal import Crypto
 
 private let fuzzRoots: TrustedRoots = {

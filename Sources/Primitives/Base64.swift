@@ -1,9 +1,10 @@
-/// Base64 decoders for the two alphabets a JWS uses: base64url without padding for the three
-/// segments (RFC 7515 §2), standard base64 with padding for the `x5c` certificates (RFC 7515 §4.1.6).
+/// Base64 (RFC 4648), the one author of the codebase: base64url without padding (a JWS's three segments, RFC 7515
+/// §2; cache messages), standard base64 with padding (`x5c` certificates, RFC 7515 §4.1.6; PEM), and the lenient
+/// standard form receipts arrive in (`decodeWrapped`).
 ///
-/// Both are strict about the alphabet (no whitespace, no mixing of alphabets) because a lenient decoder
+/// The JWS decoders are strict about the alphabet (no whitespace, no mixing of alphabets) because a lenient decoder
 /// lets two different strings stand for the same bytes, which defeats byte-exact caching and logging.
-enum Base64 {
+public enum Base64 {
     /// 0–63 for alphabet bytes, 0xFF for everything else. One table per alphabet.
     private static let urlTable: [UInt8] = makeTable(plus: UInt8(ascii: "-"), slash: UInt8(ascii: "_"))
     private static let standardTable: [UInt8] = makeTable(plus: UInt8(ascii: "+"), slash: UInt8(ascii: "/"))
@@ -21,7 +22,7 @@ enum Base64 {
 
     /// Decodes base64url. Padding is tolerated (JWS forbids it, but some encoders add it); a length
     /// of 1 mod 4 or non-zero trailing bits is rejected so each byte string has one encoding.
-    static func decodeURL(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    public static func decodeURL(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         var end = input.count
         // Strip at most two '=' (a remainder of 2 or 3 symbols needs 2 or 1).
         if end > 0, input[end - 1] == UInt8(ascii: "=") { end -= 1
@@ -32,7 +33,7 @@ enum Base64 {
     }
 
     /// Decodes standard base64 with the required `=` padding (the form `x5c` uses).
-    static func decodeStandard(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    public static func decodeStandard(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard input.count % 4 == 0 else { return nil }
         var end = input.count
         if end > 0, input[end - 1] == UInt8(ascii: "=") { end -= 1
@@ -42,7 +43,7 @@ enum Base64 {
     }
 
     /// Convenience over `String`'s UTF-8 view.
-    static func decodeStandard(_ string: String) -> [UInt8]? {
+    public static func decodeStandard(_ string: String) -> [UInt8]? {
         var copy = string
         return copy.withUTF8 { decodeStandard($0) }
     }
@@ -84,25 +85,32 @@ enum Base64 {
 
     private static let urlAlphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    /// Encodes base64url without padding (used by tests and the CLI to re-emit segments).
-    static func encodeURL(_ bytes: [UInt8]) -> String {
+    /// Encodes base64url without padding (JWS segments, cache messages).
+    public static func encodeURL(_ bytes: [UInt8]) -> String {
+        encode(bytes, alphabet: urlAlphabet, padded: false)
+    }
+
+    /// Encodes with `alphabet`, with or without `=` padding of the last quad (both encoders' one loop).
+    static func encode(_ bytes: [UInt8], alphabet: [UInt8], padded: Bool) -> String {
         var out = [UInt8]()
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var index = 0
         while index + 3 <= bytes.count {
             let word = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out.append(urlAlphabet[Int(word >> 18 & 63)]); out.append(urlAlphabet[Int(word >> 12 & 63)])
-            out.append(urlAlphabet[Int(word >> 6 & 63)]); out.append(urlAlphabet[Int(word & 63)])
+            out.append(alphabet[Int(word >> 18 & 63)]); out.append(alphabet[Int(word >> 12 & 63)])
+            out.append(alphabet[Int(word >> 6 & 63)]); out.append(alphabet[Int(word & 63)])
             index += 3
         }
         let rest = bytes.count - index
         if rest == 1 {
             let word = UInt32(bytes[index]) << 16
-            out.append(urlAlphabet[Int(word >> 18 & 63)]); out.append(urlAlphabet[Int(word >> 12 & 63)])
+            out.append(alphabet[Int(word >> 18 & 63)]); out.append(alphabet[Int(word >> 12 & 63)])
+            if padded { out.append(UInt8(ascii: "=")); out.append(UInt8(ascii: "=")) }
         } else if rest == 2 {
             let word = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            out.append(urlAlphabet[Int(word >> 18 & 63)]); out.append(urlAlphabet[Int(word >> 12 & 63)])
-            out.append(urlAlphabet[Int(word >> 6 & 63)])
+            out.append(alphabet[Int(word >> 18 & 63)]); out.append(alphabet[Int(word >> 12 & 63)])
+            out.append(alphabet[Int(word >> 6 & 63)])
+            if padded { out.append(UInt8(ascii: "=")) }
         }
         return String(decoding: out, as: UTF8.self)
     }
