@@ -5,86 +5,95 @@ import HTTPCore
 /// Everything the API needs, as ports: the executable wires the real adapters, tests wire fakes.
 public struct APIDependencies: Sendable {
     /// Projects, keys and product mappings.
-    public var projects: any ProjectStore
+    public let projects: any ProjectStore
     /// Transactions, purchases and user bindings.
-    public var purchases: any PurchaseStore
-    /// App Store Server Notifications: the audit log and their facts, applied once.
-    public var notifications: any NotificationStore
+    public let purchases: any PurchaseStore
+    /// App Store Server Notifications: the audit log and their facts, applied once; `nil`: the webhook (so Apple
+    /// retries) and the admin list answer 503.
+    public let notifications: (any NotificationStore)?
     /// App transactions (`POST /v1/app-transactions`).
-    public var appTransactions: any AppTransactionStore
+    public let appTransactions: any AppTransactionStore
     /// Verifies signed App Store data for a project.
-    public var verifier: any SignedDataVerifying
+    public let verifier: any SignedDataVerifying
     /// Per-project App Store Server API credentials (the private key only sealed).
-    public var credentials: any AppStoreCredentialStore
+    public let credentials: any AppStoreCredentialStore
     /// Seals private keys under `BOUNCER_ENCRYPTION_KEY`; `nil` when it is unset (storing credentials is refused).
-    public var sealer: (any CredentialSealing)?
+    public let sealer: (any CredentialSealing)?
     /// Checks that a private key is a PKCS#8 P-256 key and fingerprints it.
-    public var keyInspector: any PrivateKeyInspecting
+    public let keyInspector: any PrivateKeyInspecting
     /// Signs promotional offers with a project's In-App Purchase key (`POST /v1/offers/:publicKey/signatures`).
-    public var offerSigner: any PromotionalOfferSigning
+    public let offerSigner: any PromotionalOfferSigning
     /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
     /// `APPLE_UNAVAILABLE`.
-    public var appStore: (any AppStoreServerAPI)?
+    public let appStore: (any AppStoreServerAPI)?
     /// Budgets the Apple calls of lookups by transaction id and remembers Apple's "not found" (`BOUNCER_APPLE_LOOKUP_*`);
-    /// `nil`: unlimited. Set after `init` by the executable.
-    public var lookupBudget: LookupBudget?
+    /// `nil`: unlimited.
+    public let lookupBudget: LookupBudget?
     /// The operator helpers' storage (test notifications, renewal extensions); unwired → 503.
-    public var operations: any AppStoreOperationsStore
+    public let operations: any AppStoreOperationsStore
     /// Hashes secret keys (for storage and comparison).
-    public var hasher: any SecretKeyHashing
+    public let hasher: any SecretKeyHashing
     /// Users as support sees them: grants, timeline, export, erase (`/v1/admin/projects/:id/users/…`); unwired
     /// answers 503.
-    public var customers: any CustomerStore
+    public let customers: any CustomerStore
     /// Reconciliation with Apple (`POST /v1/admin/projects/:id/reconcile`); `nil` answers 503 (no App Store client
-    /// wired). Set after `init` by the executable.
-    public var reconciliation: Reconciliation?
+    /// wired).
+    public let reconciliation: Reconciliation?
     /// Entitlement tokens and the JWKS; `nil` answers 503 on the token and JWKS routes and leaves receipts without a
-    /// token. Set after `init` by the executable.
-    public var entitlementTokens: EntitlementTokens?
+    /// token.
+    public let entitlementTokens: EntitlementTokens?
     /// The body limit of `POST /v1/receipts` (`BOUNCER_MAX_RECEIPT_BODY_BYTES`, default 1 MiB): StoreKit 1
     /// receipts of long purchase histories exceed 100 KB. It only raises the server's `maxBodyBytes` for that
-    /// route. Set after `init` by the executable.
-    public var maxReceiptBodyBytes = 1024 * 1024
+    /// route.
+    public let maxReceiptBodyBytes: Int
     /// In-app records one StoreKit 1 receipt may carry (`BOUNCER_MAX_RECEIPT_RECORDS`, default 2,000; the 2020
     /// receipt of Tests/Fixtures has 187): more is refused with 413 `RECEIPT_TOO_MANY_RECORDS` before any database
-    /// work. Set after `init` by the executable.
-    public var maxReceiptRecords = 2_000
-    /// Webhook configuration and deliveries (`/v1/admin/projects/:id/webhook…`); `nil` answers 503. Set after
-    /// `init` by the executable.
-    public var webhooks: WebhookAdministration?
+    /// work.
+    public let maxReceiptRecords: Int
+    /// Webhook configuration and deliveries (`/v1/admin/projects/:id/webhook…`); `nil` answers 503.
+    public let webhooks: WebhookAdministration?
     /// `BOUNCER_ADMIN_TOKEN`; `nil` (or empty) disables the admin API (404 `ADMIN_API_DISABLED`).
-    public var adminToken: String?
+    public let adminToken: String?
     /// Wrong admin tokens per client address (bearer and console sign-in): 10 a minute lock the address out with
     /// 429 `AUTH_TOO_MANY_FAILURES`, each further lockout twice as long (`FailureLockout.Policy.standard`).
-    public var adminAuthFailures = FailureLockout()
+    public let adminAuthFailures: FailureLockout
     /// The console's sessions (`/v1/admin/session`); `nil` answers 503 there and admin routes take only the bearer
-    /// token. Set after `init` by the executable.
-    public var consoleSessions: (any ConsoleSessionStore)?
+    /// token.
+    public let consoleSessions: (any ConsoleSessionStore)?
     /// How the console's cookie is issued (`BOUNCER_CONSOLE_*`).
-    public var console = ConsoleSettings()
-    /// The dashboard's overview (`GET /v1/admin/projects/:id/metrics/overview`); `nil` answers 503. Set after `init`.
-    public var overview: (any OverviewMetricsStore)?
+    public let console: ConsoleSettings
+    /// The dashboard's overview (`GET /v1/admin/projects/:id/metrics/overview`); `nil` answers 503.
+    public let overview: (any OverviewMetricsStore)?
     /// The clock; status is always evaluated at this instant.
-    public var now: @Sendable () -> Date
+    public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
-    public var log: @Sendable (String) -> Void
+    public let log: @Sendable (String) -> Void
 
-    /// Creates the dependencies. Without `notifications`, the webhook answers 503 (Apple keeps retrying), so
-    /// wiring that forgets it loses nothing; likewise without `credentials` or `keyInspector` the credential routes
-    /// answer 503 (and without `offerSigner` the offer route), and without `sealer` storing credentials is refused (`ENCRYPTION_KEY_MISSING`).
+    /// Creates the dependencies, complete: nothing is set afterwards, and each controller takes its share once
+    /// (`Routes.register`).
+    ///
+    /// Without `notifications`, the webhook answers 503 (Apple keeps retrying), so wiring that forgets it loses
+    /// nothing; likewise without `credentials` or `keyInspector` the credential routes answer 503 (and without
+    /// `offerSigner` the offer route), and without `sealer` storing credentials is refused (`ENCRYPTION_KEY_MISSING`).
+    /// The optional features (`reconciliation`, `entitlementTokens`, `webhooks`, `consoleSessions`, `overview`)
+    /// answer 503 on their routes when absent, as each property says.
     public init(
         projects: any ProjectStore, purchases: any PurchaseStore, verifier: any SignedDataVerifying,
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
         keyInspector: (any PrivateKeyInspecting)? = nil, offerSigner: (any PromotionalOfferSigning)? = nil,
-        appStore: (any AppStoreServerAPI)? = nil,
+        appStore: (any AppStoreServerAPI)? = nil, lookupBudget: LookupBudget? = nil,
         appTransactions: (any AppTransactionStore)? = nil, operations: (any AppStoreOperationsStore)? = nil,
-        customers: (any CustomerStore)? = nil,
+        customers: (any CustomerStore)? = nil, reconciliation: Reconciliation? = nil,
+        entitlementTokens: EntitlementTokens? = nil, webhooks: WebhookAdministration? = nil,
+        maxReceiptBodyBytes: Int = 1024 * 1024, maxReceiptRecords: Int = 2_000,
+        adminAuthFailures: FailureLockout = FailureLockout(), consoleSessions: (any ConsoleSessionStore)? = nil,
+        console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
         self.purchases = purchases
-        self.notifications = notifications ?? UnconfiguredNotificationStore()
+        self.notifications = notifications
         self.appTransactions = appTransactions ?? UnconfiguredAppTransactionStore()
         self.customers = customers ?? UnconfiguredCustomerStore()
         self.credentials = credentials ?? UnconfiguredCredentialStore()
@@ -92,29 +101,36 @@ public struct APIDependencies: Sendable {
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
         self.offerSigner = offerSigner ?? UnconfiguredOfferSigner()
         self.appStore = appStore
+        self.lookupBudget = lookupBudget
         self.operations = operations ?? UnconfiguredOperationsStore()
         self.verifier = verifier
         self.hasher = hasher
+        self.reconciliation = reconciliation
+        self.entitlementTokens = entitlementTokens
+        self.webhooks = webhooks
+        self.maxReceiptBodyBytes = maxReceiptBodyBytes
+        self.maxReceiptRecords = maxReceiptRecords
         self.adminToken = adminToken
+        self.adminAuthFailures = adminAuthFailures
+        self.consoleSessions = consoleSessions
+        self.console = console
+        self.overview = overview
         self.now = now
         self.log = log
     }
 }
 
-/// Stands in when no notification store was wired: every call is "unavailable, retry", never a verdict.
-struct UnconfiguredNotificationStore: NotificationStore {
-    func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
-        -> NotificationOutcome
-    {
-        throw DomainError(.serviceUnavailable, "Notification storage is not configured.",
-                          underlying: "APIDependencies.notifications was not wired")
+/// The answer of a route whose optional port was not wired: "unavailable, retry", never a verdict (503
+/// `SERVICE_UNAVAILABLE`; the message and `underlying` go to the log only).
+func unwired<Port>(_ port: Port?, _ message: String, _ property: String) throws -> Port {
+    guard let port else {
+        throw DomainError(.serviceUnavailable, message, underlying: "APIDependencies.\(property) was not wired")
     }
-
-    func notifications(projectId: UUID, originalTransactionId: String?, limit: Int) throws -> [StoredNotification] {
-        throw DomainError(.serviceUnavailable, "Notification storage is not configured.",
-                          underlying: "APIDependencies.notifications was not wired")
-    }
+    return port
 }
+
+// The stand-ins below are for ports a Domain use case receives (it decides when the port is first asked, so an
+// unwired server still answers the use case's earlier refusals, e.g. 400 APP_STORE_CREDENTIALS_MISSING, first).
 
 /// Stands in when no app-transaction store was wired: every call is "unavailable, retry", never a verdict.
 struct UnconfiguredAppTransactionStore: AppTransactionStore {

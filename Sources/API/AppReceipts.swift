@@ -7,21 +7,21 @@ struct StoreAnswerMissing: Error, CustomStringConvertible {
     var description: String { "the purchase store returned no result for a recorded transaction" }
 }
 
-extension APIHandlers {
+extension ReceiptsController {
     /// `POST /v1/receipts/:publicKey` with `receipt_data`: a StoreKit 1 app receipt verified locally (no call to
     /// Apple), every in-app record recorded in one database transaction (source `receipt`), answered with the usual
     /// body for the most recent purchase plus `transactions` (all records) and the receipt's `entitlements`.
     func postAppReceipt(_ receiptData: String, userId: String?, deviceId: String?, project: Project) throws -> Response {
-        let receipt = try deps.verifier.verifyReceipt(receiptData, for: project)
+        let receipt = try verifier.verifyReceipt(receiptData, for: project)
         // Before any database work: a forged (Xcode) receipt can list any number of records.
-        guard receipt.transactions.count <= deps.maxReceiptRecords else {
-            throw HTTPError.tooManyReceiptRecords(receipt.transactions.count, limit: deps.maxReceiptRecords)
+        guard receipt.transactions.count <= maxReceiptRecords else {
+            throw HTTPError.tooManyReceiptRecords(receipt.transactions.count, limit: maxReceiptRecords)
         }
         // Receipts carry no appAccountToken: the posted user_id binds under every policy.
         let bound = try AccountBindingRules.boundUser(
             postedUserId: userId, appAccountToken: nil, policy: project.appAccountTokenPolicy)
-        let now = deps.now()
-        let recorded = try deps.purchases.recordTransactions(
+        let now = self.now()
+        let recorded = try purchases.recordTransactions(
             receipt.transactions, source: .receipt, userId: bound.userId, deviceId: deviceId, project: project, now: now)
         guard recorded.count == receipt.transactions.count else { throw StoreAnswerMissing() }
         for item in recorded {

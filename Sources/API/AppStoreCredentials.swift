@@ -3,24 +3,31 @@ import Foundation
 import HTTPCore
 import JSON
 
-extension APIHandlers {
+/// `/v1/admin/projects/:id/app-store-credentials`: the project's In-App Purchase key, stored sealed.
+struct AppStoreCredentialsController: APIController {
+    /// The credential use cases (shared with the CLI), at this server's clock.
+    let administration: CredentialAdministration
+
+    var routes: [APIRoute] {
+        let path = "/v1/admin/projects/:id/app-store-credentials"
+        let storing = ErrorContext(encryptionKey: .storeCredentials)
+        return [
+            APIRoute(.put, path, .adminAPI, access: .admin, errors: storing, putAppStoreCredentials),
+            APIRoute(.get, path, .adminAPI, access: .admin, errors: storing, getAppStoreCredentials),
+            APIRoute(.delete, path, .adminAPI, access: .admin, errors: storing, deleteAppStoreCredentials),
+        ]
+    }
+
     /// Where each value lives in App Store Connect (the In-App Purchase key is what the App Store Server API takes).
     static let credentialsSuggestion = "Request body requires issuer_id, key_id and private_key. In App Store "
         + "Connect, Users and Access > Integrations > In-App Purchase: the Issuer ID (a UUID) is shown above the "
         + "keys, the Key ID (10 characters) next to each key, and private_key is the whole .p8 file "
         + "(-----BEGIN PRIVATE KEY-----, a P-256 key in PKCS#8 PEM), downloadable once when the key is generated."
 
-    /// The credential use cases (shared with the CLI), at this server's clock.
-    var credentialAdministration: CredentialAdministration {
-        CredentialAdministration(projects: deps.projects, store: deps.credentials, sealer: deps.sealer,
-                                 inspector: deps.keyInspector, now: deps.now)
-    }
-
     /// `PUT /v1/admin/projects/:id/app-store-credentials`: check the key (P-256, PKCS#8), seal it, store it; the
     /// answer shows the metadata and the key's fingerprint, never the key.
     func putAppStoreCredentials(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let body = try RequestBody.object(request, suggestion: Self.credentialsSuggestion)
         var fields = FieldValidator(body)
         // Lengths and formats are the use case's rules (AppStoreCredentialRules); here only types and presence.
@@ -28,8 +35,8 @@ extension APIHandlers {
         let keyId = fields.string("key_id", required: true, minLength: 0)
         let privateKey = fields.string("private_key", required: true, minLength: 0)
         try fields.check(suggestion: Self.credentialsSuggestion)
-        let stored = try Self.translating(suggestion: Self.credentialsSuggestion) {
-            try credentialAdministration.setCredentials(
+        let stored = try RequestBody.translating(suggestion: Self.credentialsSuggestion) {
+            try administration.setCredentials(
                 projectId: id, issuerId: issuerId ?? "", keyId: keyId ?? "", privateKeyPEM: privateKey ?? "")
         }
         return Response.json(200, Self.credentialsBody(stored))
@@ -37,16 +44,14 @@ extension APIHandlers {
 
     /// `GET /v1/admin/projects/:id/app-store-credentials`: the metadata only.
     func getAppStoreCredentials(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
-        return Response.json(200, Self.credentialsBody(try credentialAdministration.credentials(projectId: id)))
+        let id = try PathParameters.projectId(request)
+        return Response.json(200, Self.credentialsBody(try administration.credentials(projectId: id)))
     }
 
     /// `DELETE /v1/admin/projects/:id/app-store-credentials`.
     func deleteAppStoreCredentials(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
-        try credentialAdministration.deleteCredentials(projectId: id)
+        let id = try PathParameters.projectId(request)
+        try administration.deleteCredentials(projectId: id)
         return Response(status: 204)
     }
 

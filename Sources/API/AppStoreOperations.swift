@@ -2,26 +2,34 @@ import Domain
 import Foundation
 import HTTPCore
 
-extension APIHandlers {
+/// Operator helpers that call Apple with the project's credentials: test notifications, renewal extensions.
+struct AppStoreOperationsController: APIController {
+    /// The operator helpers (shared rules in `Domain.AppStoreOperations`), at this server's clock.
+    let operations: AppStoreOperations
+
+    var routes: [APIRoute] {
+        [
+            APIRoute(.post, "/v1/admin/projects/:id/app-store/test-notification", .adminAPI, access: .admin,
+                     requestTestNotification),
+            APIRoute(.get, "/v1/admin/projects/:id/app-store/test-notification/:token", .adminAPI, access: .admin,
+                     getTestNotification),
+            APIRoute(.post, "/v1/admin/projects/:id/subscriptions/:originalTransactionId/extend", .adminAPI,
+                     access: .admin, extendSubscription),
+        ]
+    }
+
     static let testNotificationSuggestion = "Optional query parameter: environment (Production or Sandbox; default "
         + "Production when the project allows it, else Sandbox)."
     static let extendSuggestion = "Request body requires extend_by_days (integer 1 to 90) and reason_code (integer: "
         + "0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage)."
 
-    /// The operator helpers (shared rules in `Domain.AppStoreOperations`), at this server's clock.
-    var appStoreOperations: AppStoreOperations {
-        AppStoreOperations(projects: deps.projects, credentials: credentialAdministration, appStore: deps.appStore,
-                           verifier: deps.verifier, store: deps.operations, now: deps.now)
-    }
-
     /// `POST /v1/admin/projects/:id/app-store/test-notification[?environment=]`: Apple's Request a Test
     /// Notification; answers the token to ask about.
     func requestTestNotification(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let environment = try Self.testEnvironmentQuery(request)
-        let (token, asked) = try Self.translating(suggestion: Self.testNotificationSuggestion) {
-            try appStoreOperations.requestTestNotification(projectId: id, environment: environment)
+        let (token, asked) = try RequestBody.translating(suggestion: Self.testNotificationSuggestion) {
+            try operations.requestTestNotification(projectId: id, environment: environment)
         }
         var body = JSONBody(capacity: 128)
         body.raw(#"{"token":"#)
@@ -35,12 +43,11 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/app-store/test-notification/:token[?environment=]`: what Apple says about its
     /// delivery, and whether this Bouncer stored the notification (`received`).
     func getTestNotification(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let environment = try Self.testEnvironmentQuery(request)
         let token = request.pathParameters["token"] ?? ""
-        let report = try Self.translating(suggestion: "Use the token that POST …/app-store/test-notification returned.") {
-            try appStoreOperations.testNotificationStatus(projectId: id, token: token, environment: environment)
+        let report = try RequestBody.translating(suggestion: "Use the token that POST …/app-store/test-notification returned.") {
+            try operations.testNotificationStatus(projectId: id, token: token, environment: environment)
         }
         var body = JSONBody(capacity: 256 + 64 * report.sendAttempts.count)
         body.raw(#"{"token":"#)
@@ -69,8 +76,7 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/subscriptions/:originalTransactionId/extend`: Extend a Subscription Renewal
     /// Date with a fresh request identifier; the call and its result are recorded.
     func extendSubscription(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let originalTransactionId = request.pathParameters["originalTransactionId"] ?? ""
         let object = try RequestBody.object(request, suggestion: Self.extendSuggestion)
         var fields = FieldValidator(object)
@@ -84,8 +90,8 @@ extension APIHandlers {
         guard let days, let reason else {
             throw HTTPError.validation([ErrorDetail(path: [], message: "Required")], suggestion: Self.extendSuggestion)
         }
-        let record = try Self.translating(suggestion: Self.extendSuggestion) {
-            try appStoreOperations.extendRenewal(projectId: id, originalTransactionId: originalTransactionId,
+        let record = try RequestBody.translating(suggestion: Self.extendSuggestion) {
+            try operations.extendRenewal(projectId: id, originalTransactionId: originalTransactionId,
                                                  extendByDays: days, reasonCode: reason)
         }
         var body = JSONBody(capacity: 320)

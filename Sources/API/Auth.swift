@@ -2,15 +2,19 @@ import Domain
 import Foundation
 import HTTPCore
 
-/// Who may call what: public keys in the path, secret keys and the admin token as bearer tokens.
-enum Auth {
+/// Who an app or a customer's backend is: public keys in the path, secret keys as bearer tokens.
+struct KeyAuth: Sendable {
+    let projects: any ProjectStore
+    let hasher: any SecretKeyHashing
+    let now: @Sendable () -> Date
+
     /// The project a public key names. The syntax check runs first, so garbage never reaches the store; a
     /// well-formed unknown key answers exactly like a malformed one.
-    static func project(publicKey: String?, deps: APIDependencies, suggestion: String) throws -> Project {
+    func project(publicKey: String?, suggestion: String) throws -> Project {
         guard let publicKey, ProjectKeys.isPublicKeySyntax(publicKey) else {
             throw HTTPError.invalidPublicKey(suggestion: suggestion)
         }
-        guard let project = try deps.projects.project(publicKey: publicKey, at: deps.now()) else {
+        guard let project = try projects.project(publicKey: publicKey, at: now()) else {
             throw HTTPError.invalidPublicKey(suggestion: suggestion)
         }
         return project
@@ -19,76 +23,32 @@ enum Auth {
     /// Enforces the project's read rule: a presented secret key must be right (even when not required);
     /// with `requireSecretKeyForReads`, one must be presented. Right means the current secret key or one still in
     /// its rotation grace.
-    static func authorizeRead(_ request: Request, project: Project, deps: APIDependencies) throws {
-        let presented = try presentsSecretKey(request, project: project, deps: deps)
+    func authorizeRead(_ request: Request, project: Project) throws {
+        let presented = try presentsSecretKey(request, project: project)
         if !presented && project.requireSecretKeyForReads { throw HTTPError.secretKeyRequired }
     }
 
     /// Whether the request carries the project's secret key (`Authorization: Bearer sk_…`, the app's backend):
     /// `false` without an `Authorization` header; a presented key that is not right throws `invalidSecretKey`, so a
     /// caller never silently gets the public-key answer for a mistyped key.
-    static func presentsSecretKey(_ request: Request, project: Project, deps: APIDependencies) throws -> Bool {
+    func presentsSecretKey(_ request: Request, project: Project) throws -> Bool {
         guard let header = request.headers["Authorization"] else { return false }
-        guard let token = bearerToken(header), ProjectKeys.isSecretKeySyntax(token) else {
+        guard let token = Self.bearerToken(header), ProjectKeys.isSecretKeySyntax(token) else {
             throw HTTPError.invalidSecretKey
         }
-        try checkSecretKey(token, projectId: project.id, deps: deps)
+        try checkSecretKey(token, projectId: project.id)
         return true
     }
 
     /// Throws `invalidSecretKey` unless `token` is one of the project's live secret keys.
-    private static func checkSecretKey(_ token: String, projectId: UUID, deps: APIDependencies) throws {
-        let presented = deps.hasher.hash(token)
+    func checkSecretKey(_ token: String, projectId: UUID) throws {
+        let presented = hasher.hash(token)
         // Every live hash is compared (no early exit), so timing does not tell which key matched.
         var matched = false
-        for stored in try deps.projects.liveSecretKeyHashes(projectId: projectId, at: deps.now()) {
+        for stored in try projects.liveSecretKeyHashes(projectId: projectId, at: now()) {
             matched = ProjectKeys.constantTimeEquals(presented, stored) || matched
         }
         guard matched else { throw HTTPError.invalidSecretKey }
-    }
-
-    /// Admin routes: disabled without a configured token, else `Bearer <token>` compared in constant time.
-    ///
-    /// `adminDigest` is the hash of the configured token; comparing digests keeps even the token's length secret.
-    /// Wrong tokens count against the client's address (`APIDependencies.adminAuthFailures`): once it is locked
-    /// out, the answer is 429 before anything is compared; a right token forgets its failures.
-    static func authorizeAdmin(_ request: Request, adminDigest: [UInt8]?, deps: APIDependencies) throws(HTTPError) {
-        guard let adminDigest else { throw HTTPError.adminDisabled }
-        try checkAdminLockout(request, deps: deps)
-        guard let header = request.headers["Authorization"] else { throw HTTPError.invalidAdminToken }
-        guard let token = bearerToken(header), ProjectKeys.constantTimeEquals(deps.hasher.hash(token), adminDigest) else {
-            throw adminAuthFailed(request, deps: deps, HTTPError.invalidAdminToken)
-        }
-        deps.adminAuthFailures.recordSuccess(request.clientKey.description)
-    }
-
-    /// 429 `AUTH_TOO_MANY_FAILURES` while the client's address is locked out of admin authentication.
-    static func checkAdminLockout(_ request: Request, deps: APIDependencies) throws(HTTPError) {
-        if let retryAfter = deps.adminAuthFailures.check(request.clientKey.description) {
-            throw HTTPError.tooManyAdminAuthFailures(retryAfterSeconds: retryAfter)
-        }
-    }
-
-    /// Counts a presented-but-wrong admin token against the client's address; returns `error` to throw. A request
-    /// without credentials is not a guess and is not counted (the caller answers it without calling this).
-    static func adminAuthFailed(_ request: Request, deps: APIDependencies, _ error: HTTPError) -> HTTPError {
-        deps.adminAuthFailures.recordFailure(request.clientKey.description)
-        return error
-    }
-
-    /// Routes about one project's users (`/v1/admin/projects/:id/users/…`): the admin token, or that project's secret
-    /// key (a customer's backend). A bearer of `sk_…` form is checked only as the project's secret key (live ones,
-    /// compared in constant time); anything else only as the admin token. An unknown project answers
-    /// `PROJECT_NOT_FOUND` to the admin and `AUTH_INVALID_SECRET_KEY` to a secret key (no probing of project ids).
-    static func authorizeAdminOrSecretKey(
-        _ request: Request, projectId: UUID, adminDigest: [UInt8]?, deps: APIDependencies
-    ) throws {
-        if let header = request.headers["Authorization"], let token = bearerToken(header),
-           ProjectKeys.isSecretKeySyntax(token) {
-            try checkSecretKey(token, projectId: projectId, deps: deps)
-            return
-        }
-        try authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
     }
 
     /// The credentials of `Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110 §11.1).
@@ -117,10 +77,10 @@ extension Routes {
     /// stopped by the per-address lockout (`APIDependencies.adminAuthFailures`) and the per-client limit.
     public static func adminRateLimitKey(_ request: Request, hasher: any SecretKeyHashing) -> String {
         if let header = request.headers["Authorization"] {
-            guard let token = Auth.bearerToken(header) else { return "anonymous" }
+            guard let token = KeyAuth.bearerToken(header) else { return "anonymous" }
             return "bearer:" + Data(hasher.hash(token)).base64EncodedString()
         }
-        if let session = APIHandlers.sessionCookie(request) {
+        if let session = AdminAuth.sessionCookie(request) {
             return "session:" + Data(hasher.hash(session)).base64EncodedString()
         }
         return "anonymous"

@@ -3,19 +3,34 @@ import Foundation
 import HTTPCore
 import JSON
 
-/// `/v1/admin/projects/:id/users/:userId/…`: manual grants, the customer timeline, export and erase. Each accepts the
-/// admin token or the project's secret key (`Auth.authorizeAdminOrSecretKey`).
-extension APIHandlers {
+/// `/v1/admin/projects/:id/users/:userId/…`: manual grants, the customer timeline, export and erase, and the search
+/// by transaction id. Each accepts the admin token or the project's secret key (`Access.adminOrSecretKey`).
+struct CustomersController: APIController {
+    let projects: any ProjectStore
+    /// The support use cases, at this server's clock.
+    let support: CustomerSupport
+    let now: @Sendable () -> Date
+
+    var routes: [APIRoute] {
+        // A project's users: the admin token or the project's secret key (a customer's backend); both share the
+        // admin bucket (these are support tools, not a hot path).
+        let user = "/v1/admin/projects/:id/users/:userId"
+        return [
+            APIRoute(.post, user + "/grants", .adminAPI, access: .adminOrSecretKey, createGrant),
+            APIRoute(.delete, user + "/grants/:grantId", .adminAPI, access: .adminOrSecretKey, deleteGrant),
+            APIRoute(.get, user + "/timeline", .adminAPI, access: .adminOrSecretKey, getTimeline),
+            APIRoute(.get, user + "/export", .adminAPI, access: .adminOrSecretKey, exportUser),
+            APIRoute(.delete, user, .adminAPI, access: .adminOrSecretKey, eraseUser),
+            APIRoute(.get, "/v1/admin/projects/:id/transactions/:transactionId", .adminAPI, access: .adminOrSecretKey,
+                     getTransactionHolders),
+        ]
+    }
+
     static let grantSuggestion = "Request body requires entitlement (1 to 128 characters) and reason (1 to 500 "
         + "characters); optional expires_at (ISO 8601, in the future; omit for no end), e.g. "
         + "{\"entitlement\": \"pro\", \"reason\": \"support ticket 42\", \"expires_at\": \"2027-01-01T00:00:00Z\"}."
     static let userIdSuggestion = "Put the user id (1 to 256 characters) in the URL path."
     static let grantIdSuggestion = "Use the grant's id (a UUID) from the grant's 201 answer or the user's export."
-
-    /// The support use cases, at this server's clock.
-    var support: CustomerSupport {
-        CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now)
-    }
 
     /// `POST /v1/admin/projects/:id/users/:userId/grants` → 201 with the grant.
     func createGrant(_ request: Request) throws -> Response {
@@ -33,14 +48,14 @@ extension APIHandlers {
             }
         }
         let new = NewGrant(userId: userId, entitlement: entitlement ?? "", expiresAt: expiresAt, reason: reason ?? "")
-        let ruleProblems = GrantRules.problems(in: new, at: deps.now()).filter { problem in
+        let ruleProblems = GrantRules.problems(in: new, at: now()).filter { problem in
             problem.path.first.map { $0 == "userId" || fields.parsed($0) } ?? true
         }
         fields.add(ruleProblems)
         try fields.check(suggestion: Self.grantSuggestion)
-        let grant = try Self.translating(suggestion: Self.grantSuggestion) { try support.grant(projectId: projectId, new) }
+        let grant = try RequestBody.translating(suggestion: Self.grantSuggestion) { try support.grant(projectId: projectId, new) }
         var out = JSONBody(capacity: 320)
-        Self.writeGrant(grant, at: deps.now(), into: &out)
+        Self.writeGrant(grant, at: now(), into: &out)
         return Response.json(201, out.bytes)
     }
 
@@ -54,7 +69,7 @@ extension APIHandlers {
         }
         let grant = try support.revokeGrant(projectId: projectId, userId: userId, grantId: grantId)
         var out = JSONBody(capacity: 320)
-        Self.writeGrant(grant, at: deps.now(), into: &out)
+        Self.writeGrant(grant, at: now(), into: &out)
         return Response.json(200, out.bytes)
     }
 
@@ -71,7 +86,7 @@ extension APIHandlers {
     func exportUser(_ request: Request) throws -> Response {
         let (projectId, userId) = try authorizedUser(request)
         let (facts, timeline) = try support.export(projectId: projectId, userId: userId)
-        return Response.json(200, Self.exportBody(facts, timeline: timeline, at: deps.now()))
+        return Response.json(200, Self.exportBody(facts, timeline: timeline, at: now()))
     }
 
     /// `DELETE /v1/admin/projects/:id/users/:userId`: erases the user in one database transaction → 200 with what
@@ -85,19 +100,17 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/transactions/:transactionId`: the recorded transaction and the users currently
     /// bound to its purchase (support's search by transaction id).
     func getTransactionHolders(_ request: Request) throws -> Response {
-        let projectId = try Self.projectId(request)
-        try Auth.authorizeAdminOrSecretKey(request, projectId: projectId, adminDigest: adminDigest, deps: deps)
+        let projectId = try PathParameters.projectId(request)
         let found = try support.holders(projectId: projectId, transactionId: request.pathParameters["transactionId"] ?? "")
         return Response.json(200, Self.holdersBody(found))
     }
 
     // MARK: - Parsing
 
-    /// The project id and user id of the path, after authorizing the caller for that project; the user id in the
-    /// form the project stores it (`AccountBindingRules.canonicalUserId`).
+    /// The project id and user id of the path (the caller is authorized for that project: `Access.adminOrSecretKey`);
+    /// the user id in the form the project stores it (`AccountBindingRules.canonicalUserId`).
     private func authorizedUser(_ request: Request) throws -> (UUID, String) {
-        let projectId = try Self.projectId(request)
-        try Auth.authorizeAdminOrSecretKey(request, projectId: projectId, adminDigest: adminDigest, deps: deps)
+        let projectId = try PathParameters.projectId(request)
         let userId = request.pathParameters["userId"] ?? ""
         let problems = GrantRules.problems(userId: userId)
         guard problems.isEmpty else {
@@ -105,7 +118,7 @@ extension APIHandlers {
                                       suggestion: Self.userIdSuggestion)
         }
         // An unknown project keeps the id as given: the use case answers PROJECT_NOT_FOUND.
-        let policy = try deps.projects.project(id: projectId)?.appAccountTokenPolicy ?? .ignore
+        let policy = try projects.project(id: projectId)?.appAccountTokenPolicy ?? .ignore
         return (projectId, AccountBindingRules.canonicalUserId(userId, policy: policy))
     }
 
@@ -333,24 +346,24 @@ extension Representations {
     /// A grant as `POST …/users/:userId/grants` returns it, `active` at `now`.
     public static func grant(_ grant: Grant, at now: Date) -> [UInt8] {
         var body = JSONBody(capacity: 320)
-        APIHandlers.writeGrant(grant, at: now, into: &body)
+        CustomersController.writeGrant(grant, at: now, into: &body)
         return body.bytes
     }
 
     /// A timeline as `GET …/users/:userId/timeline` returns it.
     public static func timeline(_ timeline: CustomerTimeline) -> [UInt8] {
         var body = JSONBody(capacity: 256 + 256 * timeline.events.count)
-        APIHandlers.writeTimeline(timeline, into: &body)
+        CustomersController.writeTimeline(timeline, into: &body)
         return body.bytes
     }
 
     /// An export as `GET …/users/:userId/export` returns it.
     public static func export(_ facts: CustomerFacts, timeline: CustomerTimeline, at now: Date) -> [UInt8] {
-        APIHandlers.exportBody(facts, timeline: timeline, at: now)
+        CustomersController.exportBody(facts, timeline: timeline, at: now)
     }
 
     /// An erasure's answer as `DELETE …/users/:userId` returns it.
     public static func erasure(userId: String, _ summary: ErasureSummary) -> [UInt8] {
-        APIHandlers.erasureBody(userId: userId, summary)
+        CustomersController.erasureBody(userId: userId, summary)
     }
 }

@@ -1,17 +1,29 @@
 import Domain
 import HTTPCore
 
-extension APIHandlers {
+/// Entitlement tokens: `GET /v1/subscriptions/:publicKey/:userId/token` and the JWKS that verifies them.
+struct EntitlementTokensController: APIController {
+    let keys: KeyAuth
+    /// `nil` answers 503 on both routes.
+    let tokens: EntitlementTokens?
+
+    var routes: [APIRoute] {
+        [
+            APIRoute(.get, "/v1/subscriptions/:publicKey/:userId/token", .appRead,
+                     publicKey: SubscriptionsController.subscriptionsKeySuggestion,
+                     errors: ErrorContext(encryptionKey: .signTokens), getEntitlementToken),
+            APIRoute(.get, "/.well-known/jwks.json", .client, access: .anyone, getJWKS),
+        ]
+    }
+
     static let tokenUserIdSuggestion =
         "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id/token."
 
     /// `GET /v1/subscriptions/:publicKey/:userId/token` (secret key required): a signed token of what the user is
     /// entitled to now, for services that check entitlements without calling Bouncer.
-    func getEntitlementToken(_ request: Request) throws -> Response {
-        let project = try Auth.project(
-            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.subscriptionsKeySuggestion)
+    func getEntitlementToken(_ request: Request, _ project: Project) throws -> Response {
         guard request.headers["Authorization"] != nil else { throw HTTPError.tokenSecretKeyRequired }
-        try Auth.authorizeRead(request, project: project, deps: deps)
+        try keys.authorizeRead(request, project: project)
         // A UUID user id reads in the form its purchases were bound under (require_match, prefer).
         let userId = AccountBindingRules.canonicalUserId(
             request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
@@ -22,7 +34,7 @@ extension APIHandlers {
                     ? "String must contain at least 1 character(s)" : "String must contain at most 256 character(s)")],
                 suggestion: Self.tokenUserIdSuggestion)
         }
-        let issued = try tokens().issue(project: project, userId: userId)
+        let issued = try Self.tokens(tokens).issue(project: project, userId: userId)
         var body = JSONBody(capacity: 128 + issued.token.utf8.count)
         body.raw(#"{"token":"#)
         body.string(issued.token)
@@ -37,7 +49,7 @@ extension APIHandlers {
     /// `GET /.well-known/jwks.json`: the public keys that verify entitlement tokens (RFC 7517), current first.
     /// Public and cacheable for 5 minutes; a verifier meeting an unknown `kid` refetches (a rotation happened).
     func getJWKS(_ request: Request) throws -> Response {
-        let keys = try tokens().publishedKeys()
+        let keys = try Self.tokens(tokens).publishedKeys()
         var body = JSONBody(capacity: 32 + 192 * keys.count)
         body.raw(#"{"keys":["#)
         for (i, key) in keys.enumerated() {
@@ -64,11 +76,11 @@ extension APIHandlers {
     /// needs only the public key, so it proves nothing about the user's other purchases; their whole set is the
     /// secret-key route's. The purchase is already recorded, so a token that cannot be issued (no encryption key,
     /// the database busy) is left out and logged, never turned into an error.
-    func appendEntitlementToken(to body: inout [UInt8], project: Project, userId: String?, granting: [OwnedPurchase],
-                                request: Request) {
+    static func appendToken(to body: inout [UInt8], project: Project, userId: String?, granting: [OwnedPurchase],
+                            request: Request, tokens: EntitlementTokens?, log: @Sendable (String) -> Void) {
         guard project.entitlementTokens, let userId, body.last == UInt8(ascii: "}") else { return }
         do {
-            let issued = try tokens().issue(project: project, userId: userId,
+            let issued = try Self.tokens(tokens).issue(project: project, userId: userId,
                                             holdings: UserHoldings(purchases: granting, appTransactions: []))
             var field = JSONBody(capacity: 32 + issued.token.utf8.count)
             field.raw(#","entitlement_token":"#)
@@ -77,15 +89,11 @@ extension APIHandlers {
             body.removeLast()
             body.append(contentsOf: field.bytes)
         } catch {
-            deps.log(ErrorMapping.logLine(request, status: 201, "entitlement token not issued: \(String(reflecting: error))"))
+            log(ErrorMapping.logLine(request, status: 201, "entitlement token not issued: \(String(reflecting: error))"))
         }
     }
 
-    private func tokens() throws -> EntitlementTokens {
-        guard let tokens = deps.entitlementTokens else {
-            throw DomainError(.serviceUnavailable, "Entitlement tokens are not configured.",
-                              underlying: "APIDependencies.entitlementTokens was not wired")
-        }
-        return tokens
+    private static func tokens(_ tokens: EntitlementTokens?) throws -> EntitlementTokens {
+        try unwired(tokens, "Entitlement tokens are not configured.", "entitlementTokens")
     }
 }

@@ -149,7 +149,11 @@ enum ErrorMapping {
     /// The `HTTPError` for an error a handler threw, or nil when it has no mapping: the caller rethrows it and the
     /// server answers 500 `INTERNAL_ERROR` with the request id. Causes of 5xx go to `log` (the error value only,
     /// never the body, keys or JWS).
-    static func httpError(for error: any Error, request: Request, log: @Sendable (String) -> Void) -> HTTPError? {
+    /// `context` is what the route declared its errors are about (`APIRoute.errors`): which signed field, which use of
+    /// the encryption key, which kind of product.
+    static func httpError(
+        for error: any Error, request: Request, context: ErrorContext = .standard, log: @Sendable (String) -> Void
+    ) -> HTTPError? {
         switch error {
         case let error as HTTPError:
             return error
@@ -158,14 +162,19 @@ enum ErrorMapping {
                 log(logLine(request, status: 503, "retryable verification failure: \(String(reflecting: failure))"))
                 return serviceUnavailable
             }
-            let isWebhook = request.routeTemplate == notificationRoute
+            let isWebhook = context.signedData == .notification
             var (title, suggestion) = verificationText(failure.code)
             if isWebhook {
                 // Only Apple calls the webhook: point the operator at App Store Connect, not at StoreKit.
                 suggestion = notificationVerificationSuggestion(failure.code)
             }
-            let field = failure.field ?? (isWebhook ? "signedPayload"
-                : request.routeTemplate == appTransactionRoute ? "signed_app_transaction" : "signed_transaction_info")
+            let signedField: String
+            switch context.signedData {
+            case .notification: signedField = "signedPayload"
+            case .appTransaction: signedField = "signed_app_transaction"
+            case .transaction: signedField = "signed_transaction_info"
+            }
+            let field = failure.field ?? signedField
             return HTTPError(
                 status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
                 details: [ErrorDetail(path: [field] + (failure.payloadField.map { [$0] } ?? []), message: failure.reason,
@@ -186,7 +195,10 @@ enum ErrorMapping {
                 return .projectNotFound
             case .productNotFound:
                 // The offer route's caller is an app: the fix is an admin's mapping, not another id to look up.
-                return request.routeTemplate == offerSignaturesRoute ? .offerProductNotFound : .productNotFound
+                switch context.product {
+                case .offer: return .offerProductNotFound
+                case .mapping: return .productNotFound
+                }
             case .transactionConflict:
                 // Logged (project, transaction id, the differing fields: `underlying`), never the JWS.
                 log(logLine(request, status: 409, String(reflecting: error)))
@@ -216,12 +228,15 @@ enum ErrorMapping {
                         + "(see the README's \"Connect to Apple\").")
             case .encryptionKeyMissing:
                 // Storing refuses before anything is sealed; every other route can only meet stored credentials.
-                if request.routeTemplate == entitlementTokenRoute { return .tokenEncryptionKeyMissing }
-                if request.routeTemplate == appStoreCredentialsRoute { return .encryptionKeyMissing }
-                guard request.routeTemplate.contains("/webhook") else { return .credentialsEncryptionKeyMissing }
-                var webhook = HTTPError.encryptionKeyMissing
-                webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
-                return webhook
+                switch context.encryptionKey {
+                case .signTokens: return .tokenEncryptionKeyMissing
+                case .storeCredentials: return .encryptionKeyMissing
+                case .openCredentials: return .credentialsEncryptionKeyMissing
+                case .storeWebhookSecret:
+                    var webhook = HTTPError.encryptionKeyMissing
+                    webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
+                    return webhook
+                }
             case .entitlementTokensDisabled:
                 return .entitlementTokensDisabled
             case .encryptionKeyUnknown, .sealedSecretCorrupt:
@@ -413,20 +428,6 @@ enum ErrorMapping {
             return ("Signed data rejected", "Send the signed data exactly as Apple returned it.")
         }
     }
-
-    /// The entitlement-token route's template.
-    static let entitlementTokenRoute = "/v1/subscriptions/:publicKey/:userId/token"
-
-    /// The promotional-offer signing route's template.
-    static let offerSignaturesRoute = "/v1/offers/:publicKey/signatures"
-
-    /// The route that stores (and shows, deletes) a project's App Store credentials.
-    static let appStoreCredentialsRoute = "/v1/admin/projects/:id/app-store-credentials"
-
-    /// The App Store Server Notifications webhook's route template.
-    static let notificationRoute = "/v1/notifications/:publicKey"
-    /// The app-transaction route: its verification failures name `signed_app_transaction`.
-    static let appTransactionRoute = "/v1/app-transactions/:publicKey"
 
     /// The webhook's suggestion per verifier code: the caller is Apple (or someone pretending to be), and the
     /// person reading the error is the operator who configured App Store Connect.

@@ -2,7 +2,23 @@ import Domain
 import Foundation
 import HTTPCore
 
-extension APIHandlers {
+/// App Store Server Notifications: Apple's webhook, and the admin list of what Apple sent.
+struct NotificationsController: APIController {
+    let projects: any ProjectStore
+    let verifier: any SignedDataVerifying
+    /// `nil` answers 503 on both routes (Apple retries the webhook).
+    let store: (any NotificationStore)?
+    let now: @Sendable () -> Date
+
+    var routes: [APIRoute] {
+        [
+            // Apple is the only caller of the webhook and retries for days: only the per-client limit applies.
+            APIRoute(.post, "/v1/notifications/:publicKey", .client, publicKey: Self.notificationKeySuggestion,
+                     errors: ErrorContext(signedData: .notification), postNotification),
+            APIRoute(.get, "/v1/admin/projects/:id/notifications", .adminAPI, access: .admin, listNotifications),
+        ]
+    }
+
     static let notificationSuggestion =
         "Request body requires signedPayload (string): the body App Store Server Notifications V2 sends."
     static let notificationKeySuggestion =
@@ -21,20 +37,17 @@ extension APIHandlers {
     /// is durably stored (or was already), 4xx when the data is not genuinely Apple's for this project (nothing is
     /// stored), 503 with `Retry-After` when it could not be stored. The verifier checks the outer JWS and every
     /// nested one (`signedTransactionInfo`, `signedRenewalInfo`) against the project before anything is written.
-    func postNotification(_ request: Request) throws -> Response {
-        let project = try Auth.project(
-            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.notificationKeySuggestion)
-
+    func postNotification(_ request: Request, _ project: Project) throws -> Response {
         let body = try RequestBody.object(request, suggestion: Self.notificationSuggestion)
         var fields = FieldValidator(body)
         let payload = fields.string("signedPayload", required: true)
         try fields.check(suggestion: Self.notificationSuggestion)
-        guard let payload, Self.hasThreeParts(payload) else {
+        guard let payload, ReceiptsController.hasThreeParts(payload) else {
             throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
         }
 
-        let facts = try deps.verifier.verifyNotification(payload, for: project)
-        let outcome = try deps.notifications.recordNotification(facts, project: project, now: deps.now())
+        let facts = try verifier.verifyNotification(payload, for: project)
+        let outcome = try notifications().recordNotification(facts, project: project, now: now())
         var out = JSONBody(capacity: 96)
         out.raw(#"{"status":"#)
         out.string(outcome.rawValue)
@@ -47,11 +60,10 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/notifications?original_transaction_id=…&limit=…`: what Apple sent, newest
     /// first, for support.
     func listNotifications(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let (originalTransactionId, limit) = try Self.notificationListQuery(request)
-        guard try deps.projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
-        let stored = try deps.notifications.notifications(
+        guard try projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
+        let stored = try notifications().notifications(
             projectId: id, originalTransactionId: originalTransactionId, limit: limit)
         var body = JSONBody(capacity: 32 + 320 * stored.count)
         body.raw(#"{"notifications":["#)
@@ -61,6 +73,11 @@ extension APIHandlers {
         }
         body.raw("]}")
         return Response.json(200, body.bytes)
+    }
+
+    /// The notification store, or 503 when the executable wired none: "unavailable, retry", never a verdict.
+    private func notifications() throws -> any NotificationStore {
+        try unwired(store, "Notification storage is not configured.", "notifications")
     }
 
     /// The list's query parameters, validated; unknown parameters are ignored, a repeated one is the last.

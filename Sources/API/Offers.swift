@@ -1,7 +1,16 @@
 import Domain
 import HTTPCore
 
-extension APIHandlers {
+/// `POST /v1/offers/:publicKey/signatures`: promotional offers signed with the project's In-App Purchase key.
+struct OffersController: APIController {
+    /// The offer-signing use case at this server's clock.
+    let offerSignatures: OfferSignatures
+
+    var routes: [APIRoute] {
+        [APIRoute(.post, "/v1/offers/:publicKey/signatures", .app, publicKey: Self.offerKeySuggestion,
+                  errors: ErrorContext(product: .offer), postOfferSignature)]
+    }
+
     static let offerSuggestion = "Request body requires product_id (a product mapped in the project), offer_id (the "
         + "promotional offer's identifier in App Store Connect) and format ('legacy' or 'jws'). Optional: "
         + "app_account_token (a UUID, legacy only), transaction_id (the customer's transaction id or "
@@ -9,17 +18,9 @@ extension APIHandlers {
     static let offerKeySuggestion =
         "Use a valid public key (pk_...) in the URL path: POST /v1/offers/:public_key/signatures."
 
-    /// The offer-signing use case at this server's clock.
-    var offerSignatures: OfferSignatures {
-        OfferSignatures(projects: deps.projects, credentials: credentialAdministration, signer: deps.offerSigner,
-                        now: deps.now)
-    }
-
     /// `POST /v1/offers/:publicKey/signatures`: sign a promotional offer of a mapped product with the project's
     /// In-App Purchase key, in the legacy form or as a JWS.
-    func postOfferSignature(_ request: Request) throws -> Response {
-        let project = try Auth.project(
-            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.offerKeySuggestion)
+    func postOfferSignature(_ request: Request, _ project: Project) throws -> Response {
         let body = try RequestBody.object(request, suggestion: Self.offerSuggestion)
         var fields = FieldValidator(body)
         // Types and presence here; lengths, formats and which field goes with which format are the use case's rules,
@@ -37,7 +38,7 @@ extension APIHandlers {
         guard let productId, let offerId, let format else {
             throw HTTPError.validation([], suggestion: Self.offerSuggestion)   // unreachable: reported above
         }
-        let signed = try Self.translating(suggestion: Self.offerSuggestion) {
+        let signed = try RequestBody.translating(suggestion: Self.offerSuggestion) {
             try offerSignatures.sign(
                 OfferSignatureRequest(productId: productId, offerId: offerId, format: format,
                                       appAccountToken: token, transactionId: transactionId),

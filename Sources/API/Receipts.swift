@@ -2,7 +2,31 @@ import Foundation
 import Domain
 import HTTPCore
 
-extension APIHandlers {
+/// `POST /v1/receipts/:publicKey`: StoreKit 2 signed transactions, lookups by transaction id and StoreKit 1 app
+/// receipts (`AppReceipts.swift`), verified, recorded, answered with what they grant now.
+struct ReceiptsController: APIController {
+    let keys: KeyAuth
+    let purchases: any PurchaseStore
+    let verifier: any SignedDataVerifying
+    /// Lookups by transaction id: the shared use case over this API's ports.
+    let transactionLookup: TransactionLookup
+    /// `APIDependencies.lookupBudget`: `nil` is unlimited.
+    let lookupBudget: LookupBudget?
+    /// Receipts carry a token when the project enables them and these are wired.
+    let entitlementTokens: EntitlementTokens?
+    /// `APIDependencies.maxReceiptBodyBytes`.
+    let maxReceiptBodyBytes: Int
+    /// `APIDependencies.maxReceiptRecords`.
+    let maxReceiptRecords: Int
+    let now: @Sendable () -> Date
+    let log: @Sendable (String) -> Void
+
+    var routes: [APIRoute] {
+        // StoreKit 1 receipts of long purchase histories exceed 100 KB: this route alone takes larger bodies.
+        [APIRoute(.post, "/v1/receipts/:publicKey", .app, maxBodyBytes: maxReceiptBodyBytes,
+                  publicKey: Self.receiptKeySuggestion, postReceipt)]
+    }
+
     static let receiptSuggestion = "Request body requires signed_transaction_info (string). Optional: user_id, device_id."
     static let receiptKeySuggestion = "Use a valid public key (pk_...) in the URL path: POST /v1/receipts/:public_key."
     static let receiptOneOfSuggestion = "Send exactly one of signed_transaction_info (the StoreKit 2 JWS), "
@@ -13,14 +37,12 @@ extension APIHandlers {
 
     /// `POST /v1/receipts/:publicKey`: verify a StoreKit 2 signed transaction (or look one up at Apple, or verify a
     /// StoreKit 1 app receipt) for the project, record it, answer what it grants now.
-    func postReceipt(_ request: Request) throws -> Response {
-        let project = try Auth.project(
-            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.receiptKeySuggestion)
+    func postReceipt(_ request: Request, _ project: Project) throws -> Response {
         // Optional: the app's backend vouching for the user. Checked before Apple is asked; a wrong key is refused.
-        let secretKey = try Auth.presentsSecretKey(request, project: project, deps: deps)
+        let secretKey = try keys.presentsSecretKey(request, project: project)
 
         let body = try RequestBody.object(request, suggestion: Self.receiptSuggestion,
-                                          limits: RequestBody.receiptLimits(maxBodyBytes: deps.maxReceiptBodyBytes))
+                                          limits: RequestBody.receiptLimits(maxBodyBytes: maxReceiptBodyBytes))
         var fields = FieldValidator(body)
         // Exactly one of the three. None keeps the published example (signed_transaction_info: Required).
         let present = Self.receiptInputs.filter { fields.has($0) }
@@ -49,13 +71,13 @@ extension APIHandlers {
         let source: TransactionSource
         if let transactionId {
             facts = try transactionLookup.lookUp(transactionId: transactionId, for: project,
-                                                 budget: deps.lookupBudget?.forClient(request.clientKey.description))
+                                                 budget: lookupBudget?.forClient(request.clientKey.description))
             source = .lookup
         } else {
             guard let jws, Self.hasThreeParts(jws) else {
                 throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
             }
-            facts = try deps.verifier.verifyTransaction(jws, for: project)
+            facts = try verifier.verifyTransaction(jws, for: project)
             source = .transaction
         }
         // Before anything is written: under require_match a mismatch refuses the whole request.
@@ -68,14 +90,14 @@ extension APIHandlers {
             tokenNamesUser: AccountBindingRules.tokenNames(
                 userId: bound.userId, appAccountToken: facts.appAccountToken, policy: project.appAccountTokenPolicy))
         let narrowed = recording.transferPolicy != project.transferPolicy
-        let now = deps.now()
+        let now = self.now()
         let recorded: RecordedTransaction
         do {
             if source == .transaction {
-                recorded = try deps.purchases.recordTransaction(
+                recorded = try purchases.recordTransaction(
                     facts, userId: bound.userId, deviceId: deviceId, project: recording, now: now)
             } else {
-                let all = try deps.purchases.recordTransactions(
+                let all = try purchases.recordTransactions(
                     [facts], source: source, userId: bound.userId, deviceId: deviceId, project: recording, now: now)
                 guard let first = all.first else {
                     throw StoreAnswerMissing()   // a store bug: 500 INTERNAL_ERROR with the request id
@@ -93,19 +115,12 @@ extension APIHandlers {
         let binding = project.appAccountTokenPolicy == .ignore ? nil : bound
         var created = Self.receiptBody(recorded, at: now, binding: binding)
         // The token proves what this request proved: the posted purchase, when it describes its purchase now.
-        appendEntitlementToken(to: &created, project: project, userId: bound.userId,
-                               granting: recorded.isLatest ? [OwnedPurchase(purchase: recorded.purchase,
-                                                                            entitlements: recorded.entitlements)] : [],
-                               request: request)
+        EntitlementTokensController.appendToken(
+            to: &created, project: project, userId: bound.userId,
+            granting: recorded.isLatest ? [OwnedPurchase(purchase: recorded.purchase,
+                                                         entitlements: recorded.entitlements)] : [],
+            request: request, tokens: entitlementTokens, log: log)
         return Response.json(201, created)
-    }
-
-    /// Lookups by transaction id: the shared use case over this API's ports.
-    var transactionLookup: TransactionLookup {
-        TransactionLookup(
-            credentials: CredentialAdministration(projects: deps.projects, store: deps.credentials, sealer: deps.sealer,
-                                                  inspector: deps.keyInspector, now: deps.now),
-            appStore: deps.appStore, verifier: deps.verifier)
     }
 
     /// Compact JWS (RFC 7515 §7.1): three non-empty parts separated by two dots. The verifier checks the rest.

@@ -2,22 +2,28 @@ import Domain
 import Foundation
 import HTTPCore
 
-extension APIHandlers {
+/// `/v1/admin/projects/:id/reconcile…`: reconciliation with Apple, on demand, and its runs.
+struct ReconciliationController: APIController {
+    /// The use case; `nil` answers 503 (no App Store client wired).
+    let reconciler: Reconciliation?
+
+    var routes: [APIRoute] {
+        [
+            APIRoute(.post, "/v1/admin/projects/:id/reconcile", .adminAPI, access: .admin, reconcileProject),
+            APIRoute(.get, "/v1/admin/projects/:id/reconcile/runs", .adminAPI, access: .admin, listReconcileRuns),
+        ]
+    }
+
     /// The reconciliation use case, or 503 when the executable wired none (no App Store client).
     private func reconciliation() throws -> Reconciliation {
-        guard let reconciliation = deps.reconciliation else {
-            throw DomainError(.serviceUnavailable, "Reconciliation is not configured.",
-                              underlying: "APIDependencies.reconciliation was not wired")
-        }
-        return reconciliation
+        try unwired(reconciler, "Reconciliation is not configured.", "reconciliation")
     }
 
     /// `POST /v1/admin/projects/:id/reconcile`: one run now, under the project's lock (409
     /// `RECONCILE_IN_PROGRESS` while another holds it); 200 with the run's counts. Apple unavailable → 503
     /// `APPLE_UNAVAILABLE`; Apple refusing the credentials → 502 `APP_STORE_AUTH_FAILED`: never a partial answer.
     func reconcileProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let report = try reconciliation().reconcile(projectId: id, trigger: .admin)
         return Response.json(200, Self.reconcileBody(report))
     }
@@ -25,8 +31,7 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/reconcile/runs`: the last 20 runs (`?limit=` 1…100), newest first, each with
     /// the changes it made (at most 100 per run).
     func listReconcileRuns(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         var limit = 20
         if let raw = request.queryItems().last(where: { $0.name == "limit" })?.value {
             guard raw.utf8.count <= 3, let n = Int(raw), (1...100).contains(n) else {
@@ -134,6 +139,6 @@ extension APIHandlers {
 extension Representations {
     /// A run as `POST /v1/admin/projects/:id/reconcile` returns it (the CLI prints the same).
     public static func reconcileRun(_ report: ReconcileReport) -> [UInt8] {
-        APIHandlers.reconcileBody(report)
+        ReconciliationController.reconcileBody(report)
     }
 }

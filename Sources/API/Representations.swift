@@ -5,18 +5,18 @@ import Domain
 public enum Representations {
     /// A project as `GET /v1/admin/projects/:id` returns it; with a new secret key, as creation and rotation do.
     public static func project(_ project: AdministeredProject) -> [UInt8] {
-        APIHandlers.projectBody(project)
+        ProjectsController.projectBody(project)
     }
 
     /// A product mapping as `PUT /v1/admin/projects/:id/products/:productId` returns it.
     public static func product(_ product: ProductMapping) -> [UInt8] {
         var body = JSONBody(capacity: 128)
-        APIHandlers.writeProduct(product, into: &body)
+        ProductsController.writeProduct(product, into: &body)
         return body.bytes
     }
 
     /// App Store credentials as `GET /v1/admin/projects/:id/app-store-credentials` returns them (never the key).
     public static func appStoreCredentials(_ credentials: AppStoreCredentials) -> [UInt8] {
-        APIHandlers.credentialsBody(credentials)
+        AppStoreCredentialsController.credentialsBody(credentials)
     }
 }

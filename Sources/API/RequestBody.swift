@@ -1,4 +1,5 @@
 import Domain
+import Foundation
 import Glibc
 import HTTPCore
 import JSON
@@ -70,7 +71,33 @@ enum RequestBody {
         }
         return .other
     }
+
+    /// Runs a use case, giving its `.invalidInput` problems this route's suggestion (the rules are the use case's,
+    /// the words for this front end are ours).
+    static func translating<T>(suggestion: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DomainError where error.code == .invalidInput {
+            throw HTTPError.validation(error.details.map { ErrorDetail(path: $0.path, message: $0.message) },
+                                      suggestion: suggestion)
+        }
+    }
 }
+
+/// The path parameters several resources share, checked alike.
+enum PathParameters {
+    static let projectIdSuggestion = "Use the project's id (a UUID) from GET /v1/admin/projects."
+
+    /// The `:id` of `/v1/admin/projects/:id/…`: 400 `VALIDATION_ERROR` unless a UUID.
+    static func projectId(_ request: Request) throws(HTTPError) -> UUID {
+        guard let raw = request.pathParameters["id"], let id = UUID(uuidString: raw) else {
+            throw HTTPError.validation([ErrorDetail(path: ["id"], message: "Invalid uuid")],
+                                      suggestion: projectIdSuggestion)
+        }
+        return id
+    }
+}
+
 
 /// Checks the fields of one JSON object against the contract, collecting every problem with its path
 /// (zod-style messages, as the API has always answered). Unknown fields are ignored.

@@ -2,103 +2,231 @@ import Domain
 import HTTPCore
 
 /// The public HTTP API: receipts, subscriptions, promotional-offer signatures, the App Store notification webhook and admin provisioning (see `openapi.yaml`).
+///
+/// Each resource has a controller in the file of its name (`ReceiptsController` in `Receipts.swift`…) that declares
+/// its routes (`APIRoute`: method, path, rate limits, body limit, who may call it, error wording) next to their
+/// handlers. This is the one list of controllers, each built once from the dependencies it uses.
 public enum Routes {
     /// Registers every API route on `router`. Health routes belong to the executable.
     public static func register(on router: inout Router, _ deps: APIDependencies) {
-        let api = APIHandlers(deps: deps)
-        func add(
-            _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, maxBodyBytes: Int? = nil,
-            _ handler: @escaping @Sendable (APIHandlers, Request) throws -> Response
-        ) {
-            let consoleSession = rateLimits.contains(.admin) && pattern != APIHandlers.sessionPath
-            router.add(method, pattern, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes) { request in
-                do {
-                    // A console session stands in for the admin token (ConsoleSession.swift); the bearer path is untouched.
-                    let request = consoleSession ? try api.authenticatingConsoleSession(request) : request
-                    return try handler(api, request)
-                } catch {
-                    // Mapped errors are rendered by the server; the rest become its 500 (already logged here).
-                    if let mapped = ErrorMapping.httpError(for: error, request: request, log: deps.log) { throw mapped }
-                    throw error
-                }
-            }
-        }
-        // Rate limits (BOUNCER_RATE_LIMIT_*): every API route per client address; the public key ships inside
-        // apps, so anyone can replay it: per key; a backend presenting its secret key has its own bucket.
-        let app: RateLimitScopes = [.client, .publicKey]
-        let admin: RateLimitScopes = [.client, .admin]
-        // StoreKit 1 receipts of long purchase histories exceed 100 KB: this route alone takes larger bodies.
-        add(.post, "/v1/receipts/:publicKey", app, maxBodyBytes: deps.maxReceiptBodyBytes) { try $0.postReceipt($1) }
-        add(.post, ErrorMapping.appTransactionRoute, app) { try $0.postAppTransaction($1) }
-        add(.get, "/v1/subscriptions/:publicKey/:userId", app.union(.secretKey)) { try $0.getSubscriptions($1) }
-        add(.post, ErrorMapping.offerSignaturesRoute, app) { try $0.postOfferSignature($1) }
-        add(.get, ErrorMapping.entitlementTokenRoute, app.union(.secretKey)) { try $0.getEntitlementToken($1) }
-        add(.get, "/.well-known/jwks.json", .client) { try $0.getJWKS($1) }
-        // Apple is the only caller of the webhook and retries for days: only the per-client limit applies.
-        add(.post, ErrorMapping.notificationRoute, .client) { try $0.postNotification($1) }
-
-        add(.post, "/v1/admin/projects", admin) { try $0.createProject($1) }
-        add(.get, "/v1/admin/projects", admin) { try $0.listProjects($1) }
-        add(.get, "/v1/admin/projects/:id", admin) { try $0.showProject($1) }
-        add(.patch, "/v1/admin/projects/:id", admin) { try $0.updateProject($1) }
-        add(.delete, "/v1/admin/projects/:id", admin) { try $0.deleteProject($1) }
-        add(.post, "/v1/admin/projects/:id/rotate-keys", admin) { try $0.rotateKeys($1) }
-        add(.get, "/v1/admin/projects/:id/products", admin) { try $0.listProducts($1) }
-        add(.put, "/v1/admin/projects/:id/products/:productId", admin) { try $0.putProduct($1) }
-        add(.delete, "/v1/admin/projects/:id/products/:productId", admin) { try $0.deleteProduct($1) }
-        add(.get, "/v1/admin/projects/:id/notifications", admin) { try $0.listNotifications($1) }
-        add(.put, ErrorMapping.appStoreCredentialsRoute, admin) { try $0.putAppStoreCredentials($1) }
-        add(.get, ErrorMapping.appStoreCredentialsRoute, admin) { try $0.getAppStoreCredentials($1) }
-        add(.delete, ErrorMapping.appStoreCredentialsRoute, admin) { try $0.deleteAppStoreCredentials($1) }
-        add(.post, "/v1/admin/projects/:id/app-store/test-notification", admin) { try $0.requestTestNotification($1) }
-        add(.get, "/v1/admin/projects/:id/app-store/test-notification/:token", admin) { try $0.getTestNotification($1) }
-        add(.post, "/v1/admin/projects/:id/subscriptions/:originalTransactionId/extend", admin) {
-            try $0.extendSubscription($1)
-        }
-        add(.post, "/v1/admin/projects/:id/reconcile", admin) { try $0.reconcileProject($1) }
-        add(.get, "/v1/admin/projects/:id/metrics/overview", admin) { try $0.overview($1) }
-        add(.post, APIHandlers.sessionPath, admin) { try $0.signIn($1) }
-        add(.get, APIHandlers.sessionPath, admin) { try $0.showSession($1) }
-        add(.delete, APIHandlers.sessionPath, admin) { try $0.signOut($1) }
-        add(.delete, "/v1/admin/sessions", admin) { try $0.signOutEverywhere($1) }
-        add(.get, "/v1/admin/projects/:id/reconcile/runs", admin) { try $0.listReconcileRuns($1) }
-        // A project's users: the admin token or the project's secret key (a customer's backend); both share the
-        // admin bucket (these are support tools, not a hot path).
-        let support = admin
-        add(.post, "/v1/admin/projects/:id/users/:userId/grants", support) { try $0.createGrant($1) }
-        add(.delete, "/v1/admin/projects/:id/users/:userId/grants/:grantId", support) { try $0.deleteGrant($1) }
-        add(.get, "/v1/admin/projects/:id/users/:userId/timeline", support) { try $0.getTimeline($1) }
-        add(.get, "/v1/admin/projects/:id/users/:userId/export", support) { try $0.exportUser($1) }
-        add(.delete, "/v1/admin/projects/:id/users/:userId", support) { try $0.eraseUser($1) }
-        add(.get, "/v1/admin/projects/:id/transactions/:transactionId", support) { try $0.getTransactionHolders($1) }
-        add(.put, "/v1/admin/projects/:id/webhook", admin) { try $0.putWebhook($1) }
-        add(.get, "/v1/admin/projects/:id/webhook", admin) { try $0.getWebhook($1) }
-        add(.delete, "/v1/admin/projects/:id/webhook", admin) { try $0.deleteWebhook($1) }
-        add(.post, "/v1/admin/projects/:id/webhook/rotate-secret", admin) { try $0.rotateWebhookSecret($1) }
-        add(.post, "/v1/admin/projects/:id/webhook/test", admin) { try $0.testWebhook($1) }
-        add(.get, "/v1/admin/projects/:id/webhook/deliveries", admin) { try $0.listWebhookDeliveries($1) }
-        add(.post, "/v1/admin/projects/:id/webhook/deliveries/:eventId/retry", admin) {
-            try $0.retryWebhookDelivery($1)
+        let keys = KeyAuth(projects: deps.projects, hasher: deps.hasher, now: deps.now)
+        let admin = AdminAuth(deps, keys: keys)
+        // One credential use case for every route that reads a project's App Store credentials.
+        let credentials = CredentialAdministration(
+            projects: deps.projects, store: deps.credentials, sealer: deps.sealer, inspector: deps.keyInspector,
+            now: deps.now)
+        let projects = ProjectAdministration(store: deps.projects, hasher: deps.hasher, now: deps.now)
+        let controllers: [any APIController] = [
+            ReceiptsController(
+                keys: keys, purchases: deps.purchases, verifier: deps.verifier,
+                transactionLookup: TransactionLookup(credentials: credentials, appStore: deps.appStore, verifier: deps.verifier),
+                lookupBudget: deps.lookupBudget, entitlementTokens: deps.entitlementTokens,
+                maxReceiptBodyBytes: deps.maxReceiptBodyBytes, maxReceiptRecords: deps.maxReceiptRecords,
+                now: deps.now, log: deps.log),
+            SubscriptionsController(keys: keys, purchases: deps.purchases, now: deps.now),
+            AppTransactionsController(verifier: deps.verifier, store: deps.appTransactions, now: deps.now),
+            OffersController(offerSignatures: OfferSignatures(
+                projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now)),
+            EntitlementTokensController(keys: keys, tokens: deps.entitlementTokens),
+            NotificationsController(
+                projects: deps.projects, verifier: deps.verifier, store: deps.notifications, now: deps.now),
+            ProjectsController(administration: projects),
+            ProductsController(administration: projects),
+            AppStoreCredentialsController(administration: credentials),
+            AppStoreOperationsController(operations: AppStoreOperations(
+                projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
+                store: deps.operations, now: deps.now)),
+            ReconciliationController(reconciler: deps.reconciliation),
+            MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
+            ConsoleController(admin: admin, console: deps.console),
+            CustomersController(
+                projects: deps.projects,
+                support: CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now),
+                now: deps.now),
+            WebhooksController(administration: deps.webhooks),
+        ]
+        let gate = RouteGate(keys: keys, admin: admin, log: deps.log)
+        for controller in controllers {
+            for route in controller.routes { gate.add(route, to: &router) }
         }
     }
 }
 
-/// The handlers, sharing the dependencies and what is derived from them once at start-up.
-struct APIHandlers: Sendable {
-    let deps: APIDependencies
-    /// The admin token's digest; `nil` when the admin API is disabled.
-    let adminDigest: [UInt8]?
-    /// What console sessions store of the admin token (`ConsoleSessionRules.adminFingerprint`); `nil` when disabled.
-    let adminFingerprint: [UInt8]?
+/// A resource's routes, declared by the controller that serves them.
+protocol APIController: Sendable {
+    /// Every route of the resource, each declared next to its handler's name.
+    var routes: [APIRoute] { get }
+}
 
-    init(deps: APIDependencies) {
-        self.deps = deps
-        if let token = deps.adminToken, !token.isEmpty {
-            adminDigest = deps.hasher.hash(token)
-            adminFingerprint = ConsoleSessionRules.adminFingerprint(adminToken: token, hasher: deps.hasher)
-        } else {
-            adminDigest = nil
-            adminFingerprint = nil
+/// Rate limits (`BOUNCER_RATE_LIMIT_*`) of the API's routes: every route per client address; the public key ships
+/// inside apps, so anyone can replay it: per key; a backend presenting its secret key has its own bucket.
+extension RateLimitScopes {
+    /// Routes an app calls with its public key.
+    static let app: RateLimitScopes = [.client, .publicKey]
+    /// Reads a backend may make with the secret key: its own bucket.
+    static let appRead: RateLimitScopes = [.client, .publicKey, .secretKey]
+    /// Admin routes, and the support routes a customer's backend calls with its secret key: per client and per
+    /// presented credential (`Routes.adminRateLimitKey`); support tools, not a hot path.
+    static let adminAPI: RateLimitScopes = [.client, .admin]
+}
+
+/// Who may call a route, checked before its handler runs (in this order: console session, then the check).
+enum Access: Sendable {
+    /// Anyone (the JWKS).
+    case anyone
+    /// An app: the project named by the `:publicKey` path parameter; an unknown key is 401
+    /// `AUTH_INVALID_PUBLIC_KEY` with `suggestion`. The handler receives the project.
+    case publicKey(suggestion: String)
+    /// The admin token (`Authorization: Bearer`), or a console session standing in for it.
+    case admin
+    /// The admin token (or a console session), or the secret key of the project named by `:id` (a customer's
+    /// backend); the id is checked first (400 for a malformed one).
+    case adminOrSecretKey
+    /// The console's own session routes: the handler checks the admin token (sign-in) or the session cookie.
+    case consoleSession
+}
+
+/// What a route's errors are about, where the same error reads differently per route (`ErrorMapping`).
+struct ErrorContext: Sendable {
+    /// Which signed field a refused signature blames, and whose words explain it.
+    enum SignedData: Sendable {
+        /// `signed_transaction_info` (StoreKit 2 transactions).
+        case transaction
+        /// `signed_app_transaction`.
+        case appTransaction
+        /// `signedPayload` of Apple's notification webhook: the reader is the operator of App Store Connect.
+        case notification
+    }
+
+    /// What a missing `BOUNCER_ENCRYPTION_KEY` stops on this route.
+    enum EncryptionKeyUse: Sendable {
+        /// Opening credentials stored earlier (the routes that call Apple).
+        case openCredentials
+        /// Storing App Store credentials.
+        case storeCredentials
+        /// Signing entitlement tokens.
+        case signTokens
+        /// Storing a webhook's signing secret.
+        case storeWebhookSecret
+    }
+
+    /// What an unknown product is on this route.
+    enum Product: Sendable {
+        /// A product of the admin API's mappings.
+        case mapping
+        /// The product of a promotional offer an app asked to sign: an admin's mapping is missing.
+        case offer
+    }
+
+    var signedData = SignedData.transaction
+    var encryptionKey = EncryptionKeyUse.openCredentials
+    var product = Product.mapping
+
+    /// The wording most routes use.
+    static let standard = ErrorContext()
+}
+
+/// One route as its controller declares it.
+struct APIRoute: Sendable {
+    /// What the gate runs once the caller is allowed.
+    enum Handler: Sendable {
+        /// Routes without a public key.
+        case request(@Sendable (Request) throws -> Response)
+        /// Public-key routes: the project the key names.
+        case project(@Sendable (Request, Project) throws -> Response)
+    }
+
+    let method: HTTPMethod
+    /// The path template (`:name` segments are parameters), as `openapi.yaml` names it with `{name}`.
+    let pattern: String
+    /// The rate limits that guard the route (`BOUNCER_RATE_LIMIT_*`).
+    let rateLimits: RateLimitScopes
+    /// Raises the server's body limit for this route only (`Router.add(maxBodyBytes:)`).
+    let maxBodyBytes: Int?
+    /// Who may call the route.
+    let access: Access
+    /// How the route's errors read where the same error reads differently per route.
+    let errors: ErrorContext
+    let handler: Handler
+
+    /// A route an app calls with its public key in the path; the handler gets the project.
+    init(
+        _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, maxBodyBytes: Int? = nil,
+        publicKey suggestion: String, errors: ErrorContext = .standard,
+        _ handler: @escaping @Sendable (Request, Project) throws -> Response
+    ) {
+        self.method = method
+        self.pattern = pattern
+        self.rateLimits = rateLimits
+        self.maxBodyBytes = maxBodyBytes
+        self.access = .publicKey(suggestion: suggestion)
+        self.errors = errors
+        self.handler = .project(handler)
+    }
+
+    /// A route without a public key: `access` says who may call it (`.admin` routes take `.adminAPI` limits).
+    init(
+        _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
+        errors: ErrorContext = .standard, _ handler: @escaping @Sendable (Request) throws -> Response
+    ) {
+        self.method = method
+        self.pattern = pattern
+        self.rateLimits = rateLimits
+        self.maxBodyBytes = nil
+        self.access = access
+        self.errors = errors
+        self.handler = .request(handler)
+    }
+}
+
+/// Registers declared routes: runs each route's access check, then its handler, and maps what they throw.
+struct RouteGate: Sendable {
+    let keys: KeyAuth
+    let admin: AdminAuth
+    let log: @Sendable (String) -> Void
+
+    /// Adds `route` to `router` behind its access check and the error mapping.
+    func add(_ route: APIRoute, to router: inout Router) {
+        let gate = self
+        router.add(route.method, route.pattern, rateLimits: route.rateLimits, maxBodyBytes: route.maxBodyBytes) {
+            request in
+            do {
+                return try gate.run(route, request)
+            } catch {
+                // Mapped errors are rendered by the server; the rest become its 500 (already logged here).
+                if let mapped = ErrorMapping.httpError(for: error, request: request, context: route.errors, log: gate.log) {
+                    throw mapped
+                }
+                throw error
+            }
         }
     }
+
+    private func run(_ route: APIRoute, _ request: Request) throws -> Response {
+        switch (route.access, route.handler) {
+        case (.publicKey(let suggestion), .project(let handler)):
+            let project = try keys.project(publicKey: request.pathParameters["publicKey"], suggestion: suggestion)
+            return try handler(request, project)
+        case (.anyone, .request(let handler)), (.consoleSession, .request(let handler)):
+            return try handler(request)
+        case (.admin, .request(let handler)):
+            // A console session stands in for the admin token (AdminAuth); the bearer path is untouched.
+            let request = try admin.authenticatingConsoleSession(request)
+            try admin.authorize(request)
+            return try handler(request)
+        case (.adminOrSecretKey, .request(let handler)):
+            let request = try admin.authenticatingConsoleSession(request)
+            let projectId = try PathParameters.projectId(request)
+            try admin.authorizeAdminOrSecretKey(request, projectId: projectId)
+            return try handler(request)
+        case (.publicKey, .request), (_, .project):
+            throw RouteDeclarationMismatch(pattern: route.pattern)   // unreachable: `APIRoute`'s initializers pair them
+        }
+    }
+}
+
+/// A route whose access and handler do not fit (a bug of the declaration): 500 `INTERNAL_ERROR`.
+struct RouteDeclarationMismatch: Error, CustomStringConvertible {
+    let pattern: String
+    var description: String { "route \(pattern): its access check and handler do not fit" }
 }

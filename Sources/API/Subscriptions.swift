@@ -1,15 +1,24 @@
 import Domain
+import Foundation
 import HTTPCore
 
-extension APIHandlers {
+/// `GET /v1/subscriptions/:publicKey/:userId`: what a user is entitled to now.
+struct SubscriptionsController: APIController {
+    let keys: KeyAuth
+    let purchases: any PurchaseStore
+    let now: @Sendable () -> Date
+
+    var routes: [APIRoute] {
+        [APIRoute(.get, "/v1/subscriptions/:publicKey/:userId", .appRead, publicKey: Self.subscriptionsKeySuggestion,
+                  getSubscriptions)]
+    }
+
     /// The published contract's exact text (anchors §0).
     static let subscriptionsKeySuggestion = "Use a valid public key (pk_...) in the URL path."
 
     /// `GET /v1/subscriptions/:publicKey/:userId`: what the user is entitled to now, computed from stored dates.
-    func getSubscriptions(_ request: Request) throws -> Response {
-        let project = try Auth.project(
-            publicKey: request.pathParameters["publicKey"], deps: deps, suggestion: Self.subscriptionsKeySuggestion)
-        try Auth.authorizeRead(request, project: project, deps: deps)
+    func getSubscriptions(_ request: Request, _ project: Project) throws -> Response {
+        try keys.authorizeRead(request, project: project)
         // A UUID user id reads in the form its purchases were bound under (require_match, prefer).
         let userId = AccountBindingRules.canonicalUserId(
             request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
@@ -21,9 +30,9 @@ extension APIHandlers {
                     : "String must contain at most 256 character(s)")],
                 suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
         }
-        let holdings = try deps.purchases.holdings(userId: userId, project: project)
+        let holdings = try purchases.holdings(userId: userId, project: project)
         let summary = UserEntitlementSummary.summarize(
-            holdings, setting: project.appPurchaseEntitlements, at: deps.now())
+            holdings, setting: project.appPurchaseEntitlements, at: now())
         return Response.json(200, Self.subscriptionsBody(userId: userId, summary))
     }
 

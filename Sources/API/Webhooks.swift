@@ -2,24 +2,38 @@ import Domain
 import Foundation
 import HTTPCore
 
-extension APIHandlers {
+/// `/v1/admin/projects/:id/webhook…`: the project's webhook, its signing secret and its deliveries.
+struct WebhooksController: APIController {
+    /// The webhook use cases; `nil` answers 503.
+    let administration: WebhookAdministration?
+
+    var routes: [APIRoute] {
+        let path = "/v1/admin/projects/:id/webhook"
+        let secret = ErrorContext(encryptionKey: .storeWebhookSecret)
+        return [
+            APIRoute(.put, path, .adminAPI, access: .admin, errors: secret, putWebhook),
+            APIRoute(.get, path, .adminAPI, access: .admin, errors: secret, getWebhook),
+            APIRoute(.delete, path, .adminAPI, access: .admin, errors: secret, deleteWebhook),
+            APIRoute(.post, path + "/rotate-secret", .adminAPI, access: .admin, errors: secret, rotateWebhookSecret),
+            APIRoute(.post, path + "/test", .adminAPI, access: .admin, errors: secret, testWebhook),
+            APIRoute(.get, path + "/deliveries", .adminAPI, access: .admin, errors: secret, listWebhookDeliveries),
+            APIRoute(.post, path + "/deliveries/:eventId/retry", .adminAPI, access: .admin, errors: secret,
+                     retryWebhookDelivery),
+        ]
+    }
+
     static let webhookSuggestion = "Request body: {\"url\": \"https://…\", \"events\"?: [types]} (events default to all: "
         + WebhookEventType.all.joined(separator: ", ") + ")."
 
     /// The webhook use cases, or 503 when the executable wired none.
     private func webhooks() throws -> WebhookAdministration {
-        guard let webhooks = deps.webhooks else {
-            throw DomainError(.serviceUnavailable, "Webhooks are not configured.",
-                              underlying: "APIDependencies.webhooks was not wired")
-        }
-        return webhooks
+        try unwired(administration, "Webhooks are not configured.", "webhooks")
     }
 
     /// `PUT /v1/admin/projects/:id/webhook`: creates the webhook (200 with its `secret`, shown this once) or changes
     /// its URL and events (200 without the secret, which is kept).
     func putWebhook(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let body = try RequestBody.object(request, suggestion: Self.webhookSuggestion)
         var fields = FieldValidator(body)
         let url = fields.string("url", required: true, maxLength: WebhookRules.maxURLBytes)
@@ -30,7 +44,7 @@ extension APIHandlers {
             }
         }
         try fields.check(suggestion: Self.webhookSuggestion)
-        let configured = try Self.translating(suggestion: Self.webhookSuggestion) {
+        let configured = try RequestBody.translating(suggestion: Self.webhookSuggestion) {
             try webhooks().configure(projectId: id, url: url ?? "", events: events)
         }
         return Response.json(200, Self.webhookBody(configured.endpoint, secret: configured.secret))
@@ -38,15 +52,13 @@ extension APIHandlers {
 
     /// `GET /v1/admin/projects/:id/webhook`: the configuration, never the secret.
     func getWebhook(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         return Response.json(200, Self.webhookBody(try webhooks().endpoint(projectId: id), secret: nil))
     }
 
     /// `DELETE /v1/admin/projects/:id/webhook`: the webhook, its undelivered events and its delivery log.
     func deleteWebhook(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         try webhooks().delete(projectId: id)
         return Response(status: 204)
     }
@@ -54,16 +66,14 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/webhook/rotate-secret`: a new secret (shown this once); the previous one keeps
     /// signing for 24 hours.
     func rotateWebhookSecret(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let configured = try webhooks().rotateSecret(projectId: id)
         return Response.json(200, Self.webhookBody(configured.endpoint, secret: configured.secret))
     }
 
     /// `POST /v1/admin/projects/:id/webhook/test`: queues a `ping` event; 202 with its id.
     func testWebhook(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let eventId = try webhooks().sendTest(projectId: id)
         var body = JSONBody(capacity: 96)
         body.raw(#"{"event_id":"#)
@@ -75,8 +85,7 @@ extension APIHandlers {
     /// `GET /v1/admin/projects/:id/webhook/deliveries?status=&limit=`: the newest events (`limit` 1…200, default
     /// 50), each with its attempts and their response codes.
     func listWebhookDeliveries(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let query = request.queryItems()
         var status: WebhookDeliveryStatus?
         if let raw = query.last(where: { $0.name == "status" })?.value {
@@ -109,8 +118,7 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/webhook/deliveries/:eventId/retry`: sends the event again now (whatever its
     /// status), with a fresh retry window; 202 with the delivery.
     func retryWebhookDelivery(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let eventId = request.pathParameters["eventId"] ?? ""
         let delivery = try webhooks().retry(projectId: id, eventId: eventId)
         var body = JSONBody(capacity: 320)

@@ -85,51 +85,54 @@ enum ServeCommand {
             return 2
         }
         defer { appStore.shutdown() }
-        var dependencies = APIDependencies(
-            projects: caches.projects,
-            purchases: caches.purchases,
-            verifier: AppStoreVerifier(verifier: verifier, metrics: metrics, receipts: receiptVerifier),
-            hasher: SHA256SecretHasher(),
-            adminToken: settings.adminToken,
-            notifications: caches.notifications,
-            credentials: PostgresCredentialStore(pool: database.pool),
-            sealer: sealer,
-            keyInspector: P256KeyInspector(),
-            offerSigner: PromotionalOfferSigner(),
-            appStore: appStore,
-            appTransactions: caches.appTransactions,
-            operations: PostgresAppStoreOperationsStore(pool: database.pool),
-            customers: caches.customers,
-            log: log)
+        let signedData = AppStoreVerifier(verifier: verifier, metrics: metrics, receipts: receiptVerifier)
+        let credentialStore = PostgresCredentialStore(pool: database.pool)
         let reconciliation = ReconcileWiring.reconciliation(
             settings: settings, database: database, projects: caches.projects, appStore: appStore,
-            verifier: dependencies.verifier,
+            verifier: signedData,
             credentials: CredentialAdministration(
-                projects: caches.projects, store: dependencies.credentials, sealer: sealer,
+                projects: caches.projects, store: credentialStore, sealer: sealer,
                 inspector: P256KeyInspector(), now: { Date() }),
             caches: caches)
-        dependencies.reconciliation = reconciliation
-        dependencies.entitlementTokens = SigningKeyCommands.entitlementTokens(
+        let entitlementTokens = SigningKeyCommands.entitlementTokens(
             settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
-        log(SigningKeyCommands.startupLogLine(dependencies.entitlementTokens, sealer: sealer))
-        dependencies.maxReceiptBodyBytes = settings.maxReceiptBodyBytes
-        dependencies.maxReceiptRecords = settings.maxReceiptRecords
-        dependencies.lookupBudget = LookupBudget(settings: settings.operations.lookupBudget)
-        dependencies.consoleSessions = PostgresConsoleSessionStore(pool: database.pool)
-        dependencies.overview = PostgresOverviewMetricsStore(pool: database.pool)
+        log(SigningKeyCommands.startupLogLine(entitlementTokens, sealer: sealer))
         // Native TLS means every console request arrives over HTTPS: the cookie is Secure whatever the variable says.
         var console = settings.console
         if settings.tlsCertificateFile != nil { console.secureCookie = true }
-        dependencies.console = console
         var scheduler: ReconcileScheduler?
         if settings.reconcile.interval > 0 {
             scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)
             scheduler?.start()
         }
-        dependencies.webhooks = WebhookAdministration(
-            projects: caches.projects, store: PostgresWebhookStore(pool: database.pool), sealer: sealer,
-            resolver: SystemWebhookHostResolver(), allowPrivateNetworks: settings.webhooks.allowPrivateNetworks,
-            now: { Date() })
+        let dependencies = APIDependencies(
+            projects: caches.projects,
+            purchases: caches.purchases,
+            verifier: signedData,
+            hasher: SHA256SecretHasher(),
+            adminToken: settings.adminToken,
+            notifications: caches.notifications,
+            credentials: credentialStore,
+            sealer: sealer,
+            keyInspector: P256KeyInspector(),
+            offerSigner: PromotionalOfferSigner(),
+            appStore: appStore,
+            lookupBudget: LookupBudget(settings: settings.operations.lookupBudget),
+            appTransactions: caches.appTransactions,
+            operations: PostgresAppStoreOperationsStore(pool: database.pool),
+            customers: caches.customers,
+            reconciliation: reconciliation,
+            entitlementTokens: entitlementTokens,
+            webhooks: WebhookAdministration(
+                projects: caches.projects, store: PostgresWebhookStore(pool: database.pool), sealer: sealer,
+                resolver: SystemWebhookHostResolver(), allowPrivateNetworks: settings.webhooks.allowPrivateNetworks,
+                now: { Date() }),
+            maxReceiptBodyBytes: settings.maxReceiptBodyBytes,
+            maxReceiptRecords: settings.maxReceiptRecords,
+            consoleSessions: PostgresConsoleSessionStore(pool: database.pool),
+            console: console,
+            overview: PostgresOverviewMetricsStore(pool: database.pool),
+            log: log)
         deriver.start()
         var dispatcher: WebhookDispatcher?
         if settings.webhooks.enabled {

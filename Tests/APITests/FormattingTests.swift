@@ -39,24 +39,24 @@ final class FormattingTests: XCTestCase {
     }
 
     func testBearerParsing() {
-        XCTAssertEqual(Auth.bearerToken("Bearer abc"), "abc")
-        XCTAssertEqual(Auth.bearerToken("BEARER   abc  "), "abc")
-        XCTAssertNil(Auth.bearerToken("Bearer"))
-        XCTAssertNil(Auth.bearerToken("Bearer "))
-        XCTAssertNil(Auth.bearerToken("Bearerabc"))
-        XCTAssertNil(Auth.bearerToken("Bearer a b"))
-        XCTAssertNil(Auth.bearerToken("Basic abc"))
+        XCTAssertEqual(KeyAuth.bearerToken("Bearer abc"), "abc")
+        XCTAssertEqual(KeyAuth.bearerToken("BEARER   abc  "), "abc")
+        XCTAssertNil(KeyAuth.bearerToken("Bearer"))
+        XCTAssertNil(KeyAuth.bearerToken("Bearer "))
+        XCTAssertNil(KeyAuth.bearerToken("Bearerabc"))
+        XCTAssertNil(KeyAuth.bearerToken("Bearer a b"))
+        XCTAssertNil(KeyAuth.bearerToken("Basic abc"))
     }
 
     func testJWSShape() {
-        XCTAssertTrue(APIHandlers.hasThreeParts("a.b.c"))
-        XCTAssertFalse(APIHandlers.hasThreeParts(""))
-        XCTAssertFalse(APIHandlers.hasThreeParts(".."))
+        XCTAssertTrue(ReceiptsController.hasThreeParts("a.b.c"))
+        XCTAssertFalse(ReceiptsController.hasThreeParts(""))
+        XCTAssertFalse(ReceiptsController.hasThreeParts(".."))
         for bad in ["abc", "a.b", "a.b.c.d", ".b.c", "a..c", "a.b.", "a.b.c.", "a.b..", "."] {
-            XCTAssertFalse(APIHandlers.hasThreeParts(bad), bad)
+            XCTAssertFalse(ReceiptsController.hasThreeParts(bad), bad)
         }
         let long = String(repeating: "x", count: 3_000)
-        XCTAssertTrue(APIHandlers.hasThreeParts(long + "." + long + ".s"))
-        XCTAssertTrue(APIHandlers.hasThreeParts("é.🙂.c"))
+        XCTAssertTrue(ReceiptsController.hasThreeParts(long + "." + long + ".s"))
+        XCTAssertTrue(ReceiptsController.hasThreeParts("é.🙂.c"))
     }
 }

@@ -21,7 +21,7 @@ final class OpenAPIRoutesTests: XCTestCase {
             router and openapi.yaml disagree:
             routed but not in openapi.yaml (document them under paths:, in block style):
             \(undocumented.map { "  + " + $0 }.joined(separator: "\n"))
-            in openapi.yaml but not routed (register them in Routes.swift, or drop them from the document):
+            in openapi.yaml but not routed (declare them in the resource's controller, Sources/API/, or drop them from the document):
             \(unrouted.map { "  - " + $0 }.joined(separator: "\n"))
             """)
     }

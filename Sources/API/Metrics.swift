@@ -4,20 +4,28 @@ import HTTPCore
 import Primitives
 
 /// `GET /v1/admin/projects/:id/metrics/overview`: the revenue dashboard's numbers.
-extension APIHandlers {
+struct MetricsController: APIController {
+    let projects: any ProjectStore
+    /// `nil` answers 503.
+    let store: (any OverviewMetricsStore)?
+    let now: @Sendable () -> Date
+
+    var routes: [APIRoute] {
+        [APIRoute(.get, "/v1/admin/projects/:id/metrics/overview", .adminAPI, access: .admin, overview)]
+    }
+
     static let overviewSuggestion = "Query: from and to as YYYY-MM-DD (UTC days, inclusive, at most "
         + "\(OverviewRange.maxDays) days; default the last 30 days), interval=day, optional environment "
         + "(Production, Sandbox, Xcode, LocalTesting)."
 
     func overview(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
-        let (range, environment) = try Self.overviewQuery(request, now: deps.now())
-        guard let store = deps.overview else {
+        let id = try PathParameters.projectId(request)
+        let (range, environment) = try Self.overviewQuery(request, now: now())
+        guard let store else {
             throw HTTPError.serviceUnavailable(message: "Metrics are not configured.", suggestion: "Retry later.")
         }
-        guard try deps.projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
-        let metrics = try store.overview(projectId: id, range: range, environment: environment, now: deps.now())
+        guard try projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
+        let metrics = try store.overview(projectId: id, range: range, environment: environment, now: now())
         var body = JSONBody(capacity: 256 + 200 * metrics.days.count)
         body.raw(#"{"project_id":"#)
         body.string(id.uuidString.lowercased())

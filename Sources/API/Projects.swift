@@ -3,7 +3,22 @@ import Foundation
 import HTTPCore
 import JSON
 
-extension APIHandlers {
+/// `/v1/admin/projects[/:id]`: tenants, their settings and keys.
+struct ProjectsController: APIController {
+    /// The admin use cases (shared with the CLI), at this server's clock.
+    let administration: ProjectAdministration
+
+    var routes: [APIRoute] {
+        [
+            APIRoute(.post, "/v1/admin/projects", .adminAPI, access: .admin, createProject),
+            APIRoute(.get, "/v1/admin/projects", .adminAPI, access: .admin, listProjects),
+            APIRoute(.get, "/v1/admin/projects/:id", .adminAPI, access: .admin, showProject),
+            APIRoute(.patch, "/v1/admin/projects/:id", .adminAPI, access: .admin, updateProject),
+            APIRoute(.delete, "/v1/admin/projects/:id", .adminAPI, access: .admin, deleteProject),
+            APIRoute(.post, "/v1/admin/projects/:id/rotate-keys", .adminAPI, access: .admin, rotateKeys),
+        ]
+    }
+
     static let createSuggestion = "Request body requires name (string) and bundle_id (string). Optional: app_apple_id "
         + "(integer or null), environments ([\"Production\", \"Sandbox\"]), transfer_policy (transfer, share, block), "
         + "allow_xcode (boolean), require_secret_key_for_reads (boolean), "
@@ -18,26 +33,16 @@ extension APIHandlers {
     static let consumptionSettingsHelp = "consumption_response (off, auto), consumption_customer_consented (boolean), "
         + "consumption_sample_content_provided (boolean), consumption_refund_preference (DECLINE, GRANT_FULL, "
         + "GRANT_PRORATED or null)"
-    static let productSuggestion = "Request body requires entitlements (array of at most 100 strings), "
-        + "e.g. {\"entitlements\": [\"pro\"]}."
-    static let productIdSuggestion = "Put the App Store product id (1 to 256 characters) in the URL path."
     static let rotateSuggestion = "Optional body: {\"key\": \"public\" | \"secret\", \"grace_seconds\": 0 to "
         + "\(ProjectRules.maxGraceSeconds)}. Without key both keys rotate; the default grace is 2592000 (30 days) for "
         + "the public key and 86400 (24 h) for the secret key; 0 retires the old key at once."
-    static let projectIdSuggestion = "Use the project's id (a UUID) from GET /v1/admin/projects."
     static let environmentNames = ProjectRules.selectableEnvironments.map(\.rawValue)
     static let policyNames = TransferPolicy.allCases.map(\.rawValue)
     static let tokenPolicyNames = AppAccountTokenPolicy.allCases.map(\.rawValue)
     static let keyKindNames = ProjectKeyKind.allCases.map(\.rawValue)
 
-    /// The admin use cases (shared with the CLI), at this server's clock.
-    var administration: ProjectAdministration {
-        ProjectAdministration(store: deps.projects, hasher: deps.hasher, now: deps.now)
-    }
-
     /// `POST /v1/admin/projects`: create a tenant; the secret key appears only in this response.
     func createProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let body = try RequestBody.object(request, suggestion: Self.createSuggestion)
         var fields = FieldValidator(body)
         let name = fields.string("name", required: true, minLength: 0)
@@ -61,13 +66,12 @@ extension APIHandlers {
         }
         fields.add(ruleProblems)
         try fields.check(suggestion: Self.createSuggestion)
-        let created = try Self.translating(suggestion: Self.createSuggestion) { try administration.createProject(new) }
+        let created = try RequestBody.translating(suggestion: Self.createSuggestion) { try administration.createProject(new) }
         return Response.json(201, Self.projectBody(created))
     }
 
     /// `GET /v1/admin/projects`.
     func listProjects(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
         let projects = try administration.allProjects()
         var body = JSONBody(capacity: 64 + 600 * projects.count)
         body.raw(#"{"projects":["#)
@@ -81,15 +85,13 @@ extension APIHandlers {
 
     /// `GET /v1/admin/projects/:id`.
     func showProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         return Response.json(200, Self.projectBody(try administration.project(id: id)))
     }
 
     /// `PATCH /v1/admin/projects/:id`: a validated partial update; `app_apple_id: null` clears it.
     func updateProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let body = try RequestBody.object(request, suggestion: Self.updateSuggestion)
         guard !body.isEmpty else {
             throw HTTPError.validation([ErrorDetail(path: [], message: "At least one field is required")],
@@ -112,7 +114,7 @@ extension APIHandlers {
         changes.entitlementTokenTTLSeconds = settings.entitlementTokenTTLSeconds
         fields.add(ProjectRules.problems(in: changes))
         try fields.check(suggestion: Self.updateSuggestion)
-        let updated = try Self.translating(suggestion: Self.updateSuggestion) {
+        let updated = try RequestBody.translating(suggestion: Self.updateSuggestion) {
             try administration.updateProject(id: id, changes)
         }
         return Response.json(200, Self.projectBody(updated))
@@ -120,8 +122,7 @@ extension APIHandlers {
 
     /// `DELETE /v1/admin/projects/:id`: the project and all its data.
     func deleteProject(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         try administration.deleteProject(id: id)
         return Response(status: 204)
     }
@@ -129,10 +130,9 @@ extension APIHandlers {
     /// `POST /v1/admin/projects/:id/rotate-keys`: new keys; each replaced key keeps working for its grace
     /// (`KeyRotationRules`). No body (or `{}`) rotates both keys with their default graces.
     func rotateKeys(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
+        let id = try PathParameters.projectId(request)
         let rotation = try Self.rotation(request)
-        let rotated = try Self.translating(suggestion: Self.rotateSuggestion) {
+        let rotated = try RequestBody.translating(suggestion: Self.rotateSuggestion) {
             try administration.rotateKeys(id: id, rotation)
         }
         return Response.json(200, Self.projectBody(rotated))
@@ -149,68 +149,6 @@ extension APIHandlers {
         try fields.check(suggestion: rotateSuggestion)
         if let kind { return ProjectAdministration.Rotation(kind: kind, graceSeconds: grace) }
         return ProjectAdministration.Rotation(graceSeconds: grace)
-    }
-
-    /// `GET /v1/admin/projects/:id/products`.
-    func listProducts(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
-        let products = try administration.products(projectId: id)
-        var body = JSONBody(capacity: 32 + 96 * products.count)
-        body.raw(#"{"products":["#)
-        for (i, product) in products.enumerated() {
-            if i > 0 { body.raw(",") }
-            Self.writeProduct(product, into: &body)
-        }
-        body.raw("]}")
-        return Response.json(200, body.bytes)
-    }
-
-    /// `PUT /v1/admin/projects/:id/products/:productId`: create or replace the product's entitlements.
-    func putProduct(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
-        let productId = try Self.productId(request)
-        let body = try RequestBody.object(request, suggestion: Self.productSuggestion)
-        var fields = FieldValidator(body)
-        let entitlements = fields.array("entitlements", required: true) { fields, value, path in
-            guard let entitlement = fields.checkString(value, path: path, minLength: 0, maxLength: nil) else {
-                return nil
-            }
-            let problems = ProjectRules.problems(entitlement: entitlement, at: Int(path.last ?? "") ?? 0)
-            fields.add(problems)
-            return problems.isEmpty ? entitlement : nil
-        }
-        if let entitlements, entitlements.count > ProjectRules.maxEntitlements {
-            fields.add(ProjectRules.problems(entitlements: entitlements))
-        }
-        try fields.check(suggestion: Self.productSuggestion)
-        let stored = try Self.translating(suggestion: Self.productSuggestion) {
-            try administration.setProduct(projectId: id, productId: productId, entitlements: entitlements ?? [])
-        }
-        var out = JSONBody(capacity: 96)
-        Self.writeProduct(stored, into: &out)
-        return Response.json(200, out.bytes)
-    }
-
-    /// `DELETE /v1/admin/projects/:id/products/:productId`.
-    func deleteProduct(_ request: Request) throws -> Response {
-        try Auth.authorizeAdmin(request, adminDigest: adminDigest, deps: deps)
-        let id = try Self.projectId(request)
-        let productId = try Self.productId(request)
-        try administration.deleteProduct(projectId: id, productId: productId)
-        return Response(status: 204)
-    }
-
-    /// Runs a use case, giving its `.invalidInput` problems this route's suggestion (the rules are the use case's,
-    /// the words for this front end are ours).
-    static func translating<T>(suggestion: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as DomainError where error.code == .invalidInput {
-            throw HTTPError.validation(error.details.map { ErrorDetail(path: $0.path, message: $0.message) },
-                                      suggestion: suggestion)
-        }
     }
 
     // MARK: - Parsing
@@ -295,24 +233,6 @@ extension APIHandlers {
         return .some(AppPurchaseEntitlements(purchasedBeforeVersion: version, entitlements: entitlements))
     }
 
-    static func projectId(_ request: Request) throws(HTTPError) -> UUID {
-        guard let raw = request.pathParameters["id"], let id = UUID(uuidString: raw) else {
-            throw HTTPError.validation([ErrorDetail(path: ["id"], message: "Invalid uuid")],
-                                      suggestion: projectIdSuggestion)
-        }
-        return id
-    }
-
-    static func productId(_ request: Request) throws(HTTPError) -> String {
-        let productId = request.pathParameters["productId"] ?? ""
-        let problems = ProjectRules.problems(productId: productId)
-        guard problems.isEmpty else {
-            throw HTTPError.validation(problems.map { ErrorDetail(path: $0.path, message: $0.message) },
-                                      suggestion: productIdSuggestion)
-        }
-        return productId
-    }
-
     // MARK: - Rendering
 
     static func projectBody(_ project: AdministeredProject) -> [UInt8] {
@@ -388,14 +308,6 @@ extension APIHandlers {
             body.raw(#","secret_key":"#)
             body.string(secretKey)
         }
-        body.raw("}")
-    }
-
-    static func writeProduct(_ product: ProductMapping, into body: inout JSONBody) {
-        body.raw(#"{"product_id":"#)
-        body.string(product.productId)
-        body.raw(#","entitlements":"#)
-        body.strings(product.entitlements)
         body.raw("}")
     }
 

@@ -1,0 +1,122 @@
+import Domain
+import Foundation
+import HTTPCore
+
+/// The console's session: `POST /v1/admin/session` trades the admin token for an `HttpOnly`, `SameSite=Strict`
+/// cookie; admin routes then accept that cookie (plus `X-CSRF-Token` on state-changing methods) instead of the
+/// bearer token (`AdminAuth.authenticatingConsoleSession`). The browser never holds the admin token after sign-in,
+/// and never in script-readable storage.
+struct ConsoleController: APIController {
+    static let sessionPath = "/v1/admin/session"
+    static let signInSuggestion = "Send {\"token\": \"<BOUNCER_ADMIN_TOKEN>\"} with Content-Type: application/json."
+
+    let admin: AdminAuth
+    /// Console settings the executable chose (`BOUNCER_CONSOLE_*`).
+    let console: ConsoleSettings
+
+    var routes: [APIRoute] {
+        [
+            APIRoute(.post, Self.sessionPath, .adminAPI, access: .consoleSession, signIn),
+            APIRoute(.get, Self.sessionPath, .adminAPI, access: .consoleSession, showSession),
+            APIRoute(.delete, Self.sessionPath, .adminAPI, access: .consoleSession, signOut),
+            APIRoute(.delete, "/v1/admin/sessions", .adminAPI, access: .admin, signOutEverywhere),
+        ]
+    }
+
+    /// `POST /v1/admin/session`: checks the admin token like the bearer path (lockout first, then digests in
+    /// constant time), stores a new session by its hash, bound to the admin token's fingerprint, sets the cookie and
+    /// answers the CSRF token.
+    func signIn(_ request: Request) throws -> Response {
+        guard let adminDigest = admin.digest, let adminFingerprint = admin.fingerprint else {
+            throw HTTPError.adminDisabled
+        }
+        try admin.checkLockout(request)
+        let store = try admin.sessionStore()
+        let body = try RequestBody.object(request, suggestion: Self.signInSuggestion)
+        var fields = FieldValidator(body)
+        let token = fields.string("token", required: true, minLength: 1, maxLength: 1024)
+        try fields.check(suggestion: Self.signInSuggestion)
+        guard let token, ProjectKeys.constantTimeEquals(admin.hasher.hash(token), adminDigest) else {
+            throw admin.failed(request, HTTPError.consoleSignInFailed)
+        }
+        admin.failures.recordSuccess(request.clientKey.description)
+        let sessionToken = ConsoleSessionRules.generateToken()
+        let now = admin.now()
+        let expires = now.addingTimeInterval(Double(console.sessionLifetimeSeconds))
+        try store.createSession(tokenHash: admin.hasher.hash(sessionToken), adminFingerprint: adminFingerprint,
+                                createdAt: now, expiresAt: expires)
+        var headers = HTTPHeaders()
+        headers.add("Set-Cookie", cookie(value: sessionToken, maxAge: console.sessionLifetimeSeconds))
+        headers.add("Cache-Control", "no-store")
+        return Response.json(201, sessionBody(sessionToken, expires: expires), headers: headers)
+    }
+
+    /// `GET /v1/admin/session`: the current session's CSRF token and expiry (a reloaded page asks here).
+    func showSession(_ request: Request) throws -> Response {
+        guard admin.digest != nil else { throw HTTPError.adminDisabled }
+        guard let token = AdminAuth.sessionCookie(request), let session = try admin.liveSession(token) else {
+            throw HTTPError.consoleSessionInvalid
+        }
+        return Response.json(200, sessionBody(token, expires: session.expiresAt), headers: ["Cache-Control": "no-store"])
+    }
+
+    /// `DELETE /v1/admin/session`: signs out (CSRF-checked when the session is live) and clears the cookie.
+    func signOut(_ request: Request) throws -> Response {
+        guard admin.digest != nil else { throw HTTPError.adminDisabled }
+        if let token = AdminAuth.sessionCookie(request), try admin.liveSession(token) != nil {
+            try admin.checkCSRF(request, sessionToken: token)
+            _ = try admin.sessionStore().deleteSession(tokenHash: admin.hasher.hash(token))
+        }
+        return Response(status: 204, headers: ["Set-Cookie": cookie(value: "", maxAge: 0), "Cache-Control": "no-store"])
+    }
+
+    /// `DELETE /v1/admin/sessions`: ends every console session ("sign out everywhere"), the caller's included. Needs
+    /// the admin token, or a live session with its CSRF token (`AdminAuth.authenticatingConsoleSession` ran first).
+    func signOutEverywhere(_ request: Request) throws -> Response {
+        _ = try admin.sessionStore().deleteAllSessions()
+        return Response(status: 204, headers: ["Set-Cookie": cookie(value: "", maxAge: 0), "Cache-Control": "no-store"])
+    }
+
+    private func cookie(value: String, maxAge: Int) -> String {
+        "\(ConsoleSessionRules.cookieName)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict"
+            + (console.secureCookie ? "; Secure" : "")
+    }
+
+    private func sessionBody(_ token: String, expires: Date) -> [UInt8] {
+        var body = JSONBody(capacity: 160)
+        body.raw(#"{"csrf_token":"#)
+        body.string(ConsoleSessionRules.csrfToken(sessionToken: token, hasher: admin.hasher))
+        body.raw(#","expires_at":"#)
+        body.date(expires)
+        body.raw("}")
+        return body.bytes
+    }
+}
+
+/// How the console's session cookie is issued.
+public struct ConsoleSettings: Sendable {
+    /// Adds `Secure` to the cookie: on when the console is reached over HTTPS (directly or through a proxy).
+    public var secureCookie: Bool
+    /// Session lifetime in seconds.
+    public var sessionLifetimeSeconds: Int
+
+    /// Settings; the defaults suit a console on `http://localhost`.
+    public init(secureCookie: Bool = false, sessionLifetimeSeconds: Int = ConsoleSessionRules.defaultLifetimeSeconds) {
+        self.secureCookie = secureCookie
+        self.sessionLifetimeSeconds = sessionLifetimeSeconds
+    }
+}
+
+extension HTTPError {
+    static let consoleSignInFailed = HTTPError(
+        status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
+        suggestion: "Enter the server's BOUNCER_ADMIN_TOKEN.")
+
+    static let consoleSessionInvalid = HTTPError(
+        status: 401, code: "CONSOLE_SESSION_INVALID", message: "No live console session.",
+        suggestion: "Sign in again at /admin/ with the admin token (sessions expire).")
+
+    static let csrfTokenInvalid = HTTPError(
+        status: 403, code: "CSRF_TOKEN_INVALID", message: "Missing or wrong X-CSRF-Token.",
+        suggestion: "Send the csrf_token from GET /v1/admin/session as the X-CSRF-Token header.")
+}
