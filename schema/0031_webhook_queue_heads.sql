@@ -1,5 +1,6 @@
--- 0031_webhook_queue_heads: webhook_queue holds each user's head event only (the oldest pending one), and a leased
--- head is not due until its lease ends, so the claim takes the first due rows of its index and nothing else.
+-- 0031_webhook_queue_heads: webhook_queue holds each user's head event only (the oldest pending one) and its lease,
+-- and a leased head is not due until its lease ends, so the claim takes the first due rows of its index and nothing
+-- else.
 --
 -- Under 0030 the queue held every pending event; the claim stepped over events leased by other threads and events
 -- blocked behind an earlier one of their user (a NOT EXISTS per candidate), 2.15 ms a claim through a drain. Now
@@ -12,9 +13,15 @@ DELETE FROM webhook_queue q
 WHERE q.user_id IS NOT NULL
   AND EXISTS (SELECT 1 FROM webhook_queue p
               WHERE p.project_id = q.project_id AND p.user_id = q.user_id AND p.seq < q.seq);
-UPDATE webhook_queue q SET next_attempt_at = e.lease_until
+-- The lease moves to the queue row: a claim writes only this small row, not the event (whose data it would copy
+-- into the WAL again). attempts counts the event's claims, as webhook_events.attempts did; webhook_events keeps the
+-- attempts recorded, and its lease columns are no longer written.
+ALTER TABLE webhook_queue ADD COLUMN lease_owner text NULL, ADD COLUMN attempts int NOT NULL DEFAULT 0;
+UPDATE webhook_queue q SET attempts = e.attempts,
+    lease_owner = CASE WHEN e.lease_until > now() THEN e.lease_owner END,
+    next_attempt_at = GREATEST(q.next_attempt_at, e.lease_until)
 FROM webhook_events e
-WHERE e.project_id = q.project_id AND e.seq = q.seq AND e.lease_until > q.next_attempt_at;
+WHERE e.project_id = q.project_id AND e.seq = q.seq;
 
 -- One head per user, and the arbiter of the trigger's INSERT … ON CONFLICT.
 CREATE UNIQUE INDEX webhook_queue_head_idx ON webhook_queue (project_id, user_id) WHERE user_id IS NOT NULL;

@@ -246,7 +246,8 @@ public final class PostgresWebhookStore: WebhookStore {
     /// Leases up to `limit` due events for `leaseSeconds`, oldest due first: the first due rows of `webhook_queue`,
     /// which holds each user's head event only (0031), so a claim returns at most one event per user and none whose
     /// user has an earlier pending one, and costs O(limit) whatever the backlog. A leased head stays in the queue,
-    /// due again when its lease ends (an instance that died mid-attempt: the event goes out again, same id).
+    /// due again when its lease ends (an instance that died mid-attempt: the event goes out again, same id). The lease
+    /// is written on the queue row only, not on the event.
     /// `FOR UPDATE SKIP LOCKED` lets instances claim at once without waiting on or taking each other's rows.
     public func claim(owner: String, limit: Int, leaseSeconds: Int) throws -> [ClaimedEvent] {
         try StorageErrors.mapping("claim webhook events") {
@@ -259,27 +260,20 @@ public final class PostgresWebhookStore: WebhookStore {
     private static func claim(owner: String, limit: Int, leaseSeconds: Int, on connection: Connection) throws
         -> [ClaimedEvent]
     {
-        // The event's own conditions are checked again on its row: a manual retry may have made a leased event
-        // due (the queue follows the lease, so only a row written by an older binary could be).
+        // Only the queue row is written: the lease (and the attempt's number) live there, the event is read.
         let rows = try connection.query("""
             WITH due AS (
                 SELECT q.project_id, q.seq FROM webhook_queue q
                 WHERE q.next_attempt_at <= now()
                 ORDER BY q.next_attempt_at, q.seq
                 LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED),
-            leased AS (
-                UPDATE webhook_queue q SET next_attempt_at = now() + make_interval(secs => \(leaseSeconds))
-                FROM due WHERE q.project_id = due.project_id AND q.seq = due.seq
-                RETURNING q.project_id, q.seq)
-            UPDATE webhook_events e SET lease_owner = \(owner),
-                lease_until = now() + make_interval(secs => \(leaseSeconds)), attempts = e.attempts + 1
-            FROM leased
-            WHERE e.project_id = leased.project_id AND e.seq = leased.seq
-              AND e.status = 'pending' AND e.next_attempt_at <= now()
-              AND (e.lease_until IS NULL OR e.lease_until < now())
+                FOR UPDATE SKIP LOCKED)
+            UPDATE webhook_queue q SET next_attempt_at = now() + make_interval(secs => \(leaseSeconds)),
+                lease_owner = \(owner), attempts = q.attempts + 1
+            FROM due JOIN webhook_events e ON e.project_id = due.project_id AND e.seq = due.seq
+            WHERE q.project_id = due.project_id AND q.seq = due.seq
             RETURNING e.project_id, e.seq, e.id, e.type, e.user_id, e.data::text AS data, e.created_at,
-                e.attempts, e.retry_window_start
+                q.attempts, e.retry_window_start
             """)
         guard !rows.isEmpty else { return [] }
         var projectIds: [UUID] = []

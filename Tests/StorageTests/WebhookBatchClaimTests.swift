@@ -15,20 +15,26 @@ enum WebhookQueueOracle {
         var description: String { "\(seq) \(user ?? "-") \(due.timeIntervalSince1970)" }
     }
 
-    /// Each user's oldest pending event (a user-less one is its own), due at its retry time or its lease's end.
+    /// Each user's oldest pending event (a user-less one is its own), due at its retry time.
     static func heads(_ pool: ConnectionPool) throws -> [Head] {
         try read(pool, """
             SELECT seq, user_id, due FROM (
                 SELECT DISTINCT ON (e.project_id, COALESCE(e.user_id, e.seq::text), e.user_id IS NULL) e.seq, e.user_id,
-                    GREATEST(e.next_attempt_at, e.lease_until) AS due
+                    e.next_attempt_at AS due
                 FROM webhook_events e WHERE e.status = 'pending'
                 ORDER BY e.project_id, COALESCE(e.user_id, e.seq::text), e.user_id IS NULL, e.seq) h
             ORDER BY seq
             """)
     }
 
+    /// The queue; a leased row's due time (its lease's end) shows as its event's when it is no earlier.
     static func queue(_ pool: ConnectionPool) throws -> [Head] {
-        try read(pool, "SELECT seq, user_id, next_attempt_at AS due FROM webhook_queue ORDER BY seq")
+        try read(pool, """
+            SELECT q.seq, q.user_id, CASE WHEN q.lease_owner IS NULL OR q.next_attempt_at < e.next_attempt_at
+                                          THEN q.next_attempt_at ELSE e.next_attempt_at END AS due
+            FROM webhook_queue q JOIN webhook_events e ON e.project_id = q.project_id AND e.seq = q.seq
+            ORDER BY q.seq
+            """)
     }
 
     private static func read(_ pool: ConnectionPool, _ sql: String) throws -> [Head] {
@@ -69,7 +75,6 @@ final class WebhookBatchClaimTests: XCTestCase {
                            outcome: .notDelivered(status: 503, error: "HTTP 503", retryAt: Date() + 3600, failed: false))
         // Leases of the others end now (as after a crash), so everything but c is due again.
         try s.pool.withConnection { c in
-            _ = try c.execute("UPDATE webhook_events SET lease_until = now() - interval '1 second' WHERE lease_owner = 'x'")
             _ = try c.execute("UPDATE webhook_queue SET next_attempt_at = now() - interval '1 second' WHERE user_id IS DISTINCT FROM 'c'")
         }
         let claimed = try store.claim(owner: "one", limit: 100, leaseSeconds: 60)
@@ -86,8 +91,7 @@ final class WebhookBatchClaimTests: XCTestCase {
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
         // The limit is the number of free delivery slots.
         try s.pool.withConnection { c in
-            _ = try c.execute("UPDATE webhook_events SET lease_until = NULL")
-            _ = try c.execute("UPDATE webhook_queue SET next_attempt_at = now() - interval '1 second'")
+            _ = try c.execute("UPDATE webhook_queue SET next_attempt_at = now() - interval '1 second' WHERE user_id IS DISTINCT FROM 'c'")
         }
         XCTAssertEqual(try store.claim(owner: "three", limit: 2, leaseSeconds: 60).map { $0.userId ?? "-" }, ["a", "b"])
     }
@@ -155,7 +159,8 @@ final class WebhookBatchClaimTests: XCTestCase {
         let writers = try s.rows("""
             SELECT DISTINCT x FROM (
                 SELECT xmin::text AS x FROM webhook_attempts
-                UNION ALL SELECT xmin::text FROM webhook_events WHERE status = 'delivered' OR lease_owner IS NOT NULL) t
+                UNION ALL SELECT xmin::text FROM webhook_events WHERE status = 'delivered'
+                UNION ALL SELECT xmin::text FROM webhook_queue WHERE lease_owner IS NOT NULL) t
             """).count
         XCTAssertEqual(writers, 1, "three attempts, three events delivered and three leased: one transaction")
 
@@ -178,7 +183,6 @@ final class WebhookBatchClaimTests: XCTestCase {
         XCTAssertEqual(try store.claim(owner: "two", limit: 10, leaseSeconds: 60).count, 0, "still leased")
         // The leases end (the instance is gone): the same events, with the same ids, go out again.
         try s.pool.withConnection { c in
-            _ = try c.execute("UPDATE webhook_events SET lease_until = now() - interval '1 second' WHERE lease_owner = 'one'")
             _ = try c.execute("UPDATE webhook_queue SET next_attempt_at = now() - interval '1 second'")
         }
         let again = try store.claim(owner: "two", limit: 10, leaseSeconds: 60)

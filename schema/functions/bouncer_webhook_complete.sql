@@ -1,6 +1,7 @@
 -- Records a batch of finished delivery attempts in the caller's transaction (the dispatcher's one commit per batch):
 -- each attempt's row, and its event moved on (delivered, pending again at its retry time, or failed) while p_owner
--- still holds its lease; the queue's trigger then moves each finished head's user on to the next event.
+-- still holds its lease (webhook_queue.lease_owner); the queue's trigger then moves each finished head's user on
+-- to the next event.
 -- Element i of the arrays is one attempt; times are microseconds since 1970.
 --
 -- Returns the attempts left for later: their user's lock (16979) is held by a transaction writing events for that
@@ -16,6 +17,7 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_ready bigint[] := '{}';
     v_later bigint[] := '{}';
+    v_mine bigint[];
     r record;
 BEGIN
     FOR r IN
@@ -31,6 +33,16 @@ BEGIN
             v_later := v_later || r.seq;
         END IF;
     END LOOP;
+    -- The leases this owner still holds (on the queue rows, where the claim wrote them); a retry's lease ends now,
+    -- so the event's update below makes its row due at the retry time. Delivered and failed heads leave the queue.
+    SELECT COALESCE(array_agg(m.seq), '{}') INTO v_mine FROM (
+        SELECT q.seq FROM webhook_queue q
+        JOIN unnest(p_project_ids, p_seqs) AS o(project_id, seq) ON q.project_id = o.project_id AND q.seq = o.seq
+        WHERE q.lease_owner = p_owner AND q.seq = ANY (v_ready)
+        FOR UPDATE OF q) m;
+    UPDATE webhook_queue q SET lease_owner = NULL
+    FROM unnest(p_project_ids, p_seqs, p_statuses) AS o(project_id, seq, status)
+    WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status = 'pending' AND q.seq = ANY (v_mine);
 
     WITH o AS (
         SELECT o.project_id, o.seq, o.attempt, timestamptz 'epoch' + o.at_us * interval '1 microsecond' AS at,
@@ -47,11 +59,11 @@ BEGIN
         FROM o
         ON CONFLICT DO NOTHING)
     UPDATE webhook_events e SET status = o.status, next_attempt_at = o.next_at,
-        lease_owner = NULL, lease_until = NULL, last_attempt_at = o.at,
+        attempts = GREATEST(e.attempts, o.attempt), last_attempt_at = o.at,
         last_status_code = o.status_code, last_error = o.error,
         delivered_at = CASE WHEN o.status = 'delivered' THEN o.at END
     FROM o
-    WHERE e.project_id = o.project_id AND e.seq = o.seq AND e.lease_owner = p_owner;
+    WHERE e.project_id = o.project_id AND e.seq = o.seq AND o.seq = ANY (v_mine);
 
     RETURN QUERY SELECT o.project_id, o.seq FROM unnest(p_project_ids, p_seqs) AS o(project_id, seq)
         WHERE o.seq = ANY (v_later);

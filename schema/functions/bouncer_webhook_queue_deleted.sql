@@ -12,8 +12,8 @@ BEGIN
         GROUP BY g.project_id, g.user_id
     LOOP
         PERFORM pg_advisory_xact_lock(16979, hashtext(r.project_id::text || '/' || r.user_id));
-        INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at)
-        SELECT e.project_id, e.seq, e.user_id, GREATEST(e.next_attempt_at, e.lease_until) FROM webhook_events e
+        INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at, attempts)
+        SELECT e.project_id, e.seq, e.user_id, e.next_attempt_at, e.attempts FROM webhook_events e
         WHERE e.project_id = r.project_id AND e.user_id = r.user_id AND e.seq > r.seq AND e.status = 'pending'
           AND NOT EXISTS (SELECT 1 FROM webhook_queue q WHERE q.project_id = r.project_id AND q.user_id = r.user_id)
         ORDER BY e.seq LIMIT 1

@@ -1,8 +1,8 @@
 -- Keeps webhook_queue equal to each user's head event (the oldest pending one; a user-less event is its own head),
 -- in the writer's transaction (trigger webhook_events_queue, 0030/0031). A queue row is due at the event's retry
--- time, or when its lease ends if later (the claim pushes it to the lease's end). An event enters when it is written
--- with no pending event of its user before it, or retried by hand ahead of its user's head; when a head is
--- delivered or failed its user's next pending event enters. A DELETE is bouncer_webhook_queue_deleted's.
+-- time, or while leased (the claim writes the lease on the queue row only) when its lease ends. An event enters when
+-- it is written with no pending event of its user before it, or retried by hand ahead of its user's head; when a
+-- head is delivered or failed its user's next pending event enters. A DELETE is bouncer_webhook_queue_deleted's.
 --
 -- Moving a head on takes the user's lock (16979) first, the one bouncer_emit_event holds until its commit, and looks
 -- for the next event in a later statement (a new snapshot): an event written for the user meanwhile is either
@@ -15,9 +15,10 @@ DECLARE
     v_is boolean := NEW.status = 'pending';
 BEGIN
     IF v_was AND v_is AND OLD.user_id IS NOT DISTINCT FROM NEW.user_id THEN
-        -- A later retry time (or a manual retry now): only a head has a row. GREATEST ignores a NULL lease.
-        UPDATE webhook_queue SET next_attempt_at = GREATEST(NEW.next_attempt_at, NEW.lease_until)
-        WHERE project_id = NEW.project_id AND seq = NEW.seq;
+        -- Due again at its retry time (only a head has a row); a manual retry of a leased event waits for the lease.
+        UPDATE webhook_queue q SET next_attempt_at = CASE WHEN q.lease_owner IS NULL THEN NEW.next_attempt_at
+                                                          ELSE GREATEST(q.next_attempt_at, NEW.next_attempt_at) END
+        WHERE q.project_id = NEW.project_id AND q.seq = NEW.seq;
         RETURN NULL;
     END IF;
 
@@ -25,8 +26,8 @@ BEGIN
         DELETE FROM webhook_queue WHERE project_id = OLD.project_id AND seq = OLD.seq;
         IF FOUND AND OLD.user_id IS NOT NULL THEN
             PERFORM pg_advisory_xact_lock(16979, hashtext(OLD.project_id::text || '/' || OLD.user_id));
-            INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at)
-            SELECT e.project_id, e.seq, e.user_id, GREATEST(e.next_attempt_at, e.lease_until) FROM webhook_events e
+            INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at, attempts)
+            SELECT e.project_id, e.seq, e.user_id, e.next_attempt_at, e.attempts FROM webhook_events e
             WHERE e.project_id = OLD.project_id AND e.user_id = OLD.user_id AND e.seq > OLD.seq
               AND e.status = 'pending'
             ORDER BY e.seq LIMIT 1
@@ -43,8 +44,8 @@ BEGIN
         END IF;
         -- A new event is its user's newest (bouncer_emit_event numbers them under the user's lock): it enters only
         -- when the user has no head.
-        INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at)
-        VALUES (NEW.project_id, NEW.seq, NEW.user_id, GREATEST(NEW.next_attempt_at, NEW.lease_until))
+        INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at, attempts)
+        VALUES (NEW.project_id, NEW.seq, NEW.user_id, NEW.next_attempt_at, NEW.attempts)
         ON CONFLICT (project_id, user_id) WHERE user_id IS NOT NULL DO NOTHING;
     END IF;
     RETURN NULL;
