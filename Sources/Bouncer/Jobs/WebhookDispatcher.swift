@@ -149,6 +149,8 @@ final class WebhookDispatcher: Sendable {
     static let attemptTimeout: Duration = .seconds(10)
     /// How long finished attempts wait for the rest of their batch before they are recorded.
     static let batchWindow = 0.005
+    /// How soon outcomes left for later (their user's lock held by a deriver) are tried again.
+    static let laterRetry = 0.05
 
     init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
          log: @escaping @Sendable (String) -> Void) throws {
@@ -242,6 +244,7 @@ final class WebhookDispatcher: Sendable {
             let free = stop ? 0 : threads - busy
             if stop, busy == 0, batch.isEmpty { return }
             var claimedAny = false
+            var failed = false
             var idle = 5.0
             if !batch.isEmpty || free > 0 {
                 do {
@@ -261,14 +264,17 @@ final class WebhookDispatcher: Sendable {
                 } catch {
                     log(jsonLine("webhooks", "delivery loop: \(String(reflecting: error))"))
                     later = batch
-                    idle = 1
+                    failed = true
                 }
             }
             if stop, later.isEmpty, flight.withLock({ $0.busy == 0 && $0.finished.isEmpty }) { return }
-            if claimedAny || busy > 0 || !later.isEmpty {
-                awaitBatch(longest: later.isEmpty ? idle : Self.batchWindow)
+            if failed {
+                _ = wake.wait(timeout: .now() + 1)
+            } else if claimedAny || busy > 0 {
+                awaitBatch(longest: later.isEmpty ? idle : Self.laterRetry)
             } else {
-                _ = wake.wait(timeout: .now() + idle)
+                // Outcomes a deriver holds back are tried again soon (it commits within a batch's time).
+                _ = wake.wait(timeout: .now() + (later.isEmpty ? idle : Self.laterRetry))
             }
         }
     }
