@@ -243,63 +243,68 @@ public final class PostgresWebhookStore: WebhookStore {
         public var endpoint: StoredWebhookEndpoint
     }
 
-    /// Leases up to `limit` due events for `leaseSeconds`: pending, due, not leased, and with no earlier pending
-    /// event of the same (project, user) — so one user's events go out in order — oldest due first.
+    /// Leases up to `limit` due events for `leaseSeconds`, oldest due first: the first due rows of `webhook_queue`,
+    /// which holds each user's head event only (0031), so a claim returns at most one event per user and none whose
+    /// user has an earlier pending one, and costs O(limit) whatever the backlog. A leased head stays in the queue,
+    /// due again when its lease ends (an instance that died mid-attempt: the event goes out again, same id). The lease
+    /// is written on the queue row only, not on the event.
     /// `FOR UPDATE SKIP LOCKED` lets instances claim at once without waiting on or taking each other's rows.
-    /// The candidates come from `webhook_queue` (the pending events only, 0030), so a claim steps over no delivered
-    /// event; the conditions are checked again on the locked event row, which a concurrent attempt may have moved on.
     public func claim(owner: String, limit: Int, leaseSeconds: Int) throws -> [ClaimedEvent] {
         try StorageErrors.mapping("claim webhook events") {
             try pool.withConnection { connection in
-                let rows = try connection.query("""
-                    WITH due AS (
-                        SELECT e.project_id, e.seq FROM webhook_queue q
-                        JOIN webhook_events e ON e.project_id = q.project_id AND e.seq = q.seq
-                        WHERE q.next_attempt_at <= now()
-                          AND e.status = 'pending' AND e.next_attempt_at <= now()
-                          AND (e.lease_until IS NULL OR e.lease_until < now())
-                          AND (e.user_id IS NULL OR NOT EXISTS (
-                              SELECT 1 FROM webhook_queue p
-                              WHERE p.project_id = e.project_id AND p.user_id = e.user_id AND p.seq < e.seq))
-                        ORDER BY q.next_attempt_at, q.seq
-                        LIMIT \(limit)
-                        FOR UPDATE OF e SKIP LOCKED)
-                    UPDATE webhook_events e SET lease_owner = \(owner),
-                        lease_until = now() + make_interval(secs => \(leaseSeconds)), attempts = e.attempts + 1
-                    FROM due
-                    WHERE e.project_id = due.project_id AND e.seq = due.seq
-                    RETURNING e.project_id, e.seq, e.id, e.type, e.user_id, e.data::text AS data, e.created_at,
-                        e.attempts, e.retry_window_start
-                    """)
-                guard !rows.isEmpty else { return [] }
-                var projectIds: [UUID] = []
-                for row in rows {
-                    let id = try row.decode("project_id", as: UUID.self)
-                    if !projectIds.contains(id) { projectIds.append(id) }
-                }
-                var endpoints: [UUID: StoredWebhookEndpoint] = [:]
-                for row in try connection.query("""
-                    SELECT \(unsafeSQL: Self.endpointColumns) FROM webhook_endpoints
-                    WHERE project_id = ANY (\(projectIds.map { $0.uuidString.lowercased() })::uuid[])
-                    """) {
-                    let endpoint = try Self.endpoint(from: row)
-                    endpoints[endpoint.endpoint.projectId] = endpoint
-                }
-                // An event whose webhook was deleted meanwhile has gone with it (deleteEndpoint): nothing to send.
-                return try rows.compactMap { row -> ClaimedEvent? in
-                    let projectId = try row.decode("project_id", as: UUID.self)
-                    guard let endpoint = endpoints[projectId] else { return nil }
-                    return ClaimedEvent(
-                        projectId: projectId, seq: try row.decode("seq", as: Int64.self),
-                        eventId: try row.decode("id", as: String.self), type: try row.decode("type", as: String.self),
-                        userId: try row.decode("user_id", as: String?.self), dataJSON: try row.decode("data", as: String.self),
-                        createdAt: try row.decode("created_at", as: Date.self),
-                        attempt: try row.decode("attempts", as: Int.self),
-                        retryWindowStart: try row.decode("retry_window_start", as: Date.self),
-                        endpoint: endpoint)
-                }
+                try Self.claim(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection)
             }
         }
+    }
+
+    private static func claim(owner: String, limit: Int, leaseSeconds: Int, on connection: Connection) throws
+        -> [ClaimedEvent]
+    {
+        // Only the queue row is written: the lease (and the attempt's number) live there, the event is read.
+        let rows = try connection.query("""
+            WITH due AS (
+                SELECT q.project_id, q.seq FROM webhook_queue q
+                WHERE q.next_attempt_at <= now()
+                ORDER BY q.next_attempt_at, q.seq
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED)
+            UPDATE webhook_queue q SET next_attempt_at = now() + make_interval(secs => \(leaseSeconds)),
+                lease_owner = \(owner), attempts = q.attempts + 1
+            FROM due JOIN webhook_events e ON e.project_id = due.project_id AND e.seq = due.seq
+            WHERE q.project_id = due.project_id AND q.seq = due.seq
+            RETURNING e.project_id, e.seq, e.id, e.type, e.user_id, e.data::text AS data, e.created_at,
+                q.attempts, e.retry_window_start
+            """)
+        guard !rows.isEmpty else { return [] }
+        var projectIds: [UUID] = []
+        for row in rows {
+            let id = try row.decode("project_id", as: UUID.self)
+            if !projectIds.contains(id) { projectIds.append(id) }
+        }
+        var endpoints: [UUID: StoredWebhookEndpoint] = [:]
+        for row in try connection.query("""
+            SELECT \(unsafeSQL: Self.endpointColumns) FROM webhook_endpoints
+            WHERE project_id = ANY (\(projectIds.map { $0.uuidString.lowercased() })::uuid[])
+            """) {
+            let endpoint = try Self.endpoint(from: row)
+            endpoints[endpoint.endpoint.projectId] = endpoint
+        }
+        // An event whose webhook was deleted meanwhile has gone with it (deleteEndpoint): nothing to send.
+        var claimed: [ClaimedEvent] = []
+        for row in rows {
+            let projectId = try row.decode("project_id", as: UUID.self)
+            guard let endpoint = endpoints[projectId] else { continue }
+            claimed.append(ClaimedEvent(
+                projectId: projectId, seq: try row.decode("seq", as: Int64.self),
+                eventId: try row.decode("id", as: String.self), type: try row.decode("type", as: String.self),
+                userId: try row.decode("user_id", as: String?.self), dataJSON: try row.decode("data", as: String.self),
+                createdAt: try row.decode("created_at", as: Date.self),
+                attempt: try row.decode("attempts", as: Int.self),
+                retryWindowStart: try row.decode("retry_window_start", as: Date.self),
+                endpoint: endpoint))
+        }
+        // The queue's order (oldest due first); RETURNING's order is the join's.
+        return claimed.sorted { $0.seq < $1.seq }
     }
 
     /// What one attempt ended with.
@@ -310,41 +315,104 @@ public final class PostgresWebhookStore: WebhookStore {
         case notDelivered(status: Int?, error: String, retryAt: Date, failed: Bool)
     }
 
+    /// A finished attempt of a claimed event, to record.
+    public struct Completion: Sendable {
+        /// The event as claimed (its attempt number, its lease).
+        public var event: ClaimedEvent
+        /// When the attempt started.
+        public var at: Date
+        /// How long it took.
+        public var durationMs: Int
+        /// What it ended with.
+        public var outcome: AttemptOutcome
+
+        /// A finished attempt.
+        public init(event: ClaimedEvent, at: Date, durationMs: Int, outcome: AttemptOutcome) {
+            self.event = event
+            self.at = at
+            self.durationMs = durationMs
+            self.outcome = outcome
+        }
+    }
+
     /// Records the attempt and moves the event on (delivered, due again at `retryAt`, or failed), only while this
-    /// owner still holds the lease; the attempt row is written either way. One statement.
+    /// owner still holds the lease; the attempt row is written either way. Waits while a deriver writes events for
+    /// the event's user (see `completeAndClaim`).
     public func complete(_ event: ClaimedEvent, owner: String, at: Date, durationMs: Int, outcome: AttemptOutcome)
         throws
     {
-        let status: Int?
-        let error: String?
-        let newStatus: String
-        let nextAttempt: Date
-        switch outcome {
-        case .delivered(let code):
-            (status, error, newStatus, nextAttempt) = (code, nil, "delivered", at)
-        case .notDelivered(let code, let reason, let retryAt, let failed):
-            (status, error, newStatus, nextAttempt) = (code, String(reason.prefix(500)), failed ? "failed" : "pending",
-                                                       retryAt)
+        var pending = [Completion(event: event, at: at, durationMs: durationMs, outcome: outcome)]
+        while !pending.isEmpty {
+            pending = try completeAndClaim(pending, owner: owner, limit: 0, leaseSeconds: 0).later
+            if !pending.isEmpty { usleep(2_000) }
         }
-        try StorageErrors.mapping("complete webhook event") {
-            try pool.withConnection { connection in
-                _ = try connection.execute("""
-                    WITH attempt AS (
-                        INSERT INTO webhook_attempts (project_id, event_seq, attempt, attempted_at, status_code, error,
-                            duration_ms, instance)
-                        SELECT \(event.projectId)::uuid, \(event.seq)::bigint, \(event.attempt)::int,
-                            \(at)::timestamptz, \(status)::int, \(error)::text, \(durationMs)::int, \(owner)::text
-                        WHERE EXISTS (SELECT 1 FROM webhook_events e
-                                      WHERE e.project_id = \(event.projectId) AND e.seq = \(event.seq))
-                        ON CONFLICT DO NOTHING)
-                    UPDATE webhook_events e SET status = \(newStatus)::text, next_attempt_at = \(nextAttempt),
-                        lease_owner = NULL, lease_until = NULL, last_attempt_at = \(at), last_status_code = \(status)::int,
-                        last_error = \(error)::text,
-                        delivered_at = CASE WHEN \(newStatus)::text = 'delivered' THEN \(at)::timestamptz END
-                    WHERE e.project_id = \(event.projectId) AND e.seq = \(event.seq) AND e.lease_owner = \(owner)
-                    """)
+    }
+
+    /// Records `completions` (attempt rows, events moved on while `owner` holds their leases, each finished head's
+    /// user moved on to its next event: `bouncer_webhook_complete`) and then leases up to `limit` due events, in one
+    /// transaction: one commit per batch. A kill before the commit loses the batch's records, not its events: their
+    /// leases end and they go out again with the same ids (at-least-once). `later` are the completions not recorded
+    /// because a deriver is writing events for their user right now (it holds the user's lock, which this must not
+    /// wait for): record them in a later call, before their leases end.
+    public func completeAndClaim(_ completions: [Completion], owner: String, limit: Int, leaseSeconds: Int) throws
+        -> (later: [Completion], claimed: [ClaimedEvent])
+    {
+        try StorageErrors.mapping("complete webhook events") {
+            if completions.isEmpty {
+                guard limit > 0 else { return ([], []) }
+                return ([], try pool.withConnection { connection in
+                    try Self.claim(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection)
+                })
+            }
+            let record = { (connection: Connection) throws -> [Completion] in
+                try Self.record(completions, owner: owner, on: connection)
+            }
+            if limit <= 0 { return (try pool.withConnection(record), []) }
+            return try pool.transaction { connection in
+                let later = try record(connection)
+                return (later, try Self.claim(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection))
             }
         }
+    }
+
+    private static func record(_ completions: [Completion], owner: String, on connection: Connection) throws
+        -> [Completion]
+    {
+        var projectIds: [String] = [], seqs: [Int64] = [], attempts: [Int64] = [], atUs: [Int64] = []
+        var codes: [Int64?] = [], errors: [String?] = [], durations: [Int64] = [], statuses: [String] = []
+        var nextUs: [Int64] = []
+        for c in completions {
+            let code: Int?, error: String?, status: String, next: Date
+            switch c.outcome {
+            case .delivered(let status_):
+                (code, error, status, next) = (status_, nil, "delivered", c.at)
+            case .notDelivered(let status_, let reason, let retryAt, let failed):
+                (code, error, status, next) = (status_, String(reason.prefix(500)), failed ? "failed" : "pending",
+                                               retryAt)
+            }
+            projectIds.append(c.event.projectId.uuidString.lowercased())
+            seqs.append(c.event.seq)
+            attempts.append(Int64(c.event.attempt))
+            atUs.append(microseconds(c.at))
+            codes.append(code.map(Int64.init))
+            errors.append(error)
+            durations.append(Int64(max(0, c.durationMs)))
+            statuses.append(status)
+            nextUs.append(microseconds(next))
+        }
+        let later = try connection.query("""
+            SELECT project_id, seq FROM bouncer_webhook_complete(\(owner)::text, \(projectIds)::uuid[], \(seqs)::bigint[],
+                \(attempts)::int[], \(atUs)::bigint[], \(codes)::int[], \(errors)::text[], \(durations)::int[],
+                \(statuses)::text[], \(nextUs)::bigint[])
+            """).map { try $0.decode("seq", as: Int64.self) }
+        return later.isEmpty ? [] : completions.filter { later.contains($0.event.seq) }
+    }
+
+    /// Microseconds since 1970, clamped to what PostgreSQL's timestamptz holds (dates here come from the clock).
+    private static func microseconds(_ date: Date) -> Int64 {
+        let us = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        guard us.isFinite else { return 0 }
+        return Int64(min(max(us, -9.0e15), 9.0e15))
     }
 
     /// Announces expiries that happened by the passage of time (`bouncer_webhook_sweep`); the users refreshed.

@@ -81,57 +81,53 @@ final class WebhookOutboxTests: XCTestCase {
         XCTAssertNil(failed.first?.nextAttemptAt)
     }
 
-    /// The claim reads `webhook_queue`, kept by a trigger: after every kind of write to webhook_events (emit, lease,
-    /// retry later, delivered, failed by hand, manual retry, delete) it holds exactly the pending events, with their
-    /// user and retry time.
-    func testQueueHoldsExactlyThePendingEvents() throws {
+    /// The claim reads `webhook_queue`, kept by triggers: after every kind of write to webhook_events (emit, lease,
+    /// retry later, delivered, failed by hand, manual retry, delete) it holds exactly each user's head event (the
+    /// oldest pending one; a user-less event is its own), due at its retry time or, while leased, its lease's end.
+    func testQueueHoldsExactlyTheHeadEvents() throws {
         let s = try TestStores.make(label: "whqueue")
         defer { s.close() }
         let store = PostgresWebhookStore(pool: s.pool)
         let project = try s.makeProject(1)
         _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil,
                                      secret: Self.sealed, now: Fixtures.t0)
-        func rows(_ sql: String) throws -> [String] {
-            try s.pool.withConnection { c in
-                try c.query(Query(unsafeSQL: sql)).map {
-                    "\(try $0.decode("seq", as: Int64.self)) \(try $0.decode("user_id", as: String?.self) ?? "-") "
-                        + "\(try $0.decode("next_attempt_at", as: Date.self).timeIntervalSince1970)"
-                }
-            }
-        }
-        func assertQueueIsPending(_ step: String, count: Int, line: UInt = #line) throws {
-            let pending = try rows("""
-                SELECT seq, user_id, next_attempt_at FROM webhook_events WHERE status = 'pending' ORDER BY seq
-                """)
-            XCTAssertEqual(try rows("SELECT seq, user_id, next_attempt_at FROM webhook_queue ORDER BY seq"), pending,
-                           step, line: line)
-            XCTAssertEqual(pending.count, count, step, line: line)
+        func assertQueueIsHeads(_ step: String, count: Int, line: UInt = #line) throws {
+            let heads = try WebhookQueueOracle.heads(s.pool)
+            XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), heads, step, line: line)
+            XCTAssertEqual(heads.count, count, step, line: line)
         }
         for user in ["a", "a", "b", nil] {
             _ = try store.emit(projectId: project.id, userId: user, type: "ping", dataJSON: "{}")
         }
-        try assertQueueIsPending("emitted", count: 4)
+        try assertQueueIsHeads("emitted", count: 3)
         let claimed = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
         XCTAssertEqual(claimed.map { $0.userId ?? "-" }, ["a", "b", "-"])
-        try assertQueueIsPending("leased", count: 4)
+        try assertQueueIsHeads("leased", count: 3)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue WHERE next_attempt_at <= now()"), 0,
+                       "a leased head is not due")
         try store.complete(claimed[0], owner: "one", at: Date(), durationMs: 5,
                            outcome: .notDelivered(status: 500, error: "HTTP 500", retryAt: Date() + 3600, failed: false))
-        try assertQueueIsPending("retried later", count: 4)
+        try assertQueueIsHeads("retried later", count: 3)
         try store.complete(claimed[1], owner: "one", at: Date(), durationMs: 5, outcome: .delivered(status: 204))
         try store.complete(claimed[2], owner: "one", at: Date(), durationMs: 5,
                            outcome: .notDelivered(status: nil, error: "refused", retryAt: Date(), failed: true))
-        try assertQueueIsPending("delivered and failed", count: 2)
+        try assertQueueIsHeads("delivered and failed", count: 1)
         try s.pool.withConnection { c in
             _ = try c.execute("UPDATE webhook_events SET status = 'failed' WHERE seq = \(claimed[0].seq)")
         }
-        try assertQueueIsPending("failed by hand", count: 1)
+        try assertQueueIsHeads("failed by hand: the next event of the user is its head", count: 1)
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool).map(\.seq), [claimed[0].seq + 1])
         XCTAssertNotNil(try store.retry(projectId: project.id, eventId: claimed[0].eventId, now: Date()))
-        try assertQueueIsPending("retried by hand", count: 2)
+        try assertQueueIsHeads("retried by hand: ahead of the later head", count: 1)
         XCTAssertEqual(try store.claim(owner: "two", limit: 10, leaseSeconds: 60).map(\.eventId), [claimed[0].eventId],
                        "the retried event goes before the later one of its user")
         try s.pool.withConnection { c in
+            _ = try c.execute("DELETE FROM webhook_events WHERE seq = \(claimed[0].seq)")
+        }
+        try assertQueueIsHeads("head deleted: the next one enters", count: 1)
+        try s.pool.withConnection { c in
             _ = try c.execute("DELETE FROM webhook_events WHERE user_id = 'a' AND status = 'pending'")
         }
-        try assertQueueIsPending("deleted", count: 0)
+        try assertQueueIsHeads("deleted", count: 0)
     }
 }

@@ -99,10 +99,13 @@ enum WebhookSignature {
     }
 }
 
-/// Delivers the outbox: `concurrency` threads each lease one due event at a time (`PostgresWebhookStore.claim`:
-/// `FOR UPDATE SKIP LOCKED` plus a 20 s lease, so instances never send one event at once), POST it signed, and
-/// record the attempt; one more thread runs the expiry sweep. Idle threads wake on `NOTIFY bouncer_webhook_events`
-/// (written with each event) or when the next retry is due.
+/// Delivers the outbox. A coordinator thread leases as many due events as there are free delivery threads
+/// (`PostgresWebhookStore.completeAndClaim`: each user's head event only, `FOR UPDATE SKIP LOCKED` plus a 20 s lease,
+/// so instances never send one event at once) and hands them to `concurrency` delivery threads, which POST them signed.
+/// Finished attempts are recorded together: the coordinator waits for the rest of the batch (at most
+/// `batchWindow`), then records them and claims the next events in one transaction, one commit per batch. One more
+/// thread runs the expiry sweep. An idle coordinator wakes on `NOTIFY bouncer_webhook_events` (written with each
+/// event) or when the next retry is due.
 final class WebhookDispatcher: Sendable {
     private let store: PostgresWebhookStore
     private let sealer: (any CredentialSealing)?
@@ -111,15 +114,33 @@ final class WebhookDispatcher: Sendable {
     private let instance: String
     private let log: @Sendable (String) -> Void
     private let listener: NotificationListener
+    /// The coordinator's: an event was written (NOTIFY), a delivery finished, or shutdown.
     private let wake = DispatchSemaphore(value: 0)
+    /// The delivery threads': an event to send, or shutdown.
+    private let work = DispatchSemaphore(value: 0)
+    private let flight = Mutex(Flight())
     private let stopping = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
     private let threads: Int
+
+    /// Between the coordinator and the delivery threads.
+    private struct Flight {
+        /// Claimed, waiting for a delivery thread.
+        var todo: [PostgresWebhookStore.ClaimedEvent] = []
+        /// Claimed and not yet finished (in `todo` or being sent).
+        var busy = 0
+        /// Finished, not yet recorded.
+        var finished: [PostgresWebhookStore.Completion] = []
+    }
 
     /// The lease: twice one attempt (10 s), so it only expires when an instance died mid-attempt.
     static let leaseSeconds = 20
     /// Bound on one attempt, connect and TLS included.
     static let attemptTimeout: Duration = .seconds(10)
+    /// How long finished attempts wait for the rest of their batch before they are recorded.
+    static let batchWindow = 0.005
+    /// How soon outcomes left for later (their user's lock held by a deriver) are tried again.
+    static let laterRetry = 0.05
 
     init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
          log: @escaping @Sendable (String) -> Void) throws {
@@ -135,25 +156,24 @@ final class WebhookDispatcher: Sendable {
             allow = { @Sendable (address: [UInt8]) -> Bool in AddressPolicy.isPublic(address) }
         }
         let tls = TLSClientConfiguration(trustsSystemRoots: true, additionalCAFile: settings.caFile)
+        let count = max(1, settings.concurrency)
         let configuration = HTTPClient.Configuration(
             tls: tls, connectTimeout: .seconds(5), readTimeout: Self.attemptTimeout,
-            responseTimeout: Self.attemptTimeout, maxIdleConnectionsPerHost: 2, limits: limits,
+            responseTimeout: Self.attemptTimeout, maxIdleConnectionsPerHost: max(2, count), limits: limits,
             retry: RetryPolicy.never, userAgent: "bouncer-webhooks", allowAddress: allow)
         self.http = try HTTPClient(configuration: configuration)
         var listenerSettings = database.pool.settings
         listenerSettings.applicationName = "bouncer-webhooks-\(getpid())"
         let wake = self.wake
-        let count = max(1, settings.concurrency)
         self.listener = NotificationListener(
             settings: listenerSettings, channels: ["bouncer_webhook_events"],
             handlers: NotificationListener.Handlers(
                 connected: { wake.signal() }, disconnected: { _ in },
                 notification: { _, _ in wake.signal() }))
         self.threads = count
-        _ = count
     }
 
-    /// Starts the delivery threads, the sweep thread and the listener.
+    /// Starts the coordinator, the delivery threads, the sweep thread and the listener.
     func start() {
         let listening = Thread { [listener, done] in
             listener.run()
@@ -161,9 +181,15 @@ final class WebhookDispatcher: Sendable {
         }
         listening.name = "bouncer.webhooks.listen"
         listening.start()
+        let coordinator = Thread { [self] in
+            coordinate()
+            done.signal()
+        }
+        coordinator.name = "bouncer.webhooks.claim"
+        coordinator.start()
         for i in 0..<threads {
             let thread = Thread { [self] in
-                deliveryLoop(worker: i)
+                deliveryLoop()
                 done.signal()
             }
             thread.name = "bouncer.webhooks.\(i)"
@@ -177,35 +203,94 @@ final class WebhookDispatcher: Sendable {
         sweeper.start()
     }
 
-    /// Stops: attempts in flight finish (at most 10 s) within `grace`; an event whose attempt is cut short keeps
-    /// its lease and is sent again after it expires (at-least-once).
+    /// Stops: no more claims; attempts in flight finish (at most 10 s) and are recorded, within `grace`. An event
+    /// whose attempt is cut short, or whose record is, keeps its lease and is sent again after it expires
+    /// (at-least-once, same `Bouncer-Event-Id`).
     func shutdown(grace: Duration) {
         stopping.store(true, ordering: .releasing)
         listener.shutdown()
-        for _ in 0...(threads + 1) { wake.signal() }
+        wake.signal()
+        for _ in 0..<threads { work.signal() }
         let deadline = DispatchTime.now() + Double(grace.components.seconds)
-        for _ in 0..<(threads + 2) { _ = done.wait(timeout: deadline) }
+        for _ in 0..<(threads + 3) { _ = done.wait(timeout: deadline) }
         http.shutdown()
     }
 
     private var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
-    private func deliveryLoop(worker: Int) {
-        let owner = "\(instance)/\(worker)"
-        while !isStopping {
-            var idle = 5.0
-            do {
-                let claimed = try store.claim(owner: owner, limit: 1, leaseSeconds: Self.leaseSeconds)
-                if !claimed.isEmpty {
-                    for event in claimed { try deliver(event, owner: owner) }
-                    continue
-                }
-                if let due = try store.nextDue() { idle = min(max(due.timeIntervalSinceNow, 0.05), 5) }
-            } catch {
-                log(jsonLine("webhooks", "delivery loop: \(String(reflecting: error))"))
-                idle = 1
+    /// Records what finished and claims for the free delivery threads, one transaction per round; then waits for a
+    /// delivery to finish (and the rest of its batch, up to `batchWindow`), an event, or the next retry.
+    private func coordinate() {
+        var later: [PostgresWebhookStore.Completion] = []
+        while true {
+            // Signals that arrived before this round are answered by it.
+            while wake.wait(timeout: .now()) == .success {}
+            let stop = isStopping
+            let (finished, busy) = flight.withLock { f in
+                defer { f.finished = [] }
+                return (f.finished, f.busy)
             }
-            _ = wake.wait(timeout: .now() + idle)
+            let batch = later + finished
+            let free = stop ? 0 : threads - busy
+            if stop, busy == 0, batch.isEmpty { return }
+            var claimedAny = false
+            var failed = false
+            var idle = 5.0
+            if !batch.isEmpty || free > 0 {
+                do {
+                    let (notYet, claimed) = try store.completeAndClaim(batch, owner: instance, limit: free,
+                                                                       leaseSeconds: Self.leaseSeconds)
+                    later = notYet
+                    if !claimed.isEmpty {
+                        claimedAny = true
+                        flight.withLock { f in
+                            f.todo.append(contentsOf: claimed)
+                            f.busy += claimed.count
+                        }
+                        for _ in claimed { work.signal() }
+                    } else if busy == 0, later.isEmpty, let due = try store.nextDue() {
+                        idle = min(max(due.timeIntervalSinceNow, 0.05), 5)
+                    }
+                } catch {
+                    log(jsonLine("webhooks", "delivery loop: \(String(reflecting: error))"))
+                    later = batch
+                    failed = true
+                }
+            }
+            if stop, later.isEmpty, flight.withLock({ $0.busy == 0 && $0.finished.isEmpty }) { return }
+            if failed {
+                _ = wake.wait(timeout: .now() + 1)
+            } else if claimedAny || busy > 0 {
+                awaitBatch(longest: later.isEmpty ? idle : Self.laterRetry)
+            } else {
+                // Outcomes a deriver holds back are tried again soon (it commits within a batch's time).
+                _ = wake.wait(timeout: .now() + (later.isEmpty ? idle : Self.laterRetry))
+            }
+        }
+    }
+
+    /// Waits up to `longest` for a delivery to finish, then up to `batchWindow` more for the others in flight.
+    private func awaitBatch(longest: Double) {
+        guard wake.wait(timeout: .now() + longest) == .success else { return }
+        let deadline = DispatchTime.now() + Self.batchWindow
+        while flight.withLock({ $0.busy > 0 }), !isStopping {
+            guard wake.wait(timeout: deadline) == .success else { return }
+        }
+    }
+
+    private func deliveryLoop() {
+        while true {
+            work.wait()
+            guard let event = flight.withLock({ f in f.todo.isEmpty ? nil : f.todo.removeFirst() }) else {
+                if isStopping { return }
+                continue
+            }
+            let completion = deliver(event)
+            flight.withLock { f in
+                f.busy -= 1
+                f.finished.append(completion)
+            }
+            wake.signal()
         }
     }
 
@@ -227,8 +312,8 @@ final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// One attempt: sign, POST within 10 s, record.
-    private func deliver(_ event: PostgresWebhookStore.ClaimedEvent, owner: String) throws {
+    /// One attempt: sign, POST within 10 s; what to record.
+    private func deliver(_ event: PostgresWebhookStore.ClaimedEvent) -> PostgresWebhookStore.Completion {
         let startedAt = Date()
         let clock = ContinuousClock.now
         var statusCode: Int?
@@ -268,7 +353,7 @@ final class WebhookDispatcher: Sendable {
         } else {
             outcome = .delivered(status: statusCode ?? 200)
         }
-        try store.complete(event, owner: owner, at: startedAt, durationMs: durationMs, outcome: outcome)
+        return PostgresWebhookStore.Completion(event: event, at: startedAt, durationMs: durationMs, outcome: outcome)
     }
 
     private func requireSealer() throws -> any CredentialSealing {

@@ -1,0 +1,286 @@
+import Dispatch
+import Domain
+import Foundation
+import Postgres
+import Storage
+import Synchronization
+import XCTest
+
+/// The queue's invariant, computed from `webhook_events` alone, and the queue as stored.
+enum WebhookQueueOracle {
+    struct Head: Equatable, CustomStringConvertible {
+        var seq: Int64
+        var user: String?
+        var due: Date
+        var description: String { "\(seq) \(user ?? "-") \(due.timeIntervalSince1970)" }
+    }
+
+    /// Each user's oldest pending event (a user-less one is its own), due at its retry time.
+    static func heads(_ pool: ConnectionPool) throws -> [Head] {
+        try read(pool, """
+            SELECT seq, user_id, due FROM (
+                SELECT DISTINCT ON (e.project_id, COALESCE(e.user_id, e.seq::text), e.user_id IS NULL) e.seq, e.user_id,
+                    e.next_attempt_at AS due
+                FROM webhook_events e WHERE e.status = 'pending'
+                ORDER BY e.project_id, COALESCE(e.user_id, e.seq::text), e.user_id IS NULL, e.seq) h
+            ORDER BY seq
+            """)
+    }
+
+    /// The queue; a leased row's due time (its lease's end) shows as its event's when it is no earlier.
+    static func queue(_ pool: ConnectionPool) throws -> [Head] {
+        try read(pool, """
+            SELECT q.seq, q.user_id, CASE WHEN q.lease_owner IS NULL OR q.next_attempt_at < e.next_attempt_at
+                                          THEN q.next_attempt_at ELSE e.next_attempt_at END AS due
+            FROM webhook_queue q JOIN webhook_events e ON e.project_id = q.project_id AND e.seq = q.seq
+            ORDER BY q.seq
+            """)
+    }
+
+    private static func read(_ pool: ConnectionPool, _ sql: String) throws -> [Head] {
+        try pool.withConnection { c in
+            try c.query(Query(unsafeSQL: sql)).map {
+                Head(seq: try $0.decode("seq", as: Int64.self), user: try $0.decode("user_id", as: String?.self),
+                     due: try $0.decode("due", as: Date.self))
+            }
+        }
+    }
+}
+
+/// The dispatcher's batch claim and batch record (`completeAndClaim`, `bouncer_webhook_complete`, schema/0031):
+/// one event per user and only its head, disjoint claimers, one commit per batch, and no wait on a deriver.
+final class WebhookBatchClaimTests: XCTestCase {
+    private func hooked(_ label: String, poolSize: Int = 4) throws -> (TestStores, PostgresWebhookStore, UUID) {
+        let s = try TestStores.make(label: label, poolSize: poolSize)
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject(1)
+        _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil,
+                                     secret: WebhookOutboxTests.sealed, now: Fixtures.t0)
+        return (s, store, project.id)
+    }
+
+    private static func delivered(_ events: [PostgresWebhookStore.ClaimedEvent]) -> [PostgresWebhookStore.Completion] {
+        events.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) }
+    }
+
+    func testABatchClaimTakesEachUsersHeadOnlyAndNoneBehindAnEarlierPendingEvent() throws {
+        let (s, store, project) = try hooked("whbatch")
+        defer { s.close() }
+        // a: 3 events, b: 2, c: 2 whose first is retried later, d: 1, and two user-less pings.
+        for user in ["a", "b", "a", "c", nil, "c", "b", "a", "d", nil] {
+            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
+        }
+        let c1 = try XCTUnwrap(try store.claim(owner: "x", limit: 10, leaseSeconds: 60).first { $0.userId == "c" })
+        try store.complete(c1, owner: "x", at: Date(), durationMs: 1,
+                           outcome: .notDelivered(status: 503, error: "HTTP 503", retryAt: Date() + 3600, failed: false))
+        // Leases of the others end now (as after a crash), so everything but c is due again.
+        try s.pool.withConnection { c in
+            _ = try c.execute("UPDATE webhook_queue SET next_attempt_at = now() - interval '1 second' WHERE user_id IS DISTINCT FROM 'c'")
+        }
+        let claimed = try store.claim(owner: "one", limit: 100, leaseSeconds: 60)
+        XCTAssertEqual(claimed.map { $0.userId ?? "-" }, ["a", "b", "-", "d", "-"])
+        XCTAssertEqual(Set(claimed.compactMap(\.userId)).count, claimed.filter { $0.userId != nil }.count)
+        let pending = try s.rows("""
+            SELECT seq, user_id FROM webhook_events WHERE status = 'pending' AND user_id IS NOT NULL ORDER BY seq
+            """).map { (try $0.decode("seq", as: Int64.self), try $0.decode("user_id", as: String.self)) }
+        for event in claimed {
+            guard let user = event.userId else { continue }
+            XCTAssertFalse(pending.contains { $0.1 == user && $0.0 < event.seq }, "\(user) has an earlier pending event")
+        }
+        XCTAssertEqual(try store.claim(owner: "two", limit: 100, leaseSeconds: 60).count, 0, "all leased or not due")
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+        // The limit is the number of free delivery slots.
+        try s.pool.withConnection { c in
+            _ = try c.execute("UPDATE webhook_queue SET next_attempt_at = now() - interval '1 second' WHERE user_id IS DISTINCT FROM 'c'")
+        }
+        XCTAssertEqual(try store.claim(owner: "three", limit: 2, leaseSeconds: 60).map { $0.userId ?? "-" }, ["a", "b"])
+    }
+
+    /// Two instances claiming and recording at once: every event is claimed exactly once, a user's in order.
+    func testConcurrentClaimersGetDisjointEventsInEachUsersOrder() throws {
+        let (s, store, project) = try hooked("whtwo", poolSize: 6)
+        defer { s.close() }
+        let users = (0..<12).map { "u\($0)" }
+        for i in 0..<72 {
+            _ = try store.emit(projectId: project, userId: i % 9 == 8 ? nil : users[(i * 7) % users.count],
+                               type: "ping", dataJSON: #"{"n":\#(i)}"#)
+        }
+        let order = Mutex<[(Int64, String?)]>([])
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for owner in ["one", "two"] {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                var finished: [PostgresWebhookStore.Completion] = []
+                var idle = 0
+                while idle < 20 {
+                    do {
+                        let (later, claimed) = try store.completeAndClaim(finished, owner: owner, limit: 3,
+                                                                          leaseSeconds: 60)
+                        order.withLock { o in o.append(contentsOf: claimed.map { ($0.seq, $0.userId) }) }
+                        finished = later + Self.delivered(claimed)
+                        idle = claimed.isEmpty && later.isEmpty ? idle + 1 : 0
+                        if claimed.isEmpty { usleep(2_000) }
+                    } catch {
+                        failures.withLock { $0.append("\(owner): \(error)") }
+                        return
+                    }
+                }
+            }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let claims = order.withLock { $0 }
+        XCTAssertEqual(claims.count, 72, "each event once")
+        XCTAssertEqual(Set(claims.map(\.0)).count, 72)
+        for user in users {
+            let seqs = claims.filter { $0.1 == user }.map(\.0)
+            XCTAssertEqual(seqs, seqs.sorted(), "\(user)'s events in order")
+        }
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status <> 'delivered'"), 0)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_attempts"), 72)
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), [])
+    }
+
+    /// A batch's outcomes and the next claim are one transaction; a batch that never commits (the process killed
+    /// before COMMIT) records nothing, and its events go out again after their leases with the same ids.
+    func testABatchOfOutcomesCommitsTogetherAndAnUncommittedOneIsDeliveredAgain() throws {
+        let (s, store, project) = try hooked("whcommit")
+        defer { s.close() }
+        for user in ["a", "b", "c", "a", "b", "c"] {
+            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
+        }
+        let first = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(first.map { $0.userId ?? "-" }, ["a", "b", "c"])
+        let (later, next) = try store.completeAndClaim(Self.delivered(first), owner: "one", limit: 10, leaseSeconds: 60)
+        XCTAssertTrue(later.isEmpty)
+        XCTAssertEqual(next.map { $0.userId ?? "-" }, ["a", "b", "c"], "each user's next event, claimed in the same transaction")
+        let writers = try s.rows("""
+            SELECT DISTINCT x FROM (
+                SELECT xmin::text AS x FROM webhook_attempts
+                UNION ALL SELECT xmin::text FROM webhook_events WHERE status = 'delivered'
+                UNION ALL SELECT xmin::text FROM webhook_queue WHERE lease_owner IS NOT NULL) t
+            """).count
+        XCTAssertEqual(writers, 1, "three attempts, three events delivered and three leased: one transaction")
+
+        // Killed before COMMIT: the backend goes away in the middle of the batch's transaction.
+        let killed = try ConnectionPool(settings: s.pool.settings, configuration: .init(size: 1))
+        defer { killed.shutdown() }
+        XCTAssertThrowsError(try killed.withConnection { c in
+            _ = try c.execute("BEGIN")
+            let pid = try XCTUnwrap(try c.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int.self)
+            _ = try c.query("""
+                SELECT * FROM bouncer_webhook_complete('one', \(next.map { $0.projectId.uuidString.lowercased() })::uuid[],
+                    \(next.map(\.seq))::bigint[], '{1,1,1}', '{0,0,0}', '{200,200,200}', '{NULL,NULL,NULL}', '{1,1,1}',
+                    '{delivered,delivered,delivered}', '{0,0,0}')
+                """)
+            _ = try s.rows("SELECT pg_terminate_backend(\(pid))")
+            _ = try c.execute("COMMIT")
+        })
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_attempts"), 3, "nothing of the batch recorded")
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'pending'"), 3)
+        XCTAssertEqual(try store.claim(owner: "two", limit: 10, leaseSeconds: 60).count, 0, "still leased")
+        // The leases end (the instance is gone): the same events, with the same ids, go out again.
+        try s.pool.withConnection { c in
+            _ = try c.execute("UPDATE webhook_queue SET next_attempt_at = now() - interval '1 second'")
+        }
+        let again = try store.claim(owner: "two", limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(again.map(\.eventId), next.map(\.eventId))
+        XCTAssertEqual(again.map(\.attempt), [2, 2, 2])
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+    }
+
+    /// A deriver writing events for a user holds the user's lock until it commits; the batch records the others at
+    /// once and leaves that user's outcome for its next round instead of waiting (it may hold a user the deriver
+    /// waits for). Once the deriver commits, the outcome is recorded and the deriver's event is the user's next.
+    func testAnOutcomeWhoseUserADeriverHoldsIsLeftForTheNextBatchWithoutWaiting() throws {
+        let (s, store, project) = try hooked("whbusy")
+        defer { s.close() }
+        for user in ["a", "b"] { _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}") }
+        let claimed = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(claimed.map { $0.userId ?? "-" }, ["a", "b"])
+        let deriver = try ConnectionPool(settings: s.pool.settings, configuration: .init(size: 1))
+        defer { deriver.shutdown() }
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? deriver.transaction { c in
+                _ = try c.query("SELECT bouncer_emit_event(\(project), 'a', 'ping', '{\"n\":2}')")
+                holding.signal()
+                release.wait()
+            }
+            finished.signal()
+        }.start()
+        holding.wait()
+        let started = ContinuousClock.now
+        let (later, _) = try store.completeAndClaim(Self.delivered(claimed), owner: "one", limit: 0, leaseSeconds: 60)
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(1), "did not wait for the deriver")
+        XCTAssertEqual(later.map(\.event.seq), [claimed[0].seq])
+        XCTAssertEqual(try s.rows("SELECT user_id, status FROM webhook_events ORDER BY seq").map {
+            "\(try $0.decode("user_id", as: String.self)) \(try $0.decode("status", as: String.self))"
+        }, ["a pending", "b delivered"])
+        release.signal()
+        finished.wait()
+        let (none, next) = try store.completeAndClaim(later, owner: "one", limit: 10, leaseSeconds: 60)
+        XCTAssertTrue(none.isEmpty)
+        XCTAssertEqual(next.map(\.dataJSON), [#"{"n": 2}"#], "the deriver's event follows a's first")
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+    }
+
+    /// Random writes of every kind, checking after each that the queue is exactly the heads.
+    func testRandomWritesKeepTheQueueEqualToTheHeads() throws {
+        let (s, store, project) = try hooked("whrandom")
+        defer { s.close() }
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        var leased: [PostgresWebhookStore.ClaimedEvent] = []
+        for step in 0..<250 {
+            let op = next(10)
+            switch op {
+            case 0...3:
+                let user: String? = next(8) == 0 ? nil : "u\(next(5))"
+                _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
+            case 4:
+                leased += try store.claim(owner: "one", limit: 1 + next(4), leaseSeconds: 60)
+            case 5, 6:
+                guard !leased.isEmpty else { continue }
+                let batch = Array(leased.prefix(1 + next(3)))
+                leased.removeFirst(batch.count)
+                let outcomes: [PostgresWebhookStore.Completion] = batch.map { e in
+                    switch next(3) {
+                    case 0: return .init(event: e, at: Date(), durationMs: 1, outcome: .delivered(status: 200))
+                    case 1: return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                        status: 500, error: "HTTP 500", retryAt: Date() - 1, failed: false))
+                    default: return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                        status: nil, error: "refused", retryAt: Date(), failed: true))
+                    }
+                }
+                leased += try store.completeAndClaim(outcomes, owner: "one", limit: next(3), leaseSeconds: 60).claimed
+            case 7:
+                // A manual retry of a random event (delivered, failed or pending).
+                let ids = try s.rows("SELECT id FROM webhook_events ORDER BY seq").map { try $0.decode("id", as: String.self) }
+                guard !ids.isEmpty else { continue }
+                _ = try store.retry(projectId: project, eventId: ids[next(ids.count)], now: Date())
+            case 8:
+                try s.pool.withConnection { c in
+                    _ = try c.execute("""
+                        UPDATE webhook_events SET status = 'failed' WHERE seq = (
+                            SELECT seq FROM webhook_events WHERE status = 'pending' ORDER BY random() LIMIT 1)
+                        """)
+                }
+            default:
+                try s.pool.withConnection { c in
+                    _ = try c.execute("""
+                        DELETE FROM webhook_events WHERE seq IN (
+                            SELECT seq FROM webhook_events WHERE status = 'pending' ORDER BY random() LIMIT \(1 + next(2)))
+                        """)
+                }
+            }
+            XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool),
+                           "step \(step), op \(op)")
+        }
+    }
+}
