@@ -165,7 +165,7 @@ final class WebhookBatchClaimTests: XCTestCase {
         XCTAssertEqual(writers, 1, "three attempts, three events delivered and three leased: one transaction")
 
         // Killed before COMMIT: the backend goes away in the middle of the batch's transaction.
-        let killed = try ConnectionPool(settings: s.pool.settings, configuration: .init(size: 1))
+        let killed = ConnectionPool(settings: s.pool.settings, configuration: .init(size: 1))
         defer { killed.shutdown() }
         XCTAssertThrowsError(try killed.withConnection { c in
             _ = try c.execute("BEGIN")
@@ -200,7 +200,7 @@ final class WebhookBatchClaimTests: XCTestCase {
         for user in ["a", "b"] { _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}") }
         let claimed = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
         XCTAssertEqual(claimed.map { $0.userId ?? "-" }, ["a", "b"])
-        let deriver = try ConnectionPool(settings: s.pool.settings, configuration: .init(size: 1))
+        let deriver = ConnectionPool(settings: s.pool.settings, configuration: .init(size: 1))
         defer { deriver.shutdown() }
         let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
         Thread {
