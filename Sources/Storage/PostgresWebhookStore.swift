@@ -246,19 +246,22 @@ public final class PostgresWebhookStore: WebhookStore {
     /// Leases up to `limit` due events for `leaseSeconds`: pending, due, not leased, and with no earlier pending
     /// event of the same (project, user) — so one user's events go out in order — oldest due first.
     /// `FOR UPDATE SKIP LOCKED` lets instances claim at once without waiting on or taking each other's rows.
+    /// The candidates come from `webhook_queue` (the pending events only, 0030), so a claim steps over no delivered
+    /// event; the conditions are checked again on the locked event row, which a concurrent attempt may have moved on.
     public func claim(owner: String, limit: Int, leaseSeconds: Int) throws -> [ClaimedEvent] {
         try StorageErrors.mapping("claim webhook events") {
             try pool.withConnection { connection in
                 let rows = try connection.query("""
                     WITH due AS (
-                        SELECT e.project_id, e.seq FROM webhook_events e
-                        WHERE e.status = 'pending' AND e.next_attempt_at <= now()
+                        SELECT e.project_id, e.seq FROM webhook_queue q
+                        JOIN webhook_events e ON e.project_id = q.project_id AND e.seq = q.seq
+                        WHERE q.next_attempt_at <= now()
+                          AND e.status = 'pending' AND e.next_attempt_at <= now()
                           AND (e.lease_until IS NULL OR e.lease_until < now())
                           AND (e.user_id IS NULL OR NOT EXISTS (
-                              SELECT 1 FROM webhook_events p
-                              WHERE p.project_id = e.project_id AND p.user_id = e.user_id AND p.status = 'pending'
-                                AND p.seq < e.seq))
-                        ORDER BY e.next_attempt_at, e.seq
+                              SELECT 1 FROM webhook_queue p
+                              WHERE p.project_id = e.project_id AND p.user_id = e.user_id AND p.seq < e.seq))
+                        ORDER BY q.next_attempt_at, q.seq
                         LIMIT \(limit)
                         FOR UPDATE OF e SKIP LOCKED)
                     UPDATE webhook_events e SET lease_owner = \(owner),
@@ -358,7 +361,7 @@ public final class PostgresWebhookStore: WebhookStore {
         try StorageErrors.mapping("webhook next due") {
             try pool.withConnection { connection in
                 try connection.query("""
-                    SELECT min(next_attempt_at) AS due FROM webhook_events WHERE status = 'pending'
+                    SELECT min(next_attempt_at) AS due FROM webhook_queue
                     """).first?.decode("due", as: Date?.self)
             }
         }

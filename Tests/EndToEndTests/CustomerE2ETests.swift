@@ -502,7 +502,7 @@ final class CustomerE2ETests: SharedServerTestCase {
             "app_transactions.user_id", "grants.user_id", "ownership_events.to_user_id", "subscriptions.device_id",
             "subscriptions.user_id", "transactions.app_account_token", "transactions.payload",
             "webhook_entitlement_states.user_id", "webhook_events.data", "webhook_events.user_id",
-            "webhook_purchase_states.user_id",
+            "webhook_purchase_states.user_id", "webhook_queue.user_id",
         ])
 
         // Erase.

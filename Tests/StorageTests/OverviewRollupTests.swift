@@ -5,12 +5,12 @@ import Storage
 import TestSupport
 import XCTest
 
-/// The overview's per-day rollup of schema/0027 (`overview_days`), derived from the change log's `tx` entries:
+/// The overview's per-day rollup of schema/0035 (`overview_days`), derived from the change log's `tx` entries:
 /// after the deriver has consumed the log it equals the same sums computed directly from `transactions` (the oracle
 /// below, the statement the overview's per-day queries run), whatever the batches, webhooks, crashes and backfill.
 final class OverviewRollupTests: XCTestCase {
     /// The rollup as the live tables give it: per environment, UTC day, product and currency, the starts, ends and
-    /// refunds the overview counts. The test oracle of `bouncer_overview_roll_up` and of 0027's backfill.
+    /// refunds the overview counts. The test oracle of `bouncer_overview_roll_up` and of 0035's backfill.
     static let oracle = """
         SELECT t.environment, (k.at AT TIME ZONE 'UTC')::date AS day, t.product_id, t.currency,
             count(*) FILTER (WHERE k.kind = 'start' AND t.type <> 'Consumable') AS starts,
@@ -197,7 +197,7 @@ final class OverviewRollupTests: XCTestCase {
         try assertRollupIsTheOracle(s, project)
     }
 
-    /// 0027 backfills the rollup from the transactions already stored; their pending log rows (without tx) add
+    /// 0035 backfills the rollup from the transactions already stored; their pending log rows (without tx) add
     /// nothing, and later changes arrive through the log.
     func testMigrationBackfillsTheRollupFromExistingTransactions() throws {
         let settings = try TestDatabase.create(label: "rollupbackfill")

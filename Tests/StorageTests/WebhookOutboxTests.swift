@@ -80,4 +80,58 @@ final class WebhookOutboxTests: XCTestCase {
         XCTAssertEqual(failed.first?.attempts.map(\.error), ["HTTP 500"])
         XCTAssertNil(failed.first?.nextAttemptAt)
     }
+
+    /// The claim reads `webhook_queue`, kept by a trigger: after every kind of write to webhook_events (emit, lease,
+    /// retry later, delivered, failed by hand, manual retry, delete) it holds exactly the pending events, with their
+    /// user and retry time.
+    func testQueueHoldsExactlyThePendingEvents() throws {
+        let s = try TestStores.make(label: "whqueue")
+        defer { s.close() }
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject(1)
+        _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil,
+                                     secret: Self.sealed, now: Fixtures.t0)
+        func rows(_ sql: String) throws -> [String] {
+            try s.pool.withConnection { c in
+                try c.query(Query(unsafeSQL: sql)).map {
+                    "\(try $0.decode("seq", as: Int64.self)) \(try $0.decode("user_id", as: String?.self) ?? "-") "
+                        + "\(try $0.decode("next_attempt_at", as: Date.self).timeIntervalSince1970)"
+                }
+            }
+        }
+        func assertQueueIsPending(_ step: String, count: Int, line: UInt = #line) throws {
+            let pending = try rows("""
+                SELECT seq, user_id, next_attempt_at FROM webhook_events WHERE status = 'pending' ORDER BY seq
+                """)
+            XCTAssertEqual(try rows("SELECT seq, user_id, next_attempt_at FROM webhook_queue ORDER BY seq"), pending,
+                           step, line: line)
+            XCTAssertEqual(pending.count, count, step, line: line)
+        }
+        for user in ["a", "a", "b", nil] {
+            _ = try store.emit(projectId: project.id, userId: user, type: "ping", dataJSON: "{}")
+        }
+        try assertQueueIsPending("emitted", count: 4)
+        let claimed = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(claimed.map { $0.userId ?? "-" }, ["a", "b", "-"])
+        try assertQueueIsPending("leased", count: 4)
+        try store.complete(claimed[0], owner: "one", at: Date(), durationMs: 5,
+                           outcome: .notDelivered(status: 500, error: "HTTP 500", retryAt: Date() + 3600, failed: false))
+        try assertQueueIsPending("retried later", count: 4)
+        try store.complete(claimed[1], owner: "one", at: Date(), durationMs: 5, outcome: .delivered(status: 204))
+        try store.complete(claimed[2], owner: "one", at: Date(), durationMs: 5,
+                           outcome: .notDelivered(status: nil, error: "refused", retryAt: Date(), failed: true))
+        try assertQueueIsPending("delivered and failed", count: 2)
+        try s.pool.withConnection { c in
+            _ = try c.execute("UPDATE webhook_events SET status = 'failed' WHERE seq = \(claimed[0].seq)")
+        }
+        try assertQueueIsPending("failed by hand", count: 1)
+        XCTAssertNotNil(try store.retry(projectId: project.id, eventId: claimed[0].eventId, now: Date()))
+        try assertQueueIsPending("retried by hand", count: 2)
+        XCTAssertEqual(try store.claim(owner: "two", limit: 10, leaseSeconds: 60).map(\.eventId), [claimed[0].eventId],
+                       "the retried event goes before the later one of its user")
+        try s.pool.withConnection { c in
+            _ = try c.execute("DELETE FROM webhook_events WHERE user_id = 'a' AND status = 'pending'")
+        }
+        try assertQueueIsPending("deleted", count: 0)
+    }
 }

@@ -1,6 +1,13 @@
 -- wrk script for bench/api: GET /v1/subscriptions/<pk>/<user> cycling through the users, one per line.
 --   wrk ... -s get.lua URL -- USERS_FILE PUBLIC_KEY THREADS
 -- Each thread starts at a different offset so the threads do not read the same user at the same moment.
+-- BENCH_GET_DELAY_MS (environment, default 0) paces each connection: it waits that long before each request (wrk's
+-- delay() hook), so N connections send at most N * 1000 / (latency + delay) requests per second (bench/api's
+-- mixed phase uses it to hold GETs near 80 % of the requests).
+local pause = tonumber(os.getenv("BENCH_GET_DELAY_MS") or "0")
+if pause > 0 then
+    function delay() return pause end
+end
 local threads = {}
 
 function setup(thread)

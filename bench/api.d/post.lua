@@ -1,9 +1,10 @@
 -- wrk script for bench/api: POST /v1/receipts/<pk> cycling through distinct bodies, one per line of a file.
---   wrk ... -s post.lua URL -- BODIES_FILE PUBLIC_KEY THREADS
+--   wrk ... -s post.lua URL -- BODIES_FILE PUBLIC_KEY THREADS [OFFSET]
 -- Thread t (0-based) sends lines t, t+THREADS, t+2*THREADS, ... so no body is posted by two threads and every
 -- request is a distinct transaction until a thread runs out (then it wraps: repeats are idempotent upserts,
 -- and done() reports how many distinct bodies were sent). Requests are pre-formatted in init() so wrk spends
--- as little CPU as possible on the shared cores.
+-- as little CPU as possible on the shared cores. OFFSET (default 0) skips the first OFFSET lines, already stored by
+-- an earlier run into the same project: they come last (repeats) and do not count as distinct.
 local threads = {}
 
 function setup(thread)
@@ -12,24 +13,27 @@ function setup(thread)
 end
 
 function init(args)
-    local file, pk, nthreads = args[1], args[2], tonumber(args[3])
+    local file, pk, nthreads, offset = args[1], args[2], tonumber(args[3]), tonumber(args[4] or "0")
     local headers = { ["Content-Type"] = "application/json" }
     local path = "/v1/receipts/" .. pk
     requests = {}
+    local old = {}
     local i = 0
     for line in io.lines(file) do
         if i % nthreads == id then
-            requests[#requests + 1] = wrk.format("POST", path, headers, line)
+            local list = i >= offset and requests or old
+            list[#list + 1] = wrk.format("POST", path, headers, line)
         end
         i = i + 1
     end
     available = #requests
+    for _, r in ipairs(old) do requests[#requests + 1] = r end
     sent = 0
 end
 
 function request()
     sent = sent + 1
-    return requests[(sent - 1) % available + 1]
+    return requests[(sent - 1) % #requests + 1]
 end
 
 function done(summary, latency, requests)

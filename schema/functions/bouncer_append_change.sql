@@ -1,4 +1,4 @@
--- Appends one log row to purchase_changes (its data keys: see 0025_purchase_changes.sql, and tx: 0027_overview_days.sql)
+-- Appends one log row to purchase_changes (its data keys: see 0025_purchase_changes.sql, and tx: 0035_overview_days.sql)
 -- unless the call changed nothing a derived effect reads.
 CREATE OR REPLACE FUNCTION bouncer_append_change(p_project_id uuid, p_environment text, p_original_transaction_id text,
     p_old purchases, p_new purchases, p_holders text[], p_refund jsonb, p_revoked text[], p_moved_to text,

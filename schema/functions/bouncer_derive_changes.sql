@@ -6,7 +6,7 @@
 -- Each recording transaction is replayed as 0021's triggers ran in it, from its rows alone and the copy: per row
 -- in seq order transaction.refunded and the transition events (the row's holders, its before/after facts); then
 -- its deferred effects (bouncer_derive_commit). So a batch gives exactly the events of one derive per transaction.
--- With or without a webhook, the consumed rows' tx entries are added to overview_days (0027) as they are deleted.
+-- With or without a webhook, the consumed rows' tx entries are added to overview_days (0035) as they are deleted.
 CREATE OR REPLACE FUNCTION bouncer_derive_changes(p_project_id uuid, p_limit int, p_wait boolean DEFAULT false) RETURNS int
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE

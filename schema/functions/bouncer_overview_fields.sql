@@ -1,4 +1,4 @@
--- The fields of a transaction the overview counts (purchase_changes.data.tx, schema/0027): the rollup's key (the
+-- The fields of a transaction the overview counts (purchase_changes.data.tx, schema/0035): the rollup's key (the
 -- environment is the log row's) and what overview_days sums.
 CREATE OR REPLACE FUNCTION bouncer_overview_fields(t transactions) RETURNS jsonb
 LANGUAGE sql IMMUTABLE AS $$

@@ -1,4 +1,4 @@
--- Adds consumed log rows to overview_days (schema/0027): p_changes is a JSON array of {"environment", "tx"} (rows
+-- Adds consumed log rows to overview_days (schema/0035): p_changes is a JSON array of {"environment", "tx"} (rows
 -- without tx omitted), each tx subtracted as old and added as new. Called in the transaction that deletes the rows.
 CREATE OR REPLACE FUNCTION bouncer_overview_roll_up(p_project_id uuid, p_changes jsonb) RETURNS void
 LANGUAGE sql VOLATILE AS $$

@@ -7,7 +7,7 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_tx jsonb;
 BEGIN
-    -- The consumed rows' tx entries still count in the overview (schema/0027), as the deriver's do.
+    -- The consumed rows' tx entries still count in the overview (schema/0035), as the deriver's do.
     WITH consumed AS (
         DELETE FROM purchase_changes c WHERE c.project_id = p_project_id
         RETURNING c.environment, c.data -> 'tx' AS tx

@@ -3,7 +3,7 @@ import Foundation
 import Storage
 import Synchronization
 
-/// Derives webhook events and the dashboard's rollup (`overview_days`, schema/0027) from the fact log
+/// Derives webhook events and the dashboard's rollup (`overview_days`, schema/0035) from the fact log
 /// (`purchase_changes`, schema/0025) after the receipts' transactions commit: one thread per instance, woken by this
 /// instance's writes (`wake`) and every `pollInterval` for the others'. Each project's batch is one transaction
 /// (`PostgresWebhookStore.deriveChanges`), so a kill -9 leaves each event and rollup change derived exactly once;

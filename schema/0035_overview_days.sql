@@ -1,4 +1,4 @@
--- 0027_overview_days: the overview's per-day counts as a rollup derived from the change log (issue 22, item 1:
+-- 0035_overview_days: the overview's per-day counts as a rollup derived from the change log (issue 22, item 1:
 -- "the dashboard reads rollups, not indexes on the hot table"). First step: the log carries each transaction's
 -- overview fields and the deriver maintains the rollup; the overview still reads transactions and purchases (its
 -- six indexes stay until it reads this table).
