@@ -44,6 +44,8 @@ DECLARE
     v_refund jsonb;
     v_tx_old jsonb;                 -- log: … and these overview fields (NULL: not stored) …
     v_tx_new jsonb;                 -- log: … and after it
+    v_p_old jsonb;                  -- log: the purchase's overview fields before this call …
+    v_p_new jsonb;                  -- log: … and after it
 BEGIN
     -- log: the stored transaction's revocation and overview fields, read (and locked) first. FOR UPDATE returns the
     -- latest committed version, so a concurrent update of the same transaction is waited for, never missed.
@@ -243,12 +245,18 @@ BEGIN
             'revocation_date', v_revocation, 'revocation_reason', v_revocation_reason,
             'revocation_type', v_revocation_type, 'revocation_percentage', v_revocation_percentage);
     END IF;
+    v_p_old := bouncer_overview_purchase_fields(v_old);
+    v_p_new := bouncer_overview_purchase_fields(v_purchase);
     PERFORM bouncer_append_change(p_project_id, p_environment, p_original_transaction_id, v_old, v_purchase,
         CASE WHEN p_user_id IS NOT NULL THEN v_owners END, v_refund,
         CASE WHEN v_decision = 'transfer' THEN v_previous END,
         CASE WHEN v_decision = 'transfer' THEN p_user_id END,
         CASE WHEN p_user_id IS NOT NULL AND NOT (p_user_id = ANY (v_owners)) THEN p_user_id END,
-        CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN jsonb_build_object('old', v_tx_old, 'new', v_tx_new) END);
+        CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old OR v_p_new IS DISTINCT FROM v_p_old THEN jsonb_build_object(
+            'old', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_old END,
+            'new', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_new END,
+            'p_old', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_old END,
+            'p_new', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_new END) END);
 
     purchase := v_purchase;
     ownership := v_decision;
