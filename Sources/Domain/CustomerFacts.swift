@@ -77,6 +77,8 @@ public struct TransactionRecord: Sendable, Equatable {
     public var revocationDate: Date?
     /// How (a full or partial refund, a Family Sharing revocation), when Apple said.
     public var revocationType: RevocationType?
+    /// Apple's `revocationReason` (0 other, 1 an issue in the app), given for refunds.
+    public var revocationReason: Int?
     /// How Bouncer learned it: `receipt`, `lookup`, `notification`, `reconcile`; nil for rows older than the column.
     public var source: String?
     /// When Bouncer first stored it.
@@ -87,7 +89,7 @@ public struct TransactionRecord: Sendable, Equatable {
     /// Creates a value.
     public init(transactionId: String, originalTransactionId: String, environment: StoreEnvironment, productId: String,
                 purchaseDate: Date, expiresDate: Date?, revocationDate: Date?, revocationType: RevocationType?,
-                source: String?, firstSeenAt: Date, payloadJSON: String) {
+                source: String?, firstSeenAt: Date, payloadJSON: String, revocationReason: Int? = nil) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.environment = environment
@@ -96,6 +98,7 @@ public struct TransactionRecord: Sendable, Equatable {
         self.expiresDate = expiresDate
         self.revocationDate = revocationDate
         self.revocationType = revocationType
+        self.revocationReason = revocationReason
         self.source = source
         self.firstSeenAt = firstSeenAt
         self.payloadJSON = payloadJSON

@@ -149,6 +149,11 @@ public enum TimelineRules {
                                  reason: "Not active: Family Sharing access through transaction \(p.latestTransactionId) "
                                     + "was revoked on \(text(at)).")
             }
+            if RevocationKind(reason: p.revocationReason, type: p.revocationType) == .revoked {
+                return Candidate(active: false, instant: at,
+                                 reason: "Not active: Apple revoked transaction \(p.latestTransactionId) without a refund "
+                                    + "(e.g. an upgrade to another product) on \(text(at)).")
+            }
             return Candidate(active: false, instant: at,
                              reason: "Not active: transaction \(p.latestTransactionId) was refunded on \(text(at)).")
         default:
@@ -221,8 +226,15 @@ public enum TimelineRules {
                                                "Family Sharing access through transaction \(t.transactionId) was revoked.",
                                                entitlements.isEmpty ? "None." : "Ends \(names(entitlements)).")
                 default:
-                    (type, summary, effect) = ("refund", "Transaction \(t.transactionId) was refunded.",
-                                               entitlements.isEmpty ? "None." : "Ends \(names(entitlements)).")
+                    if RevocationKind(reason: t.revocationReason, type: t.revocationType) == .revoked {
+                        (type, summary, effect) = ("revocation",
+                                                   "Apple revoked transaction \(t.transactionId) without a refund "
+                                                    + "(e.g. an upgrade to another product).",
+                                                   entitlements.isEmpty ? "None." : "Ends \(names(entitlements)).")
+                    } else {
+                        (type, summary, effect) = ("refund", "Transaction \(t.transactionId) was refunded.",
+                                                   entitlements.isEmpty ? "None." : "Ends \(names(entitlements)).")
+                    }
                 }
                 out.append(TimelineEvent(at: revoked, source: source, type: type, transactionId: t.transactionId,
                                          summary: summary, effect: effect))

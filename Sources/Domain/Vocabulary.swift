@@ -60,6 +60,27 @@ public struct OwnershipType: RawRepresentable, Hashable, Sendable, CustomStringC
     public var description: String { rawValue }
 }
 
+/// Why a revoked transaction lost its access, from Apple's `revocationReason` and `revocationType`: the Swift statement
+/// of SQL's `bouncer_revocation_kind` (webhook events), run against it case by case in `RuleTableTests`.
+public enum RevocationKind: String, Sendable, Equatable, CaseIterable {
+    /// Apple refunded it: a `revocationReason` was given, or a refund `revocationType` (full or prorated).
+    case refunded
+    /// Apple withdrew it without a refund: Family Sharing stopped (`FAMILY_REVOKE`), or neither a reason nor a type
+    /// (an upgrade to another product of the group).
+    case revoked
+
+    /// The kind of a revocation with this reason and type.
+    public init(reason: Int?, type: RevocationType?) {
+        if type == .familyRevoke {
+            self = .revoked
+        } else if reason != nil || type == .refundFull || type == .refundProrated {
+            self = .refunded
+        } else {
+            self = .revoked
+        }
+    }
+}
+
 /// How a refund or revocation applied (`revocationType`, December 2025). Unknown values are kept.
 public struct RevocationType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// Apple's spelling.

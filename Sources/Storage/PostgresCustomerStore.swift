@@ -156,7 +156,8 @@ public final class PostgresCustomerStore: CustomerStore {
 
         for row in try connection.query("""
             SELECT t.transaction_id, t.original_transaction_id, t.environment, t.product_id, t.purchase_date,
-                t.expires_date, t.revocation_date, t.revocation_type, t.source, t.first_seen_at, t.payload::text AS payload
+                t.expires_date, t.revocation_date, t.revocation_type, t.revocation_reason, t.source, t.first_seen_at,
+                t.payload::text AS payload
             FROM subscriptions s
             JOIN transactions t ON t.project_id = s.project_id AND t.environment = s.environment
              AND t.original_transaction_id = s.original_transaction_id
@@ -175,7 +176,8 @@ public final class PostgresCustomerStore: CustomerStore {
                 revocationType: try row.decode("revocation_type", as: String?.self).map(RevocationType.init(rawValue:)),
                 source: try row.decode("source", as: String?.self),
                 firstSeenAt: try row.decode("first_seen_at", as: Date.self),
-                payloadJSON: try row.decode("payload", as: String.self)))
+                payloadJSON: try row.decode("payload", as: String.self),
+                revocationReason: try row.decode("revocation_reason", as: Int?.self)))
         }
 
         for row in try connection.query("""

@@ -12,12 +12,15 @@ final class TimelineRulesTests: XCTestCase {
     func purchase(_ latest: String = "2000000123", original: String = "2000000100",
                   product: String = "com.example.pro.monthly", type: ProductType = .autoRenewable,
                   purchased: Double = -10, expires: Double? = 20, revoked: Double? = nil,
-                  revocationType: RevocationType? = nil, renewal: RenewalFacts? = nil) -> PurchaseState {
+                  revocationType: RevocationType? = nil, revocationReason: Int? = 0,
+                  renewal: RenewalFacts? = nil) -> PurchaseState {
         var state = PurchaseState(
             originalTransactionId: original, latestTransactionId: latest, productId: product, type: type,
             environment: .sandbox, purchaseDate: at(purchased), expiresDate: expires.map(at), revocationDate: revoked.map(at),
             latestSignedDate: at(purchased), renewal: renewal)
         state.revocationType = revocationType
+        // A revocation is a refund (reason 0, "other") unless a case says otherwise, as Apple's refunds carry one.
+        state.revocationReason = revoked == nil ? nil : revocationReason
         return state
     }
 
@@ -183,6 +186,31 @@ final class TimelineRulesTests: XCTestCase {
                 + "Ends pro unless another source gives it.",
         ])
         XCTAssertEqual(events.map(\.at), events.map(\.at).sorted())
+    }
+
+    func testARevocationWithoutReasonOrTypeIsNotCalledARefund() {
+        var p = purchase("2000000300", original: "2000000300", purchased: -40, expires: 20)
+        p.revocationDate = at(-5)
+        p.revocationReason = nil
+        p.revocationType = nil
+        var f = facts([held(p)], grants: [])
+        f.productEntitlements = ["com.example.pro.monthly": ["pro"]]
+        f.transactions = [
+            TransactionRecord(transactionId: "2000000300", originalTransactionId: "2000000300", environment: .sandbox,
+                              productId: "com.example.pro.monthly", purchaseDate: at(-40), expiresDate: at(20),
+                              revocationDate: at(-5), revocationType: nil, source: "notification", firstSeenAt: at(-40),
+                              payloadJSON: "{}", revocationReason: nil),
+            TransactionRecord(transactionId: "2000000301", originalTransactionId: "2000000301", environment: .sandbox,
+                              productId: "com.example.pro.monthly", purchaseDate: at(-40), expiresDate: at(20),
+                              revocationDate: at(-4), revocationType: nil, source: "notification", firstSeenAt: at(-40),
+                              payloadJSON: "{}", revocationReason: 0),
+        ]
+        let events = TimelineRules.events(f, setting: nil, at: now).filter { $0.type == "revocation" || $0.type == "refund" }
+        XCTAssertEqual(events.map { "\($0.type) \($0.transactionId ?? "-"): \($0.summary) → \($0.effect)" }, [
+            "revocation 2000000300: Apple revoked transaction 2000000300 without a refund (e.g. an upgrade to another "
+                + "product). → Ends pro.",
+            "refund 2000000301: Transaction 2000000301 was refunded. → Ends pro.",
+        ])
     }
 
     func testGrantRules() {

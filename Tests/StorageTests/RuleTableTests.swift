@@ -15,6 +15,8 @@ import XCTest
 ///   `bouncer_record_transaction` / `bouncer_record_renewal` (SQL, the live author).
 /// - Who holds a purchase: the specification `OwnershipRules.decide` against `bouncer_record_transaction`'s binding
 ///   step, for every transfer policy × holder situation.
+/// - Why a revocation ended access: `RevocationKind` (Swift: the timeline, the status reason) against
+///   `bouncer_revocation_kind` (SQL: webhook events, the refund defense), for every reason × type.
 /// `WriteRulesOracleTests` adds random sequences of the write rules; these tables name the boundaries.
 final class RuleTableTests: XCTestCase {
     private var s: TestStores!
@@ -285,5 +287,24 @@ final class RuleTableTests: XCTestCase {
                 project: posting, now: Fixtures.t0)
             XCTAssertNil(recorded.ownership, "\(policy)")
         }
+    }
+
+    func testRevocationKindIsTheSameInSwiftAndSQL() throws {
+        let reasons: [Int?] = [nil, 0, 1, 7]
+        let types: [RevocationType?] = [nil, .refundFull, .refundProrated, .familyRevoke, RevocationType(rawValue: "NEW_KIND")]
+        var table: [String] = []
+        for reason in reasons {
+            for type in types {
+                let rows = try s.rows("SELECT bouncer_revocation_kind(\(reason)::int, \(type?.rawValue)::text) AS kind")
+                let sql = try XCTUnwrap(rows.first).decode("kind", as: String.self)
+                let swift = RevocationKind(reason: reason, type: type)
+                XCTAssertEqual(swift.rawValue, sql, "reason \(reason.map(String.init) ?? "nil"), type \(type?.rawValue ?? "nil")")
+                table.append("\(reason.map(String.init) ?? "-")/\(type?.rawValue ?? "-")=\(sql)")
+            }
+        }
+        // The table itself, so a change to both languages at once is still seen.
+        XCTAssertEqual(table.filter { $0.hasSuffix("=revoked") },
+                       ["-/-=revoked", "-/FAMILY_REVOKE=revoked", "-/NEW_KIND=revoked", "0/FAMILY_REVOKE=revoked",
+                        "1/FAMILY_REVOKE=revoked", "7/FAMILY_REVOKE=revoked"])
     }
 }
