@@ -27,18 +27,6 @@ final class OverviewRollupTests: XCTestCase {
         while try store.deriveChanges(projectId: project.id, limit: limit) > 0 {}
     }
 
-    /// SplitMix64: the same cases on every run.
-    private struct Random {
-        var state: UInt64
-        mutating func next(_ n: Int) -> Int {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int((z ^ (z >> 31)) % UInt64(n))
-        }
-    }
-
     private static let products: [(String, ProductType)] = [
         ("pro.monthly", .autoRenewable), ("pro.yearly", .autoRenewable), ("coins", .consumable),
         ("lifetime", .nonConsumable), ("pro.trial", .autoRenewable),
@@ -58,7 +46,7 @@ final class OverviewRollupTests: XCTestCase {
     /// midnights.
     private func record(_ s: TestStores, _ store: PostgresWebhookStore, _ project: Project, seed: UInt64,
                         count: Int) throws {
-        var random = Random(state: seed)
+        var random = SplitMix64(state: seed)
         var recorded: [TransactionFacts] = []
         for n in 0..<count {
             let choice = random.next(10)
