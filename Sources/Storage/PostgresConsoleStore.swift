@@ -59,16 +59,20 @@ public final class PostgresConsoleSessionStore: ConsoleSessionStore {
     }
 }
 
-/// The revenue dashboard's overview, in a few range scans over `transactions` and `purchases`, each an index-only
-/// scan of an index of `schema/0015_console.sql` or `schema/0018_overview.sql` bounded by the requested days rather
-/// than by the table's size. Per-day statements name the UTC day as the day indexes do (`utcDay`), so PostgreSQL
-/// groups in index order; they keep the exact instant bounds as well, so a range not on midnights stays exact.
+/// The revenue dashboard's overview, read from the rollups the deriver keeps from the change log
+/// (`schema/0035_overview_days.sql`): per-day sums (`overview_days`), the current day's events at their instants
+/// (`overview_instants`) and free trials (`overview_trials`), plus the log rows not derived yet
+/// (`bouncer_overview_events` of the pending rows), all in one snapshot, so a receipt shows as soon as it commits.
+/// No statement reads an index of the receipt's tables by date; the trial conversions' lookup of paid transactions
+/// goes through `transactions_original_idx`.
 ///
-/// Active counts use intervals: a transaction is active from its purchase until the earlier of its expiry and its
-/// revocation (no expiry: until revoked; consumables never). The count at the end of each day is the count at the
-/// range's start plus the intervals that began minus those that ended by then, so no query joins days × rows.
-/// Entitlements weigh each interval by its product's mapped entitlements, read once from `products` (small) rather
-/// than joined per row.
+/// Every figure is what the index-based statements of main before 0035 computed (kept in
+/// `Tests/StorageTests/OverviewSpecification.swift`, compared on random data by `OverviewRollupTests`) for ranges of
+/// whole UTC days, which is what `OverviewRange` holds. A transaction is active from its purchase until the earlier
+/// of its expiry and revocation (no expiry: until revoked; consumables never); active at an instant = started before
+/// it − stopped by it, running sums from the first day, so a bound at midnight uses the rows' `midnight` flag and one
+/// within a day (`now`) the instants. Entitlements weigh each product's counts by its mapped entitlements, read from
+/// `products`.
 public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
     private let pool: ConnectionPool
 
@@ -77,14 +81,53 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
         self.pool = pool
     }
 
-    /// The interval's end: `LEAST(expires_date, revocation_date)`, a generated column (`LEAST` ignores NULLs, so a
-    /// revoked transaction ends at its revocation, an unrevoked one without expiry never ends).
-    private static let end = "t.ends_at"
+    /// The project's log rows not derived yet, as `bouncer_overview_events` takes them (`q.project`: the statement's).
+    private static let pending = """
+        (SELECT jsonb_agg(jsonb_build_object('environment', c.environment, 'tx', c.data -> 'tx'))
+         FROM purchase_changes c WHERE c.project_id = q.project AND c.data ? 'tx')
+        """
 
-    /// The longest interval found by start rather than by end when counting what is active at an instant: a month
-    /// (28–31 days) and a day to spare. Must match the `interval '32 days'` of the statements and of
-    /// `transactions_long_idx` (`schema/0018_overview.sql`).
-    static let shortSpan: TimeInterval = 32 * 86_400
+    /// The per-day sums, rollup and pending rows, of the project and environment (`q.project`, `q.env`).
+    private static let days = """
+        SELECT o.day, o.midnight, o.product_id, CASE WHEN o.currency_null THEN NULL ELSE o.currency END AS currency,
+            o.starts, o.start_subs, o.new_purchases, o.renewals, o.priced, o.revenue_milli, o.ends, o.end_subs,
+            o.stops, o.stop_subs, o.refunds, o.expirations, o.mrr_n, o.mrr_milli
+        FROM overview_days o, q WHERE o.project_id = q.project AND (q.env IS NULL OR o.environment = q.env)
+        UNION ALL
+        SELECT (e.at AT TIME ZONE 'UTC')::date, (e.at AT TIME ZONE 'UTC')::time = time '00:00', e.product_id,
+            e.currency, e.starts, e.start_subs, e.new_purchases, e.renewals, e.priced, e.revenue_milli, e.ends,
+            e.end_subs, e.stops, e.stop_subs, e.refunds, e.expirations, e.mrr_n, e.mrr_milli
+        FROM q, bouncer_overview_events(\(pending)) e WHERE q.env IS NULL OR e.environment = q.env
+        """
+
+    /// The events at their instants from `q.n0` (a midnight) on: the instants table and the pending rows while it
+    /// keeps that day (`q.kept`), else every transaction and purchase of the project (a "now" before yesterday, which
+    /// the server's clock never asks: the instants were pruned).
+    private static let instants = """
+        SELECT o.at, o.product_id, CASE WHEN o.currency_null THEN NULL ELSE o.currency END AS currency, o.ends,
+            o.end_subs, o.expirations, o.mrr_n, o.mrr_milli
+        FROM overview_instants o, q
+        WHERE q.kept AND o.project_id = q.project AND o.at > q.n0 AND (q.env IS NULL OR o.environment = q.env)
+        UNION ALL
+        SELECT e.at, e.product_id, e.currency, e.ends, e.end_subs, e.expirations, e.mrr_n, e.mrr_milli
+        FROM q, bouncer_overview_events(\(pending)) e
+        WHERE q.kept AND (q.env IS NULL OR e.environment = q.env)
+        UNION ALL
+        SELECT e.at, e.product_id, e.currency, e.ends, e.end_subs, e.expirations, e.mrr_n, e.mrr_milli
+        FROM q, transactions t, bouncer_overview_events(jsonb_build_array(jsonb_build_object('environment',
+            t.environment, 'tx', jsonb_build_object('new', bouncer_overview_fields(t))))) e
+        WHERE NOT q.kept AND t.project_id = q.project AND (q.env IS NULL OR t.environment = q.env)
+        UNION ALL
+        SELECT e.at, e.product_id, e.currency, e.ends, e.end_subs, e.expirations, e.mrr_n, e.mrr_milli
+        FROM q, purchases p, bouncer_overview_events(jsonb_build_array(jsonb_build_object('environment',
+            p.environment, 'tx', jsonb_build_object('p_new', bouncer_overview_purchase_fields(p))))) e
+        WHERE NOT q.kept AND p.project_id = q.project AND (q.env IS NULL OR p.environment = q.env)
+        """
+
+    /// Midnight UTC of the day of `date`.
+    private static func midnight(before date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
+    }
 
     /// The overview.
     public func overview(projectId: UUID, range: OverviewRange, environment: StoreEnvironment?, now: Date) throws
@@ -92,111 +135,106 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
     {
         let lo = range.from
         let hi = range.to
-        let loDay = RFC3339.day(secondsSince1970: lo.timeIntervalSince1970)
         let env = environment?.rawValue
         let dayCount = max(0, range.days)
         var days = (0..<dayCount).map { OverviewDay(day: lo.addingTimeInterval(Double($0) * 86_400)) }
-        func index(_ row: Row) throws -> Int? {
-            let i = try row.decode("d", as: Int.self)
-            return days.indices.contains(i) ? i : nil
-        }
-        /// `(day index expression)` of a timestamp column: whole UTC days since `lo`.
-        func day(_ column: String) -> String { "((\(column) AT TIME ZONE 'UTC')::date - " }
-        /// The UTC day of a timestamp column, spelt as the day indexes of `schema/0018_overview.sql` spell it. Bounds
-        /// on it are written `($n AT TIME ZONE 'UTC')::date` of a bound timestamptz (immutable, so folded into a
-        /// constant when planning, which estimates the rows), not a date parsed from text (stable, not folded).
-        func utcDay(_ column: String) -> String { "(\(column) AT TIME ZONE 'UTC')::date" }
+        // The day of `now` (index from `lo`) and its midnight: events up to that midnight are in the per-day sums,
+        // later ones up to `now` in the instants.
+        let n0 = Self.midnight(before: now)
+        let nowDay = Int((n0.timeIntervalSince(lo) / 86_400).rounded())
+        let partial = n0 < now
+        /// Whether an event of day `d` (from `lo`), at midnight or not, happened by `now` and is in the per-day sums.
+        func byMidnightOfNow(_ d: Int, _ midnight: Bool) -> Bool { d < nowDay || (d == nowDay && midnight) }
+        func weighted(_ weights: [String: Int], _ product: String, _ n: Int) -> Int { (weights[product] ?? 0) &* n }
         let (revenue, mrr) = try StorageErrors.mapping("overview metrics") { () throws -> ([String: Int64], [String: Int64]) in
-            try pool.transaction { c in
-                // The per-day groups (days × products × currencies) are few, but the planner cannot know that from
-                // a computed day: enough memory keeps its grouping in a hash rather than a sort spilled to disk.
-                _ = try c.execute("SET LOCAL work_mem = '32MB'")
+            try pool.transaction(isolation: .repeatableRead) { c in
+                // Every statement reads a few thousand rollup rows, but the instants' fallback (a scan of the
+                // project's transactions, skipped by a one-time filter) is costed as if it ran: JIT compiling for it
+                // took seconds (bench/overview: 2.7 s of a 14 ms statement).
+                _ = try c.execute("SET LOCAL jit = off")
                 var weights: [String: Int] = [:]
                 for row in try c.query("""
                     SELECT product_id, cardinality(entitlements)::int8 AS n FROM products WHERE project_id = \(projectId)
                     """) {
                     weights[try row.decode("product_id", as: String.self)] = try row.decode("n", as: Int.self)
                 }
-                func weight(_ row: Row, _ column: String) throws -> Int {
-                    let product = try row.decode("product_id", as: String.self)
-                    return (weights[product] ?? 0) &* (try row.decode(column, as: Int.self))
-                }
-                // Active at the range's start: intervals begun before it and not ended by it. Those lasting at most
-                // `shortSpan` began within `shortSpan` before it (found by start day, a few weeks of rows rather than
-                // every row ending after it); the longer and endless ones are few (a partial index by end).
-                let shortFrom = lo.addingTimeInterval(-Self.shortSpan)
+                // Active at the range's start: started before it, minus stopped by it (at its midnight included).
                 var subs = 0
                 var ents = 0
                 for row in try c.query("""
-                    SELECT product_id, count(*) FILTER (WHERE expires_date IS NOT NULL) AS subs, count(*) AS n
-                    FROM (SELECT t.product_id, t.expires_date FROM transactions t
-                          WHERE t.project_id = \(projectId)
-                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(shortFrom) AT TIME ZONE 'UTC')::date
-                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(lo) AT TIME ZONE 'UTC')::date
-                            AND t.purchase_date > \(shortFrom) AND t.purchase_date < \(lo) AND \(unsafeSQL: Self.end) > \(lo)
-                            AND \(unsafeSQL: Self.end) - t.purchase_date <= interval '32 days'
-                            AND t.type <> 'Consumable' AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                          UNION ALL
-                          SELECT t.product_id, t.expires_date FROM transactions t
-                          WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(lo) AND t.purchase_date < \(lo)
-                            AND \(unsafeSQL: Self.end) - t.purchase_date > interval '32 days'
-                            AND t.type <> 'Consumable' AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                          UNION ALL
-                          SELECT t.product_id, t.expires_date FROM transactions t
-                          WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) IS NULL AND t.purchase_date < \(lo)
-                            AND t.type <> 'Consumable' AND (\(env)::text IS NULL OR t.environment = \(env)::text)) x
-                    GROUP BY product_id
+                    WITH q AS NOT MATERIALIZED (SELECT \(projectId)::uuid AS project, \(env)::text AS env,
+                        (\(lo) AT TIME ZONE 'UTC')::date AS lo)
+                    SELECT d.product_id,
+                        (COALESCE(sum(d.start_subs) FILTER (WHERE d.day < q.lo), 0)
+                         - COALESCE(sum(d.stop_subs) FILTER (WHERE d.day < q.lo OR d.midnight), 0))::int8 AS subs,
+                        (COALESCE(sum(d.starts) FILTER (WHERE d.day < q.lo), 0)
+                         - COALESCE(sum(d.stops) FILTER (WHERE d.day < q.lo OR d.midnight), 0))::int8 AS n
+                    FROM (\(unsafeSQL: Self.days)) d, q
+                    WHERE d.day <= q.lo
+                    GROUP BY d.product_id
                     """) {
                     subs &+= try row.decode("subs", as: Int.self)
-                    ents &+= try weight(row, "n")
+                    ents &+= weighted(weights, try row.decode("product_id", as: String.self), try row.decode("n", as: Int.self))
                 }
                 var deltaSubs = [Int](repeating: 0, count: dayCount)
                 var deltaEnts = [Int](repeating: 0, count: dayCount)
                 var revenue: [String: Int64] = [:]
-
-                // Starts by day: active deltas, new purchases, renewals and revenue in one scan.
+                // The range's days: starts, revenue, refunds; ends and expirations that happened by now (an end at
+                // the range's start midnight is already out of the count at its start).
                 for row in try c.query("""
-                    SELECT \(unsafeSQL: day("t.purchase_date"))\(loDay)::date)::int8 AS d, t.product_id, t.currency,
-                           count(*) FILTER (WHERE t.type <> 'Consumable' AND t.expires_date IS NOT NULL) AS subs,
-                           count(*) FILTER (WHERE t.type <> 'Consumable') AS n,
-                           count(*) FILTER (WHERE NOT t.is_renewal) AS new_purchases,
-                           count(*) FILTER (WHERE t.is_renewal) AS renewals,
-                           sum(t.price_milli)::int8 AS milli
-                    FROM transactions t
-                    WHERE t.project_id = \(projectId)
-                      AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(lo) AT TIME ZONE 'UTC')::date
-                      AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(hi) AT TIME ZONE 'UTC')::date
-                      AND t.purchase_date >= \(lo) AND t.purchase_date < \(hi)
-                      AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                    GROUP BY \(unsafeSQL: utcDay("t.purchase_date")), t.product_id, t.currency
+                    WITH q AS NOT MATERIALIZED (SELECT \(projectId)::uuid AS project, \(env)::text AS env,
+                        (\(lo) AT TIME ZONE 'UTC')::date AS lo, (\(hi) AT TIME ZONE 'UTC')::date AS hi)
+                    SELECT (d.day - q.lo)::int8 AS d, (CASE WHEN d.midnight THEN 1 ELSE 0 END)::int8 AS midnight, d.product_id, d.currency,
+                        sum(d.starts)::int8 AS starts, sum(d.start_subs)::int8 AS start_subs,
+                        sum(d.new_purchases)::int8 AS new_purchases, sum(d.renewals)::int8 AS renewals,
+                        sum(d.priced)::int8 AS priced, sum(d.revenue_milli)::int8 AS revenue_milli,
+                        sum(d.ends)::int8 AS ends, sum(d.end_subs)::int8 AS end_subs, sum(d.refunds)::int8 AS refunds,
+                        sum(d.expirations)::int8 AS expirations
+                    FROM (\(unsafeSQL: Self.days)) d, q
+                    WHERE d.day >= q.lo AND d.day < q.hi
+                    GROUP BY 1, 2, 3, 4
                     """) {
-                    guard let i = try index(row) else { continue }
-                    deltaSubs[i] &+= try row.decode("subs", as: Int.self)
-                    deltaEnts[i] &+= try weight(row, "n")
+                    let i = try row.decode("d", as: Int.self)
+                    guard days.indices.contains(i) else { continue }
+                    let product = try row.decode("product_id", as: String.self)
+                    let midnight = try row.decode("midnight", as: Int.self) != 0
+                    deltaSubs[i] &+= try row.decode("start_subs", as: Int.self)
+                    deltaEnts[i] &+= weighted(weights, product, try row.decode("starts", as: Int.self))
                     days[i].newPurchases &+= try row.decode("new_purchases", as: Int.self)
                     days[i].renewals &+= try row.decode("renewals", as: Int.self)
+                    days[i].refunds &+= try row.decode("refunds", as: Int.self)
                     if let currency = try row.decode("currency", as: String?.self),
-                       let milli = try row.decode("milli", as: Int64?.self) {
+                       try row.decode("priced", as: Int.self) > 0 {
+                        let milli = try row.decode("revenue_milli", as: Int64.self)
                         days[i].revenue[currency, default: 0] &+= milli
                         revenue[currency, default: 0] &+= milli
                     }
+                    if byMidnightOfNow(i, midnight) {
+                        days[i].expirations &+= try row.decode("expirations", as: Int.self)
+                        if !(i == 0 && midnight) {
+                            deltaSubs[i] &-= try row.decode("end_subs", as: Int.self)
+                            deltaEnts[i] &-= weighted(weights, product, try row.decode("ends", as: Int.self))
+                        }
+                    }
                 }
-                // Ends by day (only those already past: today's later expiries have not happened).
-                for row in try c.query("""
-                    SELECT \(unsafeSQL: day(Self.end))\(loDay)::date)::int8 AS d, t.product_id,
-                           count(*) FILTER (WHERE t.expires_date IS NOT NULL) AS subs, count(*) AS n
-                    FROM transactions t
-                    WHERE t.project_id = \(projectId)
-                      AND \(unsafeSQL: utcDay(Self.end)) >= (\(lo) AT TIME ZONE 'UTC')::date
-                      AND \(unsafeSQL: utcDay(Self.end)) <= (\(hi) AT TIME ZONE 'UTC')::date
-                      AND \(unsafeSQL: Self.end) > \(lo) AND \(unsafeSQL: Self.end) < \(hi) AND \(unsafeSQL: Self.end) <= \(now)
-                      AND t.type <> 'Consumable'
-                      AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                    GROUP BY \(unsafeSQL: utcDay(Self.end)), t.product_id
-                    """) {
-                    guard let i = try index(row) else { continue }
-                    deltaSubs[i] &-= try row.decode("subs", as: Int.self)
-                    deltaEnts[i] &-= try weight(row, "n")
+                // Today's ends and expirations after its midnight, up to now.
+                if partial, days.indices.contains(nowDay) {
+                    for row in try c.query("""
+                        WITH q AS NOT MATERIALIZED (SELECT \(projectId)::uuid AS project, \(env)::text AS env,
+                            \(n0)::timestamptz AS n0, \(now)::timestamptz AS at,
+                            (\(n0)::timestamptz >= (date_trunc('day', now() AT TIME ZONE 'UTC') - interval '1 day')
+                                AT TIME ZONE 'UTC') AS kept)
+                        SELECT i.product_id, sum(i.ends)::int8 AS ends, sum(i.end_subs)::int8 AS end_subs,
+                            sum(i.expirations)::int8 AS expirations
+                        FROM (\(unsafeSQL: Self.instants)) i, q
+                        WHERE i.at > q.n0 AND i.at <= q.at
+                        GROUP BY 1
+                        """) {
+                        let product = try row.decode("product_id", as: String.self)
+                        days[nowDay].expirations &+= try row.decode("expirations", as: Int.self)
+                        deltaSubs[nowDay] &-= try row.decode("end_subs", as: Int.self)
+                        deltaEnts[nowDay] &-= weighted(weights, product, try row.decode("ends", as: Int.self))
+                    }
                 }
                 for i in days.indices {
                     subs &+= deltaSubs[i]
@@ -204,70 +242,55 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
                     days[i].activeSubscriptions = subs
                     days[i].activeEntitlements = ents
                 }
-                // Refunds by day.
-                for row in try c.query("""
-                    SELECT \(unsafeSQL: day("t.revocation_date"))\(loDay)::date)::int8 AS d, count(*) AS n
-                    FROM transactions t
-                    WHERE t.project_id = \(projectId) AND t.revocation_date IS NOT NULL
-                      AND t.revocation_date >= \(lo) AND t.revocation_date < \(hi)
-                      AND (\(env)::text IS NULL OR t.environment = \(env)::text)
-                    GROUP BY 1
-                    """) {
-                    guard let i = try index(row) else { continue }
-                    days[i].refunds = try row.decode("n", as: Int.self)
-                }
-                // Expirations: the purchase's latest transaction expired that day (so it was not renewed).
-                for row in try c.query("""
-                    SELECT \(unsafeSQL: day("p.expires_date"))\(loDay)::date)::int8 AS d, count(*) AS n
-                    FROM purchases p
-                    WHERE p.project_id = \(projectId) AND p.expires_date >= \(lo) AND p.expires_date < \(hi)
-                      AND p.expires_date <= \(now) AND p.revocation_date IS NULL
-                      AND (\(env)::text IS NULL OR p.environment = \(env)::text)
-                    GROUP BY 1
-                    """) {
-                    guard let i = try index(row) else { continue }
-                    days[i].expirations = try row.decode("n", as: Int.self)
-                }
                 // Trial conversions: a free trial ending that day, followed by a paid transaction of its subscription.
                 for row in try c.query("""
-                    SELECT \(unsafeSQL: day("t.expires_date"))\(loDay)::date)::int8 AS d, count(*) AS n
-                    FROM transactions t
-                    WHERE t.project_id = \(projectId) AND t.offer_discount_type = 'FREE_TRIAL'
-                      AND t.expires_date >= \(lo) AND t.expires_date < \(hi)
-                      AND (\(env)::text IS NULL OR t.environment = \(env)::text)
+                    WITH q AS NOT MATERIALIZED (SELECT \(projectId)::uuid AS project, \(env)::text AS env,
+                        \(lo)::timestamptz AS lo, \(hi)::timestamptz AS hi, (\(lo) AT TIME ZONE 'UTC')::date AS lod)
+                    SELECT ((t.expires_date AT TIME ZONE 'UTC')::date - q.lod)::int8 AS d, count(*) AS n
+                    FROM (SELECT x.environment, x.expires_date, x.transaction_id, x.original_transaction_id,
+                              x.purchase_date
+                          FROM (SELECT o.environment, o.expires_date, o.transaction_id, o.original_transaction_id,
+                                    o.purchase_date, o.n
+                                FROM overview_trials o, q
+                                WHERE o.project_id = q.project AND o.expires_date >= q.lo AND o.expires_date < q.hi
+                                UNION ALL
+                                SELECT e.environment, e.expires_date, e.transaction_id, e.original_transaction_id,
+                                    e.purchase_date, e.n
+                                FROM q, bouncer_overview_trials(\(unsafeSQL: Self.pending)) e
+                                WHERE e.expires_date >= q.lo AND e.expires_date < q.hi) x
+                          GROUP BY 1, 2, 3, 4, 5
+                          HAVING sum(x.n) > 0) t, q
+                    WHERE (q.env IS NULL OR t.environment = q.env)
                       AND EXISTS (SELECT 1 FROM transactions n
-                                  WHERE n.project_id = t.project_id AND n.environment = t.environment
+                                  WHERE n.project_id = q.project AND n.environment = t.environment
                                     AND n.original_transaction_id = t.original_transaction_id
                                     AND n.transaction_id <> t.transaction_id AND n.purchase_date >= t.purchase_date
                                     AND n.price_milli > 0)
                     GROUP BY 1
                     """) {
-                    guard let i = try index(row) else { continue }
+                    let i = try row.decode("d", as: Int.self)
+                    guard days.indices.contains(i) else { continue }
                     days[i].trialConversions = try row.decode("n", as: Int.self)
                 }
-                // MRR at the end of the range (or now): each active subscription's price over its period, per 30 days.
+                // MRR at the end of the range (or now): each active subscription's price over its period, per 30
+                // days; the per-day sums up to the instant's midnight, the instants after it.
                 let at = min(hi, now)
-                let atShort = at.addingTimeInterval(-Self.shortSpan)
+                let atMidnight = Self.midnight(before: at)
                 var mrr: [String: Int64] = [:]
-                // Active at `at`, split like "active at the range's start" (an interval without end has no period).
                 for row in try c.query("""
-                    SELECT currency, round(sum(price_milli::numeric * 2592000
-                               / GREATEST(extract(epoch FROM expires_date - purchase_date), 86400)))::int8 AS milli
-                    FROM (SELECT t.currency, t.price_milli, t.expires_date, t.purchase_date FROM transactions t
-                          WHERE t.project_id = \(projectId)
-                            AND \(unsafeSQL: utcDay("t.purchase_date")) >= (\(atShort) AT TIME ZONE 'UTC')::date
-                            AND \(unsafeSQL: utcDay("t.purchase_date")) <= (\(at) AT TIME ZONE 'UTC')::date
-                            AND t.purchase_date > \(atShort) AND t.purchase_date <= \(at) AND \(unsafeSQL: Self.end) > \(at)
-                            AND \(unsafeSQL: Self.end) - t.purchase_date <= interval '32 days'
-                            AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
-                            AND (\(env)::text IS NULL OR t.environment = \(env)::text)
+                    WITH q AS NOT MATERIALIZED (SELECT \(projectId)::uuid AS project, \(env)::text AS env,
+                        (\(at) AT TIME ZONE 'UTC')::date AS m, \(atMidnight)::timestamptz AS n0,
+                        \(at)::timestamptz AS at,
+                        (\(atMidnight)::timestamptz >= (date_trunc('day', now() AT TIME ZONE 'UTC') - interval '1 day')
+                            AT TIME ZONE 'UTC') AS kept)
+                    SELECT x.currency, round(sum(x.mrr_milli))::int8 AS milli
+                    FROM (SELECT d.currency, d.mrr_n, d.mrr_milli FROM (\(unsafeSQL: Self.days)) d, q
+                          WHERE d.day <= q.m AND (d.day < q.m OR d.midnight) AND d.currency IS NOT NULL
                           UNION ALL
-                          SELECT t.currency, t.price_milli, t.expires_date, t.purchase_date FROM transactions t
-                          WHERE t.project_id = \(projectId) AND \(unsafeSQL: Self.end) > \(at) AND t.purchase_date <= \(at)
-                            AND \(unsafeSQL: Self.end) - t.purchase_date > interval '32 days'
-                            AND t.expires_date IS NOT NULL AND t.currency IS NOT NULL AND t.price_milli IS NOT NULL
-                            AND (\(env)::text IS NULL OR t.environment = \(env)::text)) x
+                          SELECT i.currency, i.mrr_n, i.mrr_milli FROM (\(unsafeSQL: Self.instants)) i, q
+                          WHERE q.n0 < q.at AND i.at > q.n0 AND i.at <= q.at AND i.currency IS NOT NULL) x
                     GROUP BY 1
+                    HAVING sum(x.mrr_n) > 0
                     """) {
                     mrr[try row.decode("currency", as: String.self)] = try row.decode("milli", as: Int64.self)
                 }

@@ -206,8 +206,8 @@ public final class PostgresWebhookStore: WebhookStore {
     }
 
     /// Derives the webhook events of the project's `limit` oldest log rows, and the rest of their recording
-    /// transactions, and deletes the rows, in one transaction (`bouncer_derive_changes`); the rows consumed, 0 when
-    /// another transaction is deriving the project.
+    /// transactions, adds them to the overview's rollup and deletes the rows, in one transaction
+    /// (`bouncer_derive_changes`); the rows consumed, 0 when another transaction is deriving the project.
     public func deriveChanges(projectId: UUID, limit: Int) throws -> Int {
         try StorageErrors.mapping("derive changes") {
             try pool.autocommit { connection in

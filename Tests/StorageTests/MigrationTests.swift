@@ -81,7 +81,7 @@ final class MigrationTests: XCTestCase {
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
         XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "console_sessions", "consumption_requests", "grants",
-                                "notifications", "ownership_events", "pending_renewals", "products", "project_keys",
+                                "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
                                 "reconcile_runs", "renewal_extensions", "schema_functions", "schema_migrations", "signing_keys",
                                 "subscriptions", "transactions", "webhook_attempts", "webhook_endpoints",
@@ -179,8 +179,9 @@ final class MigrationTests: XCTestCase {
                   AND cl.relname NOT IN ('projects', 'schema_migrations', 'schema_functions', 'signing_keys',
                       'console_sessions')
                 """)
-            // grants (0014), five webhook tables (0012), purchase_changes (0025), webhook_queue (0030) added to 16
-            XCTAssertEqual(pks.count, 24)
+            // grants (0014), five webhook tables (0012), purchase_changes (0025), webhook_queue (0030),
+            // overview_days, overview_instants, overview_trials (0035) added to 16
+            XCTAssertEqual(pks.count, 27)
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)

@@ -5,9 +5,9 @@ import Storage
 import TestSupport
 import XCTest
 
-/// The overview's "active at the range's start" is found in three parts since `schema/0018_overview.sql`
-/// (intervals of at most 32 days by start day, longer ones and endless ones by end): each edge of the split and of
-/// the day bounds, on a real PostgreSQL.
+/// The overview's "active at the range's start": each edge of 0018's split (intervals of at most 32 days, longer
+/// ones, endless ones) and of the day bounds (an end exactly at the range's start or end, a start on its first day),
+/// read from the rollups of `schema/0035_overview_days.sql` on a real PostgreSQL.
 final class OverviewStoreTests: XCTestCase {
     private func date(_ text: String) throws -> Date {
         try XCTUnwrap(ISO8601DateFormatter().date(from: text), text)
@@ -35,17 +35,19 @@ final class OverviewStoreTests: XCTestCase {
             ("m", "m", sub, "Production", "2026-03-01T00:00:00Z", "2026-03-31T00:00:00Z", nil),   // starts on day 0
             ("n", "n", sub, "Production", "2026-03-03T00:00:00Z", "2026-04-02T00:00:00Z", nil),   // starts after the range
         ]
-        try stores.pool.withConnection { c in
-            for (id, original, type, environment, purchase, expires, revocation) in rows {
-                _ = try c.execute("""
-                    INSERT INTO transactions (project_id, transaction_id, original_transaction_id, product_id, type,
-                        environment, purchase_date, expires_date, revocation_date, signed_date, payload, bundle_id, source)
-                    VALUES (\(project.id), \(id), \(original), 'pro', \(type), \(environment), \(purchase)::timestamptz,
-                            \(expires)::timestamptz, \(revocation)::timestamptz, \(purchase)::timestamptz,
-                            \(["d", "i", "m"].contains(id) ? #"{"price": 9990, "currency": "USD"}"# : "{}")::jsonb,
-                            'com.example.app1', 'receipt')
-                    """)
-            }
+        // Recorded as receipts are (the log carries them to the rollups; the overview reads pending rows too).
+        let types: [String: ProductType] = [sub: .autoRenewable, "Non-Consumable": .nonConsumable,
+                                            "Consumable": .consumable]
+        for (id, original, type, environment, purchase, expires, revocation) in rows {
+            let facts = TransactionFacts(
+                transactionId: id, originalTransactionId: original, productId: "pro", type: try XCTUnwrap(types[type]),
+                environment: StoreEnvironment(rawValue: environment), purchaseDate: try date(purchase),
+                originalPurchaseDate: try date(purchase), expiresDate: try expires.map(date),
+                revocationDate: try revocation.map(date), revocationReason: revocation == nil ? nil : 0,
+                appAccountToken: nil, ownershipType: .purchased, signedDate: try date(purchase),
+                payloadJSON: ["d", "i", "m"].contains(id) ? #"{"price": 9990, "currency": "USD"}"# : "{}")
+            _ = try stores.purchases.recordTransaction(facts, userId: nil, deviceId: nil, project: project,
+                                                       now: try date(purchase))
         }
         let store = PostgresOverviewMetricsStore(pool: stores.pool)
         let range = OverviewRange(from: try date("2026-03-01T00:00:00Z"), to: try date("2026-03-03T00:00:00Z"))

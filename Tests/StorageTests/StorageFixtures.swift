@@ -41,6 +41,21 @@ struct TestStores {
     }
 }
 
+/// SplitMix64: random test cases that are the same on every run, reproducible from the seed printed on failure.
+struct SplitMix64 {
+    var state: UInt64
+
+    /// A number in `0..<n`.
+    mutating func next(_ n: Int) -> Int {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Int(z % UInt64(n))
+    }
+}
+
 /// Fixed instants and fact builders. Whole seconds, so timestamptz (microseconds) round-trips exactly.
 enum Fixtures {
     static let t0 = Date(timeIntervalSince1970: 1_700_000_000)

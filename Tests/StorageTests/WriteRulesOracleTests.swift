@@ -29,22 +29,6 @@ final class WriteRulesOracleTests: XCTestCase {
         }
     }
 
-    /// A small world so that collisions are frequent: 4 transaction ids of one purchase, 3 purchase dates,
-    /// 3 signing instants, 3 users and "no user", every policy.
-    private struct Generator {
-        var state: UInt64
-
-        mutating func next(_ n: Int) -> Int {
-            // SplitMix64: reproducible from the seed printed on failure.
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            return Int(z % UInt64(n))
-        }
-    }
-
     func testRandomFactSequencesGiveTheRowsTheSwiftRulesGive() throws {
         let s = try TestStores.make(label: "oracle", poolSize: 2)
         defer { s.close() }
@@ -56,7 +40,9 @@ final class WriteRulesOracleTests: XCTestCase {
 
         for sequence in 0..<40 {
             let seed = UInt64(sequence) &* 7919 &+ 17
-            var random = Generator(state: seed)
+            // A small world so that collisions are frequent: 4 transaction ids of one purchase, 3 purchase dates,
+            // 3 signing instants, 3 users and "no user", every policy.
+            var random = SplitMix64(state: seed)
             let original = "o\(sequence)"
             var model = Model()
             for step in 0..<25 {

@@ -6,6 +6,7 @@
 -- Each recording transaction is replayed as 0021's triggers ran in it, from its rows alone and the copy: per row
 -- in seq order transaction.refunded and the transition events (the row's holders, its before/after facts); then
 -- its deferred effects (bouncer_derive_commit). So a batch gives exactly the events of one derive per transaction.
+-- With or without a webhook, the consumed rows' tx entries are added to overview_days (0035) as they are deleted.
 CREATE OR REPLACE FUNCTION bouncer_derive_changes(p_project_id uuid, p_limit int, p_wait boolean DEFAULT false) RETURNS int
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -21,6 +22,7 @@ DECLARE
     v_new purchases;
     v_steps bouncer_derive_step[];
     v_count int := 0;
+    v_tx jsonb;
 BEGIN
     IF p_wait THEN
         PERFORM pg_advisory_xact_lock(16980, hashtext(p_project_id::text));
@@ -29,9 +31,13 @@ BEGIN
     END IF;
     -- A new statement after the lock: sees a webhook created (and seeded) by the lock's previous holder.
     IF NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = p_project_id) THEN
-        DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.seq IN (
-            SELECT c1.seq FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit);
-        GET DIAGNOSTICS v_count = ROW_COUNT;
+        WITH consumed AS (
+            DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.seq IN (
+                SELECT c1.seq FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit)
+            RETURNING c.environment, c.data -> 'tx' AS tx)
+        SELECT count(*), jsonb_agg(jsonb_build_object('environment', environment, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
+        INTO v_count, v_tx FROM consumed;
+        PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
         RETURN v_count;
     END IF;
 
@@ -146,7 +152,12 @@ BEGIN
     IF v_xact IS NOT NULL THEN
         PERFORM bouncer_derive_commit(p_project_id, v_at, v_steps);
     END IF;
-    DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts);
+    WITH consumed AS (
+        DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
+        RETURNING c.environment, c.data -> 'tx' AS tx)
+    SELECT jsonb_agg(jsonb_build_object('environment', environment, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
+    INTO v_tx FROM consumed;
+    PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
     RETURN v_count;
 END;
 $$;

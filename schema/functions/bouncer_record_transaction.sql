@@ -35,21 +35,25 @@ DECLARE
     v_created boolean;
     v_old purchases;                -- log: the purchase before this call (NULL when the call created it)
     v_had_row boolean := false;     -- log: the transaction was stored before this call …
-    v_old_revocation timestamptz;   -- log: … with this revocation date
+    v_old_revocation timestamptz;   -- log: … with this revocation date …
     v_inserted boolean;
     v_revocation timestamptz;
     v_revocation_reason int;
     v_revocation_type text;
     v_revocation_percentage bigint;
     v_refund jsonb;
+    v_tx_old jsonb;                 -- log: … and these overview fields (NULL: not stored) …
+    v_tx_new jsonb;                 -- log: … and after it
+    v_p_old jsonb;                  -- log: the purchase's overview fields before this call …
+    v_p_new jsonb;                  -- log: … and after it
 BEGIN
-    -- log: a revocation can only appear when this call carries one; then the stored one is read (and locked) first.
-    IF p_revocation_date IS NOT NULL THEN
-        SELECT true, t.revocation_date INTO v_had_row, v_old_revocation FROM transactions t
-        WHERE t.project_id = p_project_id AND t.environment = p_environment AND t.transaction_id = p_transaction_id
-        FOR UPDATE;
-        v_had_row := COALESCE(v_had_row, false);
-    END IF;
+    -- log: the stored transaction's revocation and overview fields, read (and locked) first. FOR UPDATE returns the
+    -- latest committed version, so a concurrent update of the same transaction is waited for, never missed.
+    SELECT true, t.revocation_date, bouncer_overview_fields(t) INTO v_had_row, v_old_revocation, v_tx_old
+    FROM transactions t
+    WHERE t.project_id = p_project_id AND t.environment = p_environment AND t.transaction_id = p_transaction_id
+    FOR UPDATE;
+    v_had_row := COALESCE(v_had_row, false);
 
     -- The transaction: facts refreshed only when signed later, last_seen_at always, first_seen_at never, and only
     -- while the stored identity (original transaction, product, bundle; the environment is in the key) is the
@@ -82,8 +86,9 @@ BEGIN
         last_seen_at = GREATEST(EXCLUDED.last_seen_at, t.last_seen_at)
     WHERE t.original_transaction_id = EXCLUDED.original_transaction_id
       AND t.product_id = EXCLUDED.product_id AND t.bundle_id = EXCLUDED.bundle_id
-    RETURNING (t.xmax = 0), t.revocation_date, t.revocation_reason, t.revocation_type, t.revocation_percentage
-    INTO v_inserted, v_revocation, v_revocation_reason, v_revocation_type, v_revocation_percentage;
+    RETURNING (t.xmax = 0), t.revocation_date, t.revocation_reason, t.revocation_type, t.revocation_percentage,
+        bouncer_overview_fields(t)
+    INTO v_inserted, v_revocation, v_revocation_reason, v_revocation_type, v_revocation_percentage, v_tx_new;
     IF NOT FOUND THEN
         -- The refused upsert left the stored row locked: name (for the log only) the fields that differ.
         SELECT * INTO v_stored FROM transactions
@@ -100,6 +105,14 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'BRTC1', MESSAGE = 'transaction conflict',
             DETAIL = 'differing fields: '
                 || COALESCE(NULLIF(array_to_string(v_differing, ', '), ''), 'unknown');
+    END IF;
+
+    -- log: an update of a row the first read did not find (a concurrent first post of the same transaction,
+    -- committed in between) has no known old fields: rerun the whole transaction (retried as a serialization
+    -- failure; the rerun's first read finds the row).
+    IF NOT v_inserted AND NOT v_had_row THEN
+        RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'transaction recorded concurrently',
+            DETAIL = 'its overview fields before this call are not visible';
     END IF;
 
     -- The purchase: created from its first known transaction (a concurrent creator makes this wait for its commit,
@@ -232,11 +245,18 @@ BEGIN
             'revocation_date', v_revocation, 'revocation_reason', v_revocation_reason,
             'revocation_type', v_revocation_type, 'revocation_percentage', v_revocation_percentage);
     END IF;
+    v_p_old := bouncer_overview_purchase_fields(v_old);
+    v_p_new := bouncer_overview_purchase_fields(v_purchase);
     PERFORM bouncer_append_change(p_project_id, p_environment, p_original_transaction_id, v_old, v_purchase,
         CASE WHEN p_user_id IS NOT NULL THEN v_owners END, v_refund,
         CASE WHEN v_decision = 'transfer' THEN v_previous END,
         CASE WHEN v_decision = 'transfer' THEN p_user_id END,
-        CASE WHEN p_user_id IS NOT NULL AND NOT (p_user_id = ANY (v_owners)) THEN p_user_id END);
+        CASE WHEN p_user_id IS NOT NULL AND NOT (p_user_id = ANY (v_owners)) THEN p_user_id END,
+        CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old OR v_p_new IS DISTINCT FROM v_p_old THEN jsonb_build_object(
+            'old', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_old END,
+            'new', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_new END,
+            'p_old', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_old END,
+            'p_new', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_new END) END);
 
     purchase := v_purchase;
     ownership := v_decision;

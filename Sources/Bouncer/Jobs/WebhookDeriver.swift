@@ -3,11 +3,12 @@ import Foundation
 import Storage
 import Synchronization
 
-/// Derives webhook events from the fact log (`purchase_changes`, schema/0025) after the receipts' transactions
-/// commit: one thread per instance, woken by this instance's writes (`wake`) and every `pollInterval` for the
-/// others'. Each project's batch is one transaction (`PostgresWebhookStore.deriveChanges`), so a kill -9 leaves
-/// each event derived exactly once; instances share projects through the project's deriver lock. Runs whether or
-/// not this instance delivers (`BOUNCER_WEBHOOK_CONCURRENCY=0`): events still queue for the others.
+/// Derives webhook events and the dashboard's rollup (`overview_days`, schema/0035) from the fact log
+/// (`purchase_changes`, schema/0025) after the receipts' transactions commit: one thread per instance, woken by this
+/// instance's writes (`wake`) and every `pollInterval` for the others'. Each project's batch is one transaction
+/// (`PostgresWebhookStore.deriveChanges`), so a kill -9 leaves each event and rollup change derived exactly once;
+/// instances share projects through the project's deriver lock. Runs whether or not this instance delivers
+/// (`BOUNCER_WEBHOOK_CONCURRENCY=0`): events still queue for the others.
 final class WebhookDeriver: Sendable {
     private let store: PostgresWebhookStore
     private let log: @Sendable (String) -> Void
