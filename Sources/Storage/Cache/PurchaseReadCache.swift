@@ -9,8 +9,10 @@ import Synchronization
 ///
 /// An entry stays only while it can be proved current: it is dropped by every invalidation that can change it
 /// (`CacheMessage`: the user's bindings, any purchase it holds — found through a reverse index —, its project),
-/// it expires after `maxAge` (the bound when an announcement is lost: a writer that died between commit and its
-/// announcement), and the whole cache is off while the invalidation channel is down (`setEnabled`).
+/// it expires at most `maxAge` after its query began (the bound when an announcement is lost: a writer that died
+/// between commit and its announcement), each entry at a random point of the last half of that span, so users first
+/// read together (a cold start, the channel coming back) do not all expire, and miss, together again every `maxAge`
+/// (bench/api saw all 5,000 of its users miss in the same half second every 10 s); and the whole cache is off while the invalidation channel is down (`setEnabled`).
 /// A read racing a write cannot fill a stale entry: each fill carries the invalidation sequence seen before its
 /// query and is refused when a later invalidation in `recent` touches it.
 ///
@@ -32,7 +34,8 @@ public final class PurchaseReadCache: Sendable {
     struct Entry {
         var holdings: UserHoldings
         var owned: [OwnedPurchase] { holdings.purchases }
-        var filledAt: ContinuousClock.Instant
+        /// Between `maxAge / 2` and `maxAge` after the query began.
+        var expiresAt: ContinuousClock.Instant
     }
     /// What a fill must check it missed: invalidations newer than its ticket.
     enum Invalidation {
@@ -144,7 +147,7 @@ public final class PurchaseReadCache: Sendable {
                 s.misses += 1
                 return nil
             }
-            guard entry.filledAt.duration(to: now) < maxAge else {
+            guard now < entry.expiresAt else {
                 s.remove(key)
                 s.misses += 1
                 return nil
@@ -161,7 +164,7 @@ public final class PurchaseReadCache: Sendable {
             guard s.enabled else { return .alone(ticket: s.sequence) }
             let key = UserKey(projectId: projectId, userId: userId)
             if let entry = s.entries.get(key) {
-                if entry.filledAt.duration(to: now) < maxAge {
+                if now < entry.expiresAt {
                     s.hits += 1
                     return .hit(entry.holdings)
                 }
@@ -211,6 +214,7 @@ public final class PurchaseReadCache: Sendable {
               at filledAt: ContinuousClock.Instant) -> Bool {
         let key = UserKey(projectId: projectId, userId: userId)
         let purchases = Set(holdings.purchases.map { Self.purchaseKey(projectId, $0.purchase) })
+        let expiresAt = filledAt + maxAge * (0.5 + Double.random(in: 0...0.5))
         return state.withLock { s -> Bool in
             guard s.enabled else { return false }
             guard s.sequence - ticket <= UInt64(s.recent.count) else { return false }  // too many to check: skip
@@ -224,7 +228,7 @@ public final class PurchaseReadCache: Sendable {
                 }
             }
             s.remove(key)
-            if let evicted = s.entries.set(key, Entry(holdings: holdings, filledAt: filledAt)) {
+            if let evicted = s.entries.set(key, Entry(holdings: holdings, expiresAt: expiresAt)) {
                 s.unindex(evicted.0, evicted.1)
             }
             for purchase in purchases { s.holders[purchase, default: []].insert(key) }
