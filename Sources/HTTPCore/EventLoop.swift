@@ -476,6 +476,10 @@ final class EventLoop: @unchecked Sendable {
                 finishInline(conn, response, parsed, route.template, requestID, keepAlive, startedAt, errorType)
                 return
             }
+            if let inline = route.inline, let response = inline(request) {
+                finishInline(conn, response, parsed, route.template, requestID, keepAlive, startedAt)
+                return
+            }
             let token = nextToken
             nextToken &+= 1
             let fd = conn.fd
