@@ -8,10 +8,10 @@ public enum Routes {
         let api = APIHandlers(deps: deps)
         func add(
             _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, maxBodyBytes: Int? = nil,
-            inline: InlineAttempt? = nil, _ handler: @escaping @Sendable (APIHandlers, Request) throws -> Response
+            _ handler: @escaping @Sendable (APIHandlers, Request) throws -> Response
         ) {
             let consoleSession = rateLimits.contains(.admin) && pattern != APIHandlers.sessionPath
-            router.add(method, pattern, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes, inline: inline) { request in
+            router.add(method, pattern, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes) { request in
                 do {
                     // A console session stands in for the admin token (ConsoleSession.swift); the bearer path is untouched.
                     let request = consoleSession ? try api.authenticatingConsoleSession(request) : request
@@ -30,9 +30,7 @@ public enum Routes {
         // StoreKit 1 receipts of long purchase histories exceed 100 KB: this route alone takes larger bodies.
         add(.post, "/v1/receipts/:publicKey", app, maxBodyBytes: deps.maxReceiptBodyBytes) { try $0.postReceipt($1) }
         add(.post, ErrorMapping.appTransactionRoute, app) { try $0.postAppTransaction($1) }
-        // A read-cache hit without a secret key is answered on the I/O thread (no hand-off to a worker and back).
-        add(.get, "/v1/subscriptions/:publicKey/:userId", app.union(.secretKey),
-            inline: { api.getSubscriptionsInMemory($0) }) { try $0.getSubscriptions($1) }
+        add(.get, "/v1/subscriptions/:publicKey/:userId", app.union(.secretKey)) { try $0.getSubscriptions($1) }
         add(.post, ErrorMapping.offerSignaturesRoute, app) { try $0.postOfferSignature($1) }
         add(.get, ErrorMapping.entitlementTokenRoute, app.union(.secretKey)) { try $0.getEntitlementToken($1) }
         add(.get, "/.well-known/jwks.json", .client) { try $0.getJWKS($1) }

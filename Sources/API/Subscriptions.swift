@@ -27,24 +27,6 @@ extension APIHandlers {
         return Response.json(200, Self.subscriptionsBody(userId: userId, summary))
     }
 
-    /// `getSubscriptions` on the I/O thread when it needs no database and no secret-key check: a request without
-    /// `Authorization`, for a project and a user both in memory (a read-cache hit). nil hands the request to
-    /// `getSubscriptions` on a worker, which answers everything else (errors included) as before.
-    func getSubscriptionsInMemory(_ request: Request) -> Response? {
-        guard request.headers["Authorization"] == nil, let publicKey = request.pathParameters["publicKey"],
-              ProjectKeys.isPublicKeySyntax(publicKey),
-              let project = deps.projects.projectInMemory(publicKey: publicKey, at: deps.now()),
-              !project.requireSecretKeyForReads else { return nil }
-        let userId = AccountBindingRules.canonicalUserId(
-            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
-        let scalars = userId.unicodeScalars.count
-        guard scalars >= 1, scalars <= 256,
-              let holdings = deps.purchases.holdingsInMemory(userId: userId, project: project) else { return nil }
-        let summary = UserEntitlementSummary.summarize(
-            holdings, setting: project.appPurchaseEntitlements, at: deps.now())
-        return Response.json(200, Self.subscriptionsBody(userId: userId, summary))
-    }
-
     /// The 200 body; each subscription's `entitlements` are what it grants now (empty unless active).
     static func subscriptionsBody(userId: String, _ summary: UserEntitlementSummary) -> [UInt8] {
         var body = JSONBody(capacity: 128 + 480 * summary.purchases.count)

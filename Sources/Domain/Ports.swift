@@ -87,9 +87,6 @@ public protocol ProjectStore: Sendable {
     /// The project that `publicKey` names, if that key is live at `now` (current, or retiring and not yet
     /// expired). The one entry point of public-key authentication: a single indexed lookup.
     func project(publicKey: String, at now: Date) throws -> Project?
-    /// `project(publicKey:at:)` when memory has a current answer, without blocking (for the I/O thread); nil
-    /// otherwise (unknown, or not cached), and then `project(publicKey:at:)` decides. The default: nil.
-    func projectInMemory(publicKey: String, at now: Date) -> Project?
     /// The project with `id`.
     func project(id: UUID) throws -> Project?
     /// All projects, oldest first.
@@ -114,8 +111,6 @@ public protocol ProjectStore: Sendable {
 }
 
 extension ProjectStore {
-    public func projectInMemory(publicKey: String, at now: Date) -> Project? { nil }
-
     /// Stores a new project with a fresh public key and the hash of a fresh secret key (tests and fixtures).
     public func createProject(_ new: NewProject, publicKey: String, secretKeyHash: [UInt8], now: Date) throws
         -> Project
@@ -210,14 +205,9 @@ public protocol PurchaseStore: Sendable {
     /// Everything `GET /v1/subscriptions` reads about `userId` — bound purchases and app transactions — in one
     /// read. The default has no app transactions (stores that keep none).
     func holdings(userId: String, project: Project) throws -> UserHoldings
-    /// `holdings` when memory has a current answer, without blocking (for the I/O thread); nil otherwise, and then
-    /// `holdings` reads. The default: nil (a store without a cache).
-    func holdingsInMemory(userId: String, project: Project) -> UserHoldings?
 }
 
 extension PurchaseStore {
-    public func holdingsInMemory(userId: String, project: Project) -> UserHoldings? { nil }
-
     /// Bound purchases only: a store that keeps no app transactions.
     public func holdings(userId: String, project: Project) throws -> UserHoldings {
         UserHoldings(purchases: try ownedPurchases(userId: userId, project: project), appTransactions: [])

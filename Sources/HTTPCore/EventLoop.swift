@@ -476,10 +476,6 @@ final class EventLoop: @unchecked Sendable {
                 finishInline(conn, response, parsed, route.template, requestID, keepAlive, startedAt, errorType)
                 return
             }
-            if let inline = route.inline, let response = inline(request) {
-                finishInline(conn, response, parsed, route.template, requestID, keepAlive, startedAt)
-                return
-            }
             let token = nextToken
             nextToken &+= 1
             let fd = conn.fd

@@ -4,11 +4,6 @@ import Glibc
 /// may block. A thrown `HTTPError` is rendered with the request id; anything else becomes 500 `INTERNAL_ERROR`.
 public typealias Handler = @Sendable (Request) throws -> Response
 
-/// A worker-pool route's first try, on the I/O thread before any hand-off: a response when it can answer from
-/// memory without blocking (e.g. a cache hit), nil to queue the request for the route's `Handler` as usual. It must
-/// never block nor take long: every connection of its loop waits while it runs.
-public typealias InlineAttempt = @Sendable (Request) -> Response?
-
 /// The rate limits that guard a route, declared where the route is registered and read by the server's
 /// admission hook from `Request.rateLimitScopes` (no matching of path strings).
 public struct RateLimitScopes: OptionSet, Sendable, Hashable {
@@ -51,8 +46,6 @@ public struct Router: Sendable {
         var rateLimits: RateLimitScopes
         /// Raises the server's body limit for this route (nil: the server's `maxBodyBytes`).
         var maxBodyBytes: Int?
-        /// Tried on the I/O thread before the request goes to the pool (`.workerPool` routes only).
-        var inline: InlineAttempt?
         var handler: Handler
     }
 
@@ -73,19 +66,16 @@ public struct Router: Sendable {
     /// limits that guard the route (none for operational routes). `maxBodyBytes` raises the server's body limit
     /// for this route only (a value at or below `Configuration.maxBodyBytes` changes nothing); it counts the body
     /// as sent, and a chunked body may add `maxChunkedFramingBytes` of framing on top, as for every route.
-    /// `inline` answers what it can on the I/O thread, saving the two thread hand-offs (and, on a loaded machine,
-    /// the two waits for a CPU) of a worker-pool request.
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, placement: Placement = .workerPool, rateLimits: RateLimitScopes = [],
-        maxBodyBytes: Int? = nil, inline: InlineAttempt? = nil, _ handler: @escaping Handler
+        maxBodyBytes: Int? = nil, _ handler: @escaping Handler
     ) {
         let segments = Self.split(pattern).map { raw -> Segment in
             raw.hasPrefix(":") ? .parameter(String(raw.dropFirst())) : .literal(String(raw))
         }
         let literalCount = segments.reduce(0) { if case .literal = $1 { $0 + 1 } else { $0 } }
         routes.append(Route(method: method, template: pattern, segments: segments, literalCount: literalCount,
-                            placement: placement, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes, inline: inline,
-                            handler: handler))
+                            placement: placement, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes, handler: handler))
     }
 
     /// Whether any route raises the body limit (the parser asks `maxBodyBytes(_:_:)` only then).

@@ -56,11 +56,6 @@ final class FakeProjectStore: ProjectStore, Sendable {
         set { state.withLock { $0.failure = newValue } }
     }
 
-    /// Everything here is in memory (unless a failure is injected).
-    func projectInMemory(publicKey: String, at now: Date) -> Project? {
-        try? project(publicKey: publicKey, at: now)
-    }
-
     static func uuid(_ n: Int) -> UUID {
         let suffix = String(n)
         return UUID(uuidString: "00000000-0000-0000-0000-" + String(repeating: "0", count: 12 - suffix.count) + suffix)

@@ -30,8 +30,6 @@ final class Harness {
     let clock = TestClock()
     var router = Router()
     let project: Project
-    /// Requests answered by their route's inline attempt (on the I/O thread, in the server).
-    let inlineAnswers = Atomic<Int>(0)
 
     /// With `readCache`, subscriptions are read through it (`CachedPurchaseStore`, invalidating it directly).
     init(adminToken: String? = Harness.adminToken, policy: TransferPolicy = .transfer, requireSecret: Bool = false,
@@ -69,12 +67,7 @@ final class Harness {
                 pathParameters: parameters, routeTemplate: route.template, rateLimitScopes: route.rateLimits,
                 requestID: "req-test-1",
                 remoteAddress: "127.0.0.1")
-            // As the server does: the route's inline attempt first (a read-cache hit), then the handler; a thrown
-            // HTTPError is rendered with the request id, anything else is a 500.
-            if let inline = route.inline, let response = inline(request) {
-                inlineAnswers.add(1, ordering: .relaxed)
-                return response
-            }
+            // As the server does: a thrown HTTPError is rendered with the request id, anything else is a 500.
             return ServerCore.invoke(route.handler, request, retryAfterSeconds: 1).0
         case .methodNotAllowed: return Response(status: 405)
         case .notFound: return Response(status: 404)

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Synchronization
 import JSON
@@ -60,45 +59,6 @@ final class ServerHooksTests: XCTestCase {
         XCTAssertEqual(try c.readResponse().status, 404)
         XCTAssertEqual(seen.withLock { $0 }, ["GET /items/:id id=ok", "POST /items/:id id=blocked", "GET /inline id=-"],
                        "called after routing, for matched routes only (404s never reach it)")
-    }
-
-    /// A worker-pool route's inline attempt answers on the I/O thread (here while every worker is blocked); when it
-    /// returns nil the request goes to the route's handler on a worker.
-    func testAnInlineAttemptAnswersWithoutAWorkerOrHandsOver() throws {
-        var c = HTTPServer.Configuration()
-        c.workerCount = 1
-        c.eventLoopCount = 1
-        let release = DispatchSemaphore(value: 0)
-        let blocking = Atomic<Bool>(false)
-        var r = Router()
-        r.add(.get, "/block") { _ in
-            blocking.store(true, ordering: .releasing)
-            release.wait()
-            return .json(200, Array("unblocked".utf8))
-        }
-        r.add(.get, "/cached/:key", inline: { req in
-            req.pathParameters["key"] == "hit" ? .json(200, Array("from memory".utf8)) : nil
-        }) { req in .json(200, Array("worker \(req.pathParameters["key"] ?? "?")".utf8)) }
-        let live = try startLiveServer(c, router: r)
-        server = live.server
-        let blocker = try TestClient(port: live.port)
-        try blocker.send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
-        while !blocking.load(ordering: .acquiring) { usleep(1_000) }
-
-        let client = try TestClient(port: live.port)
-        try client.send("GET /cached/hit HTTP/1.1\r\nHost: t\r\n\r\n")
-        let hit = try client.readResponse()
-        XCTAssertEqual(hit.status, 200)
-        XCTAssertEqual(hit.text, "from memory", "answered while the only worker is blocked")
-        XCTAssertNotNil(hit.header("X-Request-Id"))
-        release.signal()
-        XCTAssertEqual(try blocker.readResponse().text, "unblocked")
-        try client.send("GET /cached/miss HTTP/1.1\r\nHost: t\r\n\r\n")
-        XCTAssertEqual(try client.readResponse().text, "worker miss")
-        try client.send("HEAD /cached/hit HTTP/1.1\r\nHost: t\r\n\r\n")
-        let head = try client.readResponse(head: true)
-        XCTAssertEqual(head.status, 200)
-        XCTAssertEqual(head.text, "")
     }
 
     func testObserverGetsOneRecordPerResponse() throws {

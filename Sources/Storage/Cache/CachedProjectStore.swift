@@ -67,16 +67,6 @@ public final class CachedProjectStore: ProjectStore {
         }
     }
 
-    /// The project from memory when the cache is live and holds the key, live at `now`; nil otherwise.
-    public func projectInMemory(publicKey: String, at now: Date) -> Project? {
-        state.withLock { s -> Project? in
-            guard s.live, let id = s.byPublicKey[publicKey], !s.stale.contains(id), let entry = s.projects[id],
-                  entry.keys.contains(where: { $0.kind == .public && $0.publicKey == publicKey && $0.isLive(at: now) })
-            else { return nil }
-            return entry.project
-        }
-    }
-
     public func keys(projectId: UUID) throws -> [StoredProjectKey] {
         let cached = state.withLock { s -> [StoredProjectKey]? in
             guard s.live, !s.stale.contains(projectId) else { return nil }

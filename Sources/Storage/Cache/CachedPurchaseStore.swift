@@ -97,11 +97,6 @@ public final class CachedPurchaseStore: PurchaseStore {
         }
     }
 
-    /// A current cached answer, or nil (never a query).
-    public func holdingsInMemory(userId: String, project: Project) -> UserHoldings? {
-        cache.peek(projectId: project.id, userId: userId)
-    }
-
     /// One query begun after `ticket`, filled into the cache unless a write raced it.
     private func query(userId: String, project: Project, ticket: UInt64) throws -> UserHoldings {
         let startedAt = cache.now()

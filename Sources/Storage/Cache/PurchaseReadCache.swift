@@ -157,18 +157,6 @@ public final class PurchaseReadCache: Sendable {
         }
     }
 
-    /// The user's holdings on a hit (counted), nil otherwise (not counted: the reader then calls `read`, which
-    /// counts the miss). Never waits for a query.
-    func peek(projectId: UUID, userId: String) -> UserHoldings? {
-        let now = clock.now
-        return state.withLock { s -> UserHoldings? in
-            guard s.enabled, let entry = s.entries.get(UserKey(projectId: projectId, userId: userId)),
-                  now < entry.expiresAt else { return nil }
-            s.hits += 1
-            return entry.holdings
-        }
-    }
-
     /// A hit, or the flight to query in or wait for (see the type's documentation). A `.query` must be `finish`ed.
     func read(projectId: UUID, userId: String) -> Read {
         let now = clock.now
