@@ -221,7 +221,8 @@ struct ServeSettings: Sendable {
         int("BOUNCER_READ_CACHE_SIZE", "users whose subscriptions are cached in memory (default 20000, 0 = off)",
             0...10_000_000) { $0.cache.readCacheSize = $1 },
         seconds("BOUNCER_READ_CACHE_MAX_AGE_SECONDS",
-                "oldest cached read served: the staleness bound when an announcement is lost (default 10)") {
+                "oldest cached read served: the staleness bound when an announcement is lost; each entry expires "
+                    + "at a random point of the last half (default 10)") {
             $0.cache.readMaxAge = $1
         },
         seconds("BOUNCER_CACHE_REFRESH_SECONDS", "full reload of the project cache, a safety net (default 60)") {

@@ -120,6 +120,28 @@ final class ReadCacheTests: XCTestCase {
         XCTAssertNil(cache.lookup(projectId: project, userId: "a"), "off while the channel is down")
     }
 
+    /// Users first read together must not all miss together again every `maxAge`: each entry lives a random span in
+    /// (maxAge / 2, maxAge], so none is gone at half the age and all are at the full age.
+    func testEntriesFilledTogetherExpireApartWithinMaxAge() {
+        let users = 200
+        let project = UUID()
+        func alive(filledAgo fraction: Double) -> Int {
+            let cache = PurchaseReadCache(capacity: users, maxAge: .seconds(100))
+            cache.setEnabled(true)
+            let filledAt = cache.now() - .seconds(100 * fraction)
+            for u in 0..<users {
+                cache.fill(projectId: project, userId: "u\(u)", owned: [], ticket: cache.ticket(), at: filledAt)
+            }
+            return (0..<users).filter { cache.lookup(projectId: project, userId: "u\($0)") != nil }.count
+        }
+        XCTAssertEqual(alive(filledAgo: 0.49), users)
+        let atThreeQuarters = alive(filledAgo: 0.75)
+        // Each survives with probability 1/2: all or none of 200 has probability 2^-199.
+        XCTAssertGreaterThan(atThreeQuarters, 0)
+        XCTAssertLessThan(atThreeQuarters, users)
+        XCTAssertEqual(alive(filledAgo: 1.0), 0)
+    }
+
     func testFreeTextIsUnpaddedCanonicalBase64URL() {
         for text in ["", "a", "ab", "abc", "abcd", "2000000000000001", "a b\nc\u{1F600}", "é/+?~", String(repeating: "z", count: 257)] {
             let expected = Data(text.utf8).base64EncodedString()

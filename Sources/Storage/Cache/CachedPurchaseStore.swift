@@ -66,21 +66,52 @@ public final class CachedPurchaseStore: PurchaseStore {
         try holdings(userId: userId, project: project).purchases
     }
 
-    /// From the cache when a current entry exists; otherwise one query, remembered unless a write raced it.
+    /// From the cache when a current entry exists; otherwise one query per user at a time (readers of a user whose
+    /// query is in flight wait for its answer: `PurchaseReadCache.read`), remembered unless a write raced it.
     /// Renewal info comes without its raw signed payload (`payloadJSON` is empty): the read API never shows it, it
     /// stays in the database, and dropping it keeps a user holding one purchase near 1 KB of cache (measured) instead
     /// of about twice that.
     public func holdings(userId: String, project: Project) throws -> UserHoldings {
-        if let cached = cache.lookupHoldings(projectId: project.id, userId: userId) { return cached }
-        let ticket = cache.ticket()
+        switch cache.read(projectId: project.id, userId: userId) {
+        case .hit(let holdings):
+            return holdings
+        case .alone(let ticket):
+            return try query(userId: userId, project: project, ticket: ticket)
+        case .query(let flight):
+            let startedAt = cache.now()
+            do {
+                let holdings = try slimHoldings(userId: userId, project: project)
+                cache.finish(flight, projectId: project.id, userId: userId, result: .success(holdings), at: startedAt)
+                return holdings
+            } catch {
+                cache.finish(flight, projectId: project.id, userId: userId, result: .failure(error), at: startedAt)
+                throw error
+            }
+        case .wait(let flight):
+            switch flight.wait() {
+            case .current(let holdings): return holdings
+            case .failed(let error): throw error
+            // A write touched the user while the query ran: read again, alone (at most one wait per request).
+            case .stale: return try query(userId: userId, project: project, ticket: cache.ticket())
+            }
+        }
+    }
+
+    /// One query begun after `ticket`, filled into the cache unless a write raced it.
+    private func query(userId: String, project: Project, ticket: UInt64) throws -> UserHoldings {
         let startedAt = cache.now()
+        let holdings = try slimHoldings(userId: userId, project: project)
+        cache.fill(projectId: project.id, userId: userId, holdings: holdings, ticket: ticket, at: startedAt)
+        return holdings
+    }
+
+    private func slimHoldings(userId: String, project: Project) throws -> UserHoldings {
         var holdings = try inner.holdings(userId: userId, project: project)
         holdings.purchases = holdings.purchases.map { owned in
             var slim = owned
             slim.purchase.renewal?.payloadJSON = ""
             return slim
         }
-        cache.fill(projectId: project.id, userId: userId, holdings: holdings, ticket: ticket, at: startedAt)
         return holdings
     }
 }

@@ -1,4 +1,5 @@
 import Domain
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -8,10 +9,18 @@ import Synchronization
 ///
 /// An entry stays only while it can be proved current: it is dropped by every invalidation that can change it
 /// (`CacheMessage`: the user's bindings, any purchase it holds — found through a reverse index —, its project),
-/// it expires after `maxAge` (the bound when an announcement is lost: a writer that died between commit and its
-/// announcement), and the whole cache is off while the invalidation channel is down (`setEnabled`).
+/// it expires at most `maxAge` after its query began (the bound when an announcement is lost: a writer that died
+/// between commit and its announcement), each entry at a random point of the last half of that span, so users first
+/// read together (a cold start, the channel coming back) do not all expire, and miss, together again every `maxAge`
+/// (bench/api saw all 5,000 of its users miss in the same half second every 10 s); and the whole cache is off while the invalidation channel is down (`setEnabled`).
 /// A read racing a write cannot fill a stale entry: each fill carries the invalidation sequence seen before its
 /// query and is refused when a later invalidation in `recent` touches it.
+///
+/// Misses for one user share one query (`read`/`finish`, a single flight): the first reader queries, the readers
+/// arriving meanwhile wait for its answer, and take it only when its fill was accepted, i.e. no invalidation since
+/// the query began touches it (so a reader that arrived after a write's announcement never gets an answer read
+/// before that write); otherwise each queries on its own. Without it, the first reads after a cold start or an
+/// expiry queued one query per waiting request for the same user behind the database pool.
 public final class PurchaseReadCache: Sendable {
     struct UserKey: Hashable {
         let projectId: UUID
@@ -25,7 +34,8 @@ public final class PurchaseReadCache: Sendable {
     struct Entry {
         var holdings: UserHoldings
         var owned: [OwnedPurchase] { holdings.purchases }
-        var filledAt: ContinuousClock.Instant
+        /// Between `maxAge / 2` and `maxAge` after the query began.
+        var expiresAt: ContinuousClock.Instant
     }
     /// What a fill must check it missed: invalidations newer than its ticket.
     enum Invalidation {
@@ -38,8 +48,53 @@ public final class PurchaseReadCache: Sendable {
         var sequence: UInt64 = 0
         /// The last `recentCapacity` invalidations, oldest first, with their sequence numbers.
         var recent: [(UInt64, Invalidation)] = []
+        /// The queries in flight, one per user at most (bounded by the threads reading).
+        var flights: [UserKey: Flight] = [:]
         var hits = 0
         var misses = 0
+        /// Readers that waited for another reader's query instead of sending their own.
+        var joined = 0
+    }
+
+    /// One reader's query for a user, which later readers of that user wait for.
+    final class Flight: Sendable {
+        /// The invalidation sequence taken before the query.
+        let ticket: UInt64
+        private let outcome = Mutex<Outcome?>(nil)
+        private let done = DispatchSemaphore(value: 0)
+        /// Readers waiting; only changed under the cache's lock while the flight is in `flights`.
+        let waiting = Atomic<Int>(0)
+
+        enum Outcome {
+            /// The query's answer, current for every reader that joined (its fill was accepted).
+            case current(UserHoldings)
+            /// A write touched the user since the query began: each reader queries on its own.
+            case stale
+            case failed(any Error)
+        }
+
+        init(ticket: UInt64) { self.ticket = ticket }
+
+        /// Blocks until the querying reader finishes. Bounded by its query's own deadlines (the pool's acquire
+        /// timeout, the statement timeout): `finish` runs on every path out of the query.
+        func wait() -> Outcome {
+            done.wait()
+            return outcome.withLock { $0 } ?? .stale
+        }
+
+        fileprivate func settle(_ result: Outcome, waiters: Int) {
+            outcome.withLock { $0 = result }
+            for _ in 0..<waiters { done.signal() }
+        }
+    }
+
+    /// What a reader does: answer from memory, query (and let others wait for it), wait for another's query, or
+    /// query alone (the cache is off).
+    enum Read {
+        case hit(UserHoldings)
+        case query(Flight)
+        case wait(Flight)
+        case alone(ticket: UInt64)
     }
 
     private let state: Mutex<State>
@@ -56,6 +111,9 @@ public final class PurchaseReadCache: Sendable {
 
     /// (hits, misses) since start.
     public var counts: (hits: Int, misses: Int) { state.withLock { ($0.hits, $0.misses) } }
+
+    /// Misses that waited for another reader's query of the same user instead of sending their own, since start.
+    public var joinedMisses: Int { state.withLock { $0.joined } }
 
     /// Turns the cache on or off; either way every entry is dropped (off: the channel is down and messages may be
     /// lost; on: it has just come back, and what was missed is unknown).
@@ -89,7 +147,7 @@ public final class PurchaseReadCache: Sendable {
                 s.misses += 1
                 return nil
             }
-            guard entry.filledAt.duration(to: now) < maxAge else {
+            guard now < entry.expiresAt else {
                 s.remove(key)
                 s.misses += 1
                 return nil
@@ -99,31 +157,82 @@ public final class PurchaseReadCache: Sendable {
         }
     }
 
+    /// A hit, or the flight to query in or wait for (see the type's documentation). A `.query` must be `finish`ed.
+    func read(projectId: UUID, userId: String) -> Read {
+        let now = clock.now
+        return state.withLock { s in
+            guard s.enabled else { return .alone(ticket: s.sequence) }
+            let key = UserKey(projectId: projectId, userId: userId)
+            if let entry = s.entries.get(key) {
+                if now < entry.expiresAt {
+                    s.hits += 1
+                    return .hit(entry.holdings)
+                }
+                s.remove(key)
+            }
+            s.misses += 1
+            if let flight = s.flights[key] {
+                flight.waiting.add(1, ordering: .relaxed)
+                s.joined += 1
+                return .wait(flight)
+            }
+            let flight = Flight(ticket: s.sequence)
+            s.flights[key] = flight
+            return .query(flight)
+        }
+    }
+
+    /// Ends `flight` with its query's result: fills the cache (as `fill`) and hands the answer to the waiting
+    /// readers when the fill was accepted.
+    func finish(_ flight: Flight, projectId: UUID, userId: String, result: Result<UserHoldings, any Error>,
+                at filledAt: ContinuousClock.Instant) {
+        var outcome = Flight.Outcome.stale
+        switch result {
+        case .success(let holdings):
+            if fill(projectId: projectId, userId: userId, holdings: holdings, ticket: flight.ticket, at: filledAt) {
+                outcome = .current(holdings)
+            }
+        case .failure(let error):
+            outcome = .failed(error)
+        }
+        let key = UserKey(projectId: projectId, userId: userId)
+        let waiters = state.withLock { s -> Int in
+            if s.flights[key] === flight { s.flights[key] = nil }
+            return flight.waiting.load(ordering: .relaxed)
+        }
+        flight.settle(outcome, waiters: waiters)
+    }
+
     /// The ticket a reader takes before querying, handed back to `fill`.
     func ticket() -> UInt64 { state.withLock { $0.sequence } }
 
-    /// Stores what a query begun at `ticket` read, unless an invalidation since then touches it. App transactions
-    /// are invalidated through their users (`CacheMessage.user`) or the project (`allUsers`), never by purchase.
-    func fill(projectId: UUID, userId: String, holdings: UserHoldings, ticket: UInt64, at filledAt: ContinuousClock.Instant) {
+    /// Stores what a query begun at `ticket` read, unless an invalidation since then touches it (false). App
+    /// transactions are invalidated through their users (`CacheMessage.user`) or the project (`allUsers`), never by
+    /// purchase.
+    @discardableResult
+    func fill(projectId: UUID, userId: String, holdings: UserHoldings, ticket: UInt64,
+              at filledAt: ContinuousClock.Instant) -> Bool {
         let key = UserKey(projectId: projectId, userId: userId)
         let purchases = Set(holdings.purchases.map { Self.purchaseKey(projectId, $0.purchase) })
-        state.withLock { s in
-            guard s.enabled else { return }
-            guard s.sequence - ticket <= UInt64(s.recent.count) else { return }  // too many to check: skip
+        let expiresAt = filledAt + maxAge * (0.5 + Double.random(in: 0...0.5))
+        return state.withLock { s -> Bool in
+            guard s.enabled else { return false }
+            guard s.sequence - ticket <= UInt64(s.recent.count) else { return false }  // too many to check: skip
             for (sequence, invalidation) in s.recent.reversed() {
                 guard sequence > ticket else { break }
                 switch invalidation {
-                case .all: return
-                case .project(let id): if id == projectId { return }
-                case .user(let other): if other == key { return }
-                case .purchase(let purchase): if purchases.contains(purchase) { return }
+                case .all: return false
+                case .project(let id): if id == projectId { return false }
+                case .user(let other): if other == key { return false }
+                case .purchase(let purchase): if purchases.contains(purchase) { return false }
                 }
             }
             s.remove(key)
-            if let evicted = s.entries.set(key, Entry(holdings: holdings, filledAt: filledAt)) {
+            if let evicted = s.entries.set(key, Entry(holdings: holdings, expiresAt: expiresAt)) {
                 s.unindex(evicted.0, evicted.1)
             }
             for purchase in purchases { s.holders[purchase, default: []].insert(key) }
+            return true
         }
     }
 
