@@ -270,7 +270,7 @@ public struct Reconciliation: Sendable {
     private let projects: any ProjectStore
     private let credentials: CredentialAdministration
     private let store: any ReconciliationStore
-    private let appStore: any AppStoreServerAPI
+    private let appStore: any AppleServerAPI
     private let verifier: any SignedDataVerifying
     private let settings: ReconcileSettings
     private let instance: String
@@ -280,7 +280,7 @@ public struct Reconciliation: Sendable {
     /// The use case. `instance` names this process in `reconcile_runs`; `sleep` paces calls to Apple.
     public init(
         projects: any ProjectStore, credentials: CredentialAdministration, store: any ReconciliationStore,
-        appStore: any AppStoreServerAPI, verifier: any SignedDataVerifying, settings: ReconcileSettings = .init(),
+        appStore: any AppleServerAPI, verifier: any SignedDataVerifying, settings: ReconcileSettings = .init(),
         instance: String, now: @escaping @Sendable () -> Date,
         sleep: @escaping @Sendable (TimeInterval) -> Void
     ) {
