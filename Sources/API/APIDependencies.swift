@@ -25,12 +25,12 @@ public struct APIDependencies: Sendable {
     public let offerSigner: any PromotionalOfferSigning
     /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
     /// `APPLE_UNAVAILABLE`.
-    public let appStore: (any AppStoreServerAPI)?
+    public let appStore: (any AppleServerAPI)?
     /// Budgets the Apple calls of lookups by transaction id and remembers Apple's "not found" (`BOUNCER_APPLE_LOOKUP_*`);
     /// `nil`: unlimited.
     public let lookupBudget: LookupBudget?
     /// The operator helpers' storage (test notifications, renewal extensions); unwired → 503.
-    public let operations: any AppStoreOperationsStore
+    public let appStoreActions: any AppStoreActionStore
     /// Hashes secret keys (for storage and comparison).
     public let hasher: any SecretKeyHashing
     /// Users as support sees them: grants, timeline, export, erase (`/v1/admin/projects/:id/users/…`); unwired
@@ -82,8 +82,8 @@ public struct APIDependencies: Sendable {
         hasher: any SecretKeyHashing, adminToken: String?, notifications: (any NotificationStore)? = nil,
         credentials: (any AppStoreCredentialStore)? = nil, sealer: (any CredentialSealing)? = nil,
         keyInspector: (any PrivateKeyInspecting)? = nil, offerSigner: (any PromotionalOfferSigning)? = nil,
-        appStore: (any AppStoreServerAPI)? = nil, lookupBudget: LookupBudget? = nil,
-        appTransactions: (any AppTransactionStore)? = nil, operations: (any AppStoreOperationsStore)? = nil,
+        appStore: (any AppleServerAPI)? = nil, lookupBudget: LookupBudget? = nil,
+        appTransactions: (any AppTransactionStore)? = nil, appStoreActions: (any AppStoreActionStore)? = nil,
         customers: (any CustomerStore)? = nil, reconciliation: Reconciliation? = nil,
         entitlementTokens: EntitlementTokens? = nil, webhooks: WebhookAdministration? = nil,
         maxReceiptBodyBytes: Int = 1024 * 1024, maxReceiptRecords: Int = 2_000,
@@ -102,7 +102,7 @@ public struct APIDependencies: Sendable {
         self.offerSigner = offerSigner ?? UnconfiguredOfferSigner()
         self.appStore = appStore
         self.lookupBudget = lookupBudget
-        self.operations = operations ?? UnconfiguredOperationsStore()
+        self.appStoreActions = appStoreActions ?? UnconfiguredAppStoreActionStore()
         self.verifier = verifier
         self.hasher = hasher
         self.reconciliation = reconciliation
@@ -197,10 +197,10 @@ struct UnconfiguredKeyInspector: PrivateKeyInspecting {
 }
 
 /// Stands in when no operator-helper store was wired: every call is "unavailable, retry", never a verdict.
-struct UnconfiguredOperationsStore: AppStoreOperationsStore {
+struct UnconfiguredAppStoreActionStore: AppStoreActionStore {
     private static var unavailable: DomainError {
         DomainError(.serviceUnavailable, "Operator helper storage is not configured.",
-                    underlying: "APIDependencies.operations was not wired")
+                    underlying: "APIDependencies.appStoreActions was not wired")
     }
 
     func notificationReceivedAt(projectId: UUID, environment: StoreEnvironment?, notificationUUID: UUID) throws -> Date? {

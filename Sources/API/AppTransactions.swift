@@ -28,7 +28,7 @@ struct AppTransactionsController: APIController {
         let userId = fields.string("user_id", required: false, maxLength: 256)
         try fields.check(suggestion: Self.appTransactionSuggestion)
         guard let jws, ReceiptsController.hasThreeParts(jws) else {
-            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
+            throw VerificationFailure(code: .invalidJWSFormat, reason: "expected 3 dot-separated parts", step: "format")
         }
         // The form receipts bind and reads use (require_match, prefer: a UUID in lowercase).
         let canonicalUserId = userId.map { AccountBindingRules.canonicalUserId($0, policy: project.appAccountTokenPolicy) }

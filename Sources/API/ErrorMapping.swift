@@ -176,7 +176,7 @@ enum ErrorMapping {
             }
             let field = failure.field ?? signedField
             return HTTPError(
-                status: 400, code: failure.code, message: "\(title): \(failure.reason)", suggestion: suggestion,
+                status: 400, code: failure.code.rawValue, message: "\(title): \(failure.reason)", suggestion: suggestion,
                 details: [ErrorDetail(path: [field] + (failure.payloadField.map { [$0] } ?? []), message: failure.reason,
                                       step: failure.step ?? "format")])
         case let error as AppStoreAPIError:
@@ -390,53 +390,54 @@ enum ErrorMapping {
     }
 
     /// Title and suggestion per verifier code; the verifier's reason completes the title.
-    static func verificationText(_ code: String) -> (title: String, suggestion: String) {
+    static func verificationText(_ code: VerificationFailure.Code) -> (title: String, suggestion: String) {
         switch code {
-        case "INVALID_JWS_FORMAT":
+        case .invalidJWSFormat:
             return ("Invalid JWS format",
                     "Provide a valid JWS string (3 dot-separated base64url parts) from StoreKit 2 "
                         + "Transaction.jsonRepresentation.")
-        case "JWS_UNSUPPORTED_ALGORITHM":
+        case .unsupportedAlgorithm:
             return ("Unsupported JWS algorithm",
                     "StoreKit 2 signs with ES256: send the JWS exactly as StoreKit returned it.")
-        case "JWS_VERIFICATION_FAILED":
+        case .jwsVerificationFailed:
             // The published contract's exact texts (anchors §0).
             return ("JWS signature verification failed",
                     "The JWS signature could not be verified against Apple's certificate chain. "
                         + "Ensure you are sending a genuine StoreKit 2 signed transaction.")
-        case "BUNDLE_ID_MISMATCH":
+        case .bundleIdMismatch:
             return ("Bundle ID mismatch",
                     "The transaction belongs to another app: use the public key of the project whose "
                         + "bundle_id matches the app.")
-        case "ENVIRONMENT_NOT_ALLOWED":
+        case .environmentNotAllowed:
             return ("Environment not allowed",
                     "Allow the environment in the project's settings (environments, allow_xcode) "
                         + "or post from an allowed build.")
-        case "INVALID_RECEIPT_FORMAT":
+        case .invalidReceiptFormat:
             return ("Invalid receipt format",
                     "Send the app receipt exactly as StoreKit 1 returns it: the base64 of the file at "
                         + "Bundle.main.appStoreReceiptURL (a PKCS#7 container), not a JWS or a transaction receipt.")
-        case "RECEIPT_VERIFICATION_FAILED":
+        case .receiptVerificationFailed:
             return ("Receipt verification failed",
                     "The receipt's signature or certificate chain did not verify against Apple Inc. Root at the "
                         + "receipt's creation date. Send a genuine, unmodified receipt; refresh it with "
                         + "SKReceiptRefreshRequest if it is damaged.")
-        case "APP_APPLE_ID_MISMATCH":
+        case .appAppleIdMismatch:
             return ("App Apple ID mismatch",
                     "Set the project's app_apple_id to the app's Apple ID, or clear it.")
-        default:
+        case .unrecognized:
             return ("Signed data rejected", "Send the signed data exactly as Apple returned it.")
         }
     }
 
     /// The webhook's suggestion per verifier code: the caller is Apple (or someone pretending to be), and the
     /// person reading the error is the operator who configured App Store Connect.
-    static func notificationVerificationSuggestion(_ code: String) -> String {
+    static func notificationVerificationSuggestion(_ code: VerificationFailure.Code) -> String {
         switch code {
-        case "BUNDLE_ID_MISMATCH", "APP_APPLE_ID_MISMATCH", "ENVIRONMENT_NOT_ALLOWED":
+        case .bundleIdMismatch, .appAppleIdMismatch, .environmentNotAllowed:
             return "This notification is for another app or environment: in App Store Connect, use the URL with the "
                 + "public key of the project whose bundle_id, app_apple_id and environments match the app."
-        default:
+        case .invalidJWSFormat, .unsupportedAlgorithm, .jwsVerificationFailed, .invalidReceiptFormat,
+             .receiptVerificationFailed, .unrecognized:
             return "Only App Store Server Notifications V2 signed by Apple are accepted: send Apple's body "
                 + "{\"signedPayload\": \"...\"} unchanged."
         }

@@ -43,7 +43,7 @@ struct NotificationsController: APIController {
         let payload = fields.string("signedPayload", required: true)
         try fields.check(suggestion: Self.notificationSuggestion)
         guard let payload, ReceiptsController.hasThreeParts(payload) else {
-            throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
+            throw VerificationFailure(code: .invalidJWSFormat, reason: "expected 3 dot-separated parts", step: "format")
         }
 
         let facts = try verifier.verifyNotification(payload, for: project)

@@ -75,7 +75,7 @@ struct ReceiptsController: APIController {
             source = .lookup
         } else {
             guard let jws, Self.hasThreeParts(jws) else {
-                throw VerificationFailure(code: "INVALID_JWS_FORMAT", reason: "expected 3 dot-separated parts", step: "format")
+                throw VerificationFailure(code: .invalidJWSFormat, reason: "expected 3 dot-separated parts", step: "format")
             }
             facts = try verifier.verifyTransaction(jws, for: project)
             source = .transaction

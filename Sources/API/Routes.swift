@@ -33,9 +33,9 @@ public enum Routes {
             ProjectsController(administration: projects),
             ProductsController(administration: projects),
             AppStoreCredentialsController(administration: credentials),
-            AppStoreOperationsController(operations: AppStoreOperations(
+            AppStoreActionsController(actions: AppStoreActions(
                 projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
-                store: deps.operations, now: deps.now)),
+                store: deps.appStoreActions, now: deps.now)),
             ReconciliationController(reconciler: deps.reconciliation),
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
             ConsoleController(admin: admin, console: deps.console),

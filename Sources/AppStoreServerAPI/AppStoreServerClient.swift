@@ -4,7 +4,7 @@ import HTTPClient
 import JSON
 import Primitives
 
-/// The App Store Server API over our own HTTPS client: Domain's `AppStoreServerAPI` port.
+/// The App Store Server API over our own HTTPS client: Domain's `AppleServerAPI` port.
 ///
 /// Each call signs (or reuses) the project's JWT, sends one request per attempt with a total time budget, retries
 /// 5xx, network failures and 429 per `Configuration.retry` while the budget allows, and maps what Apple answered
@@ -12,7 +12,7 @@ import Primitives
 ///
 /// Calls block the calling thread for at most about `callBudget` (plus one connect timeout at worst): run them on
 /// the API's worker threads, never on Swift's cooperative pool.
-public final class AppStoreServerClient: AppStoreServerAPI, Sendable {
+public final class AppStoreServerClient: AppleServerAPI, Sendable {
     /// Settings, gathered in one place.
     public struct Configuration: Sendable {
         /// Apple's documented production host.

@@ -59,7 +59,7 @@ enum ReconcileCommand {
             CLI.err("bouncer: BOUNCER_ROOT_CERTIFICATES: \(error)\n")
             return 2
         }
-        let appStore: any AppStoreServerAPI
+        let appStore: any AppleServerAPI
         do {
             appStore = try ServeCommand.makeAppStoreClient(settings.appleAPI)
         } catch {

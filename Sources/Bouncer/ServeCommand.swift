@@ -119,7 +119,7 @@ enum ServeCommand {
             appStore: appStore,
             lookupBudget: LookupBudget(settings: settings.operations.lookupBudget),
             appTransactions: caches.appTransactions,
-            operations: PostgresAppStoreOperationsStore(pool: database.pool),
+            appStoreActions: PostgresAppStoreActionStore(pool: database.pool),
             customers: caches.customers,
             reconciliation: reconciliation,
             entitlementTokens: entitlementTokens,

@@ -114,8 +114,72 @@ public struct FieldProblem: Sendable, Equatable {
 /// The verifier adapter translates its own errors into this, keeping the verifier's stable code
 /// (`INVALID_JWS_FORMAT`, `JWS_VERIFICATION_FAILED`, `BUNDLE_ID_MISMATCH`, …) and reason.
 public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
+    /// The verifier's stable codes; `rawValue` is the wire string clients see in the error body's `code`.
+    ///
+    /// The API's error mapping switches over these exhaustively, so a new code gets its own title and suggestion
+    /// there (or the compiler says where it is missing).
+    public enum Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// `INVALID_JWS_FORMAT`: structure, base64, JSON, `x5c` shape, or a missing required payload field.
+        case invalidJWSFormat
+        /// `JWS_UNSUPPORTED_ALGORITHM`: `alg` is anything but `ES256`.
+        case unsupportedAlgorithm
+        /// `JWS_VERIFICATION_FAILED`: chain, validity, marker OID, key or signature.
+        case jwsVerificationFailed
+        /// `BUNDLE_ID_MISMATCH`: the signed bundle id is not the project's.
+        case bundleIdMismatch
+        /// `ENVIRONMENT_NOT_ALLOWED`: the signed environment is not allowed by the project.
+        case environmentNotAllowed
+        /// `APP_APPLE_ID_MISMATCH`: the signed appAppleId is not the project's.
+        case appAppleIdMismatch
+        /// `INVALID_RECEIPT_FORMAT`: a StoreKit 1 receipt that is not base64 PKCS#7 or has a malformed payload.
+        case invalidReceiptFormat
+        /// `RECEIPT_VERIFICATION_FAILED`: a StoreKit 1 receipt's signature or chain did not verify.
+        case receiptVerificationFailed
+        /// A code this build has no words for (a verifier newer than its mapping): passed through unchanged.
+        case unrecognized(String)
+
+        /// The known case for a wire string, else `.unrecognized`.
+        public init(rawValue: String) {
+            switch rawValue {
+            case "INVALID_JWS_FORMAT": self = .invalidJWSFormat
+            case "JWS_UNSUPPORTED_ALGORITHM": self = .unsupportedAlgorithm
+            case "JWS_VERIFICATION_FAILED": self = .jwsVerificationFailed
+            case "BUNDLE_ID_MISMATCH": self = .bundleIdMismatch
+            case "ENVIRONMENT_NOT_ALLOWED": self = .environmentNotAllowed
+            case "APP_APPLE_ID_MISMATCH": self = .appAppleIdMismatch
+            case "INVALID_RECEIPT_FORMAT": self = .invalidReceiptFormat
+            case "RECEIPT_VERIFICATION_FAILED": self = .receiptVerificationFailed
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        /// The wire string, e.g. `JWS_VERIFICATION_FAILED`.
+        public var rawValue: String {
+            switch self {
+            case .invalidJWSFormat: return "INVALID_JWS_FORMAT"
+            case .unsupportedAlgorithm: return "JWS_UNSUPPORTED_ALGORITHM"
+            case .jwsVerificationFailed: return "JWS_VERIFICATION_FAILED"
+            case .bundleIdMismatch: return "BUNDLE_ID_MISMATCH"
+            case .environmentNotAllowed: return "ENVIRONMENT_NOT_ALLOWED"
+            case .appAppleIdMismatch: return "APP_APPLE_ID_MISMATCH"
+            case .invalidReceiptFormat: return "INVALID_RECEIPT_FORMAT"
+            case .receiptVerificationFailed: return "RECEIPT_VERIFICATION_FAILED"
+            case .unrecognized(let code): return code
+            }
+        }
+
+        /// See `rawValue`.
+        public var description: String { rawValue }
+
+        /// Equal when the wire strings are (`.unrecognized("BUNDLE_ID_MISMATCH")` is `.bundleIdMismatch`).
+        public static func == (lhs: Code, rhs: Code) -> Bool { lhs.rawValue == rhs.rawValue }
+
+        /// Hashes the wire string, as `==` compares it.
+        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    }
+
     /// The verifier's stable code.
-    public var code: String
+    public var code: Code
     /// Why, in words safe for clients (which step failed and on what).
     public var reason: String
     /// True only when the failure was ours (e.g. a revocation check could not be reached), not the data's.
@@ -130,7 +194,7 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
     public var payloadField: String?
 
     /// Creates a failure.
-    public init(code: String, reason: String, isRetryable: Bool = false, step: String? = nil, field: String? = nil,
+    public init(code: Code, reason: String, isRetryable: Bool = false, step: String? = nil, field: String? = nil,
                 payloadField: String? = nil) {
         self.code = code
         self.reason = reason
@@ -141,5 +205,5 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
     }
 
     /// See `reason`.
-    public var description: String { "\(code): \(reason)" }
+    public var description: String { "\(code.rawValue): \(reason)" }
 }

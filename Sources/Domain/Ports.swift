@@ -25,7 +25,7 @@ public protocol SignedDataVerifying: Sendable {
 extension SignedDataVerifying {
     /// Verifiers that cannot check renewal info refuse it: nothing unverified is ever applied.
     public func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
-        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "this verifier cannot check renewal info",
+        throw VerificationFailure(code: .jwsVerificationFailed, reason: "this verifier cannot check renewal info",
                                   step: "format")
     }
 }

@@ -88,7 +88,7 @@ public enum ReceiptRules {
 extension SignedDataVerifying {
     /// Verifiers that cannot check StoreKit 1 receipts refuse them: nothing unverified is ever recorded.
     public func verifyReceipt(_ base64: String, for project: Project) throws -> ReceiptFacts {
-        throw VerificationFailure(code: "RECEIPT_VERIFICATION_FAILED", reason: "this verifier cannot check receipts",
+        throw VerificationFailure(code: .receiptVerificationFailed, reason: "this verifier cannot check receipts",
                                   step: "format", field: "receipt_data")
     }
 }

@@ -287,12 +287,12 @@ public enum ConsumptionRules {
 public struct ConsumptionResponder: Sendable {
     private let projects: any ProjectStore
     private let credentials: CredentialAdministration
-    private let appStore: (any AppStoreServerAPI)?
+    private let appStore: (any AppleServerAPI)?
     private let retryBase: TimeInterval
     private let retryMaximum: TimeInterval
 
     /// A responder; retries wait `retryBase` doubling up to `retryMaximum`, jittered.
-    public init(projects: any ProjectStore, credentials: CredentialAdministration, appStore: (any AppStoreServerAPI)?,
+    public init(projects: any ProjectStore, credentials: CredentialAdministration, appStore: (any AppleServerAPI)?,
                 retryBase: TimeInterval, retryMaximum: TimeInterval = 3600) {
         self.projects = projects
         self.credentials = credentials

@@ -10,12 +10,12 @@ import Foundation
 /// `.invalidResponse`) and `VerificationFailure` (Apple's answer did not verify: nothing is recorded).
 public struct TransactionLookup: Sendable {
     private let credentials: CredentialAdministration
-    private let appStore: (any AppStoreServerAPI)?
+    private let appStore: (any AppleServerAPI)?
     private let verifier: any SignedDataVerifying
 
     /// A use case over the project's credentials, Apple (nil when not configured: lookups are unavailable) and the
     /// verifier of posted data.
-    public init(credentials: CredentialAdministration, appStore: (any AppStoreServerAPI)?, verifier: any SignedDataVerifying) {
+    public init(credentials: CredentialAdministration, appStore: (any AppleServerAPI)?, verifier: any SignedDataVerifying) {
         self.credentials = credentials
         self.appStore = appStore
         self.verifier = verifier
@@ -92,7 +92,7 @@ public struct TransactionLookup: Sendable {
     /// One environment's answer: Apple's "not found" remembered a moment ago, or Apple's answer if the budget allows
     /// the call (it throws when it does not). Only "not found" is remembered: an outage, a refused key or a rate
     /// limit says nothing about the id.
-    private func ask(_ appStore: any AppStoreServerAPI, _ transactionId: String, _ environment: StoreEnvironment,
+    private func ask(_ appStore: any AppleServerAPI, _ transactionId: String, _ environment: StoreEnvironment,
                      _ credentials: AppStoreAPICredentials, project: Project,
                      budget: (any LookupBudgeting)?) throws -> Result<String, AppStoreAPIError> {
         if let budget, budget.isKnownMissing(projectId: project.id, environment: environment, transactionId: transactionId) {

@@ -1,12 +1,12 @@
 import Foundation
 
-/// A fixed set of threads draining a bounded FIFO of jobs; `trySubmit` refuses when it is full,
-/// so overload becomes a 503 instead of unbounded memory.
 /// Per-worker-thread state handed to each job (no sharing, so no lock per response).
 struct WorkerContext {
     var date = DateCache()
 }
 
+/// A fixed set of threads draining a bounded FIFO of jobs; `trySubmit` refuses when it is full,
+/// so overload becomes a 503 instead of unbounded memory.
 final class WorkerPool: @unchecked Sendable {
     typealias Job = @Sendable (inout WorkerContext) -> Void
 

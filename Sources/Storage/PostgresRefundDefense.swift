@@ -102,7 +102,7 @@ public final class PostgresConsumptionQueue: ConsumptionQueue {
 }
 
 /// The operator helpers' storage: notification arrival, purchase environments, renewal extension records.
-public final class PostgresAppStoreOperationsStore: AppStoreOperationsStore {
+public final class PostgresAppStoreActionStore: AppStoreActionStore {
     private let pool: ConnectionPool
 
     /// A store over `pool`; the pool's lifetime is the caller's.

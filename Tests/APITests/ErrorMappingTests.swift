@@ -97,7 +97,7 @@ final class ErrorMappingTests: XCTestCase {
 
     func testErrorStringsAreEscaped() {
         let h = Harness()
-        h.verifier.register("q.u.o", .failure(VerificationFailure(code: "JWS_VERIFICATION_FAILED",
+        h.verifier.register("q.u.o", .failure(VerificationFailure(code: .jwsVerificationFailed,
                                                                   reason: "bad \"x5c\"\n\\ chain")))
         let response = h.postReceipt("q.u.o")
         XCTAssertEqual(response.status, 400)
@@ -112,7 +112,7 @@ final class ErrorMappingTests: XCTestCase {
         ]
         for (code, error, suggestionFragment) in expected {
             let h = Harness()
-            h.verifier.register("r.e.c", .failure(VerificationFailure(code: code, reason: "not a PKCS#7 SignedData receipt", step: "format")))
+            h.verifier.register("r.e.c", .failure(VerificationFailure(code: .init(rawValue: code), reason: "not a PKCS#7 SignedData receipt", step: "format")))
             let response = h.postReceipt("r.e.c")
             XCTAssertEqual(response.status, 400)
             XCTAssertEqual(response.json?["code"]?.stringValue, code)

@@ -280,21 +280,21 @@ final class FakeVerifier: SignedDataVerifying, Sendable {
 
     func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
         guard let result = table.withLock({ $0[jws] }) else {
-            throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "signature does not verify")
+            throw VerificationFailure(code: .jwsVerificationFailed, reason: "signature does not verify")
         }
         let facts = try result.get()
         guard project.accepts(facts.environment) else {
-            throw VerificationFailure(code: "ENVIRONMENT_NOT_ALLOWED", reason: "Sandbox is not enabled for this project")
+            throw VerificationFailure(code: .environmentNotAllowed, reason: "Sandbox is not enabled for this project")
         }
         return facts
     }
 
     func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts {
-        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "not used by these tests")
+        throw VerificationFailure(code: .jwsVerificationFailed, reason: "not used by these tests")
     }
 
     func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
-        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "not used by these tests")
+        throw VerificationFailure(code: .jwsVerificationFailed, reason: "not used by these tests")
     }
 
     /// StoreKit 1 receipts this fake accepts, by their base64 text.
@@ -302,7 +302,7 @@ final class FakeVerifier: SignedDataVerifying, Sendable {
 
     func verifyReceipt(_ base64: String, for project: Project) throws -> ReceiptFacts {
         guard let facts = receipts.withLock({ $0[base64] }) else {
-            throw VerificationFailure(code: "RECEIPT_VERIFICATION_FAILED", reason: "the receipt's signature does not verify",
+            throw VerificationFailure(code: .receiptVerificationFailed, reason: "the receipt's signature does not verify",
                                       step: "signature", field: "receipt_data")
         }
         return facts

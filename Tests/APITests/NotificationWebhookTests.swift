@@ -15,19 +15,19 @@ final class FakeNotificationVerifier: SignedDataVerifying, Sendable {
     }
 
     func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
-        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "not used by these tests")
+        throw VerificationFailure(code: .jwsVerificationFailed, reason: "not used by these tests")
     }
 
     func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts {
         guard let result = table.withLock({ $0[jws] }) else {
-            throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "signature does not verify",
+            throw VerificationFailure(code: .jwsVerificationFailed, reason: "signature does not verify",
                                       step: "signature")
         }
         return try result.get()
     }
 
     func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
-        throw VerificationFailure(code: "JWS_VERIFICATION_FAILED", reason: "not used by these tests")
+        throw VerificationFailure(code: .jwsVerificationFailed, reason: "not used by these tests")
     }
 }
 
@@ -112,9 +112,9 @@ final class NotificationWebhookTests: XCTestCase {
             notificationUUID: Self.uuid2, type: "TEST", signedDate: Self.now, environment: .sandbox,
             payloadJSON: "{}")))
         verifier.register("h.foreign.s", .failure(VerificationFailure(
-            code: "BUNDLE_ID_MISMATCH", reason: "bundleId com.other.app is not com.example.app", step: "claims")))
+            code: .bundleIdMismatch, reason: "bundleId com.other.app is not com.example.app", step: "claims")))
         verifier.register("h.ocsp.s", .failure(VerificationFailure(
-            code: "VERIFICATION_UNAVAILABLE", reason: "revocation check unreachable", isRetryable: true)))
+            code: .init(rawValue: "VERIFICATION_UNAVAILABLE"), reason: "revocation check unreachable", isRetryable: true)))
     }
 
     func send(

@@ -222,7 +222,7 @@ final class ReceiptsTests: XCTestCase {
         ]
         for (i, (code, reason, message)) in cases.enumerated() {
             let jws = "v\(i).b.c"
-            h.verifier.register(jws, .failure(VerificationFailure(code: code, reason: reason)))
+            h.verifier.register(jws, .failure(VerificationFailure(code: .init(rawValue: code), reason: reason)))
             assertError(h.postReceipt(jws), status: 400, code: code, error: message)
         }
         XCTAssertEqual(h.purchases.transactionCount, 0, "nothing unverified is stored")
@@ -232,7 +232,7 @@ final class ReceiptsTests: XCTestCase {
     func testJWSVerificationFailedHasTheContractsExactErrorPrefixAndSuggestion() {
         let h = Harness()
         h.verifier.register("f.o.o", .failure(VerificationFailure(
-            code: "JWS_VERIFICATION_FAILED", reason: "certificate chain does not lead to a trusted root", step: "chain")))
+            code: .jwsVerificationFailed, reason: "certificate chain does not lead to a trusted root", step: "chain")))
         assertError(h.postReceipt("f.o.o"), status: 400, code: "JWS_VERIFICATION_FAILED",
                     error: "JWS signature verification failed: certificate chain does not lead to a trusted root",
                     suggestion: "The JWS signature could not be verified against Apple's certificate chain. "
@@ -251,7 +251,7 @@ final class ReceiptsTests: XCTestCase {
         ]
         for (i, c) in cases.enumerated() {
             let jws = "s\(i).t.u"
-            h.verifier.register(jws, .failure(VerificationFailure(code: c.code, reason: "reason \(i)", step: c.step)))
+            h.verifier.register(jws, .failure(VerificationFailure(code: .init(rawValue: c.code), reason: "reason \(i)", step: c.step)))
             assertError(h.postReceipt(jws), status: 400, code: c.code,
                         details: [["path": ["signed_transaction_info"], "message": "reason \(i)", "step": c.step]])
         }
@@ -271,7 +271,7 @@ final class ReceiptsTests: XCTestCase {
 
     func testRetryableVerificationFailureIs503NotAVerdict() {
         let h = Harness()
-        h.verifier.register("t.m.p", .failure(VerificationFailure(code: "JWS_VERIFICATION_FAILED",
+        h.verifier.register("t.m.p", .failure(VerificationFailure(code: .jwsVerificationFailed,
                                                                   reason: "OCSP unreachable", isRetryable: true)))
         let response = h.postReceipt("t.m.p")
         assertError(response, status: 503, code: "SERVICE_UNAVAILABLE")

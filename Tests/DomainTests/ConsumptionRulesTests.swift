@@ -109,23 +109,23 @@ final class ConsumptionRulesTests: XCTestCase {
     }
 
     func testExtensionInputRulesAndTestEnvironmentDefault() throws {
-        XCTAssertEqual(AppStoreOperations.problems(extendByDays: 1, reasonCode: 0), [])
-        XCTAssertEqual(AppStoreOperations.problems(extendByDays: 90, reasonCode: 3), [])
-        XCTAssertEqual(AppStoreOperations.problems(extendByDays: 0, reasonCode: -1), [
+        XCTAssertEqual(AppStoreActions.problems(extendByDays: 1, reasonCode: 0), [])
+        XCTAssertEqual(AppStoreActions.problems(extendByDays: 90, reasonCode: 3), [])
+        XCTAssertEqual(AppStoreActions.problems(extendByDays: 0, reasonCode: -1), [
             FieldProblem(path: ["extend_by_days"], message: "Number must be greater than or equal to 1"),
             FieldProblem(path: ["reason_code"], message: "Number must be greater than or equal to 0"),
         ])
-        XCTAssertEqual(AppStoreOperations.problems(extendByDays: 91, reasonCode: 4).map(\.path), [["extend_by_days"], ["reason_code"]])
+        XCTAssertEqual(AppStoreActions.problems(extendByDays: 91, reasonCode: 4).map(\.path), [["extend_by_days"], ["reason_code"]])
 
         func project(_ environments: [StoreEnvironment]) -> Project {
             Project(id: UUID(), name: "p", bundleId: "com.example", environments: environments, publicKey: "pk_x",
                     createdAt: Date(), updatedAt: Date())
         }
-        XCTAssertEqual(try AppStoreOperations.testEnvironment(nil, project: project([.sandbox, .production])), .production)
-        XCTAssertEqual(try AppStoreOperations.testEnvironment(nil, project: project([.sandbox])), .sandbox)
-        XCTAssertEqual(try AppStoreOperations.testEnvironment(.sandbox, project: project([.production, .sandbox])), .sandbox)
-        XCTAssertThrowsError(try AppStoreOperations.testEnvironment(.production, project: project([.sandbox])))
-        XCTAssertThrowsError(try AppStoreOperations.testEnvironment(.xcode, project: project([.sandbox])))
-        XCTAssertThrowsError(try AppStoreOperations.testEnvironment(nil, project: project([])))
+        XCTAssertEqual(try AppStoreActions.testEnvironment(nil, project: project([.sandbox, .production])), .production)
+        XCTAssertEqual(try AppStoreActions.testEnvironment(nil, project: project([.sandbox])), .sandbox)
+        XCTAssertEqual(try AppStoreActions.testEnvironment(.sandbox, project: project([.production, .sandbox])), .sandbox)
+        XCTAssertThrowsError(try AppStoreActions.testEnvironment(.production, project: project([.sandbox])))
+        XCTAssertThrowsError(try AppStoreActions.testEnvironment(.xcode, project: project([.sandbox])))
+        XCTAssertThrowsError(try AppStoreActions.testEnvironment(nil, project: project([])))
     }
 }

@@ -356,7 +356,7 @@ final class NotificationStoreTests: XCTestCase {
     /// The refund defense's "was it received?" reads the notification by its primary key: its environment (or "" when
     /// it named none) and its uuid; the same uuid in another environment is another notification.
     func testReceivedAtIsReadInTheNotificationsOwnEnvironment() throws {
-        let operations = PostgresAppStoreOperationsStore(pool: pool)
+        let operations = PostgresAppStoreActionStore(pool: pool)
         let sandbox = Self.notification(41, "TEST", signed: Self.t0)
         var unnamed = Self.notification(42, "TEST", signed: Self.t0)
         unnamed.environment = nil

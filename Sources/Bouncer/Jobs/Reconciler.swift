@@ -55,7 +55,7 @@ enum ReconcileWiring {
     /// `caches`: the serving process's (its read cache and the other instances' hear of each change); without,
     /// the changes are announced by `NOTIFY` alone (the CLI).
     static func reconciliation(
-        settings: ServeSettings, database: Database, projects: any ProjectStore, appStore: any AppStoreServerAPI,
+        settings: ServeSettings, database: Database, projects: any ProjectStore, appStore: any AppleServerAPI,
         verifier: any SignedDataVerifying, credentials: CredentialAdministration, caches: Caches? = nil
     ) -> Reconciliation {
         let store = PostgresReconciliationStore(pool: database.pool)

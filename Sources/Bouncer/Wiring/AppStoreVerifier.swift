@@ -22,8 +22,8 @@ struct AppStoreVerifier: SignedDataVerifying {
             metrics?.verification(kind: "receipt", result: "ok")
         } catch {
             metrics?.verification(kind: "receipt", result: error.code.rawValue)
-            throw VerificationFailure(code: error.code.rawValue, reason: error.reason, step: error.step.contractName,
-                                      field: "receipt_data", payloadField: error.field)
+            throw VerificationFailure(code: .init(rawValue: error.code.rawValue), reason: error.reason,
+                                      step: error.step.contractName, field: "receipt_data", payloadField: error.field)
         }
         return Self.facts(verified)
     }
@@ -110,7 +110,7 @@ struct AppStoreVerifier: SignedDataVerifying {
         }
         guard let facts = Self.facts(verified) else {
             throw VerificationFailure(
-                code: VerificationError.Code.invalidJWSFormat.rawValue,
+                code: .invalidJWSFormat,
                 reason: "payload field appTransactionId is required but missing (StoreKit sends it since iOS 18.4)",
                 step: VerificationError.Step.payload.contractName)
         }
@@ -129,7 +129,7 @@ struct AppStoreVerifier: SignedDataVerifying {
         let n = verified.notification
         guard let uuid = UUID(uuidString: n.notificationUUID) else {
             throw VerificationFailure(
-                code: VerificationError.Code.invalidJWSFormat.rawValue,
+                code: .invalidJWSFormat,
                 reason: "notificationUUID is not a UUID", step: VerificationError.Step.payload.contractName)
         }
         let environment = n.data?.environment ?? n.summary?.environment ?? n.appData?.environment
@@ -157,7 +157,7 @@ struct AppStoreVerifier: SignedDataVerifying {
         }
         guard let facts = Self.facts(verified) else {
             throw VerificationFailure(
-                code: VerificationError.Code.invalidJWSFormat.rawValue,
+                code: .invalidJWSFormat,
                 reason: "renewal info has no originalTransactionId", step: VerificationError.Step.payload.contractName)
         }
         return facts
@@ -173,7 +173,7 @@ struct AppStoreVerifier: SignedDataVerifying {
 
     static func failure(_ error: VerificationError) -> VerificationFailure {
         VerificationFailure(
-            code: error.code.rawValue, reason: error.reason, isRetryable: error.isRetryable,
+            code: .init(rawValue: error.code.rawValue), reason: error.reason, isRetryable: error.isRetryable,
             step: error.step.contractName, payloadField: error.field)
     }
 

@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Every method throws `AppStoreAPIError`. `environment` picks the base URL (`.production` or `.sandbox`; Xcode
 /// and LocalTesting have no server and throw `.invalidRequest`).
-public protocol AppStoreServerAPI: Sendable {
+public protocol AppleServerAPI: Sendable {
     /// Get Transaction Info (`GET /inApps/v1/transactions/{transactionId}`): the signed transaction.
     func transactionInfo(transactionId: String, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
         throws(AppStoreAPIError) -> String

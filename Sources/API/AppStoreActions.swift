@@ -3,9 +3,9 @@ import Foundation
 import HTTPCore
 
 /// Operator helpers that call Apple with the project's credentials: test notifications, renewal extensions.
-struct AppStoreOperationsController: APIController {
-    /// The operator helpers (shared rules in `Domain.AppStoreOperations`), at this server's clock.
-    let operations: AppStoreOperations
+struct AppStoreActionsController: APIController {
+    /// The operator helpers (shared rules in `Domain.AppStoreActions`), at this server's clock.
+    let actions: AppStoreActions
 
     var routes: [APIRoute] {
         [
@@ -29,7 +29,7 @@ struct AppStoreOperationsController: APIController {
         let id = try PathParameters.projectId(request)
         let environment = try Self.testEnvironmentQuery(request)
         let (token, asked) = try RequestBody.translating(suggestion: Self.testNotificationSuggestion) {
-            try operations.requestTestNotification(projectId: id, environment: environment)
+            try actions.requestTestNotification(projectId: id, environment: environment)
         }
         var body = JSONBody(capacity: 128)
         body.raw(#"{"token":"#)
@@ -47,7 +47,7 @@ struct AppStoreOperationsController: APIController {
         let environment = try Self.testEnvironmentQuery(request)
         let token = request.pathParameters["token"] ?? ""
         let report = try RequestBody.translating(suggestion: "Use the token that POST …/app-store/test-notification returned.") {
-            try operations.testNotificationStatus(projectId: id, token: token, environment: environment)
+            try actions.testNotificationStatus(projectId: id, token: token, environment: environment)
         }
         var body = JSONBody(capacity: 256 + 64 * report.sendAttempts.count)
         body.raw(#"{"token":"#)
@@ -84,14 +84,14 @@ struct AppStoreOperationsController: APIController {
         let reason = fields.int("reason_code")
         if !fields.has("extend_by_days") { fields.fail(["extend_by_days"], "Required") }
         if !fields.has("reason_code") { fields.fail(["reason_code"], "Required") }
-        fields.add(AppStoreOperations.problems(extendByDays: days, reasonCode: reason))
+        fields.add(AppStoreActions.problems(extendByDays: days, reasonCode: reason))
         fields.add(TransactionLookup.problems(transactionId: originalTransactionId, path: ["originalTransactionId"]))
         try fields.check(suggestion: Self.extendSuggestion)
         guard let days, let reason else {
             throw HTTPError.validation([ErrorDetail(path: [], message: "Required")], suggestion: Self.extendSuggestion)
         }
         let record = try RequestBody.translating(suggestion: Self.extendSuggestion) {
-            try operations.extendRenewal(projectId: id, originalTransactionId: originalTransactionId,
+            try actions.extendRenewal(projectId: id, originalTransactionId: originalTransactionId,
                                                  extendByDays: days, reasonCode: reason)
         }
         var body = JSONBody(capacity: 320)

@@ -2,7 +2,7 @@ import Foundation
 
 /// What the operator helpers need stored: whether a notification arrived, where a purchase lives, and the record of
 /// renewal-date extensions.
-public protocol AppStoreOperationsStore: Sendable {
+public protocol AppStoreActionStore: Sendable {
     /// When this Bouncer stored the notification `notificationUUID` of the project in `environment` (`nil`: one
     /// that named no environment), or `nil`.
     func notificationReceivedAt(projectId: UUID, environment: StoreEnvironment?, notificationUUID: UUID) throws -> Date?
@@ -94,18 +94,18 @@ public struct TestNotificationReport: Sendable, Equatable {
 /// Throws `DomainError` (`.projectNotFound`, `.invalidInput`, `.appStoreCredentialsMissing`, `.purchaseNotFound`,
 /// `.testNotificationNotFound`, `.subscriptionExtensionIneligible`, `.subscriptionExtensionLimitReached`, the
 /// stores'), `AppStoreAPIError` and `VerificationFailure` (Apple's signed test notification did not verify).
-public struct AppStoreOperations: Sendable {
+public struct AppStoreActions: Sendable {
     private let projects: any ProjectStore
     private let credentials: CredentialAdministration
-    private let appStore: (any AppStoreServerAPI)?
+    private let appStore: (any AppleServerAPI)?
     private let verifier: any SignedDataVerifying
-    private let store: any AppStoreOperationsStore
+    private let store: any AppStoreActionStore
     private let now: @Sendable () -> Date
     private let newIdentifier: @Sendable () -> UUID
 
     /// The use cases.
-    public init(projects: any ProjectStore, credentials: CredentialAdministration, appStore: (any AppStoreServerAPI)?,
-                verifier: any SignedDataVerifying, store: any AppStoreOperationsStore,
+    public init(projects: any ProjectStore, credentials: CredentialAdministration, appStore: (any AppleServerAPI)?,
+                verifier: any SignedDataVerifying, store: any AppStoreActionStore,
                 now: @escaping @Sendable () -> Date, newIdentifier: @escaping @Sendable () -> UUID = { UUID() }) {
         self.projects = projects
         self.credentials = credentials
@@ -277,7 +277,7 @@ public struct AppStoreOperations: Sendable {
         return project
     }
 
-    private func client() throws -> any AppStoreServerAPI {
+    private func client() throws -> any AppleServerAPI {
         guard let appStore else {
             throw AppStoreAPIError(.unavailable, reason: "the App Store Server API client is not configured",
                                    retryAfterSeconds: 60)
