@@ -1,3 +1,4 @@
+import Jobs
 import Crypto
 import Foundation
 import API

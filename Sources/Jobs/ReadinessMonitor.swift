@@ -1,33 +1,36 @@
 import Foundation
 import Postgres
-import Synchronization
 
 /// Pings the database once a second on its own thread, so `/readyz` answers from memory and never blocks
 /// the I/O loop on a dead database.
-final class ReadinessMonitor: Sendable {
-    private let ready = Atomic<Bool>(false)
-    private let stopped = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
+public final class ReadinessMonitor: Service {
+    private let ready: Job.Flag
+    private let job: Job
 
-    init(pool: ConnectionPool, interval: Duration = .seconds(1)) {
-        ready.store(pool.ping(), ordering: .releasing)
-        let thread = Thread { [self] in
-            while !stopped.load(ordering: .acquiring) {
-                _ = wake.wait(timeout: .now() + .milliseconds(Int(interval.components.seconds * 1000)))
-                if stopped.load(ordering: .acquiring) { break }
-                ready.store(pool.ping(), ordering: .releasing)
-            }
+    /// Pings `pool` once now (so `isReady` is true from the start when the database answers); `start` starts the
+    /// thread that pings every `interval`.
+    public init(pool: ConnectionPool, interval: Duration = .seconds(1)) {
+        let ready = Job.Flag(pool.ping())
+        self.ready = ready
+        job = Job(name: "bouncer-readiness", interval: interval) { job in
+            job.pause(interval)
+            if !job.isStopping { ready.set(pool.ping()) }
+            return .again
         }
-        thread.name = "bouncer-readiness"
-        thread.start()
     }
+
+    /// `readiness-monitor`.
+    public var name: String { "readiness-monitor" }
 
     /// The last ping's answer.
-    var isReady: Bool { ready.load(ordering: .acquiring) }
+    public var isReady: Bool { ready.value }
 
-    /// Ends the monitor thread.
-    func stop() {
-        stopped.store(true, ordering: .releasing)
-        wake.signal()
-    }
+    /// Starts the thread.
+    public func start() { job.start() }
+
+    /// Ends the thread after the ping in progress.
+    public func stop(grace: Duration) { job.stop(grace: grace) }
+
+    /// Whether the thread runs.
+    public var isRunning: Bool { job.isRunning }
 }
