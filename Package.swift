@@ -46,10 +46,17 @@ let package = Package(
                     .map { .embedInCode("assets/" + $0) },
                 swiftSettings: strict),
 
+        // Verified payloads as Domain facts: the adapter of the Domain's SignedDataVerifying port, next to the verifiers.
+        .target(name: "Verification", dependencies: ["Domain", "AppStoreJWS", "AppReceipt", "Crypto", "JSON"], swiftSettings: strict),
+        // Long-running services (webhook deriver and dispatcher, reconcile scheduler, consumption responder, caches,
+        // readiness) behind one `Service` protocol and one `ServiceGroup` lifecycle.
+        .target(name: "Jobs", dependencies: ["Domain", "Storage", "Postgres", "HTTPClient", "Crypto", "JSON", "Primitives"],
+                swiftSettings: strict),
+
         // Composition root
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Console", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics", "Primitives"],
+            dependencies: ["API", "Console", "Jobs", "Verification", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics", "Primitives"],
             swiftSettings: strict
         ),
 
@@ -85,6 +92,7 @@ let package = Package(
         .testTarget(name: "BouncerClientTests", dependencies: ["BouncerClient", "TestSupport", "JSON"], swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], exclude: ["console"],
                     swiftSettings: strict),
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Crypto", "Primitives"], swiftSettings: strict),
         .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTPCore"], swiftSettings: strict),
     ]
 )

@@ -1,3 +1,5 @@
+import Verification
+import Jobs
 import API
 import Domain
 import Foundation

@@ -1,3 +1,4 @@
+import Jobs
 import API
 import Domain
 import Foundation

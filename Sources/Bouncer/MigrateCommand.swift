@@ -1,3 +1,4 @@
+import Jobs
 import Foundation
 
 /// `bouncer migrate`: applies pending schema migrations (the embedded database is started, then stopped).

@@ -1,3 +1,5 @@
+import Verification
+import Jobs
 import API
 import AppStoreJWS
 import Domain

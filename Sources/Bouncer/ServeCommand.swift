@@ -10,7 +10,9 @@ import Crypto
 import Domain
 import HTTPClient
 import HTTPCore
+import Jobs
 import Storage
+import Verification
 import Synchronization
 
 /// `bouncer serve`: configuration from the environment, the HTTP server, signals, graceful drain.
@@ -37,8 +39,9 @@ enum ServeCommand {
         }
     }
 
-    /// Opens the database (embedded or `DATABASE_URL`), applies migrations, builds the verifier and the API,
-    /// serves until a signal, then closes everything in reverse order.
+    /// Opens the database (embedded or `DATABASE_URL`), applies migrations, builds the verifier, the API and every
+    /// service (no thread starts while anything can still fail), starts the services in order through one
+    /// `ServiceGroup`, serves until a signal, drains, stops the services in reverse order and closes the database.
     static func serveAPI(settings: ServeSettings) -> Int32 {
         let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
         let roots: TrustedRoots
@@ -82,6 +85,7 @@ enum ServeCommand {
             appStore = try makeAppStoreClient(settings.appleAPI)
         } catch {
             CLI.err("bouncer serve: BOUNCER_APPLE_API_CA_FILE: \(error)\n")
+            database.close(log: log)
             return 2
         }
         defer { appStore.shutdown() }
@@ -100,11 +104,6 @@ enum ServeCommand {
         // Native TLS means every console request arrives over HTTPS: the cookie is Secure whatever the variable says.
         var console = settings.console
         if settings.tlsCertificateFile != nil { console.secureCookie = true }
-        var scheduler: ReconcileScheduler?
-        if settings.reconcile.interval > 0 {
-            scheduler = ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log)
-            scheduler?.start()
-        }
         let dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
@@ -133,30 +132,29 @@ enum ServeCommand {
             console: console,
             overview: PostgresOverviewMetricsStore(pool: database.pool),
             log: log)
-        deriver.start()
-        var dispatcher: WebhookDispatcher?
+        // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
+        var services: [any Service] = [monitor, caches, deriver]
+        if settings.reconcile.interval > 0 {
+            services.append(ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log))
+        }
         if settings.webhooks.enabled {
             do {
-                dispatcher = try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks, log: log)
+                services.append(try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks, log: log))
             } catch {
                 CLI.err("bouncer serve: BOUNCER_WEBHOOK_CA_FILE: \(error)\n")
+                database.close(log: log)
                 return 2
             }
-            dispatcher?.start()
         }
+        services.append(makeConsumptionResponder(settings: settings, database: database, caches: caches,
+                                                 sealer: sealer, appStore: appStore, log: log))
         var router = Router()
         Routes.register(on: &router, dependencies)
         ConsoleRoutes.register(on: &router)
-        let responder = makeConsumptionResponder(settings: settings, database: database, caches: caches,
-                                                 sealer: sealer, appStore: appStore, log: log)
-        responder.run()
+        let group = ServiceGroup(services, log: log)
+        group.start()
         let status = run(settings: settings, router: router, readiness: { monitor.isReady }, metrics: metrics)
-        responder.shutdown()
-        dispatcher?.shutdown(grace: settings.shutdownGrace)
-        deriver.shutdown(grace: settings.shutdownGrace)
-        scheduler?.shutdown(grace: settings.shutdownGrace)
-        caches.stop()
-        monitor.stop()
+        group.stop(grace: settings.shutdownGrace)
         database.close(log: log)
         return status
     }

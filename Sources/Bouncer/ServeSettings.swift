@@ -1,3 +1,4 @@
+import Jobs
 import Crypto
 import Foundation
 import API
@@ -41,7 +42,7 @@ struct ServeSettings: Sendable {
     var chainCacheSize = 64
     /// `/metrics` token and rate limits (`Operations/OperationsSettings.swift`).
     var operations = OperationsSettings()
-    /// The project and read caches (`Wiring/Caches.swift`).
+    /// The project and read caches (`Sources/Jobs/Caches.swift`).
     var cache = CacheSettings()
     /// Scheduled reconciliation with Apple (`Jobs/Reconciler.swift`).
     var reconcile = ReconcileServeSettings()

@@ -1,3 +1,4 @@
+import Jobs
 import Domain
 import Foundation
 import JSON

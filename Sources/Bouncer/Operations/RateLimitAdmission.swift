@@ -1,3 +1,4 @@
+import Verification
 import API
 import Domain
 import HTTPCore

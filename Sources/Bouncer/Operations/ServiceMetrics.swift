@@ -5,13 +5,15 @@ import HTTPCore
 import Metrics
 import Postgres
 import Synchronization
+import Jobs
+import Verification
 
 /// Every series `GET /metrics` exposes, and the recording calls the server, the verifier adapter and the
 /// rate limiter make. Labels carry route templates, methods, statuses, error codes and notification types:
 /// never keys, user ids, tokens or raw paths. Every label takes values from a fixed set, whatever a client
 /// sends: a method outside the routed seven is `other`, and a notification type or subtype Apple does not
 /// document (Xcode-signed notifications can carry any string) is `unknown`, so forgeries add no series.
-final class ServiceMetrics: Sendable {
+final class ServiceMetrics: VerificationMetrics {
     let registry = MetricsRegistry()
     private let requests: Counter
     private let durations: Histogram
@@ -23,17 +25,8 @@ final class ServiceMetrics: Sendable {
     private let accessLogDropped = Mutex<(@Sendable () -> Int)?>(nil)
     private let caches = Mutex<(@Sendable () -> CacheStatistics)?>(nil)
 
-    /// What the caches report at scrape time (`Wiring/Caches.swift`).
-    struct CacheStatistics: Sendable {
-        /// Projects are answered from memory (the invalidation channel listens).
-        var live: Bool
-        /// Subscription reads answered from memory.
-        var readHits: Int
-        /// Subscription reads that queried (the cache was off, or had no current entry).
-        var readMisses: Int
-        /// `NOTIFY` payloads this instance sent for receipts and notifications.
-        var announcements: Int
-    }
+    /// What the caches report at scrape time (`Sources/Jobs/Caches.swift`).
+    typealias CacheStatistics = Caches.Statistics
 
     /// The scopes `bouncer_rate_limited_total` starts with at zero (so `rate()` has a series to work on).
     static let rateLimitScopes = ["public_key", "client", "admin", "secret_key"]

@@ -1,27 +1,32 @@
 import Foundation
+import Glibc
 import JSON
 import Postgres
 import Storage
 
 /// Where Bouncer's PostgreSQL is and how many connections to keep.
-struct DatabaseSettings: Sendable {
+public struct DatabaseSettings: Sendable {
     /// `DATABASE_URL`; nil = start (or reuse) an embedded cluster.
-    var url: String?
+    public var url: String?
     /// `BOUNCER_DATA_DIR`: the embedded cluster lives in `<dir>/postgres`.
-    var dataDirectory = ".bouncer"
+    public var dataDirectory = ".bouncer"
     /// `BOUNCER_DB_POOL_SIZE`.
-    var poolSize = 16
+    public var poolSize = 16
     /// `BOUNCER_DB_ACQUIRE_TIMEOUT_SECONDS`.
-    var acquireTimeout: Duration = .seconds(2)
+    public var acquireTimeout: Duration = .seconds(2)
     /// `BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS`.
-    var statementTimeout: Duration = .seconds(10)
+    public var statementTimeout: Duration = .seconds(10)
     /// `BOUNCER_RECEIPT_BATCH_MAX`: most receipts committed together (1 = each its own commit).
-    var receiptBatchMax = 32
+    public var receiptBatchMax = 32
+
+    /// The defaults.
+    public init() {}
 }
 
 /// An open database: the pool, migrations applied, and the embedded cluster if this process started one.
-final class Database: Sendable {
-    let pool: ConnectionPool
+public final class Database: Sendable {
+    /// The serving pool.
+    public let pool: ConnectionPool
     private let cluster: LocalCluster?
 
     private init(pool: ConnectionPool, cluster: LocalCluster?) {
@@ -31,7 +36,7 @@ final class Database: Sendable {
 
     /// Connects (starting the embedded cluster when no URL is given) and applies pending migrations under an
     /// advisory lock, so several instances starting together never race.
-    static func open(_ settings: DatabaseSettings, log: @escaping @Sendable (String) -> Void) throws -> Database {
+    public static func open(_ settings: DatabaseSettings, log: @escaping @Sendable (String) -> Void) throws -> Database {
         let connection: ConnectionSettings
         var cluster: LocalCluster?
         if let url = settings.url {
@@ -65,7 +70,7 @@ final class Database: Sendable {
     }
 
     /// Closes the pool, then stops the embedded cluster if this process started it.
-    func close(log: @Sendable (String) -> Void) {
+    public func close(log: @Sendable (String) -> Void) {
         pool.shutdown()
         if let cluster {
             do {
@@ -79,6 +84,17 @@ final class Database: Sendable {
 }
 
 /// One structured log line: `{"event": …, "message": …}`.
-func jsonLine(_ event: String, _ message: String) -> String {
+public func jsonLine(_ event: String, _ message: String) -> String {
     JSONValue.object(JSONObject([("event", .string(event)), ("message", .string(message))])).serializedString()
+}
+
+/// This process among the instances: `host/pid`, in `reconcile_runs.instance` and webhook leases.
+public enum ProcessIdentity {
+    /// This process: host name and pid.
+    public static var instance: String {
+        var name = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&name, name.count - 1) == 0
+            ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+        return "\(host)/\(getpid())"
+    }
 }

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Storage
-import Synchronization
 
 /// Derives webhook events and the dashboard's rollup (`overview_days`, schema/0035) from the fact log
 /// (`purchase_changes`, schema/0025) after the receipts' transactions commit: one thread per instance, woken by this
@@ -9,55 +8,43 @@ import Synchronization
 /// (`PostgresWebhookStore.deriveChanges`), so a kill -9 leaves each event and rollup change derived exactly once;
 /// instances share projects through the project's deriver lock. Runs whether or not this instance delivers
 /// (`BOUNCER_WEBHOOK_CONCURRENCY=0`): events still queue for the others.
-final class WebhookDeriver: Sendable {
-    private let store: PostgresWebhookStore
-    private let log: @Sendable (String) -> Void
-    private let signal = DispatchSemaphore(value: 0)
-    private let requested = Atomic<Bool>(false)
-    private let stopping = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
+public final class WebhookDeriver: Service {
+    private let job: Job
 
     /// How often another instance's writes are looked for.
-    static let pollInterval = 0.25
+    public static let pollInterval: Duration = .milliseconds(250)
     /// Log rows per transaction (with the rest of the recording transactions they start: each is replayed whole).
-    static let batch = 500
+    public static let batch = 500
 
-    init(database: Database, log: @escaping @Sendable (String) -> Void) {
-        self.store = PostgresWebhookStore(pool: database.pool)
-        self.log = log
+    /// A deriver over `database`; `start` starts its thread.
+    public init(database: Database, log: @escaping @Sendable (String) -> Void) {
+        let store = PostgresWebhookStore(pool: database.pool)
+        job = Job(name: "bouncer.webhooks.derive", interval: Self.pollInterval) { job in
+            Self.pass(job, store: store, log: log)
+            return .wait
+        }
     }
+
+    /// `webhook-deriver`.
+    public var name: String { "webhook-deriver" }
 
     /// Asks for a pass soon: a write committed. Requests while one is pending coalesce into it.
-    func wake() {
-        if !requested.exchange(true, ordering: .acquiringAndReleasing) { signal.signal() }
-    }
+    public func wake() { job.wake() }
 
-    /// Starts the thread.
-    func start() {
-        let thread = Thread { [self] in
-            while !stopping.load(ordering: .acquiring) {
-                _ = signal.wait(timeout: .now() + Self.pollInterval)
-                requested.store(false, ordering: .releasing)
-                pass()
-            }
-            done.signal()
-        }
-        thread.name = "bouncer.webhooks.derive"
-        thread.start()
-    }
+    /// Starts the thread (`bouncer.webhooks.derive`); its first pass runs at once.
+    public func start() { job.start() }
 
     /// Stops after the batch in progress (at most `grace`): an unfinished batch rolls back and is derived again.
-    func shutdown(grace: Duration) {
-        stopping.store(true, ordering: .releasing)
-        signal.signal()
-        _ = done.wait(timeout: .now() + Double(grace.components.seconds))
-    }
+    public func stop(grace: Duration) { job.stop(grace: grace) }
+
+    /// Whether the thread runs.
+    public var isRunning: Bool { job.isRunning }
 
     /// Derives until no project has rows left that this instance may take.
-    private func pass() {
+    private static func pass(_ job: Job, store: PostgresWebhookStore, log: @Sendable (String) -> Void) {
         do {
             var consumed = 1
-            while consumed > 0, !stopping.load(ordering: .acquiring) {
+            while consumed > 0, !job.isStopping {
                 consumed = 0
                 for project in try store.projectsWithChanges(limit: 100) {
                     consumed += try store.deriveChanges(projectId: project, limit: Self.batch)
@@ -65,7 +52,7 @@ final class WebhookDeriver: Sendable {
             }
         } catch {
             log(jsonLine("webhooks", "derive: \(String(reflecting: error))"))
-            _ = signal.wait(timeout: .now() + 1)
+            job.pause(.seconds(1))
         }
     }
 }

@@ -11,72 +11,34 @@ import Storage
 import Synchronization
 
 /// Webhook settings of `bouncer serve` (`BOUNCER_WEBHOOK_*`).
-struct WebhookSettings: Sendable, Equatable {
+public struct WebhookSettings: Sendable, Equatable {
     /// `BOUNCER_WEBHOOK_MAX_AGE_SECONDS`: how long an undelivered event is retried before it is marked failed.
-    var maxAge: TimeInterval = WebhookRules.defaultMaxAge
+    public var maxAge: TimeInterval = WebhookRules.defaultMaxAge
     /// `BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS=1`: allow http and private, loopback and link-local addresses.
-    var allowPrivateNetworks = false
+    public var allowPrivateNetworks = false
     /// `BOUNCER_WEBHOOK_CA_FILE`: a PEM CA trusted for webhook receivers besides the system roots.
-    var caFile: String?
+    public var caFile: String?
     /// `BOUNCER_WEBHOOK_CONCURRENCY`: deliveries in flight per instance.
-    var concurrency = 4
+    public var concurrency = 4
     /// `BOUNCER_WEBHOOK_RETRY_BASE_SECONDS`: the first retry delay (doubling up to 1 h, ±25 % jitter).
-    var retryBase: TimeInterval = 10
+    public var retryBase: TimeInterval = 10
     /// `BOUNCER_WEBHOOK_SWEEP_SECONDS`: how often expiries by the passage of time are looked for.
-    var sweepInterval: TimeInterval = 10
+    public var sweepInterval: TimeInterval = 10
     /// 0 turns the dispatcher off in this instance (events still queue; another instance delivers them).
-    var enabled = true
-}
+    public var enabled = true
 
-extension ServeSettings {
-    /// The variables of `WebhookSettings`, appended to `ServeSettings.variables`.
-    static let webhookVariables: [Variable] = [
-        Variable(name: "BOUNCER_WEBHOOK_MAX_AGE_SECONDS",
-                 help: "how long undelivered webhook events are retried before failing (default 86400)") { s, v in
-            guard v.utf8.count <= 9, let n = Int(v), (1...2_592_000).contains(n) else {
-                return "must be an integer in 1...2592000"
-            }
-            s.webhooks.maxAge = TimeInterval(n)
-            return nil
-        },
-        Variable(name: "BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS",
-                 help: "1 = allow http webhook URLs and private/loopback addresses (development only; default 0)") { s, v in
-            guard v == "0" || v == "1" else { return "must be 0 or 1" }
-            s.webhooks.allowPrivateNetworks = v == "1"
-            return nil
-        },
-        Variable(name: "BOUNCER_WEBHOOK_CA_FILE",
-                 help: "PEM file of a CA trusted for webhook receivers, besides the system roots") { s, v in
-            guard !v.isEmpty, !v.utf8.contains(0) else { return "must be a file path" }
-            s.webhooks.caFile = v
-            return nil
-        },
-        Variable(name: "BOUNCER_WEBHOOK_CONCURRENCY",
-                 help: "webhook deliveries in flight per instance, 0 = this instance sends none (default 4)") { s, v in
-            guard v.utf8.count <= 3, let n = Int(v), (0...64).contains(n) else { return "must be an integer in 0...64" }
-            s.webhooks.concurrency = n
-            s.webhooks.enabled = n > 0
-            return nil
-        },
-        Variable(name: "BOUNCER_WEBHOOK_RETRY_BASE_SECONDS",
-                 help: "first webhook retry delay, doubling up to 1 h with jitter (default 10)") { s, v in
-            guard let x = Double(v), x.isFinite, x >= 0.05, x <= 3600 else { return "must be a number in 0.05...3600" }
-            s.webhooks.retryBase = x
-            return nil
-        },
-        Variable(name: "BOUNCER_WEBHOOK_SWEEP_SECONDS",
-                 help: "how often expiries by the passage of time become webhook events (default 10)") { s, v in
-            guard let x = Double(v), x.isFinite, x >= 0.1, x <= 3600 else { return "must be a number in 0.1...3600" }
-            s.webhooks.sweepInterval = x
-            return nil
-        },
-    ]
+    /// The defaults.
+    public init() {}
 }
 
 /// `WebhookHostResolving` over `HTTPClient.AddressPolicy`: the same resolver and classifier the dispatcher's
 /// connections use.
-struct SystemWebhookHostResolver: WebhookHostResolving {
-    func addresses(host: String) throws -> [[UInt8]] {
+public struct SystemWebhookHostResolver: WebhookHostResolving {
+    /// The resolver.
+    public init() {}
+
+    /// `host`'s addresses; a host that does not resolve is a `webhookURLNotAllowed` problem.
+    public func addresses(host: String) throws -> [[UInt8]] {
         do {
             return try AddressPolicy.resolve(host: host)
         } catch {
@@ -86,14 +48,17 @@ struct SystemWebhookHostResolver: WebhookHostResolving {
         }
     }
 
-    func isPublic(_ address: [UInt8]) -> Bool { AddressPolicy.isPublic(address) }
+    /// Whether `address` is publicly routable.
+    public func isPublic(_ address: [UInt8]) -> Bool { AddressPolicy.isPublic(address) }
 
-    func text(_ address: [UInt8]) -> String { AddressPolicy.text(address) }
+    /// `address` as text.
+    public func text(_ address: [UInt8]) -> String { AddressPolicy.text(address) }
 }
 
 /// Signs a webhook body: `v1=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>` per secret, comma-separated.
-enum WebhookSignature {
-    static func header(secrets: [String], timestamp: Int64, body: [UInt8]) -> String {
+public enum WebhookSignature {
+    /// The `Bouncer-Signature` header of `body` sent at `timestamp`, one `v1=` entry per secret.
+    public static func header(secrets: [String], timestamp: Int64, body: [UInt8]) -> String {
         let message = Array("\(timestamp).".utf8) + body
         return secrets.map { "v1=" + Hex.encode(HMAC.sha256(key: Array($0.utf8), message: message)) }.joined(separator: ",")
     }
@@ -106,7 +71,7 @@ enum WebhookSignature {
 /// `batchWindow`), then records them and claims the next events in one transaction, one commit per batch. One more
 /// thread runs the expiry sweep. An idle coordinator wakes on `NOTIFY bouncer_webhook_events` (written with each
 /// event) or when the next retry is due.
-final class WebhookDispatcher: Sendable {
+public final class WebhookDispatcher: Service {
     private let store: PostgresWebhookStore
     private let sealer: (any CredentialSealing)?
     private let http: HTTPClient
@@ -120,8 +85,8 @@ final class WebhookDispatcher: Sendable {
     private let work = DispatchSemaphore(value: 0)
     private let flight = Mutex(Flight())
     private let stopping = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
     private let threads: Int
+    private let jobs = Mutex<[Job]>([])
 
     /// Between the coordinator and the delivery threads.
     private struct Flight {
@@ -142,12 +107,13 @@ final class WebhookDispatcher: Sendable {
     /// How soon outcomes left for later (their user's lock held by a deriver) are tried again.
     static let laterRetry = 0.05
 
-    init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
-         log: @escaping @Sendable (String) -> Void) throws {
+    /// A dispatcher over `database`; throws when `settings.caFile` does not load. `start` starts its threads.
+    public init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
+                log: @escaping @Sendable (String) -> Void) throws {
         self.store = PostgresWebhookStore(pool: database.pool)
         self.sealer = sealer
         self.settings = settings
-        self.instance = ReconcileWiring.instance
+        self.instance = ProcessIdentity.instance
         self.log = log
         var limits = ResponseParser.Limits()
         limits.maxBodyBytes = 64 * 1024
@@ -173,48 +139,52 @@ final class WebhookDispatcher: Sendable {
         self.threads = count
     }
 
-    /// Starts the coordinator, the delivery threads, the sweep thread and the listener.
-    func start() {
-        let listening = Thread { [listener, done] in
-            listener.run()
-            done.signal()
-        }
-        listening.name = "bouncer.webhooks.listen"
-        listening.start()
-        let coordinator = Thread { [self] in
-            coordinate()
-            done.signal()
-        }
-        coordinator.name = "bouncer.webhooks.claim"
-        coordinator.start()
+    /// `webhook-dispatcher`.
+    public var name: String { "webhook-dispatcher" }
+
+    /// Starts the listener, the coordinator, the delivery threads and the sweep thread.
+    public func start() {
+        let listener = self.listener
+        var jobs = [
+            Job(name: "bouncer.webhooks.listen", onStop: { listener.shutdown() }) { _ in
+                listener.run()
+                return .finished
+            },
+            Job(name: "bouncer.webhooks.claim", onStop: { [wake] in wake.signal() }) { [self] _ in
+                coordinate()
+                return .finished
+            },
+        ]
         for i in 0..<threads {
-            let thread = Thread { [self] in
+            jobs.append(Job(name: "bouncer.webhooks.\(i)", onStop: { [work] in work.signal() }) { [self] _ in
                 deliveryLoop()
-                done.signal()
-            }
-            thread.name = "bouncer.webhooks.\(i)"
-            thread.start()
+                return .finished
+            })
         }
-        let sweeper = Thread { [self] in
-            sweepLoop()
-            done.signal()
-        }
-        sweeper.name = "bouncer.webhooks.sweep"
-        sweeper.start()
+        // Several batches while there is work (a backlog after downtime), then a wait.
+        jobs.append(Job(name: "bouncer.webhooks.sweep", interval: .milliseconds(Int64(settings.sweepInterval * 1000))) {
+            [self] job in
+            sweep(job)
+            return .wait
+        })
+        self.jobs.withLock { $0 = jobs }
+        jobs.forEach { $0.start() }
     }
 
     /// Stops: no more claims; attempts in flight finish (at most 10 s) and are recorded, within `grace`. An event
     /// whose attempt is cut short, or whose record is, keeps its lease and is sent again after it expires
     /// (at-least-once, same `Bouncer-Event-Id`).
-    func shutdown(grace: Duration) {
+    public func stop(grace: Duration) {
         stopping.store(true, ordering: .releasing)
-        listener.shutdown()
-        wake.signal()
-        for _ in 0..<threads { work.signal() }
-        let deadline = DispatchTime.now() + Double(grace.components.seconds)
-        for _ in 0..<(threads + 3) { _ = done.wait(timeout: deadline) }
+        let jobs = self.jobs.withLock { $0 }
+        jobs.forEach { $0.requestStop() }
+        let deadline = DispatchTime.now() + Job.seconds(grace)
+        for job in jobs { job.awaitStop(until: deadline) }
         http.shutdown()
     }
+
+    /// Whether any of the dispatcher's threads runs.
+    public var isRunning: Bool { jobs.withLock { $0 }.contains { $0.isRunning } }
 
     private var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
@@ -294,21 +264,12 @@ final class WebhookDispatcher: Sendable {
         }
     }
 
-    private func sweepLoop() {
-        while !isStopping {
-            do {
-                // Several batches while there is work (a backlog after downtime), then wait.
-                var rounds = 0
-                while try store.sweep(limit: 100) > 0, rounds < 50, !isStopping { rounds += 1 }
-            } catch {
-                log(jsonLine("webhooks", "sweep: \(String(reflecting: error))"))
-            }
-            let seconds = settings.sweepInterval
-            var waited = 0.0
-            while waited < seconds, !isStopping {
-                usleep(UInt32(min(0.1, seconds) * 1_000_000))
-                waited += 0.1
-            }
+    private func sweep(_ job: Job) {
+        do {
+            var rounds = 0
+            while try store.sweep(limit: 100) > 0, rounds < 50, !job.isStopping { rounds += 1 }
+        } catch {
+            log(jsonLine("webhooks", "sweep: \(String(reflecting: error))"))
         }
     }
 
@@ -364,7 +325,7 @@ final class WebhookDispatcher: Sendable {
     }
 
     /// `{"id","type","created_at","project_id","user_id","data"}`, compact, keys in this order.
-    static func body(_ event: PostgresWebhookStore.ClaimedEvent) throws -> [UInt8] {
+    public static func body(_ event: PostgresWebhookStore.ClaimedEvent) throws -> [UInt8] {
         let data = try JSONParser.parse(event.dataJSON)
         return JSONValue.object(JSONObject([
             ("id", .string(event.eventId)), ("type", .string(event.type)),

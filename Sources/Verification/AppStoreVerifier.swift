@@ -7,14 +7,22 @@ import JSON
 
 /// Adapts `AppStoreJWS.SignedDataVerifier` to the Domain port: project settings become a verification policy,
 /// verified payloads become Domain facts, verifier errors become `VerificationFailure` with the same code.
-struct AppStoreVerifier: SignedDataVerifying {
-    let verifier: SignedDataVerifier
-    /// Counts outcomes, chain-cache use and notification types for `/metrics` (`Operations/`).
-    var metrics: ServiceMetrics? = nil
+public struct AppStoreVerifier: SignedDataVerifying {
+    /// Verifies JWS: the pinned roots and the chain cache.
+    public let verifier: SignedDataVerifier
+    /// Counts outcomes, chain-cache use and notification types for `/metrics` (the executable's `ServiceMetrics`).
+    public var metrics: (any VerificationMetrics)?
     /// Verifies StoreKit 1 receipts: Apple Inc. Root, or the roots of `BOUNCER_ROOT_CERTIFICATES` when set.
-    var receipts: ReceiptVerifier = .apple
+    public var receipts: ReceiptVerifier
 
-    func verifyReceipt(_ base64: String, for project: Project) throws -> ReceiptFacts {
+    /// An adapter over `verifier` and `receipts`, counting into `metrics`.
+    public init(verifier: SignedDataVerifier, metrics: (any VerificationMetrics)? = nil, receipts: ReceiptVerifier = .apple) {
+        self.verifier = verifier
+        self.metrics = metrics
+        self.receipts = receipts
+    }
+
+    public func verifyReceipt(_ base64: String, for project: Project) throws -> ReceiptFacts {
         let verified: VerifiedReceipt
         do {
             // The chain at the receipt's creation date (no `at`): like a JWS at its signedDate.
@@ -88,10 +96,10 @@ struct AppStoreVerifier: SignedDataVerifying {
         return JSONValue.object(JSONObject(pairs)).serializedString()
     }
 
-    func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
+    public func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
         do {
             let verified = try verifier.verifyTransaction(jws, policy: Self.policy(for: project))
-            metrics?.verified(kind: "transaction", verified.details)
+            metrics?.verified(kind: "transaction", verified.details, notification: nil)
             return Self.facts(verified)
         } catch {
             metrics?.verification(kind: "transaction", result: error.code.rawValue)
@@ -99,11 +107,11 @@ struct AppStoreVerifier: SignedDataVerifying {
         }
     }
 
-    func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
+    public func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
         let verified: VerifiedAppTransaction
         do {
             verified = try verifier.verifyAppTransaction(jws, policy: Self.policy(for: project))
-            metrics?.verified(kind: "appTransaction", verified.details)
+            metrics?.verified(kind: "appTransaction", verified.details, notification: nil)
         } catch {
             metrics?.verification(kind: "appTransaction", result: error.code.rawValue)
             throw Self.failure(error)
@@ -117,7 +125,7 @@ struct AppStoreVerifier: SignedDataVerifying {
         return facts
     }
 
-    func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts {
+    public func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts {
         let verified: VerifiedNotification
         do {
             verified = try verifier.verifyNotification(jws, policy: Self.policy(for: project))
@@ -146,11 +154,11 @@ struct AppStoreVerifier: SignedDataVerifying {
             payloadJSON: verified.payloadString)
     }
 
-    func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
+    public func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
         let verified: VerifiedRenewalInfo
         do {
             verified = try verifier.verifyRenewalInfo(jws, policy: Self.policy(for: project))
-            metrics?.verified(kind: "renewal_info", verified.details)
+            metrics?.verified(kind: "renewal_info", verified.details, notification: nil)
         } catch {
             metrics?.verification(kind: "renewal_info", result: error.code.rawValue)
             throw Self.failure(error)
@@ -242,6 +250,18 @@ struct AppStoreVerifier: SignedDataVerifying {
 }
 
 /// SHA-256 of secret keys, through the module that owns OpenSSL.
-struct SHA256SecretHasher: SecretKeyHashing {
-    func hash(_ secret: String) -> [UInt8] { Digest.sha256(secret.utf8) }
+public struct SHA256SecretHasher: SecretKeyHashing {
+    /// The hasher.
+    public init() {}
+
+    /// SHA-256 of `secret`'s UTF-8.
+    public func hash(_ secret: String) -> [UInt8] { Digest.sha256(secret.utf8) }
+}
+
+/// What the verifier adapter counts; `/metrics` implements it.
+public protocol VerificationMetrics: Sendable {
+    /// One verification of `kind` (transaction, notification, …) with `result` (ok or the error code).
+    func verification(kind: String, result: String)
+    /// One successful verification: its result, its chain-cache use and, for a notification, its type.
+    func verified(kind: String, _ details: VerificationDetails, notification payload: NotificationPayload?)
 }

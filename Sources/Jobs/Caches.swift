@@ -5,33 +5,53 @@ import Postgres
 import Storage
 
 /// How much `bouncer serve` keeps in memory, and how long an entry may live without a confirmation.
-struct CacheSettings: Sendable {
+public struct CacheSettings: Sendable {
     /// `BOUNCER_READ_CACHE_SIZE`: users whose bound purchases are cached; 0 = every read queries.
-    var readCacheSize = 20_000
+    public var readCacheSize = 20_000
     /// `BOUNCER_READ_CACHE_MAX_AGE_SECONDS`: the bound on a cached read when an announcement is lost.
-    var readMaxAge: Duration = .seconds(10)
+    public var readMaxAge: Duration = .seconds(10)
     /// `BOUNCER_CACHE_REFRESH_SECONDS`: every project is reloaded this often.
-    var refreshInterval: Duration = .seconds(60)
+    public var refreshInterval: Duration = .seconds(60)
+
+    /// The defaults.
+    public init() {}
 }
 
 /// Projects and user reads served from memory, kept true across instances: the cached stores, the `LISTEN`
-/// session (`bouncer-listener-<pid>` in `pg_stat_activity`) and the announcer, each on its own thread.
-final class Caches: Sendable {
-    let projects: CachedProjectStore
-    let purchases: any PurchaseStore
-    let notifications: any NotificationStore
-    let appTransactions: any AppTransactionStore
-    let customers: any CustomerStore
+/// session (`bouncer-listener-<pid>` in `pg_stat_activity`) and the announcer, each on its own thread (`start`).
+public final class Caches: Service {
+    /// Projects from memory.
+    public let projects: CachedProjectStore
+    /// Purchases, with the read cache when it is on; announces each change.
+    public let purchases: any PurchaseStore
+    /// Notifications; announces each change.
+    public let notifications: any NotificationStore
+    /// App transactions; announces each change.
+    public let appTransactions: any AppTransactionStore
+    /// Customers (grants, erase); announces each change.
+    public let customers: any CustomerStore
     private let synchronizer: CacheSynchronizer
     private let announce: @Sendable ([CacheMessage]) -> Void
     private let reads: PurchaseReadCache?
-    private let listener: NotificationListener
-    private let listenerDone = DispatchSemaphore(value: 0)
+    private let listening: Job
+    private let announcer: Job
 
-    /// Wraps the database stores and starts the listener and announcer threads. `receiptBatchMax`: the purchase
+    /// What the caches report at scrape time (`/metrics`).
+    public struct Statistics: Sendable {
+        /// Projects are answered from memory (the invalidation channel listens).
+        public var live: Bool
+        /// Subscription reads answered from memory.
+        public var readHits: Int
+        /// Subscription reads that queried (the cache was off, or had no current entry).
+        public var readMisses: Int
+        /// `NOTIFY` payloads this instance sent for receipts and notifications.
+        public var announcements: Int
+    }
+
+    /// Wraps the database stores; `start` starts the listener and announcer threads. `receiptBatchMax`: the purchase
     /// store's group commit (1 = off). `committed` runs after each write that changed something (with its
     /// announcement), e.g. to wake the webhook deriver.
-    init(database: Database, settings: CacheSettings, xcodeTransactionLimit: Int, receiptBatchMax: Int,
+    public init(database: Database, settings: CacheSettings, xcodeTransactionLimit: Int, receiptBatchMax: Int,
          log: @escaping @Sendable (String) -> Void, committed: @escaping @Sendable () -> Void = {}) {
         let reads = settings.readCacheSize > 0
             ? PurchaseReadCache(capacity: settings.readCacheSize, maxAge: settings.readMaxAge) : nil
@@ -61,37 +81,47 @@ final class Caches: Sendable {
         self.reads = reads
         var listenerSettings = database.pool.settings
         listenerSettings.applicationName = "bouncer-listener-\(getpid())"
-        listener = NotificationListener(
+        let listener = NotificationListener(
             settings: listenerSettings, channels: [CacheMessage.channel], handlers: synchronizer.listenerHandlers)
-
-        let announcer = Thread { synchronizer.run() }
-        announcer.name = "bouncer-cache-announcer"
-        announcer.start()
-        let listening = Thread { [listener, listenerDone] in
-            listener.run()
-            listenerDone.signal()
+        announcer = Job(name: "bouncer-cache-announcer", onStop: { synchronizer.shutdown() }) { _ in
+            synchronizer.run()
+            return .finished
         }
-        listening.name = "bouncer-cache-listener"
+        listening = Job(name: "bouncer-cache-listener", onStop: { listener.shutdown() }) { _ in
+            listener.run()
+            return .finished
+        }
+    }
+
+    /// `caches`.
+    public var name: String { "caches" }
+
+    /// Starts the announcer and the listener.
+    public func start() {
+        announcer.start()
         listening.start()
     }
 
+    /// Whether the announcer or the listener runs.
+    public var isRunning: Bool { announcer.isRunning || listening.isRunning }
+
     /// `store` announcing what it changes (reconciliation writes bypass the cached purchase store).
-    func announcing(_ store: any ReconciliationStore) -> any ReconciliationStore {
+    public func announcing(_ store: any ReconciliationStore) -> any ReconciliationStore {
         AnnouncingReconciliationStore(inner: store, announce: announce)
     }
 
     /// Counters for `/metrics`.
-    var statistics: ServiceMetrics.CacheStatistics {
+    public var statistics: Statistics {
         let counts = reads?.counts ?? (hits: 0, misses: 0)
-        return ServiceMetrics.CacheStatistics(
+        return Statistics(
             live: projects.isLive, readHits: counts.hits, readMisses: counts.misses,
             announcements: synchronizer.payloadsSent)
     }
 
-    /// Sends pending announcements and stops both threads (before the pool closes).
-    func stop() {
-        listener.shutdown()
-        _ = listenerDone.wait(timeout: .now() + 2)
-        synchronizer.shutdown()
+    /// Stops the listener (waiting at most 2 s), then sends pending announcements and stops the announcer (before
+    /// the pool closes); `grace` is not used: both bounds are the synchronizer's and the listener's own.
+    public func stop(grace: Duration) {
+        listening.stop(grace: .seconds(2))
+        announcer.stop(grace: .seconds(2))
     }
 }

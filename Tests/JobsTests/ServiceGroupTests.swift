@@ -1,0 +1,112 @@
+import Crypto
+import Dispatch
+import Foundation
+import Primitives
+import Synchronization
+import XCTest
+@testable import Jobs
+
+/// The lifecycle: services start in order and stop in reverse, once; a job's stop waits for its unit of work.
+final class ServiceGroupTests: XCTestCase {
+    /// Lines appended from several threads.
+    final class Journal: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    /// A service that records its start and stop in a shared journal.
+    final class Recorder: Service {
+        let name: String
+        let journal: Journal
+        private let running = Job.Flag(false)
+
+        init(_ name: String, journal: Journal) {
+            self.name = name
+            self.journal = journal
+        }
+
+        func start() {
+            running.set(true)
+            journal.append("start " + name)
+        }
+
+        func stop(grace: Duration) {
+            running.set(false)
+            journal.append("stop " + name)
+        }
+
+        var isRunning: Bool { running.value }
+    }
+
+    func testStartsInOrderStopsInReverseOnce() {
+        let journal = Journal()
+        let services = ["a", "b", "c"].map { Recorder($0, journal: journal) }
+        let lines = Journal()
+        let group = ServiceGroup(services, log: { lines.append($0) })
+        group.start()
+        group.start()
+        XCTAssertEqual(group.health.map { $0.isRunning }, [true, true, true])
+        group.stop(grace: .seconds(1))
+        group.stop(grace: .seconds(1))
+        XCTAssertEqual(journal.all, ["start a", "start b", "start c", "stop c", "stop b", "stop a"])
+        XCTAssertEqual(group.health.map { $0.isRunning }, [false, false, false])
+        XCTAssertTrue(lines.all.contains(#"{"event":"service","service":"a","state":"stopped"}"#),
+                      "\(lines.all)")
+    }
+
+    func testAGroupNeverStartedStopsNothing() {
+        let journal = Journal()
+        let group = ServiceGroup([Recorder("a", journal: journal)], log: { _ in })
+        group.stop(grace: .seconds(1))
+        group.start()
+        XCTAssertEqual(journal.all, [])
+    }
+
+    func testJobRunsOnWakeAndStopWaitsForTheUnitInProgress() {
+        let runs = Atomic<Int>(0)
+        let inUnit = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = Job.Flag(false)
+        let job = Job(name: "test.job", interval: .seconds(3600)) { job in
+            let n = runs.add(1, ordering: .relaxed).newValue
+            if n == 2 {
+                inUnit.signal()
+                release.wait()
+                finished.set(true)
+            }
+            return .wait
+        }
+        XCTAssertFalse(job.isRunning)
+        job.start()
+        XCTAssertTrue(job.isRunning)
+        job.wake()  // the second run blocks until released
+        XCTAssertEqual(inUnit.wait(timeout: .now() + 30), .success)
+        job.requestStop()
+        XCTAssertFalse(job.awaitStop(until: .now() + 0.05), "stop waits for the unit in progress")
+        release.signal()
+        XCTAssertTrue(job.awaitStop(until: .now() + 30))
+        XCTAssertTrue(finished.value)
+        XCTAssertFalse(job.isRunning)
+        XCTAssertEqual(runs.load(ordering: .relaxed), 2)
+    }
+
+    func testAFinishedBodyEndsTheThreadAndOnStopInterruptsIt() {
+        let blocker = DispatchSemaphore(value: 0)
+        let job = Job(name: "test.blocked", onStop: { blocker.signal() }) { _ in
+            blocker.wait()
+            return .finished
+        }
+        job.start()
+        XCTAssertTrue(job.stop(grace: .seconds(30)))
+        XCTAssertFalse(job.isRunning)
+    }
+
+    func testWebhookSignatureIsHMACOfTimestampAndBody() {
+        let body = Array(#"{"id":"e"}"#.utf8)
+        let header = WebhookSignature.header(secrets: ["s1", "s2"], timestamp: 1_700_000_000, body: body)
+        let message = Array("1700000000.".utf8) + body
+        let expected = ["s1", "s2"].map { "v1=" + Hex.encode(HMAC.sha256(key: Array($0.utf8), message: message)) }
+        XCTAssertEqual(header, expected.joined(separator: ","))
+    }
+}
