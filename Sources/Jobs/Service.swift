@@ -90,6 +90,7 @@ public final class Job: Sendable {
     /// The thread's name (`ps -L`, debuggers).
     public let name: String
     private let interval: Duration
+    private let minimumGap: Duration?
     private let body: @Sendable (Job) -> Next
     private let onStop: @Sendable () -> Void
     private let signal = DispatchSemaphore(value: 0)
@@ -100,11 +101,15 @@ public final class Job: Sendable {
 
     /// - Parameters:
     ///   - interval: the longest wait after `.wait` (a poll for work nobody announces).
+    ///   - minimumGap: after `.wait`, the shortest time between the starts of two runs of the body: wakes that come
+    ///     sooner gather into one run (under load one run takes what many wakes would have taken a little at a
+    ///     time); `nil` runs at each wake.
     ///   - onStop: run by `stop` after the flag is set, before waiting for the thread.
-    public init(name: String, interval: Duration = .seconds(3600), onStop: @escaping @Sendable () -> Void = {},
-                body: @escaping @Sendable (Job) -> Next) {
+    public init(name: String, interval: Duration = .seconds(3600), minimumGap: Duration? = nil,
+                onStop: @escaping @Sendable () -> Void = {}, body: @escaping @Sendable (Job) -> Next) {
         self.name = name
         self.interval = interval
+        self.minimumGap = minimumGap
         self.onStop = onStop
         self.body = body
     }
@@ -118,9 +123,10 @@ public final class Job: Sendable {
                 done.signal()
             }
             while !isStopping {
+                let started = DispatchTime.now()
                 switch body(self) {
                 case .again: continue
-                case .wait: pause(interval)
+                case .wait: waitForWork(since: started)
                 case .finished: return
                 }
             }
@@ -132,6 +138,17 @@ public final class Job: Sendable {
     /// Asks for a run of the body soon. Requests while one is pending coalesce into it.
     public func wake() {
         if !requested.exchange(true, ordering: .acquiringAndReleasing) { signal.signal() }
+    }
+
+    /// Waits up to `interval` for a `wake` or `stop`, then, if `minimumGap` has not passed since `started`, for the
+    /// rest of it (only `stop` ends that wait early: further wakes are already pending and gather into the next run).
+    private func waitForWork(since started: DispatchTime) {
+        _ = signal.wait(timeout: .now() + Self.seconds(interval))
+        if let minimumGap, !isStopping {
+            let due = started + Self.seconds(minimumGap)
+            if DispatchTime.now() < due { _ = signal.wait(timeout: due) }
+        }
+        requested.store(false, ordering: .releasing)
     }
 
     /// Waits up to `duration` for a `wake` or `stop`; for the body's own back-off after an error.

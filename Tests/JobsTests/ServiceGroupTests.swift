@@ -91,6 +91,26 @@ final class ServiceGroupTests: XCTestCase {
         XCTAssertEqual(runs.load(ordering: .relaxed), 2)
     }
 
+    /// Wakes within `minimumGap` of a run's start gather into one later run; `stop` ends that wait.
+    func testWakesWithinTheMinimumGapGatherAndStopEndsTheWait() {
+        let runs = Atomic<Int>(0)
+        let first = DispatchSemaphore(value: 0)
+        let job = Job(name: "test.gap", interval: .seconds(3600), minimumGap: .seconds(3600)) { _ in
+            if runs.add(1, ordering: .relaxed).newValue == 1 { first.signal() }
+            return .wait
+        }
+        job.start()
+        XCTAssertEqual(first.wait(timeout: .now() + 30), .success)
+        for _ in 0..<5 { job.wake() }
+        // The wakes are pending, not run: the gap (an hour) has not passed. Waiting longer could only add runs,
+        // so this checks the absence of a second run without depending on how fast the thread is.
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(runs.load(ordering: .relaxed), 1)
+        XCTAssertTrue(job.stop(grace: .seconds(30)), "stop ends the gap's wait")
+        XCTAssertFalse(job.isRunning)
+        XCTAssertEqual(runs.load(ordering: .relaxed), 1)
+    }
+
     func testAFinishedBodyEndsTheThreadAndOnStopInterruptsIt() {
         let blocker = DispatchSemaphore(value: 0)
         let job = Job(name: "test.blocked", onStop: { blocker.signal() }) { _ in

@@ -37,6 +37,49 @@ final class ReceiptRecordingTests: XCTestCase {
         return counts
     }
 
+    /// The payload's columns (once generated, schema/0040) as text, one line per transaction of the project.
+    private func payloadColumns(_ project: Project) throws -> [String] {
+        try s.rows("""
+            SELECT format('%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s', transaction_id, app_transaction_id,
+                offer_period, offer_discount_type, revocation_type, revocation_percentage, advanced_commerce_info,
+                price_milli, currency, is_renewal, to_char(ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')) AS line
+            FROM transactions WHERE project_id = \(project.id) ORDER BY transaction_id
+            """).map { try $0.decode("line", as: String.self) }
+    }
+
+    func testThePayloadColumnsAreWrittenByTheRecordAndRefreshedOnlyByANewerSignature() throws {
+        let p = try s.makeProject()
+        var first = Fixtures.monthly("2000", start: 0)
+        first.payloadJSON = """
+            {"appTransactionId": "704289572", "offerPeriod": "P3M", "offerDiscountType": "FREE_TRIAL", \
+            "revocationType": "REFUND_PRORATED", "revocationPercentage": 25000, \
+            "advancedCommerceInfo": {"ref": 1}, "price": 4990.4, "currency": "EUR"}
+            """
+        var hostile = Fixtures.monthly("1000", start: 0)
+        hostile.payloadJSON = """
+            {"revocationPercentage": "25000", "price": 1e30, "currency": "TOOLONGCUR", "offerPeriod": 3}
+            """
+        _ = try s.purchases.recordTransaction(hostile, userId: nil, deviceId: nil, project: p, now: Fixtures.at(0.1))
+        _ = try s.purchases.recordTransaction(first, userId: nil, deviceId: nil, project: p, now: Fixtures.at(0.1))
+        let stored = [
+            " |  | 3 |  |  |  |  |  |  | f | 2023-12-14",
+            " | 704289572 | P3M | FREE_TRIAL | REFUND_PRORATED | 25000 | {\"ref\": 1} | 4990 | EUR | t | 2023-12-14",
+        ]
+        XCTAssertEqual(try payloadColumns(p), ["1000" + stored[0], "2000" + stored[1]])
+
+        // An older signature changes nothing; a newer one rewrites every column from its own payload and dates.
+        var older = first
+        older.payloadJSON = "{}"
+        _ = try s.purchases.recordTransaction(older, userId: nil, deviceId: nil, project: p, now: Fixtures.at(0.2))
+        XCTAssertEqual(try payloadColumns(p), ["1000" + stored[0], "2000" + stored[1]])
+        var newer = Fixtures.monthly("2000", start: 0, signed: 2, revokedAt: 2)
+        newer.payloadJSON = #"{"price": 990, "currency": "USD", "revocationType": "REFUND_FULL"}"#
+        _ = try s.purchases.recordTransaction(newer, userId: nil, deviceId: nil, project: p, now: Fixtures.at(2.1))
+        XCTAssertEqual(try payloadColumns(p), [
+            "1000" + stored[0], "2000 |  |  |  | REFUND_FULL |  |  | 990 | USD | t | 2023-11-16",
+        ])
+    }
+
     func test187RecordsAreOneRoundTripExactlyOnceWithSourceReceipt() throws {
         let project = try s.makeProject(policy: .transfer)
         _ = try s.projects.setProduct(projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]),

@@ -60,10 +60,26 @@ BEGIN
     -- signed one. Otherwise the DO UPDATE matches nothing and the call is refused.
     INSERT INTO transactions AS t (project_id, transaction_id, original_transaction_id, product_id, type, environment,
         bundle_id, purchase_date, original_purchase_date, expires_date, revocation_date, revocation_reason,
-        app_account_token, ownership_type, signed_date, payload, first_seen_at, last_seen_at, source)
+        app_account_token, ownership_type, signed_date, payload, first_seen_at, last_seen_at, source,
+        app_transaction_id, offer_period, offer_discount_type, revocation_type, revocation_percentage,
+        advanced_commerce_info, price_milli, currency, is_renewal, ends_at)
     VALUES (p_project_id, p_transaction_id, p_original_transaction_id, p_product_id, p_type, p_environment,
         p_bundle_id, p_purchase_date, p_original_purchase_date, p_expires_date, p_revocation_date,
-        p_revocation_reason, p_app_account_token, p_ownership_type, p_signed_date, p_payload, p_now, p_now, p_source)
+        p_revocation_reason, p_app_account_token, p_ownership_type, p_signed_date, p_payload, p_now, p_now, p_source,
+        -- The payload's fields for SQL (schema/0040: once generated columns): a malformed or hostile value becomes
+        -- NULL, never a failed insert. Price in milli-units of the ISO 4217 currency, as Apple puts it.
+        p_payload ->> 'appTransactionId', p_payload ->> 'offerPeriod', p_payload ->> 'offerDiscountType',
+        p_payload ->> 'revocationType',
+        CASE WHEN jsonb_typeof(p_payload -> 'revocationPercentage') = 'number'
+                  AND (p_payload ->> 'revocationPercentage') ~ '^[0-9]{1,12}$'
+             THEN (p_payload ->> 'revocationPercentage')::bigint END,
+        p_payload -> 'advancedCommerceInfo',
+        CASE WHEN jsonb_typeof(p_payload -> 'price') = 'number'
+                  AND (p_payload -> 'price')::numeric BETWEEN -1000000000000000 AND 1000000000000000
+             THEN round((p_payload -> 'price')::numeric)::bigint END,
+        CASE WHEN jsonb_typeof(p_payload -> 'currency') = 'string' AND length(p_payload ->> 'currency') <= 8
+             THEN p_payload ->> 'currency' END,
+        p_transaction_id <> p_original_transaction_id, LEAST(p_expires_date, p_revocation_date))
     ON CONFLICT (project_id, environment, transaction_id) DO UPDATE SET
         type = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.type ELSE t.type END,
         purchase_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
@@ -81,6 +97,21 @@ BEGIN
         ownership_type = CASE WHEN EXCLUDED.signed_date > t.signed_date
             THEN EXCLUDED.ownership_type ELSE t.ownership_type END,
         payload = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.payload ELSE t.payload END,
+        app_transaction_id = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.app_transaction_id ELSE t.app_transaction_id END,
+        offer_period = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.offer_period ELSE t.offer_period END,
+        offer_discount_type = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.offer_discount_type ELSE t.offer_discount_type END,
+        revocation_type = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.revocation_type ELSE t.revocation_type END,
+        revocation_percentage = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.revocation_percentage ELSE t.revocation_percentage END,
+        advanced_commerce_info = CASE WHEN EXCLUDED.signed_date > t.signed_date
+            THEN EXCLUDED.advanced_commerce_info ELSE t.advanced_commerce_info END,
+        price_milli = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.price_milli ELSE t.price_milli END,
+        currency = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.currency ELSE t.currency END,
+        ends_at = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.ends_at ELSE t.ends_at END,
         source = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.source ELSE t.source END,
         signed_date = GREATEST(EXCLUDED.signed_date, t.signed_date),
         last_seen_at = GREATEST(EXCLUDED.last_seen_at, t.last_seen_at)
