@@ -60,10 +60,19 @@ public struct JSONWriter: Sendable {
 
     /// Appends `string` as a quoted, escaped JSON string.
     public mutating func writeString(_ string: String) {
-        bytes.append(UInt8(ascii: "\""))
         var text = string
-        text.withUTF8 { utf8 in
-            guard let base = utf8.baseAddress else { return }
+        text.withUTF8 { writeEscaped($0) }
+    }
+
+    /// Appends a string the code itself names (an object key) as a quoted JSON string, escaped like any other.
+    public mutating func writeString(_ literal: StaticString) {
+        writeEscaped(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Appends `utf8` quoted, escaping only what RFC 8259 §7 requires.
+    private mutating func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(UInt8(ascii: "\""))
+        if let base = utf8.baseAddress {
             let count = utf8.count
             let raw = UnsafeRawPointer(base)
             var runStart = 0
