@@ -20,18 +20,6 @@ struct JSONBody {
         writer = JSONWriter(reservingCapacity: capacity)
     }
 
-    /// Appends literal JSON text (keys, punctuation, `true`…), written by us, never by a client.
-    ///
-    /// Text ending in `{`, `[`, `,` or `:` expects a value next: the typed writers after it add no comma.
-    mutating func raw(_ text: StaticString) {
-        writer.writeRaw(text)
-        let count = text.utf8CodeUnitCount
-        guard count > 0 else { return }
-        let last = text.utf8Start[count - 1]
-        atStart = last == UInt8(ascii: "{") || last == UInt8(ascii: "[") || last == UInt8(ascii: ",")
-            || last == UInt8(ascii: ":")
-    }
-
     /// A comma when a value or key follows another in its container.
     private mutating func separate() {
         if !atStart { writer.writeRaw(",") }
@@ -68,6 +56,14 @@ struct JSONBody {
 
     /// Writes `"key":` in the open object; the next value (or `beginObject`/`beginArray`) is its value.
     mutating func key(_ key: StaticString) {
+        separate()
+        writer.writeString(key)
+        writer.writeRaw(":")
+        atStart = true
+    }
+
+    /// Writes `"key":` for a key the data names (a currency code), escaped like any string.
+    mutating func key(named key: String) {
         separate()
         writer.writeString(key)
         writer.writeRaw(":")
