@@ -26,6 +26,19 @@ struct JSONBody {
         atStart = false
     }
 
+    /// `{"key":[…]}`, each item written by `write`: the envelope every admin list answers with.
+    static func list<Item>(_ key: StaticString, _ items: [Item], capacity: Int,
+                           _ write: (Item, inout JSONBody) -> Void) -> [UInt8] {
+        var body = JSONBody(capacity: capacity)
+        body.beginObject()
+        body.key(key)
+        body.beginArray()
+        for item in items { write(item, &body) }
+        body.endArray()
+        body.endObject()
+        return body.bytes
+    }
+
     // MARK: - Structure
 
     /// Opens an object (after a comma, when it follows a sibling).

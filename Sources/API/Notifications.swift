@@ -64,16 +64,8 @@ struct NotificationsController: APIController {
         guard try projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
         let stored = try notifications().notifications(
             projectId: id, originalTransactionId: originalTransactionId, limit: limit)
-        var body = JSONBody(capacity: 32 + 320 * stored.count)
-        body.beginObject()
-        body.key("notifications")
-        body.beginArray()
-        for notification in stored {
-            Self.writeNotification(notification, into: &body)
-        }
-        body.endArray()
-        body.endObject()
-        return Response.json(200, body.bytes)
+        return Response.json(200, JSONBody.list("notifications", stored, capacity: 32 + 320 * stored.count,
+                                                 Self.writeNotification))
     }
 
     /// The notification store, or 503 when the executable wired none: "unavailable, retry", never a verdict.

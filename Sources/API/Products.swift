@@ -72,14 +72,7 @@ struct ProductsController: APIController {
 
     /// `{"products":[…]}`, as `GET /v1/admin/projects/:id/products` lists them.
     static func productsBody(_ products: [ProductMapping]) -> [UInt8] {
-        var body = JSONBody(capacity: 32 + 96 * products.count)
-        body.beginObject()
-        body.key("products")
-        body.beginArray()
-        for product in products { writeProduct(product, into: &body) }
-        body.endArray()
-        body.endObject()
-        return body.bytes
+        JSONBody.list("products", products, capacity: 32 + 96 * products.count, writeProduct)
     }
 
     static func writeProduct(_ product: ProductMapping, into body: inout JSONBody) {

@@ -229,14 +229,7 @@ struct ProjectsController: APIController {
 
     /// `{"projects":[…]}`, as `GET /v1/admin/projects` lists them.
     static func projectsBody(_ projects: [AdministeredProject]) -> [UInt8] {
-        var body = JSONBody(capacity: 64 + 600 * projects.count)
-        body.beginObject()
-        body.key("projects")
-        body.beginArray()
-        for project in projects { writeProject(project, into: &body) }
-        body.endArray()
-        body.endObject()
-        return body.bytes
+        JSONBody.list("projects", projects, capacity: 64 + 600 * projects.count, writeProject)
     }
 
     static func projectBody(_ project: AdministeredProject) -> [UInt8] {

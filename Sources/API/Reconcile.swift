@@ -41,16 +41,9 @@ struct ReconciliationController: APIController {
             limit = n
         }
         let runs = try reconciliation().runs(projectId: id, limit: limit)
-        var body = JSONBody(capacity: 128 + 512 * runs.count)
-        body.beginObject()
-        body.key("runs")
-        body.beginArray()
-        for run in runs {
+        return Response.json(200, JSONBody.list("runs", runs, capacity: 128 + 512 * runs.count) { run, body in
             Self.writeRun(run, changes: true, into: &body)
-        }
-        body.endArray()
-        body.endObject()
-        return Response.json(200, body.bytes)
+        })
     }
 
     /// A run as `POST …/reconcile` answers it: `checked`, `changed`, `notifications_applied`, `errors` first.

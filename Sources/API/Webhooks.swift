@@ -107,16 +107,8 @@ struct WebhooksController: APIController {
             limit = n
         }
         let deliveries = try webhooks().deliveries(projectId: id, status: status, limit: limit)
-        var body = JSONBody(capacity: 64 + 320 * deliveries.count)
-        body.beginObject()
-        body.key("deliveries")
-        body.beginArray()
-        for delivery in deliveries {
-            Self.writeDelivery(delivery, into: &body)
-        }
-        body.endArray()
-        body.endObject()
-        return Response.json(200, body.bytes)
+        return Response.json(200, JSONBody.list("deliveries", deliveries, capacity: 64 + 320 * deliveries.count,
+                                                 Self.writeDelivery))
     }
 
     /// `POST /v1/admin/projects/:id/webhook/deliveries/:eventId/retry`: sends the event again now (whatever its
