@@ -69,9 +69,7 @@ struct JSONBody {
 
     /// Writes `"key":` in the open object; the next value (or `beginObject`/`beginArray`) is its value.
     mutating func key(_ key: StaticString) {
-        separate()
-        writer.writeString(key)
-        writer.writeRaw(":")
+        writer.writeKey(key, comma: !atStart)
         atStart = true
     }
 
@@ -207,8 +205,7 @@ struct JSONBody {
     /// Appends a parsed JSON value (stored JSON re-serialized, so only well-formed JSON is ever embedded).
     mutating func json(_ value: JSONValue) {
         separate()
-        let text = value.serializedString()
-        writer.writeRaw { $0.append(contentsOf: text.utf8) }
+        writer.write(value)   // into the body's buffer: no intermediate String
     }
 
     /// Appends a date, or `null`.
