@@ -59,57 +59,21 @@ extension ReceiptsController {
         _ receipt: ReceiptFacts, _ recorded: [RecordedTransaction], at now: Date,
         binding: (userId: String?, source: BoundUserSource?)? = nil
     ) -> [UInt8] {
-        var body = JSONBody(capacity: 256 + 220 * recorded.count)
-        let entitlements = receiptEntitlements(recorded, at: now)
+        var answered: ReceiptRepresentation.Answered?
         if let index = ReceiptRules.mostRecent(recorded.map(\.transaction)), recorded.indices.contains(index) {
             let latest = recorded[index]
-            let transaction = latest.transaction
             let status = latest.isLatest
                 ? StatusRules.evaluate(latest.purchase, at: now).status
                 : StatusRules.evaluate(latest.stored, at: now)
-            body.raw(#"{"valid":true,"transaction_id":"#)
-            body.string(transaction.transactionId)
-            body.raw(#","original_transaction_id":"#)
-            body.string(transaction.originalTransactionId)
-            body.raw(#","product_id":"#)
-            body.string(transaction.productId)
-            body.raw(#","entitlements":"#)
-            body.strings(entitlements)
-            body.raw(#","expires_date":"#)
-            body.dateOrNull(transaction.expiresDate)
-            body.raw(#","status":"#)
-            body.string(status.rawValue)
-        } else {
-            body.raw(#"{"valid":true,"transaction_id":null,"original_transaction_id":null,"product_id":null,"#)
-            body.raw(#""entitlements":[],"expires_date":null,"status":"none""#)
+            answered = (latest.transaction, receiptEntitlements(recorded, at: now), status)
         }
-        body.raw(#","environment":"#)
-        body.string(receipt.environment.rawValue)
-        if let binding {
-            body.raw(#","user_id":"#)
-            body.stringOrNull(binding.userId)
-            body.raw(#","user_id_source":"#)
-            body.stringOrNull(binding.source?.rawValue)
-        }
-        body.raw(#","transactions":["#)
-        for (offset, item) in recorded.enumerated() {
-            let t = item.transaction
-            body.raw(offset == 0 ? #"{"transaction_id":"# : #",{"transaction_id":"#)
-            body.string(t.transactionId)
-            body.raw(#","original_transaction_id":"#)
-            body.string(t.originalTransactionId)
-            body.raw(#","product_id":"#)
-            body.string(t.productId)
-            body.raw(#","purchase_date":"#)
-            body.date(t.purchaseDate)
-            body.raw(#","expires_date":"#)
-            body.dateOrNull(t.expiresDate)
-            body.raw(#","status":"#)
-            // The stored facts, not the receipt's: a refund signed after the receipt was created wins.
-            body.string(StatusRules.evaluate(item.stored, at: now).rawValue)
-            body.raw("}")
-        }
-        body.raw("]}")
+        var body = JSONBody(capacity: 256 + 220 * recorded.count)
+        ReceiptRepresentation(
+            answered: answered, environment: receipt.environment, binding: binding,
+            // The stored facts' status, not the receipt's: a refund signed after the receipt was created wins.
+            transactions: recorded.map { ($0.transaction, StatusRules.evaluate($0.stored, at: now)) },
+            entitlementToken: nil
+        ).write(into: &body)
         return body.bytes
     }
 }

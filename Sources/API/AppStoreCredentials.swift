@@ -58,17 +58,13 @@ struct AppStoreCredentialsController: APIController {
     /// `{"issuer_id","key_id","key_fingerprint","created_at","updated_at"}`: there is no field for the key.
     static func credentialsBody(_ credentials: AppStoreCredentials) -> [UInt8] {
         var body = JSONBody(capacity: 256)
-        body.raw(#"{"issuer_id":"#)
-        body.string(credentials.issuerId)
-        body.raw(#","key_id":"#)
-        body.string(credentials.keyId)
-        body.raw(#","key_fingerprint":"#)
-        body.string(credentials.keyFingerprint)
-        body.raw(#","created_at":"#)
-        body.date(credentials.createdAt)
-        body.raw(#","updated_at":"#)
-        body.date(credentials.updatedAt)
-        body.raw("}")
+        body.beginObject()
+        body.field("issuer_id", credentials.issuerId)
+        body.field("key_id", credentials.keyId)
+        body.field("key_fingerprint", credentials.keyFingerprint)
+        body.field("created_at", credentials.createdAt)
+        body.field("updated_at", credentials.updatedAt)
+        body.endObject()
         return body.bytes
     }
 }

@@ -40,22 +40,29 @@ struct AppTransactionsController: APIController {
     /// The 201 body.
     static func appTransactionBody(_ answer: AppPurchaseAnswer) -> [UInt8] {
         let facts = answer.facts
+        let stored = answer.recorded.stored
         var body = JSONBody(capacity: 256)
-        body.raw(#"{"app_transaction_id":"#)
-        body.string(facts.appTransactionId)
-        body.raw(#","bundle_id":"#)
-        body.string(facts.bundleId)
-        body.raw(#","environment":"#)
-        body.string(facts.environment.rawValue)
-        body.raw(#","original_application_version":"#)
-        body.stringOrNull(answer.recorded.stored.originalApplicationVersion)
-        body.raw(#","original_purchase_date":"#)
-        body.dateOrNull(answer.recorded.stored.originalPurchaseDate)
-        body.raw(#","entitlements":"#)
-        body.strings(answer.entitlements)
-        body.raw(#","consent_rescinded_at":"#)
-        body.dateOrNull(answer.recorded.stored.consentRescindedAt)
-        body.raw("}")
+        body.beginObject()
+        body.field("app_transaction_id", facts.appTransactionId)
+        body.field("bundle_id", facts.bundleId)
+        body.field("environment", facts.environment.rawValue)
+        body.field("original_application_version", stored.originalApplicationVersion)
+        body.field("original_purchase_date", stored.originalPurchaseDate)
+        body.field("entitlements", answer.entitlements)
+        body.field("consent_rescinded_at", stored.consentRescindedAt)
+        body.endObject()
         return body.bytes
+    }
+}
+
+extension StoredAppTransaction {
+    /// Writes the members every answer about a stored app transaction starts with (`app_transaction_id`,
+    /// `environment`, `original_application_version`, `original_purchase_date`): `GET /v1/subscriptions`'s
+    /// `app_purchases[]` and the export's `app_transactions[]` continue after them.
+    func writeFacts(into body: inout JSONBody) {
+        body.field("app_transaction_id", appTransactionId)
+        body.field("environment", environment.rawValue)
+        body.field("original_application_version", originalApplicationVersion)
+        body.field("original_purchase_date", originalPurchaseDate)
     }
 }

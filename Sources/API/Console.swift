@@ -84,11 +84,10 @@ struct ConsoleController: APIController {
 
     private func sessionBody(_ token: String, expires: Date) -> [UInt8] {
         var body = JSONBody(capacity: 160)
-        body.raw(#"{"csrf_token":"#)
-        body.string(ConsoleSessionRules.csrfToken(sessionToken: token, hasher: admin.hasher))
-        body.raw(#","expires_at":"#)
-        body.date(expires)
-        body.raw("}")
+        body.beginObject()
+        body.field("csrf_token", ConsoleSessionRules.csrfToken(sessionToken: token, hasher: admin.hasher))
+        body.field("expires_at", expires)
+        body.endObject()
         return body.bytes
     }
 }

@@ -36,11 +36,10 @@ struct EntitlementTokensController: APIController {
         }
         let issued = try Self.tokens(tokens).issue(project: project, userId: userId)
         var body = JSONBody(capacity: 128 + issued.token.utf8.count)
-        body.raw(#"{"token":"#)
-        body.string(issued.token)
-        body.raw(#","expires_at":"#)
-        body.date(issued.expiresAt)
-        body.raw("}")
+        body.beginObject()
+        body.field("token", issued.token)
+        body.field("expires_at", issued.expiresAt)
+        body.endObject()
         var headers = HTTPHeaders()
         headers.set("Cache-Control", "no-store")
         return Response.json(200, body.bytes, headers: headers)
@@ -51,18 +50,22 @@ struct EntitlementTokensController: APIController {
     func getJWKS(_ request: Request) throws -> Response {
         let keys = try Self.tokens(tokens).publishedKeys()
         var body = JSONBody(capacity: 32 + 192 * keys.count)
-        body.raw(#"{"keys":["#)
-        for (i, key) in keys.enumerated() {
-            if i > 0 { body.raw(",") }
-            body.raw(#"{"kty":"EC","crv":"P-256","kid":"#)
-            body.string(key.kid)
-            body.raw(#","x":"#)
-            body.string(key.x)
-            body.raw(#","y":"#)
-            body.string(key.y)
-            body.raw(#","use":"sig","alg":"ES256"}"#)
+        body.beginObject()
+        body.key("keys")
+        body.beginArray()
+        for key in keys {
+            body.beginObject()
+            body.field("kty", "EC")
+            body.field("crv", "P-256")
+            body.field("kid", key.kid)
+            body.field("x", key.x)
+            body.field("y", key.y)
+            body.field("use", "sig")
+            body.field("alg", "ES256")
+            body.endObject()
         }
-        body.raw("]}")
+        body.endArray()
+        body.endObject()
         var headers = HTTPHeaders()
         headers.set("Cache-Control", "public, max-age=\(Self.jwksMaxAgeSeconds)")
         return Response.json(200, body.bytes, headers: headers)
@@ -71,25 +74,20 @@ struct EntitlementTokensController: APIController {
     /// How long a JWKS answer may be cached.
     static let jwksMaxAgeSeconds = 300
 
-    /// Adds `"entitlement_token"` to a receipt's 201 `body` when the project enables tokens and a user was bound.
+    /// The `"entitlement_token"` of a receipt's 201 answer, when the project enables tokens and a user was bound.
     /// The token lists only what `granting` (the posted purchase, just bound to the user) grants now: a receipt
     /// needs only the public key, so it proves nothing about the user's other purchases; their whole set is the
     /// secret-key route's. The purchase is already recorded, so a token that cannot be issued (no encryption key,
-    /// the database busy) is left out and logged, never turned into an error.
-    static func appendToken(to body: inout [UInt8], project: Project, userId: String?, granting: [OwnedPurchase],
-                            request: Request, tokens: EntitlementTokens?, log: @Sendable (String) -> Void) {
-        guard project.entitlementTokens, let userId, body.last == UInt8(ascii: "}") else { return }
+    /// the database busy) is left out (`nil`) and logged, never turned into an error.
+    static func receiptToken(project: Project, userId: String?, granting: [OwnedPurchase],
+                             request: Request, tokens: EntitlementTokens?, log: @Sendable (String) -> Void) -> String? {
+        guard project.entitlementTokens, let userId else { return nil }
         do {
-            let issued = try Self.tokens(tokens).issue(project: project, userId: userId,
-                                            holdings: UserHoldings(purchases: granting, appTransactions: []))
-            var field = JSONBody(capacity: 32 + issued.token.utf8.count)
-            field.raw(#","entitlement_token":"#)
-            field.string(issued.token)
-            field.raw("}")
-            body.removeLast()
-            body.append(contentsOf: field.bytes)
+            return try Self.tokens(tokens).issue(project: project, userId: userId,
+                                                 holdings: UserHoldings(purchases: granting, appTransactions: [])).token
         } catch {
             log(ErrorMapping.logLine(request, status: 201, "entitlement token not issued: \(String(reflecting: error))"))
+            return nil
         }
     }
 

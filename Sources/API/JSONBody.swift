@@ -5,10 +5,13 @@ import Primitives
 /// Builds a response body directly as JSON bytes.
 ///
 /// Responses have a fixed shape, so writing them field by field avoids building a `JSONValue` tree (an
-/// allocation per node) on the hot path. Callers write keys and punctuation in order; strings go through the
-/// JSON module's `JSONWriter.writeString`, the one JSON string escaper of the codebase.
+/// allocation per node) on the hot path. A resource's writer opens an object, writes each member with `field`
+/// (or `key` before a nested object or array) and closes it; the body places the commas. Keys and strings go
+/// through the JSON module's `JSONWriter.writeString`, the one JSON string escaper of the codebase.
 struct JSONBody {
     private var writer: JSONWriter
+    /// Whether the next value or key starts its container or follows a key (no comma before it).
+    private var atStart = true
 
     /// The bytes written so far.
     var bytes: [UInt8] { writer.bytes }
@@ -17,48 +20,181 @@ struct JSONBody {
         writer = JSONWriter(reservingCapacity: capacity)
     }
 
-    /// Appends literal JSON text (keys, punctuation, `true`…), written by us, never by a client.
-    mutating func raw(_ text: StaticString) {
-        writer.writeRaw(text)
+    /// A comma when a value or key follows another in its container.
+    private mutating func separate() {
+        if !atStart { writer.writeRaw(",") }
+        atStart = false
+    }
+
+    /// `{"key":[…]}`, each item written by `write`: the envelope every admin list answers with.
+    static func list<Item>(_ key: StaticString, _ items: [Item], capacity: Int,
+                           _ write: (Item, inout JSONBody) -> Void) -> [UInt8] {
+        var body = JSONBody(capacity: capacity)
+        body.beginObject()
+        body.key(key)
+        body.beginArray()
+        for item in items { write(item, &body) }
+        body.endArray()
+        body.endObject()
+        return body.bytes
+    }
+
+    // MARK: - Structure
+
+    /// Opens an object (after a comma, when it follows a sibling).
+    mutating func beginObject() {
+        separate()
+        writer.writeRaw("{")
+        atStart = true
+    }
+
+    /// Closes the open object.
+    mutating func endObject() {
+        writer.writeRaw("}")
+        atStart = false
+    }
+
+    /// Opens an array (after a comma, when it follows a sibling).
+    mutating func beginArray() {
+        separate()
+        writer.writeRaw("[")
+        atStart = true
+    }
+
+    /// Closes the open array.
+    mutating func endArray() {
+        writer.writeRaw("]")
+        atStart = false
+    }
+
+    /// Writes `"key":` in the open object; the next value (or `beginObject`/`beginArray`) is its value.
+    mutating func key(_ key: StaticString) {
+        writer.writeKey(key, comma: !atStart)
+        atStart = true
+    }
+
+    /// Writes `"key":` for a key the data names (a currency code), escaped like any string.
+    mutating func key(named key: String) {
+        separate()
+        writer.writeString(key)
+        writer.writeRaw(":")
+        atStart = true
+    }
+
+    // MARK: - Members
+
+    /// Writes `"key":"value"`.
+    mutating func field(_ key: StaticString, _ value: String) {
+        self.key(key)
+        string(value)
+    }
+
+    /// Writes `"key":"value"`, or `"key":null`.
+    mutating func field(_ key: StaticString, _ value: String?) {
+        self.key(key)
+        stringOrNull(value)
+    }
+
+    /// Writes `"key":true` or `"key":false`.
+    mutating func field(_ key: StaticString, _ value: Bool) {
+        self.key(key)
+        bool(value)
+    }
+
+    /// Writes `"key":42`.
+    mutating func field(_ key: StaticString, _ value: Int64) {
+        self.key(key)
+        int(value)
+    }
+
+    /// Writes `"key":42`, or `"key":null`.
+    mutating func field(_ key: StaticString, _ value: Int64?) {
+        self.key(key)
+        intOrNull(value)
+    }
+
+    /// Writes `"key":42`.
+    mutating func field(_ key: StaticString, _ value: Int) {
+        self.key(key)
+        int(Int64(value))
+    }
+
+    /// Writes `"key":42`, or `"key":null`.
+    mutating func field(_ key: StaticString, _ value: Int?) {
+        self.key(key)
+        intOrNull(value.map(Int64.init))
+    }
+
+    /// Writes `"key":"2027-03-20T00:00:00.000Z"`.
+    mutating func field(_ key: StaticString, _ value: Date) {
+        self.key(key)
+        date(value)
+    }
+
+    /// Writes `"key":"2027-03-20T00:00:00.000Z"`, or `"key":null`.
+    mutating func field(_ key: StaticString, _ value: Date?) {
+        self.key(key)
+        dateOrNull(value)
+    }
+
+    /// Writes `"key":["a","b"]`.
+    mutating func field(_ key: StaticString, _ values: [String]) {
+        self.key(key)
+        strings(values)
+    }
+
+    /// Writes `"key":null`.
+    mutating func null(_ key: StaticString) {
+        self.key(key)
+        null()
+    }
+
+    // MARK: - Values
+
+    /// Appends `null`.
+    mutating func null() {
+        separate()
+        writer.writeRaw("null")
     }
 
     /// Appends `value` as a JSON string.
     mutating func string(_ value: String) {
+        separate()
         writer.writeString(value)
     }
 
     /// Appends `value` as a JSON string, or `null`.
     mutating func stringOrNull(_ value: String?) {
-        if let value { string(value) } else { raw("null") }
+        if let value { string(value) } else { null() }
     }
 
     /// Appends `["a","b"]`.
     mutating func strings(_ values: [String]) {
-        writer.writeRaw("[")
-        for (i, value) in values.enumerated() {
-            if i > 0 { writer.writeRaw(",") }
-            string(value)
-        }
-        writer.writeRaw("]")
+        beginArray()
+        for value in values { string(value) }
+        endArray()
     }
 
     /// Appends `true` or `false`.
     mutating func bool(_ value: Bool) {
-        if value { raw("true") } else { raw("false") }
+        separate()
+        if value { writer.writeRaw("true") } else { writer.writeRaw("false") }
     }
 
     /// Appends an integer.
     mutating func int(_ value: Int64) {
+        separate()
         writer.writeRaw { $0.append(contentsOf: String(value).utf8) }
     }
 
     /// Appends an integer, or `null`.
     mutating func intOrNull(_ value: Int64?) {
-        if let value { int(value) } else { raw("null") }
+        if let value { int(value) } else { null() }
     }
 
     /// Appends `"2027-03-20T00:00:00.000Z"`.
     mutating func date(_ value: Date) {
+        separate()
         writer.writeRaw { bytes in
             bytes.append(UInt8(ascii: "\""))
             RFC3339.append(secondsSince1970: value.timeIntervalSince1970, to: &bytes)
@@ -68,12 +204,12 @@ struct JSONBody {
 
     /// Appends a parsed JSON value (stored JSON re-serialized, so only well-formed JSON is ever embedded).
     mutating func json(_ value: JSONValue) {
-        let text = value.serializedString()
-        writer.writeRaw { $0.append(contentsOf: text.utf8) }
+        separate()
+        writer.write(value)   // into the body's buffer: no intermediate String
     }
 
     /// Appends a date, or `null`.
     mutating func dateOrNull(_ value: Date?) {
-        if let value { date(value) } else { raw("null") }
+        if let value { date(value) } else { null() }
     }
 }

@@ -27,70 +27,61 @@ struct MetricsController: APIController {
         guard try projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
         let metrics = try store.overview(projectId: id, range: range, environment: environment, now: now())
         var body = JSONBody(capacity: 256 + 200 * metrics.days.count)
-        body.raw(#"{"project_id":"#)
-        body.string(id.uuidString.lowercased())
-        body.raw(#","from":"#)
-        body.string(Self.dayString(range.from))
-        body.raw(#","to":"#)
-        body.string(Self.dayString(range.to.addingTimeInterval(-86_400)))
-        body.raw(#","interval":"day","environment":"#)
-        body.stringOrNull(environment?.rawValue)
-        body.raw(#","days":["#)
+        body.beginObject()
+        body.field("project_id", id.uuidString.lowercased())
+        body.field("from", Self.dayString(range.from))
+        body.field("to", Self.dayString(range.to.addingTimeInterval(-86_400)))
+        body.field("interval", "day")
+        body.field("environment", environment?.rawValue)
+        body.key("days")
+        body.beginArray()
         var totals = OverviewDay(day: range.from)
-        for (i, day) in metrics.days.enumerated() {
-            if i > 0 { body.raw(",") }
-            body.raw(#"{"date":"#)
-            body.string(Self.dayString(day.day))
-            body.raw(#","active_subscriptions":"#)
-            body.int(Int64(day.activeSubscriptions))
-            body.raw(#","active_entitlements":"#)
-            body.int(Int64(day.activeEntitlements))
+        for day in metrics.days {
+            body.beginObject()
+            body.field("date", Self.dayString(day.day))
+            body.field("active_subscriptions", day.activeSubscriptions)
+            body.field("active_entitlements", day.activeEntitlements)
             Self.writeCounts(day, into: &body)
-            body.raw(#","revenue":"#)
+            body.key("revenue")
             Self.writeAmounts(day.revenue, into: &body)
-            body.raw("}")
+            body.endObject()
             totals.newPurchases &+= day.newPurchases
             totals.renewals &+= day.renewals
             totals.refunds &+= day.refunds
             totals.expirations &+= day.expirations
             totals.trialConversions &+= day.trialConversions
         }
-        body.raw(#"],"totals":{"active_subscriptions":"#)
-        body.int(Int64(metrics.days.last?.activeSubscriptions ?? 0))
-        body.raw(#","active_entitlements":"#)
-        body.int(Int64(metrics.days.last?.activeEntitlements ?? 0))
+        body.endArray()
+        body.key("totals")
+        body.beginObject()
+        body.field("active_subscriptions", metrics.days.last?.activeSubscriptions ?? 0)
+        body.field("active_entitlements", metrics.days.last?.activeEntitlements ?? 0)
         Self.writeCounts(totals, into: &body)
-        body.raw(#","revenue":"#)
+        body.key("revenue")
         Self.writeAmounts(metrics.revenue, into: &body)
-        body.raw(#"},"mrr":"#)
+        body.endObject()
+        body.key("mrr")
         Self.writeAmounts(metrics.mrr, into: &body)
-        body.raw("}")
+        body.endObject()
         return Response.json(200, body.bytes)
     }
 
     private static func writeCounts(_ day: OverviewDay, into body: inout JSONBody) {
-        body.raw(#","new_purchases":"#)
-        body.int(Int64(day.newPurchases))
-        body.raw(#","renewals":"#)
-        body.int(Int64(day.renewals))
-        body.raw(#","refunds":"#)
-        body.int(Int64(day.refunds))
-        body.raw(#","expirations":"#)
-        body.int(Int64(day.expirations))
-        body.raw(#","trial_conversions":"#)
-        body.int(Int64(day.trialConversions))
+        body.field("new_purchases", day.newPurchases)
+        body.field("renewals", day.renewals)
+        body.field("refunds", day.refunds)
+        body.field("expirations", day.expirations)
+        body.field("trial_conversions", day.trialConversions)
     }
 
     /// `{"EUR":4990,"USD":9990}`, currencies sorted so equal data gives equal bytes.
     private static func writeAmounts(_ amounts: [String: Int64], into body: inout JSONBody) {
-        body.raw("{")
-        for (i, currency) in amounts.keys.sorted().enumerated() {
-            if i > 0 { body.raw(",") }
-            body.string(currency)
-            body.raw(":")
+        body.beginObject()
+        for currency in amounts.keys.sorted() {
+            body.key(named: currency)
             body.int(amounts[currency] ?? 0)
         }
-        body.raw("}")
+        body.endObject()
     }
 
     /// The validated query: unknown parameters are ignored, a repeated one is the last.

@@ -49,11 +49,10 @@ struct NotificationsController: APIController {
         let facts = try verifier.verifyNotification(payload, for: project)
         let outcome = try notifications().recordNotification(facts, project: project, now: now())
         var out = JSONBody(capacity: 96)
-        out.raw(#"{"status":"#)
-        out.string(outcome.rawValue)
-        out.raw(#","notification_uuid":"#)
-        out.string(facts.notificationUUID.uuidString.lowercased())
-        out.raw("}")
+        out.beginObject()
+        out.field("status", outcome.rawValue)
+        out.field("notification_uuid", facts.notificationUUID.uuidString.lowercased())
+        out.endObject()
         return Response.json(200, out.bytes)
     }
 
@@ -65,14 +64,8 @@ struct NotificationsController: APIController {
         guard try projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
         let stored = try notifications().notifications(
             projectId: id, originalTransactionId: originalTransactionId, limit: limit)
-        var body = JSONBody(capacity: 32 + 320 * stored.count)
-        body.raw(#"{"notifications":["#)
-        for (i, notification) in stored.enumerated() {
-            if i > 0 { body.raw(",") }
-            Self.writeNotification(notification, into: &body)
-        }
-        body.raw("]}")
-        return Response.json(200, body.bytes)
+        return Response.json(200, JSONBody.list("notifications", stored, capacity: 32 + 320 * stored.count,
+                                                 Self.writeNotification))
     }
 
     /// The notification store, or 503 when the executable wired none: "unavailable, retry", never a verdict.
@@ -122,34 +115,25 @@ struct NotificationsController: APIController {
     }
 
     static func writeNotification(_ n: StoredNotification, into body: inout JSONBody) {
-        body.raw(#"{"notification_uuid":"#)
-        body.string(n.notificationUUID.uuidString.lowercased())
-        body.raw(#","type":"#)
-        body.string(n.type)
-        body.raw(#","subtype":"#)
-        body.stringOrNull(n.subtype)
-        body.raw(#","original_transaction_id":"#)
-        body.stringOrNull(n.originalTransactionId)
-        body.raw(#","environment":"#)
-        body.stringOrNull(n.environment?.rawValue)
-        body.raw(#","signed_date":"#)
-        body.dateOrNull(n.signedDate)
-        body.raw(#","received_at":"#)
-        body.date(n.receivedAt)
-        body.raw(#","processed_at":"#)
-        body.dateOrNull(n.processedAt)
+        body.beginObject()
+        body.field("notification_uuid", n.notificationUUID.uuidString.lowercased())
+        body.field("type", n.type)
+        body.field("subtype", n.subtype)
+        body.field("original_transaction_id", n.originalTransactionId)
+        body.field("environment", n.environment?.rawValue)
+        body.field("signed_date", n.signedDate)
+        body.field("received_at", n.receivedAt)
+        body.field("processed_at", n.processedAt)
         if let answer = n.consumption {
             // Only CONSUMPTION_REQUESTs (Production, Sandbox) have one: where their answer to Apple stands.
-            body.raw(#","consumption":{"status":"#)
-            body.string(answer.status.rawValue)
-            body.raw(#","attempts":"#)
-            body.int(Int64(answer.attempts))
-            body.raw(#","last_error":"#)
-            body.stringOrNull(answer.lastError)
-            body.raw(#","sent_at":"#)
-            body.dateOrNull(answer.sentAt)
-            body.raw("}")
+            body.key("consumption")
+            body.beginObject()
+            body.field("status", answer.status.rawValue)
+            body.field("attempts", answer.attempts)
+            body.field("last_error", answer.lastError)
+            body.field("sent_at", answer.sentAt)
+            body.endObject()
         }
-        body.raw("}")
+        body.endObject()
     }
 }

@@ -50,21 +50,17 @@ struct OffersController: APIController {
     /// Legacy: `{"key_id","nonce","timestamp","signature"}`; JWS: `{"signature"}`.
     static func offerSignatureBody(_ signed: OfferSignature) -> [UInt8] {
         var body = JSONBody(capacity: 512)
+        body.beginObject()
         switch signed {
         case .legacy(let legacy):
-            body.raw(#"{"key_id":"#)
-            body.string(legacy.keyId)
-            body.raw(#","nonce":"#)
-            body.string(legacy.nonce)
-            body.raw(#","timestamp":"#)
-            body.int(legacy.timestamp)
-            body.raw(#","signature":"#)
-            body.string(legacy.signature)
+            body.field("key_id", legacy.keyId)
+            body.field("nonce", legacy.nonce)
+            body.field("timestamp", legacy.timestamp)
+            body.field("signature", legacy.signature)
         case .jws(let jws):
-            body.raw(#"{"signature":"#)
-            body.string(jws)
+            body.field("signature", jws)
         }
-        body.raw("}")
+        body.endObject()
         return body.bytes
     }
 }

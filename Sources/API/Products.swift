@@ -23,14 +23,7 @@ struct ProductsController: APIController {
     func listProducts(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
         let products = try administration.products(projectId: id)
-        var body = JSONBody(capacity: 32 + 96 * products.count)
-        body.raw(#"{"products":["#)
-        for (i, product) in products.enumerated() {
-            if i > 0 { body.raw(",") }
-            Self.writeProduct(product, into: &body)
-        }
-        body.raw("]}")
-        return Response.json(200, body.bytes)
+        return Response.json(200, Self.productsBody(products))
     }
 
     /// `PUT /v1/admin/projects/:id/products/:productId`: create or replace the product's entitlements.
@@ -77,11 +70,15 @@ struct ProductsController: APIController {
         return productId
     }
 
+    /// `{"products":[…]}`, as `GET /v1/admin/projects/:id/products` lists them.
+    static func productsBody(_ products: [ProductMapping]) -> [UInt8] {
+        JSONBody.list("products", products, capacity: 32 + 96 * products.count, writeProduct)
+    }
+
     static func writeProduct(_ product: ProductMapping, into body: inout JSONBody) {
-        body.raw(#"{"product_id":"#)
-        body.string(product.productId)
-        body.raw(#","entitlements":"#)
-        body.strings(product.entitlements)
-        body.raw("}")
+        body.beginObject()
+        body.field("product_id", product.productId)
+        body.field("entitlements", product.entitlements)
+        body.endObject()
     }
 }

@@ -72,15 +72,7 @@ struct ProjectsController: APIController {
 
     /// `GET /v1/admin/projects`.
     func listProjects(_ request: Request) throws -> Response {
-        let projects = try administration.allProjects()
-        var body = JSONBody(capacity: 64 + 600 * projects.count)
-        body.raw(#"{"projects":["#)
-        for (i, project) in projects.enumerated() {
-            if i > 0 { body.raw(",") }
-            Self.writeProject(project, into: &body)
-        }
-        body.raw("]}")
-        return Response.json(200, body.bytes)
+        return Response.json(200, Self.projectsBody(try administration.allProjects()))
     }
 
     /// `GET /v1/admin/projects/:id`.
@@ -235,6 +227,11 @@ struct ProjectsController: APIController {
 
     // MARK: - Rendering
 
+    /// `{"projects":[…]}`, as `GET /v1/admin/projects` lists them.
+    static func projectsBody(_ projects: [AdministeredProject]) -> [UInt8] {
+        JSONBody.list("projects", projects, capacity: 64 + 600 * projects.count, writeProject)
+    }
+
     static func projectBody(_ project: AdministeredProject) -> [UInt8] {
         var body = JSONBody(capacity: 768)
         writeProject(project, into: &body)
@@ -244,79 +241,59 @@ struct ProjectsController: APIController {
     /// A project with its live keys; `secret_key` only when the use case just issued one.
     static func writeProject(_ administered: AdministeredProject, into body: inout JSONBody) {
         let project = administered.project
-        body.raw(#"{"id":"#)
-        body.string(project.id.uuidString.lowercased())
-        body.raw(#","name":"#)
-        body.string(project.name)
-        body.raw(#","bundle_id":"#)
-        body.string(project.bundleId)
-        body.raw(#","app_apple_id":"#)
-        body.intOrNull(project.appAppleId)
-        body.raw(#","environments":"#)
-        body.strings(project.environments.map(\.rawValue))
-        body.raw(#","transfer_policy":"#)
-        body.string(project.transferPolicy.rawValue)
-        body.raw(#","allow_xcode":"#)
-        body.bool(project.allowXcode)
-        body.raw(#","require_secret_key_for_reads":"#)
-        body.bool(project.requireSecretKeyForReads)
-        body.raw(#","app_account_token_policy":"#)
-        body.string(project.appAccountTokenPolicy.rawValue)
-        body.raw(#","consumption_response":"#)
-        body.string(project.consumption.response.rawValue)
-        body.raw(#","consumption_customer_consented":"#)
-        body.bool(project.consumption.customerConsented)
-        body.raw(#","consumption_sample_content_provided":"#)
-        body.bool(project.consumption.sampleContentProvided)
-        body.raw(#","consumption_refund_preference":"#)
-        body.stringOrNull(project.consumption.refundPreference?.rawValue)
-        body.raw(#","app_purchase_entitlements":"#)
+        body.beginObject()
+        body.field("id", project.id.uuidString.lowercased())
+        body.field("name", project.name)
+        body.field("bundle_id", project.bundleId)
+        body.field("app_apple_id", project.appAppleId)
+        body.field("environments", project.environments.map(\.rawValue))
+        body.field("transfer_policy", project.transferPolicy.rawValue)
+        body.field("allow_xcode", project.allowXcode)
+        body.field("require_secret_key_for_reads", project.requireSecretKeyForReads)
+        body.field("app_account_token_policy", project.appAccountTokenPolicy.rawValue)
+        body.field("consumption_response", project.consumption.response.rawValue)
+        body.field("consumption_customer_consented", project.consumption.customerConsented)
+        body.field("consumption_sample_content_provided", project.consumption.sampleContentProvided)
+        body.field("consumption_refund_preference", project.consumption.refundPreference?.rawValue)
         if let setting = project.appPurchaseEntitlements {
-            body.raw(#"{"purchased_before_version":"#)
-            body.string(setting.purchasedBeforeVersion)
-            body.raw(#","entitlements":"#)
-            body.strings(setting.entitlements)
-            body.raw("}")
+            body.key("app_purchase_entitlements")
+            body.beginObject()
+            body.field("purchased_before_version", setting.purchasedBeforeVersion)
+            body.field("entitlements", setting.entitlements)
+            body.endObject()
         } else {
-            body.raw("null")
+            body.null("app_purchase_entitlements")
         }
-        body.raw(#","entitlement_tokens":"#)
-        body.bool(project.entitlementTokens)
-        body.raw(#","entitlement_token_ttl_seconds":"#)
-        body.int(Int64(project.entitlementTokenTTLSeconds))
-        body.raw(#","public_key":"#)
-        body.string(project.publicKey)
-        body.raw(#","public_keys":["#)
-        for (i, key) in administered.publicKeys.enumerated() {
-            if i > 0 { body.raw(",") }
-            body.raw(#"{"key":"#)
-            body.string(key.publicKey ?? "")
+        body.field("entitlement_tokens", project.entitlementTokens)
+        body.field("entitlement_token_ttl_seconds", project.entitlementTokenTTLSeconds)
+        body.field("public_key", project.publicKey)
+        body.key("public_keys")
+        body.beginArray()
+        for key in administered.publicKeys {
+            body.beginObject()
+            body.field("key", key.publicKey ?? "")
             writeLifetime(createdAt: key.createdAt, expiresAt: key.expiresAt, into: &body)
+            body.endObject()
         }
-        body.raw(#"],"secret_keys":["#)
-        for (i, key) in administered.secretKeys.enumerated() {
-            if i > 0 { body.raw(",") }
-            body.raw(#"{"last4":"#)
-            body.stringOrNull(key.last4)
+        body.endArray()
+        body.key("secret_keys")
+        body.beginArray()
+        for key in administered.secretKeys {
+            body.beginObject()
+            body.field("last4", key.last4)
             writeLifetime(createdAt: key.createdAt, expiresAt: key.expiresAt, into: &body)
+            body.endObject()
         }
-        body.raw(#"],"created_at":"#)
-        body.date(project.createdAt)
-        body.raw(#","updated_at":"#)
-        body.date(project.updatedAt)
-        if let secretKey = administered.newSecretKey {
-            body.raw(#","secret_key":"#)
-            body.string(secretKey)
-        }
-        body.raw("}")
+        body.endArray()
+        body.field("created_at", project.createdAt)
+        body.field("updated_at", project.updatedAt)
+        if let secretKey = administered.newSecretKey { body.field("secret_key", secretKey) }
+        body.endObject()
     }
 
-    /// Closes a key object with its `created_at` and `expires_at` (null while the key has no end).
+    /// A key's `created_at` and `expires_at` (null while the key has no end).
     private static func writeLifetime(createdAt: Date, expiresAt: Date?, into body: inout JSONBody) {
-        body.raw(#","created_at":"#)
-        body.date(createdAt)
-        body.raw(#","expires_at":"#)
-        body.dateOrNull(expiresAt)
-        body.raw("}")
+        body.field("created_at", createdAt)
+        body.field("expires_at", expiresAt)
     }
 }

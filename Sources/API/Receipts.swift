@@ -113,13 +113,13 @@ struct ReceiptsController: APIController {
         }
         // Projects that opted into a token policy learn which user the purchase went to, and why.
         let binding = project.appAccountTokenPolicy == .ignore ? nil : bound
-        var created = Self.receiptBody(recorded, at: now, binding: binding)
         // The token proves what this request proved: the posted purchase, when it describes its purchase now.
-        EntitlementTokensController.appendToken(
-            to: &created, project: project, userId: bound.userId,
+        let token = EntitlementTokensController.receiptToken(
+            project: project, userId: bound.userId,
             granting: recorded.isLatest ? [OwnedPurchase(purchase: recorded.purchase,
                                                          entitlements: recorded.entitlements)] : [],
             request: request, tokens: entitlementTokens, log: log)
+        let created = Self.receiptBody(recorded, at: now, binding: binding, entitlementToken: token)
         return Response.json(201, created)
     }
 
@@ -150,34 +150,17 @@ struct ReceiptsController: APIController {
     /// user (`user_id`, null when none) and where it came from (`user_id_source`).
     static func receiptBody(
         _ recorded: RecordedTransaction, at now: Date,
-        binding: (userId: String?, source: BoundUserSource?)? = nil
+        binding: (userId: String?, source: BoundUserSource?)? = nil, entitlementToken: String? = nil
     ) -> [UInt8] {
-        let transaction = recorded.transaction
         let status = recorded.isLatest
             ? StatusRules.evaluate(recorded.purchase, at: now).status
             : StatusRules.evaluate(recorded.stored, at: now)
-        var body = JSONBody(capacity: 320)
-        body.raw(#"{"valid":true,"transaction_id":"#)
-        body.string(transaction.transactionId)
-        body.raw(#","original_transaction_id":"#)
-        body.string(transaction.originalTransactionId)
-        body.raw(#","product_id":"#)
-        body.string(transaction.productId)
-        body.raw(#","entitlements":"#)
-        body.strings(status == .active ? recorded.entitlements : [])
-        body.raw(#","expires_date":"#)
-        body.dateOrNull(transaction.expiresDate)
-        body.raw(#","status":"#)
-        body.string(status.rawValue)
-        body.raw(#","environment":"#)
-        body.string(transaction.environment.rawValue)
-        if let binding {
-            body.raw(#","user_id":"#)
-            body.stringOrNull(binding.userId)
-            body.raw(#","user_id_source":"#)
-            body.stringOrNull(binding.source?.rawValue)
-        }
-        body.raw("}")
+        var body = JSONBody(capacity: 320 + (entitlementToken?.utf8.count ?? 0))
+        ReceiptRepresentation(
+            answered: (recorded.transaction, status == .active ? recorded.entitlements : [], status),
+            environment: recorded.transaction.environment, binding: binding, transactions: nil,
+            entitlementToken: entitlementToken
+        ).write(into: &body)
         return body.bytes
     }
 }

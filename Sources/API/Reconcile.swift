@@ -41,14 +41,9 @@ struct ReconciliationController: APIController {
             limit = n
         }
         let runs = try reconciliation().runs(projectId: id, limit: limit)
-        var body = JSONBody(capacity: 128 + 512 * runs.count)
-        body.raw(#"{"runs":["#)
-        for (i, run) in runs.enumerated() {
-            if i > 0 { body.raw(",") }
+        return Response.json(200, JSONBody.list("runs", runs, capacity: 128 + 512 * runs.count) { run, body in
             Self.writeRun(run, changes: true, into: &body)
-        }
-        body.raw("]}")
-        return Response.json(200, body.bytes)
+        })
     }
 
     /// A run as `POST …/reconcile` answers it: `checked`, `changed`, `notifications_applied`, `errors` first.
@@ -59,80 +54,57 @@ struct ReconciliationController: APIController {
     }
 
     static func writeRun(_ run: ReconcileReport, changes: Bool, into body: inout JSONBody) {
-        body.raw(#"{"checked":"#)
-        body.int(Int64(run.checked))
-        body.raw(#","changed":"#)
-        body.int(Int64(run.changed))
-        body.raw(#","notifications_applied":"#)
-        body.int(Int64(run.notificationsApplied))
-        body.raw(#","errors":["#)
-        for (i, problem) in run.errors.enumerated() {
-            if i > 0 { body.raw(",") }
-            body.raw(#"{"stage":"#)
-            body.string(problem.stage)
-            body.raw(#","environment":"#)
-            body.stringOrNull(problem.environment?.rawValue)
-            body.raw(#","original_transaction_id":"#)
-            body.stringOrNull(problem.originalTransactionId)
-            body.raw(#","message":"#)
-            body.string(problem.message)
-            body.raw("}")
+        body.beginObject()
+        body.field("checked", run.checked)
+        body.field("changed", run.changed)
+        body.field("notifications_applied", run.notificationsApplied)
+        body.key("errors")
+        body.beginArray()
+        for problem in run.errors {
+            body.beginObject()
+            body.field("stage", problem.stage)
+            body.field("environment", problem.environment?.rawValue)
+            body.field("original_transaction_id", problem.originalTransactionId)
+            body.field("message", problem.message)
+            body.endObject()
         }
-        body.raw(#"],"error_count":"#)
-        body.int(Int64(run.errorCount))
-        body.raw(#","skipped":"#)
-        body.int(Int64(run.skipped))
-        body.raw(#","apple_calls":"#)
-        body.int(Int64(run.appleCalls))
-        body.raw(#","run_id":"#)
-        body.int(run.runId)
-        body.raw(#","trigger":"#)
-        body.string(run.trigger.rawValue)
-        body.raw(#","outcome":"#)
-        body.string(run.outcome.rawValue)
-        body.raw(#","started_at":"#)
-        body.date(run.startedAt)
-        body.raw(#","finished_at":"#)
-        body.dateOrNull(run.finishedAt)
+        body.endArray()
+        body.field("error_count", run.errorCount)
+        body.field("skipped", run.skipped)
+        body.field("apple_calls", run.appleCalls)
+        body.field("run_id", run.runId)
+        body.field("trigger", run.trigger.rawValue)
+        body.field("outcome", run.outcome.rawValue)
+        body.field("started_at", run.startedAt)
+        body.field("finished_at", run.finishedAt)
         if changes {
-            body.raw(#","changes":["#)
-            for (i, change) in run.changes.enumerated() {
-                if i > 0 { body.raw(",") }
+            body.key("changes")
+            body.beginArray()
+            for change in run.changes {
                 writeChange(change, into: &body)
             }
-            body.raw("]")
+            body.endArray()
         }
-        body.raw("}")
+        body.endObject()
     }
 
     static func writeChange(_ change: ReconcileChange, into body: inout JSONBody) {
-        body.raw(#"{"environment":"#)
-        body.string(change.environment.rawValue)
-        body.raw(#","original_transaction_id":"#)
-        body.string(change.originalTransactionId)
-        body.raw(#","source":"reconcile","via":"#)
-        body.string(change.via.rawValue)
-        body.raw(#","notification_uuid":"#)
-        body.stringOrNull(change.notificationUUID?.uuidString.lowercased())
-        body.raw(#","notification_type":"#)
-        body.stringOrNull(change.notificationType)
-        body.raw(#","latest_transaction_id":"#)
-        body.string(change.latestTransactionId)
-        body.raw(#","before_status":"#)
-        body.stringOrNull(change.beforeStatus?.rawValue)
-        body.raw(#","after_status":"#)
-        body.string(change.afterStatus.rawValue)
-        body.raw(#","before_expires_date":"#)
-        body.dateOrNull(change.beforeExpiresDate)
-        body.raw(#","after_expires_date":"#)
-        body.dateOrNull(change.afterExpiresDate)
-        body.raw(#","before_revocation_date":"#)
-        body.dateOrNull(change.beforeRevocationDate)
-        body.raw(#","after_revocation_date":"#)
-        body.dateOrNull(change.afterRevocationDate)
-        body.raw(#","at":"#)
-        body.date(change.at)
-        body.raw("}")
+        body.beginObject()
+        body.field("environment", change.environment.rawValue)
+        body.field("original_transaction_id", change.originalTransactionId)
+        body.field("source", "reconcile")
+        body.field("via", change.via.rawValue)
+        body.field("notification_uuid", change.notificationUUID?.uuidString.lowercased())
+        body.field("notification_type", change.notificationType)
+        body.field("latest_transaction_id", change.latestTransactionId)
+        body.field("before_status", change.beforeStatus?.rawValue)
+        body.field("after_status", change.afterStatus.rawValue)
+        body.field("before_expires_date", change.beforeExpiresDate)
+        body.field("after_expires_date", change.afterExpiresDate)
+        body.field("before_revocation_date", change.beforeRevocationDate)
+        body.field("after_revocation_date", change.afterRevocationDate)
+        body.field("at", change.at)
+        body.endObject()
     }
 }
 

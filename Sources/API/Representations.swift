@@ -8,6 +8,16 @@ public enum Representations {
         ProjectsController.projectBody(project)
     }
 
+    /// Projects as `GET /v1/admin/projects` lists them.
+    public static func projects(_ projects: [AdministeredProject]) -> [UInt8] {
+        ProjectsController.projectsBody(projects)
+    }
+
+    /// Product mappings as `GET /v1/admin/projects/:id/products` lists them.
+    public static func products(_ products: [ProductMapping]) -> [UInt8] {
+        ProductsController.productsBody(products)
+    }
+
     /// A product mapping as `PUT /v1/admin/projects/:id/products/:productId` returns it.
     public static func product(_ product: ProductMapping) -> [UInt8] {
         var body = JSONBody(capacity: 128)

@@ -39,104 +39,89 @@ struct SubscriptionsController: APIController {
     /// The 200 body; each subscription's `entitlements` are what it grants now (empty unless active).
     static func subscriptionsBody(userId: String, _ summary: UserEntitlementSummary) -> [UInt8] {
         var body = JSONBody(capacity: 128 + 480 * summary.purchases.count)
-        body.raw(#"{"user_id":"#)
-        body.string(userId)
-        body.raw(#","status":"#)
-        body.string(summary.status.rawValue)
-        body.raw(#","entitlements":"#)
-        body.strings(summary.entitlements)
-        body.raw(#","subscriptions":["#)
-        for (i, evaluated) in summary.purchases.enumerated() {
-            if i > 0 { body.raw(",") }
-            let purchase = evaluated.owned.purchase
-            let evaluation = evaluated.evaluation
-            let renewal = purchase.renewal
-            body.raw(#"{"product_id":"#)
-            body.string(purchase.productId)
-            body.raw(#","status":"#)
-            body.string(evaluation.status.rawValue)
-            body.raw(#","current_period_end":"#)
-            body.dateOrNull(purchase.expiresDate)
-            body.raw(#","auto_renew_enabled":"#)
-            body.bool(evaluation.autoRenewEnabled)
-            body.raw(#","original_transaction_id":"#)
-            body.string(purchase.originalTransactionId)
-            body.raw(#","environment":"#)
-            body.string(purchase.environment.rawValue)
-            body.raw(#","entitlements":"#)
-            body.strings(evaluation.status == .active ? evaluated.owned.entitlements : [])
-            body.raw(#","in_grace_period":"#)
-            body.bool(evaluation.inGracePeriod)
-            body.raw(#","in_billing_retry":"#)
-            body.bool(evaluation.inBillingRetry)
-            body.raw(#","grace_period_expires_date":"#)
-            body.dateOrNull(renewal?.gracePeriodExpiresDate)
-            body.raw(#","expiration_intent":"#)
-            body.intOrNull(renewal?.expirationIntent.map(Int64.init))
-            body.raw(#","auto_renew_product_id":"#)
-            body.stringOrNull(renewal?.autoRenewProductId)
-            body.raw(#","ownership_type":"#)
-            body.stringOrNull(purchase.ownershipType?.rawValue)
-            body.raw(#","revocation_date":"#)
-            body.dateOrNull(purchase.revocationDate)
-            if let type = purchase.revocationType {
-                // Shown as such: a partial refund (REFUND_PRORATED) keeps the entitlement.
-                body.raw(#","revocation_type":"#)
-                body.string(type.rawValue)
-                body.raw(#","revocation_percentage":"#)
-                body.intOrNull(purchase.revocationPercentage)
-                body.raw(#","partial_refund":"#)
-                body.bool(type == .refundProrated)
-            }
-            body.raw("}")
-        }
-        body.raw("]")
+        body.beginObject()
+        body.field("user_id", userId)
+        body.field("status", summary.status.rawValue)
+        body.field("entitlements", summary.entitlements)
+        body.key("subscriptions")
+        body.beginArray()
+        for evaluated in summary.purchases { evaluated.write(into: &body) }
+        body.endArray()
         // Only for users with standing manual grants (as app_purchases below): other answers keep their shape.
         if !summary.grants.isEmpty {
-            body.raw(#","grants":["#)
-            for (i, evaluated) in summary.grants.enumerated() {
-                if i > 0 { body.raw(",") }
-                let grant = evaluated.grant
-                body.raw(#"{"source":"grant","id":"#)
-                body.string(grant.id.uuidString.lowercased())
-                body.raw(#","entitlement":"#)
-                body.string(grant.entitlement)
-                body.raw(#","expires_at":"#)
-                body.dateOrNull(grant.expiresAt)
-                body.raw(#","created_at":"#)
-                body.date(grant.createdAt)
-                body.raw(#","active":"#)
-                body.bool(evaluated.active)
-                body.raw("}")
-            }
-            body.raw("]")
+            body.key("grants")
+            body.beginArray()
+            for evaluated in summary.grants { evaluated.write(into: &body) }
+            body.endArray()
         }
         // Only for users with app transactions: every other answer keeps its published shape byte for byte.
         if !summary.appPurchases.isEmpty {
-            body.raw(#","app_purchases":["#)
-            for (i, grant) in summary.appPurchases.enumerated() {
-                if i > 0 { body.raw(",") }
-                let app = grant.appTransaction
-                body.raw(#"{"source":"app_purchase","app_transaction_id":"#)
-                body.string(app.appTransactionId)
-                body.raw(#","environment":"#)
-                body.string(app.environment.rawValue)
-                body.raw(#","original_application_version":"#)
-                body.stringOrNull(app.originalApplicationVersion)
-                body.raw(#","original_purchase_date":"#)
-                body.dateOrNull(app.originalPurchaseDate)
-                body.raw(#","entitlements":"#)
-                body.strings(grant.entitlements)
-                body.raw(#","consent_rescinded_at":"#)
-                body.dateOrNull(app.consentRescindedAt)
-                body.raw("}")
-            }
-            body.raw(#"],"consent_rescinded":"#)
-            body.bool(summary.consentRescindedAt != nil)
-            body.raw(#","consent_rescinded_at":"#)
-            body.dateOrNull(summary.consentRescindedAt)
+            body.key("app_purchases")
+            body.beginArray()
+            for grant in summary.appPurchases { grant.write(into: &body) }
+            body.endArray()
+            body.field("consent_rescinded", summary.consentRescindedAt != nil)
+            body.field("consent_rescinded_at", summary.consentRescindedAt)
         }
-        body.raw("}")
+        body.endObject()
         return body.bytes
+    }
+}
+
+extension EvaluatedPurchase {
+    /// Writes the purchase as `GET /v1/subscriptions` lists it (`subscriptions[]`): its `entitlements` are what it
+    /// grants now (empty unless active).
+    func write(into body: inout JSONBody) {
+        let purchase = owned.purchase
+        let renewal = purchase.renewal
+        body.beginObject()
+        body.field("product_id", purchase.productId)
+        body.field("status", evaluation.status.rawValue)
+        body.field("current_period_end", purchase.expiresDate)
+        body.field("auto_renew_enabled", evaluation.autoRenewEnabled)
+        body.field("original_transaction_id", purchase.originalTransactionId)
+        body.field("environment", purchase.environment.rawValue)
+        body.field("entitlements", evaluation.status == .active ? owned.entitlements : [])
+        body.field("in_grace_period", evaluation.inGracePeriod)
+        body.field("in_billing_retry", evaluation.inBillingRetry)
+        body.field("grace_period_expires_date", renewal?.gracePeriodExpiresDate)
+        body.field("expiration_intent", renewal?.expirationIntent.map(Int64.init))
+        body.field("auto_renew_product_id", renewal?.autoRenewProductId)
+        body.field("ownership_type", purchase.ownershipType?.rawValue)
+        body.field("revocation_date", purchase.revocationDate)
+        if let type = purchase.revocationType {
+            // Shown as such: a partial refund (REFUND_PRORATED) keeps the entitlement.
+            body.field("revocation_type", type.rawValue)
+            body.field("revocation_percentage", purchase.revocationPercentage)
+            body.field("partial_refund", type == .refundProrated)
+        }
+        body.endObject()
+    }
+}
+
+extension EvaluatedGrant {
+    /// Writes the grant as `GET /v1/subscriptions` lists it (`grants[]`); the admin routes show the whole grant
+    /// (`Grant.write(at:into:)`).
+    func write(into body: inout JSONBody) {
+        body.beginObject()
+        body.field("source", "grant")
+        body.field("id", grant.id.uuidString.lowercased())
+        body.field("entitlement", grant.entitlement)
+        body.field("expires_at", grant.expiresAt)
+        body.field("created_at", grant.createdAt)
+        body.field("active", active)
+        body.endObject()
+    }
+}
+
+extension AppPurchaseGrant {
+    /// Writes the app purchase as `GET /v1/subscriptions` lists it (`app_purchases[]`).
+    func write(into body: inout JSONBody) {
+        body.beginObject()
+        body.field("source", "app_purchase")
+        appTransaction.writeFacts(into: &body)
+        body.field("entitlements", entitlements)
+        body.field("consent_rescinded_at", appTransaction.consentRescindedAt)
+        body.endObject()
     }
 }

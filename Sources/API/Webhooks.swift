@@ -76,9 +76,11 @@ struct WebhooksController: APIController {
         let id = try PathParameters.projectId(request)
         let eventId = try webhooks().sendTest(projectId: id)
         var body = JSONBody(capacity: 96)
-        body.raw(#"{"event_id":"#)
-        body.string(eventId)
-        body.raw(#","type":"ping","status":"pending"}"#)
+        body.beginObject()
+        body.field("event_id", eventId)
+        body.field("type", "ping")
+        body.field("status", "pending")
+        body.endObject()
         return Response.json(202, body.bytes)
     }
 
@@ -105,14 +107,8 @@ struct WebhooksController: APIController {
             limit = n
         }
         let deliveries = try webhooks().deliveries(projectId: id, status: status, limit: limit)
-        var body = JSONBody(capacity: 64 + 320 * deliveries.count)
-        body.raw(#"{"deliveries":["#)
-        for (i, delivery) in deliveries.enumerated() {
-            if i > 0 { body.raw(",") }
-            Self.writeDelivery(delivery, into: &body)
-        }
-        body.raw("]}")
-        return Response.json(200, body.bytes)
+        return Response.json(200, JSONBody.list("deliveries", deliveries, capacity: 64 + 320 * deliveries.count,
+                                                 Self.writeDelivery))
     }
 
     /// `POST /v1/admin/projects/:id/webhook/deliveries/:eventId/retry`: sends the event again now (whatever its
@@ -129,54 +125,40 @@ struct WebhooksController: APIController {
     /// `{"url","events","secret"?,"previous_secret_expires_at","created_at","updated_at"}`; `secret` only when given.
     static func webhookBody(_ endpoint: WebhookEndpoint, secret: String?) -> [UInt8] {
         var body = JSONBody(capacity: 512)
-        body.raw(#"{"url":"#)
-        body.string(endpoint.url)
-        body.raw(#","events":"#)
-        body.strings(endpoint.events ?? WebhookEventType.all)
+        body.beginObject()
+        body.field("url", endpoint.url)
+        body.field("events", endpoint.events ?? WebhookEventType.all)
         if let secret {
-            body.raw(#","secret":"#)
-            body.string(secret)
+            body.field("secret", secret)
         }
-        body.raw(#","previous_secret_expires_at":"#)
-        body.dateOrNull(endpoint.previousSecretExpiresAt)
-        body.raw(#","created_at":"#)
-        body.date(endpoint.createdAt)
-        body.raw(#","updated_at":"#)
-        body.date(endpoint.updatedAt)
-        body.raw("}")
+        body.field("previous_secret_expires_at", endpoint.previousSecretExpiresAt)
+        body.field("created_at", endpoint.createdAt)
+        body.field("updated_at", endpoint.updatedAt)
+        body.endObject()
         return body.bytes
     }
 
     static func writeDelivery(_ delivery: WebhookDelivery, into body: inout JSONBody) {
-        body.raw(#"{"event_id":"#)
-        body.string(delivery.eventId)
-        body.raw(#","type":"#)
-        body.string(delivery.type)
-        body.raw(#","user_id":"#)
-        body.stringOrNull(delivery.userId)
-        body.raw(#","status":"#)
-        body.string(delivery.status.rawValue)
-        body.raw(#","created_at":"#)
-        body.date(delivery.createdAt)
-        body.raw(#","next_attempt_at":"#)
-        body.dateOrNull(delivery.nextAttemptAt)
-        body.raw(#","delivered_at":"#)
-        body.dateOrNull(delivery.deliveredAt)
-        body.raw(#","attempts":["#)
-        for (i, attempt) in delivery.attempts.enumerated() {
-            if i > 0 { body.raw(",") }
-            body.raw(#"{"attempt":"#)
-            body.int(Int64(attempt.attempt))
-            body.raw(#","at":"#)
-            body.date(attempt.at)
-            body.raw(#","status_code":"#)
-            body.intOrNull(attempt.statusCode.map(Int64.init))
-            body.raw(#","error":"#)
-            body.stringOrNull(attempt.error)
-            body.raw(#","duration_ms":"#)
-            body.int(Int64(attempt.durationMs))
-            body.raw("}")
+        body.beginObject()
+        body.field("event_id", delivery.eventId)
+        body.field("type", delivery.type)
+        body.field("user_id", delivery.userId)
+        body.field("status", delivery.status.rawValue)
+        body.field("created_at", delivery.createdAt)
+        body.field("next_attempt_at", delivery.nextAttemptAt)
+        body.field("delivered_at", delivery.deliveredAt)
+        body.key("attempts")
+        body.beginArray()
+        for attempt in delivery.attempts {
+            body.beginObject()
+            body.field("attempt", attempt.attempt)
+            body.field("at", attempt.at)
+            body.field("status_code", attempt.statusCode.map(Int64.init))
+            body.field("error", attempt.error)
+            body.field("duration_ms", attempt.durationMs)
+            body.endObject()
         }
-        body.raw("]}")
+        body.endArray()
+        body.endObject()
     }
 }

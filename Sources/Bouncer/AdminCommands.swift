@@ -156,7 +156,7 @@ enum AdminCommands {
             return { admin in [Representations.project(try admin.updateProject(id: id, change))] }
         case "list":
             guard args.count == 1 else { throw UsageError(message: "list takes no arguments") }
-            return { admin in [wrap("projects", try admin.allProjects().map(Representations.project))] }
+            return { admin in [Representations.projects(try admin.allProjects())] }
         case "show":
             guard args.count == 2 else { throw UsageError(message: "show needs PROJECT_ID") }
             let id = try projectId(args)
@@ -295,7 +295,7 @@ enum AdminCommands {
         case "list":
             guard args.count == 2 else { throw UsageError(message: "list needs PROJECT_ID") }
             let id = try projectId(args)
-            return { admin in [wrap("products", try admin.products(projectId: id).map(Representations.product))] }
+            return { admin in [Representations.products(try admin.products(projectId: id))] }
         case "delete":
             guard args.count == 3 else { throw UsageError(message: "delete needs PROJECT_ID PRODUCT_ID") }
             let id = try projectId(args)
@@ -310,16 +310,6 @@ enum AdminCommands {
     }
 
     /// `{"<key>": [items…]}`, the admin API's list shape, so scripts parse one document.
-    private static func wrap(_ key: String, _ items: [[UInt8]]) -> [UInt8] {
-        var out = Array("{\"\(key)\":[".utf8)
-        for (i, item) in items.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: item)
-        }
-        out.append(contentsOf: Array("]}".utf8))
-        return out
-    }
-
     private static func projectId(_ args: [String]) throws(UsageError) -> UUID {
         guard args.count >= 2, let id = UUID(uuidString: args[1]) else {
             throw UsageError(message: "PROJECT_ID must be a UUID")

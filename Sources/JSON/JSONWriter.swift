@@ -60,10 +60,54 @@ public struct JSONWriter: Sendable {
 
     /// Appends `string` as a quoted, escaped JSON string.
     public mutating func writeString(_ string: String) {
-        bytes.append(UInt8(ascii: "\""))
         var text = string
-        text.withUTF8 { utf8 in
-            guard let base = utf8.baseAddress else { return }
+        text.withUTF8 { writeEscaped($0) }
+    }
+
+    /// Appends a string the code itself names (an object key) as a quoted JSON string, escaped like any other.
+    public mutating func writeString(_ literal: StaticString) {
+        writeEscaped(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Appends `"key":`, after a comma when `comma`: an object member's name the code itself wrote, escaped like any
+    /// string. A name needing no escape (all of ours) goes in with one append, as the literal `,"key":` did: response
+    /// writers name every member this way on the hot path.
+    public mutating func writeKey(_ key: StaticString, comma: Bool) {
+        let count = key.utf8CodeUnitCount
+        let start = key.utf8Start
+        var plain = count <= 120
+        var i = 0
+        while plain, i &+ 8 <= count {
+            plain = Self.escapeMask(UnsafeRawPointer(start).loadUnaligned(fromByteOffset: i, as: UInt64.self)) == 0
+            i &+= 8
+        }
+        while plain, i < count {
+            let byte = start[i]
+            plain = byte >= 0x20 && byte != 0x22 && byte != 0x5C
+            i &+= 1
+        }
+        guard plain else {
+            if comma { bytes.append(UInt8(ascii: ",")) }
+            writeEscaped(UnsafeBufferPointer(start: start, count: count))
+            bytes.append(UInt8(ascii: ":"))
+            return
+        }
+        let lead = comma ? 1 : 0
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count &+ 4) { buffer in
+            guard let base = buffer.baseAddress else { return }
+            if comma { base[0] = UInt8(ascii: ",") }
+            base[lead] = UInt8(ascii: "\"")
+            (base + (lead &+ 1)).update(from: start, count: count)
+            base[lead &+ count &+ 1] = UInt8(ascii: "\"")
+            base[lead &+ count &+ 2] = UInt8(ascii: ":")
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: lead &+ count &+ 3))
+        }
+    }
+
+    /// Appends `utf8` quoted, escaping only what RFC 8259 §7 requires.
+    private mutating func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(UInt8(ascii: "\""))
+        if let base = utf8.baseAddress {
             let count = utf8.count
             let raw = UnsafeRawPointer(base)
             var runStart = 0

@@ -11,6 +11,38 @@ final class FormattingTests: XCTestCase {
         XCTAssertEqual(String(decoding: body.bytes, as: UTF8.self), #""a\"b\\c\n\t\r\u0001\u001fé😀/""#)
     }
 
+    /// The typed writers place every comma (siblings, nested containers, array elements) and escape keys, the
+    /// code's and the data's, like any string.
+    func testTypedWritersPlaceCommasAndEscapeKeys() {
+        var body = JSONBody()
+        body.beginObject()
+        body.field("a", "x")
+        body.field("b", nil as String?)
+        body.key("c")
+        body.beginArray()
+        body.beginObject()
+        body.field("d", Int64(1))
+        body.endObject()
+        body.beginObject()
+        body.field("e", true)
+        body.field("f", [String]())
+        body.endObject()
+        body.string("g")
+        body.null()
+        body.endArray()
+        body.key("h")
+        body.beginObject()
+        body.key(named: "q\"uote")
+        body.int(7)
+        body.endObject()
+        body.field("tab\t", Date(timeIntervalSince1970: 0))
+        body.null("i")
+        body.endObject()
+        XCTAssertEqual(String(decoding: body.bytes, as: UTF8.self),
+                       #"{"a":"x","b":null,"c":[{"d":1},{"e":true,"f":[]},"g",null],"h":{"q\"uote":7},"#
+                           + #""tab\t":"1970-01-01T00:00:00.000Z","i":null}"#)
+    }
+
     func testContentTypeClassifier() {
         XCTAssertEqual(RequestBody.mediaType("application/json"), .json)
         XCTAssertEqual(RequestBody.mediaType("APPLICATION/JSON;charset=utf-8"), .json)

@@ -1,0 +1,84 @@
+import Foundation
+import JSON
+import Postgres
+import XCTest
+
+/// One shape per resource (issue 23): a purchase in webhook payloads is written in SQL (`bouncer_webhook_purchase_data`,
+/// by the deriver, in the database) and in the API by Swift (the receipt's 201, `GET /v1/subscriptions`). For the same
+/// stored purchase both must agree member by member, names and values; the table below names every member the SQL
+/// payload has and where the Swift answers show it, so a member added on one side only fails here.
+final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "shapes" }
+
+    /// Where the Swift answers show each member of the SQL payload.
+    enum SwiftMember {
+        /// The same name in the receipt's 201 answer.
+        case receipt(String)
+        /// The named member of the purchase's entry in `GET /v1/subscriptions`'s `subscriptions`.
+        case subscription(String)
+    }
+
+    /// Every member of `bouncer_webhook_purchase_data`, with its Swift counterparts. `expires_at` is the receipt's
+    /// `expires_date` and the subscription's `current_period_end` (the published names differ, the value may not).
+    static let members: [(sql: String, swift: [SwiftMember])] = [
+        ("environment", [.receipt("environment"), .subscription("environment")]),
+        ("original_transaction_id", [.receipt("original_transaction_id"), .subscription("original_transaction_id")]),
+        ("transaction_id", [.receipt("transaction_id")]),
+        ("product_id", [.receipt("product_id"), .subscription("product_id")]),
+        ("expires_at", [.receipt("expires_date"), .subscription("current_period_end")]),
+        ("auto_renew_enabled", [.subscription("auto_renew_enabled")]),
+    ]
+
+    func testWebhookPurchasePayloadAgreesWithTheAPIsRepresentationsMemberByMember() throws {
+        let api = try api
+        let tenant = try api.createProject()
+        try api.mapProduct(tenant, "com.e2e.pro.monthly", ["pro"])
+        try api.mapProduct(tenant, "com.e2e.lifetime", ["lifetime"])
+        let user = "shape-\(E2E.uniqueId())"
+
+        let subscription = TransactionPayload(bundleId: tenant.bundleId)
+        var lifetime = TransactionPayload(bundleId: tenant.bundleId)
+        lifetime.productId = "com.e2e.lifetime"
+        lifetime.type = "Non-Consumable"
+        lifetime.expiresDate = nil
+        var receipts: [String: JSONValue] = [:]
+        for payload in [subscription, lifetime] {
+            let posted = try api.postReceipt(tenant.publicKey, try payload.mint(), user: user)
+            XCTAssertEqual(posted.status, 201, posted.description)
+            receipts[payload.originalTransactionId] = try posted.json()
+        }
+        let read = try api.user(tenant.publicKey, user)
+        XCTAssertEqual(read.status, 200, read.description)
+        let listed = try read.json()["subscriptions"]?.arrayValue ?? []
+
+        var compared = 0
+        for payload in [subscription, lifetime] {
+            let original = payload.originalTransactionId
+            let rows = try db.query("""
+                SELECT bouncer_webhook_purchase_data(p)::text AS data FROM purchases p
+                WHERE p.project_id = \(tenant.id)::uuid AND p.original_transaction_id = \(original)
+                """)
+            let text = try XCTUnwrap(rows.first, original).decode("data", as: String.self)
+            guard case .object(let sql) = try JSONParser.parse(Array(text.utf8)) else {
+                return XCTFail("not an object: \(text)")
+            }
+            XCTAssertEqual(sql.map(\.key).sorted(), Self.members.map(\.sql).sorted(),
+                           "every member of the SQL payload has a row in the table")
+            let receipt = try XCTUnwrap(receipts[original])
+            let entry = try XCTUnwrap(listed.first { $0["original_transaction_id"]?.stringValue == original }, original)
+            for (name, counterparts) in Self.members {
+                let value = sql[name]
+                for counterpart in counterparts {
+                    switch counterpart {
+                    case .receipt(let key):
+                        XCTAssertEqual(receipt[key], value, "\(original): SQL \(name) vs the receipt's \(key)")
+                    case .subscription(let key):
+                        XCTAssertEqual(entry[key], value, "\(original): SQL \(name) vs the subscription's \(key)")
+                    }
+                    compared += 1
+                }
+            }
+        }
+        XCTAssertEqual(compared, 2 * Self.members.map(\.swift.count).reduce(0, +))
+    }
+}
