@@ -244,7 +244,7 @@ final class OverviewRollupTests: XCTestCase {
         try mapProducts(s, project)
         try record(s, store, project, seed: 21, count: 100)
         XCTAssertGreaterThan(try pending(s, project), 0)
-        XCTAssertEqual(try Migrator(pool: pool).migrate(), [35, 36, 40])
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.map(\.version).filter { $0 >= 35 })
         try assertOverviewIsTheSpecification(s, project)
         try record(s, store, project, seed: 22, count: 60)
         try deriveAll(store, project)

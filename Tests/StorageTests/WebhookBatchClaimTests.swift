@@ -283,4 +283,49 @@ final class WebhookBatchClaimTests: XCTestCase {
                            "step \(step), op \(op)")
         }
     }
+
+    /// Statements of many rows (the queue follows webhook_events by statement, 0045): several users' events
+    /// inserted at once, several heads and later events finished at once, retried at once, and moved to no user
+    /// at once; the queue is exactly the heads after each.
+    func testStatementsOfManyRowsKeepTheQueueEqualToTheHeads() throws {
+        let (s, _, project) = try hooked("whstatements")
+        defer { s.close() }
+        func run(_ sql: String) throws {
+            try s.pool.transaction { c in
+                // The writers' way: each user's lock (16979) before its events are written or moved.
+                _ = try c.query(Query(unsafeSQL: """
+                    SELECT pg_advisory_xact_lock(16979, hashtext('\(project.uuidString.lowercased())/' || u))
+                    FROM unnest(ARRAY['a', 'b', 'c']) u ORDER BY u
+                    """))
+                _ = try c.execute(Query(unsafeSQL: sql))
+            }
+            XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool), sql)
+        }
+        let insert = """
+            INSERT INTO webhook_events (project_id, id, type, user_id, data, created_at, next_attempt_at,
+                retry_window_start)
+            SELECT '\(project.uuidString.lowercased())', 'evt_' || md5(random()::text), 'ping', u, '{}', now(), now(), now()
+            FROM unnest(ARRAY['a', 'b', NULL, 'a', 'c', 'b', NULL, 'a']) WITH ORDINALITY AS x(u, n) ORDER BY n
+            """
+        try run(insert)
+        try run(insert)
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool).count, 7, "a, b, c and four user-less events")
+        // Heads and a later event of a, delivered in one statement.
+        try run("""
+            UPDATE webhook_events SET status = 'delivered' WHERE seq IN (
+                SELECT seq FROM webhook_queue WHERE user_id IN ('a', 'b')
+                UNION ALL (SELECT seq FROM webhook_events WHERE user_id = 'a' ORDER BY seq DESC LIMIT 1))
+            """)
+        try run("UPDATE webhook_events SET status = 'failed' WHERE user_id = 'a' AND status = 'pending'")
+        try run("UPDATE webhook_events SET next_attempt_at = now() + interval '1 minute' WHERE status = 'pending'")
+        // Retried by hand, several at once: a's failed events go before nothing, b's delivered one before b's head.
+        try run("""
+            UPDATE webhook_events SET status = 'pending', next_attempt_at = now()
+            WHERE (user_id = 'a' AND status = 'failed')
+               OR seq = (SELECT min(seq) FROM webhook_events WHERE user_id = 'b')
+            """)
+        try run("UPDATE webhook_events SET user_id = NULL WHERE user_id = 'b'")
+        try run("UPDATE webhook_events SET status = 'delivered' WHERE status = 'pending'")
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), [])
+    }
 }
