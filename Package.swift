@@ -99,6 +99,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], exclude: ["console"],
                     swiftSettings: strict),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "Crypto", "Primitives"], swiftSettings: strict),
+        .testTarget(name: "CommandsTests", dependencies: ["Commands"], swiftSettings: strict),
         .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTPCore"], swiftSettings: strict),
     ]
 )
