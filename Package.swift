@@ -53,10 +53,16 @@ let package = Package(
         .target(name: "Jobs", dependencies: ["Domain", "Storage", "Postgres", "HTTPClient", "Crypto", "JSON", "Primitives"],
                 swiftSettings: strict),
 
-        // Composition root
+        // The subcommands' behaviour, the settings and their variable tables, /metrics and rate-limit admission, the
+        // serving loop (signals, drain, TLS reloader): everything of `bouncer` but the command table and the wiring.
+        .target(name: "Commands",
+                dependencies: ["API", "Jobs", "Verification", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics", "Primitives"],
+                swiftSettings: strict),
+
+        // Composition root: main.swift, the command table (CLI.swift) and `serve`'s wiring (ServeCommand.swift)
         .executableTarget(
             name: "Bouncer",
-            dependencies: ["API", "Console", "Jobs", "Verification", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "Postgres", "HTTPCore", "Domain", "JSON", "Metrics", "Primitives"],
+            dependencies: ["Commands", "API", "Console", "Jobs", "Verification", "Storage", "AppStoreJWS", "AppReceipt", "AppStoreServerAPI", "HTTPClient", "Crypto", "HTTPCore", "Domain"],
             swiftSettings: strict
         ),
 
@@ -93,6 +99,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], exclude: ["console"],
                     swiftSettings: strict),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "Crypto", "Primitives"], swiftSettings: strict),
+        .testTarget(name: "CommandsTests", dependencies: ["Commands"], swiftSettings: strict),
         .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTPCore"], swiftSettings: strict),
     ]
 )

@@ -1,19 +1,7 @@
-import Glibc
+import Commands
 
-/// One subcommand: its name, a one-line summary for `bouncer help`, its usage text and its body.
-/// New subcommands (`migrate`, `verify`, `project`, `product`) are new entries in `CLI.commands`.
-struct Command: Sendable {
-    let name: String
-    let summary: String
-    let usage: String
-    /// Receives the arguments after the subcommand name; returns the exit status.
-    let run: @Sendable ([String]) -> Int32
-}
-
-/// Our own small command-line front end: no argument-parser package, by design.
-enum CLI {
-    static let version = "0.1.0"
-
+/// The command table and the dispatch; the output helpers and `Command` are in `Sources/Commands/Command.swift`.
+extension CLI {
     static let commands: [Command] = [
         ServeCommand.command,
         MigrateCommand.command,
@@ -77,33 +65,5 @@ enum CLI {
             return 2
         }
         return command.run(Array(arguments.dropFirst()))
-    }
-
-    /// For commands without options: `--help` prints usage (exit 0), anything else is rejected (exit 2).
-    /// Returns nil when there were no arguments.
-    static func handleHelpOrReject(_ args: [String], usage: String) -> Int32? {
-        guard let first = args.first else { return nil }
-        if first == "--help" || first == "-h" {
-            out(usage)
-            return 0
-        }
-        err("bouncer: unknown option '\(first)'\n\n" + usage)
-        return 2
-    }
-
-    /// Writes to stdout unbuffered (one write(2)), so lines are visible to a pipe immediately.
-    static func out(_ text: String) { writeAll(1, text) }
-
-    /// Writes to stderr (Swift 6 rejects Glibc's `stderr` global; write(2) is enough).
-    static func err(_ text: String) { writeAll(2, text) }
-
-    static func writeAll(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }
-            bytes = bytes.dropFirst(n)
-        }
     }
 }

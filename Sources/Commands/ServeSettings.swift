@@ -6,7 +6,7 @@ import Domain
 import HTTPCore
 
 /// Everything `bouncer serve` reads from `BOUNCER_*` environment variables.
-struct ServeSettings: Sendable {
+public struct ServeSettings: Sendable {
     /// Handler threads default to 8 per available CPU within 4...16 (not HTTPCore's generic max(4, 2 × CPUs)):
     /// handlers mostly wait on PostgreSQL commits, and bench/api reached the CPU limit only from 16 workers with
     /// 16 connections on 2 cores. "Available" follows the cgroup CPU quota and affinity (`AvailableCPUs`), so a
@@ -20,34 +20,34 @@ struct ServeSettings: Sendable {
     /// 8 handler threads per available CPU, at least 4, at most 16 (the default database pool size).
     static func defaultWorkerCount(cpus: Int) -> Int { min(16, max(4, 8 * cpus)) }
     /// How long SIGTERM/SIGINT waits for in-flight requests. `BOUNCER_SHUTDOWN_GRACE_SECONDS`, default 10.
-    var shutdownGrace: Duration = .seconds(10)
+    public var shutdownGrace: Duration = .seconds(10)
     /// `BOUNCER_MAX_RECEIPT_BODY_BYTES`: the body limit of `POST /v1/receipts` (StoreKit 1 receipts of long
     /// purchase histories exceed 100 KB); other routes keep `BOUNCER_MAX_BODY_BYTES`.
-    var maxReceiptBodyBytes = 1024 * 1024
+    public var maxReceiptBodyBytes = 1024 * 1024
     /// `BOUNCER_MAX_RECEIPT_RECORDS`: in-app records one StoreKit 1 receipt may carry (the longest real receipt we
     /// know has 187); more is refused with 413 before any database work.
-    var maxReceiptRecords = 2_000
+    public var maxReceiptRecords = 2_000
     /// `BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT`: Xcode/LocalTesting transaction rows a project may hold; a
     /// write past it is refused with 409 `XCODE_LIMIT_REACHED`.
-    var maxXcodeTransactionsPerProject = 10_000
+    public var maxXcodeTransactionsPerProject = 10_000
     /// JSON access log on stderr. `BOUNCER_ACCESS_LOG` (on/off), default on.
     var accessLog = true
     /// Where the data lives: `DATABASE_URL`, or else an embedded cluster under `BOUNCER_DATA_DIR`.
-    var database = DatabaseSettings()
+    public var database = DatabaseSettings()
     /// `BOUNCER_ADMIN_TOKEN`: enables the admin API; unset = disabled.
-    var adminToken: String?
+    public var adminToken: String?
     /// `BOUNCER_ROOT_CERTIFICATES`: colon-separated DER/PEM files replacing the bundled Apple roots.
-    var rootCertificatePaths: [String] = []
+    public var rootCertificatePaths: [String] = []
     /// `BOUNCER_CHAIN_CACHE_SIZE`: verified certificate chains kept (0 disables the cache).
-    var chainCacheSize = 64
+    public var chainCacheSize = 64
     /// `/metrics` token and rate limits (`Operations/OperationsSettings.swift`).
-    var operations = OperationsSettings()
+    public var operations = OperationsSettings()
     /// The project and read caches (`Sources/Jobs/Caches.swift`).
-    var cache = CacheSettings()
+    public var cache = CacheSettings()
     /// Scheduled reconciliation with Apple (`Jobs/Reconciler.swift`).
-    var reconcile = ReconcileServeSettings()
+    public var reconcile = ReconcileServeSettings()
     /// Webhook delivery (`Jobs/WebhookDispatcher.swift`).
-    var webhooks = WebhookSettings()
+    public var webhooks = WebhookSettings()
     /// `BOUNCER_ENCRYPTION_KEY`: seals App Store private keys (AES-256-GCM); unset = storing credentials is refused.
     var encryptionKey: [UInt8]?
     /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`: the key being rotated away from, accepted for opening only.
@@ -57,13 +57,13 @@ struct ServeSettings: Sendable {
 
     /// `BOUNCER_APPLE_API_PRODUCTION_URL`, `BOUNCER_APPLE_API_SANDBOX_URL`, `BOUNCER_APPLE_API_CA_FILE`,
     /// `BOUNCER_APPLE_API_TIMEOUT_SECONDS`: where and how the App Store Server API is called.
-    var appleAPI = AppleAPISettings()
+    public var appleAPI = AppleAPISettings()
 
     /// `BOUNCER_CONSUMPTION_*`: the CONSUMPTION_REQUEST responder (`Jobs/ConsumptionResponderService.swift`).
-    var consumption = ConsumptionSettingsOfServe()
+    public var consumption = ConsumptionSettingsOfServe()
 
     /// `BOUNCER_TLS_CERT_FILE` / `BOUNCER_TLS_KEY_FILE`: HTTPS on the listener (both or neither); see `server.tls`.
-    var tlsCertificateFile: String?
+    public var tlsCertificateFile: String?
     var tlsKeyFile: String?
     /// `BOUNCER_TLS_RELOAD_CHECK_SECONDS`: how often the certificate files are checked for changes (default 60).
     var tlsReloadCheck: Duration = .seconds(60)
@@ -72,7 +72,7 @@ struct ServeSettings: Sendable {
     /// `BOUNCER_PUBLIC_HOST`: the host (and port) redirects name; unset = the certificate's names.
     var publicHost: PublicHost?
     /// `BOUNCER_CONSOLE_SECURE_COOKIE`, `BOUNCER_CONSOLE_SESSION_HOURS`: the admin console's session cookie.
-    var console = ConsoleSettings()
+    public var console = ConsoleSettings()
 
     /// Bytes in an encryption key (AES-256).
     static let encryptionKeyBytes = 32
@@ -380,7 +380,7 @@ struct ServeSettings: Sendable {
     ]
 
     /// Reads every known variable; returns all problems at once so an operator fixes them in one go.
-    static func fromEnvironment(_ environment: [String: String]) -> Result<ServeSettings, ConfigurationProblems> {
+    public static func fromEnvironment(_ environment: [String: String]) -> Result<ServeSettings, ConfigurationProblems> {
         var settings = ServeSettings()
         var problems: [String] = []
         for variable in variables {
@@ -430,7 +430,7 @@ struct ServeSettings: Sendable {
 }
 
 /// How `bouncer serve` reaches Apple's App Store Server API.
-struct AppleAPISettings: Sendable {
+public struct AppleAPISettings: Sendable {
     static let defaultProductionURL = "https://api.storekit.itunes.apple.com"
     static let defaultSandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
     /// Production base URL.
@@ -441,10 +441,11 @@ struct AppleAPISettings: Sendable {
     var caFile: String?
     /// One call's total budget, retries and waits included: a lookup (Production, then Sandbox) stays within the
     /// default 10 s handler timeout.
-    var callBudget: Duration = .seconds(4)
+    public var callBudget: Duration = .seconds(4)
 }
 
 /// Every invalid `BOUNCER_*` variable, reported together.
-struct ConfigurationProblems: Error, Sendable {
-    let messages: [String]
+public struct ConfigurationProblems: Error, Sendable {
+    /// One line per invalid variable: its name and what it must be.
+    public let messages: [String]
 }

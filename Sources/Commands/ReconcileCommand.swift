@@ -8,7 +8,7 @@ import JSON
 import Storage
 
 /// `bouncer reconcile [--project ID]`: the admin API's reconciliation, now, from a terminal, with progress.
-enum ReconcileCommand {
+public enum ReconcileCommand {
     static let usage = """
         usage: bouncer reconcile [--project PROJECT_ID]
 
@@ -24,7 +24,7 @@ enum ReconcileCommand {
 
         """
 
-    static let command = Command(name: "reconcile", summary: "Reconcile purchases with Apple now (one or all projects)",
+    public static let command = Command(name: "reconcile", summary: "Reconcile purchases with Apple now (one or all projects)",
                                  usage: usage) { args in run(args) }
 
     static func run(_ args: [String]) -> Int32 {

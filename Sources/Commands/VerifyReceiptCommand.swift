@@ -8,7 +8,7 @@ import Primitives
 /// with the verdict. Valid: the JSON on stdout, exit 0. Rejected: `CODE (step): reason` on stderr, exit 1, and on
 /// stdout the same JSON with `"verdict": {"valid": false, …}` and the payload decoded *unverified* when it could be
 /// read (so an expired or foreign receipt can still be inspected). Usage errors exit 2.
-enum VerifyReceiptCommand {
+public enum VerifyReceiptCommand {
     /// Runs with the options `VerifyCommand` parsed; `path` is a file or `-` for stdin.
     static func run(path: String, options: VerifyCommand.Options) -> Int32 {
         let bytes: [UInt8]
@@ -151,7 +151,7 @@ enum VerifyReceiptCommand {
     }
 
     /// One certificate from a DER or PEM file (the first CERTIFICATE block).
-    static func certificateDER(atPath path: String) -> [UInt8]? {
+    public static func certificateDER(atPath path: String) -> [UInt8]? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         let text = String(decoding: data, as: UTF8.self)
         guard let begin = text.range(of: "-----BEGIN CERTIFICATE-----") else { return [UInt8](data) }

@@ -8,7 +8,7 @@ import Storage
 /// `bouncer project credentials …` (the admin API's App Store credential routes, straight against the database)
 /// and `bouncer credentials reencrypt` (after rotating `BOUNCER_ENCRYPTION_KEY`). Both call
 /// `CredentialAdministration`, the API's use cases, so the rules and the JSON printed are the API's.
-enum CredentialCommands {
+public enum CredentialCommands {
     static let usage = """
         usage: bouncer project credentials set PROJECT_ID --issuer-id UUID --key-id KEY_ID --private-key-file FILE
                bouncer project credentials show PROJECT_ID
@@ -39,7 +39,7 @@ enum CredentialCommands {
 
         """
 
-    static let command = Command(name: "credentials", summary: "Re-encrypt App Store credentials after a key rotation",
+    public static let command = Command(name: "credentials", summary: "Re-encrypt App Store credentials after a key rotation",
                                  usage: reencryptUsage) { args in
         guard args == ["reencrypt"] else {
             if args.first == "--help" || args.first == "-h" {
@@ -66,7 +66,7 @@ enum CredentialCommands {
     }
 
     /// One start-up line naming the encryption keys by id (never the keys).
-    static func encryptionLogLine(_ sealer: AESGCMCredentialSealer?) -> String {
+    public static func encryptionLogLine(_ sealer: AESGCMCredentialSealer?) -> String {
         guard let sealer else {
             return jsonLine("encryption", "BOUNCER_ENCRYPTION_KEY is unset: storing App Store credentials is refused")
         }

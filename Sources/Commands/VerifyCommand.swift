@@ -7,9 +7,9 @@ import Primitives
 ///
 /// Prints the verified payload as pretty JSON (nested JWS in notifications verified and decoded in
 /// place) and exits 0, or prints `CODE (step): reason` on stderr and exits 1. Usage errors exit 2.
-enum VerifyCommand {
+public enum VerifyCommand {
     /// Help text for `bouncer verify --help` and usage errors.
-    static let usage = """
+    public static let usage = """
         usage: bouncer verify [options] [JWS | FILE | -]
                bouncer verify --receipt FILE|- [options]
 
@@ -51,7 +51,7 @@ enum VerifyCommand {
     enum UsageError: Error { case message(String), help }
 
     /// Runs the command with the arguments after `verify`; returns the process exit status.
-    static func run(_ arguments: [String]) -> Int32 {
+    public static func run(_ arguments: [String]) -> Int32 {
         let options: Options
         do { options = try parse(arguments) } catch {
             switch error {

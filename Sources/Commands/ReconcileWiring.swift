@@ -34,10 +34,10 @@ extension ServeSettings {
 }
 
 /// Builds the reconciliation use case over the database (shared by `serve` and `reconcile`).
-enum ReconcileWiring {
+public enum ReconcileWiring {
     /// `caches`: the serving process's (its read cache and the other instances' hear of each change); without,
     /// the changes are announced by `NOTIFY` alone (the CLI).
-    static func reconciliation(
+    public static func reconciliation(
         settings: ServeSettings, database: Database, projects: any ProjectStore, appStore: any AppleServerAPI,
         verifier: any SignedDataVerifying, credentials: CredentialAdministration, caches: Caches? = nil
     ) -> Reconciliation {

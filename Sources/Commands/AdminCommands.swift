@@ -8,7 +8,7 @@ import Storage
 
 /// `bouncer project …` and `bouncer product …`: admin provisioning straight against the database. Both call the
 /// admin API's use cases (`ProjectAdministration`), so the rules and the JSON printed are the API's.
-enum AdminCommands {
+public enum AdminCommands {
     static let projectUsage = """
         usage: bouncer project create --name NAME --bundle-id ID [SETTINGS]
                bouncer project update PROJECT_ID [--name NAME] [--bundle-id ID] [SETTINGS]
@@ -46,14 +46,14 @@ enum AdminCommands {
 
         """
 
-    static let projectCommand = Command(name: "project",
+    public static let projectCommand = Command(name: "project",
                                         summary: "Create, update, list, show, delete projects; rotate keys; App Store credentials",
                                         usage: projectUsage) { args in
         if args.first == "credentials" { return CredentialCommands.run(Array(args.dropFirst())) }
         return run(args, usage: projectUsage) { args throws(UsageError) in try project(args) }
     }
 
-    static let productCommand = Command(name: "product", summary: "Map products to entitlements",
+    public static let productCommand = Command(name: "product", summary: "Map products to entitlements",
                                         usage: productUsage) { args in
         run(args, usage: productUsage) { args throws(UsageError) in try product(args) }
     }

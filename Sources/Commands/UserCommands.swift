@@ -5,7 +5,7 @@ import Storage
 
 /// `bouncer user …`: grants, timeline, export and erase straight against the database, through the same use cases
 /// (`CustomerSupport`) and JSON as the admin API's `/v1/admin/projects/:id/users/:userId/…` routes.
-enum UserCommands {
+public enum UserCommands {
     static let usage = """
         usage: bouncer user grant PROJECT_ID USER_ID ENTITLEMENT --reason TEXT [--expires-at 2027-01-01T00:00:00Z]
                bouncer user revoke-grant PROJECT_ID USER_ID GRANT_ID
@@ -23,7 +23,7 @@ enum UserCommands {
 
         """
 
-    static let command = Command(name: "user", summary: "Grants, timeline, export and erase of one user of a project",
+    public static let command = Command(name: "user", summary: "Grants, timeline, export and erase of one user of a project",
                                  usage: usage) { args in
         AdminCommands.run(args, usage: usage, parse) { _, database in
             CustomerSupport(

@@ -2,7 +2,7 @@ import Jobs
 import Foundation
 
 /// `bouncer migrate`: applies pending schema migrations (the embedded database is started, then stopped).
-enum MigrateCommand {
+public enum MigrateCommand {
     static let usage = """
         usage: bouncer migrate
 
@@ -12,7 +12,7 @@ enum MigrateCommand {
 
         """
 
-    static let command = Command(name: "migrate", summary: "Apply pending database migrations", usage: usage) { args in
+    public static let command = Command(name: "migrate", summary: "Apply pending database migrations", usage: usage) { args in
         if let status = CLI.handleHelpOrReject(args, usage: usage) { return status }
         switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
         case .failure(let problems):

@@ -7,7 +7,7 @@ import Primitives
 ///
 /// A sealed value records the id of its key (`keyId(_:)`), so opening picks the right key without trial
 /// decryption and `bouncer credentials reencrypt` knows what is left to do.
-struct AESGCMCredentialSealer: CredentialSealing, CustomStringConvertible, CustomDebugStringConvertible,
+public struct AESGCMCredentialSealer: CredentialSealing, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
     private struct Key {
@@ -16,9 +16,11 @@ struct AESGCMCredentialSealer: CredentialSealing, CustomStringConvertible, Custo
     }
 
     /// Printing the sealer (or a value holding it) names the keys by id only.
-    var description: String { "AESGCMCredentialSealer(current: \(current.id), previous: \(previous?.id ?? "none"))" }
-    var debugDescription: String { description }
-    var customMirror: Mirror { Mirror(self, children: ["current": current.id, "previous": previous?.id as Any]) }
+    public var description: String { "AESGCMCredentialSealer(current: \(current.id), previous: \(previous?.id ?? "none"))" }
+    /// The same as `description`: no key bytes in a debug print either.
+    public var debugDescription: String { description }
+    /// Key ids only, so `dump` shows no key bytes.
+    public var customMirror: Mirror { Mirror(self, children: ["current": current.id, "previous": previous?.id as Any]) }
 
     private let current: Key
     private let previous: Key?
@@ -30,7 +32,7 @@ struct AESGCMCredentialSealer: CredentialSealing, CustomStringConvertible, Custo
     }
 
     /// The sealer the settings call for; `nil` without `BOUNCER_ENCRYPTION_KEY`.
-    init?(settings: ServeSettings) {
+    public init?(settings: ServeSettings) {
         guard let key = settings.encryptionKey else { return nil }
         self.init(current: key, previous: settings.previousEncryptionKey)
     }
@@ -41,18 +43,18 @@ struct AESGCMCredentialSealer: CredentialSealing, CustomStringConvertible, Custo
         Hex.encode(Array(Digest.sha256(key).prefix(8)))
     }
 
-    var currentKeyId: String { current.id }
+    public var currentKeyId: String { current.id }
 
     /// The id of the previous key, when one is configured (for the start-up log line).
-    var previousKeyId: String? { previous?.id }
+    public var previousKeyId: String? { previous?.id }
 
-    func seal(_ plaintext: [UInt8], associatedData: [UInt8]) throws -> SealedSecret {
+    public func seal(_ plaintext: [UInt8], associatedData: [UInt8]) throws -> SealedSecret {
         // A failure here is OpenSSL refusing to work (a bug or a broken install): rethrown as is, a 500.
         SealedSecret(keyId: current.id,
                      bytes: try AESGCM.seal(plaintext, key: current.bytes, authenticating: associatedData))
     }
 
-    func open(_ sealed: SealedSecret, associatedData: [UInt8]) throws -> [UInt8] {
+    public func open(_ sealed: SealedSecret, associatedData: [UInt8]) throws -> [UInt8] {
         let key: Key
         if sealed.keyId == current.id {
             key = current
@@ -76,8 +78,11 @@ struct AESGCMCredentialSealer: CredentialSealing, CustomStringConvertible, Custo
 }
 
 /// `PrivateKeyInspecting` over `Crypto.P256.PrivateKey`: parses the PEM, refuses anything but P-256, fingerprints.
-struct P256KeyInspector: PrivateKeyInspecting {
-    func inspect(pem: String) throws -> InspectedPrivateKey {
+public struct P256KeyInspector: PrivateKeyInspecting {
+    /// An inspector (it holds nothing).
+    public init() {}
+
+    public func inspect(pem: String) throws -> InspectedPrivateKey {
         do {
             return InspectedPrivateKey(fingerprint: try P256.PrivateKey(pem: pem).fingerprint)
         } catch {

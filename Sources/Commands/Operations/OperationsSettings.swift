@@ -2,7 +2,7 @@ import API
 import HTTPCore
 
 /// `/metrics` and rate-limit settings of `bouncer serve` (all from `BOUNCER_*` variables).
-struct OperationsSettings: Sendable {
+public struct OperationsSettings: Sendable {
     /// `BOUNCER_METRICS_TOKEN`: bearer token for `GET /metrics`; unset = open (bind to a private interface).
     var metricsToken: String?
     /// Per-public-key requests/s on the receipts, subscriptions and offer-signature routes (`BOUNCER_RATE_LIMIT_PUBLIC_KEY`).
@@ -26,7 +26,7 @@ struct OperationsSettings: Sendable {
     private static let lookupDefaults = LookupBudget.Settings()
 
     /// The lookup budget these settings describe.
-    var lookupBudget: LookupBudget.Settings {
+    public var lookupBudget: LookupBudget.Settings {
         LookupBudget.Settings(perProject: lookupProject.limit, perClient: lookupClient.limit,
                               notFoundTTL: .seconds(lookupNotFoundSeconds), maxRemembered: lookupNotFoundMax)
     }

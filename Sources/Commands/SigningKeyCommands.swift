@@ -6,7 +6,7 @@ import Storage
 
 /// `bouncer signing-key rotate` and the entitlement-token wiring `bouncer serve` shares with it: both build
 /// `EntitlementTokens`, the API's use cases, over the database and `BOUNCER_ENCRYPTION_KEY`.
-enum SigningKeyCommands {
+public enum SigningKeyCommands {
     static let usage = """
         usage: bouncer signing-key rotate
 
@@ -19,7 +19,7 @@ enum SigningKeyCommands {
 
         """
 
-    static let command = Command(name: "signing-key", summary: "Rotate the entitlement-token signing key",
+    public static let command = Command(name: "signing-key", summary: "Rotate the entitlement-token signing key",
                                  usage: usage) { args in
         AdminCommands.run(args, usage: usage, { args throws(AdminCommands.UsageError) in try parse(args) },
                           administration: { settings, database in
@@ -30,7 +30,7 @@ enum SigningKeyCommands {
     }
 
     /// The use cases over the database, sealing with the environment's keys.
-    static func entitlementTokens(settings: ServeSettings, database: Database, purchases: any PurchaseStore,
+    public static func entitlementTokens(settings: ServeSettings, database: Database, purchases: any PurchaseStore,
                                   sealer: AESGCMCredentialSealer?) -> EntitlementTokens {
         EntitlementTokens(store: PostgresSigningKeyStore(pool: database.pool), purchases: purchases, sealer: sealer,
                           signer: EntitlementTokenSigner(), issuer: settings.tokenIssuer, now: { Date() })
@@ -38,7 +38,7 @@ enum SigningKeyCommands {
 
     /// Makes the first signing key if there is none (so the JWKS is ready before the first token) and says which
     /// key signs; never the key. A failure here is retried by the first token request.
-    static func startupLogLine(_ tokens: EntitlementTokens?, sealer: AESGCMCredentialSealer?) -> String {
+    public static func startupLogLine(_ tokens: EntitlementTokens?, sealer: AESGCMCredentialSealer?) -> String {
         guard let tokens, sealer != nil else {
             return jsonLine("entitlement_tokens", "BOUNCER_ENCRYPTION_KEY is unset: entitlement tokens are unavailable "
                 + "(the token route answers 409 ENCRYPTION_KEY_MISSING; the JWKS publishes stored public keys only)")

@@ -13,7 +13,7 @@ import Verification
 /// never keys, user ids, tokens or raw paths. Every label takes values from a fixed set, whatever a client
 /// sends: a method outside the routed seven is `other`, and a notification type or subtype Apple does not
 /// document (Xcode-signed notifications can carry any string) is `unknown`, so forgeries add no series.
-final class ServiceMetrics: VerificationMetrics {
+public final class ServiceMetrics: VerificationMetrics {
     let registry = MetricsRegistry()
     private let requests: Counter
     private let durations: Histogram
@@ -26,7 +26,7 @@ final class ServiceMetrics: VerificationMetrics {
     private let caches = Mutex<(@Sendable () -> CacheStatistics)?>(nil)
 
     /// What the caches report at scrape time (`Sources/Jobs/Caches.swift`).
-    typealias CacheStatistics = Caches.Statistics
+    public typealias CacheStatistics = Caches.Statistics
 
     /// The scopes `bouncer_rate_limited_total` starts with at zero (so `rate()` has a series to work on).
     static let rateLimitScopes = ["public_key", "client", "admin", "secret_key"]
@@ -35,7 +35,7 @@ final class ServiceMetrics: VerificationMetrics {
     static let durationBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
     /// - Parameter poolStatistics: read at scrape time (in memory, one short lock); nil without a database.
-    init(poolStatistics: (@Sendable () -> ConnectionPool.Statistics)?) {
+    public init(poolStatistics: (@Sendable () -> ConnectionPool.Statistics)?) {
         requests = registry.counter(
             "bouncer_http_requests_total", help: "HTTP responses by route template, method and status.",
             labels: ["route", "method", "status"])
@@ -120,7 +120,7 @@ final class ServiceMetrics: VerificationMetrics {
     }
 
     /// Where the `bouncer_cache_*` and `bouncer_read_cache_total` series read from.
-    func attach(caches source: @escaping @Sendable () -> CacheStatistics) {
+    public func attach(caches source: @escaping @Sendable () -> CacheStatistics) {
         caches.withLock { $0 = source }
     }
 
@@ -144,7 +144,7 @@ final class ServiceMetrics: VerificationMetrics {
     static func methodLabel(_ method: String) -> String { methodLabels.contains(method) ? method : "other" }
 
     /// One verification by the App Store adapter; `result` is `ok` or the error code.
-    func verification(kind: String, result: String) { verifications.increment([kind, result]) }
+    public func verification(kind: String, result: String) { verifications.increment([kind, result]) }
 
     /// One chain-cache lookup (Xcode-signed data has no chain and is not counted).
     func chainCacheLookup(hit: Bool) { chainCache.increment([hit ? "hit" : "miss"]) }
@@ -173,7 +173,7 @@ final class ServiceMetrics: VerificationMetrics {
 
 extension ServiceMetrics {
     /// A successful verification: `ok`, the chain cache's part (Xcode data has no chain), the notification type.
-    func verified(kind: String, _ details: VerificationDetails, notification payload: NotificationPayload? = nil) {
+    public func verified(kind: String, _ details: VerificationDetails, notification payload: NotificationPayload? = nil) {
         verification(kind: kind, result: "ok")
         if !details.isXcodeSigned { chainCacheLookup(hit: details.chainCacheHit) }
         if let payload { notification(type: payload.notificationType, subtype: payload.subtype) }

@@ -1,0 +1,31 @@
+@testable import Commands
+import XCTest
+
+/// The settings' validation without a process: what `bouncer serve` would print before exiting 2. The executable's
+/// end-to-end tests (`EndToEndTests`) run the same tables through the real binary.
+final class ServeSettingsTests: XCTestCase {
+    func testDefaultsWithAnEmptyEnvironment() throws {
+        let settings = try ServeSettings.fromEnvironment([:]).get()
+        XCTAssertEqual(settings.server.port, 8080)
+        XCTAssertNil(settings.server.tls)
+        XCTAssertNil(settings.adminToken)
+    }
+
+    func testEveryProblemIsReportedTogetherAndSecretsAreRedacted() {
+        let environment = ["BOUNCER_PORT": "70000", "BOUNCER_TLS_CERT_FILE": "/c.pem",
+                           "BOUNCER_ENCRYPTION_KEY": "not-base64"]
+        guard case .failure(let problems) = ServeSettings.fromEnvironment(environment) else {
+            return XCTFail("expected problems")
+        }
+        XCTAssertEqual(problems.messages.count, 3, "\(problems.messages)")
+        XCTAssertTrue(problems.messages.contains { $0.hasPrefix("BOUNCER_PORT=\"70000\": ") })
+        XCTAssertTrue(problems.messages.contains { $0.hasPrefix("BOUNCER_TLS_CERT_FILE is set without BOUNCER_TLS_KEY_FILE") })
+        XCTAssertFalse(problems.messages.joined().contains("not-base64"))
+    }
+
+    func testHelpTextListsEveryVariable() {
+        for variable in ServeSettings.variables {
+            XCTAssertTrue(ServeSettings.helpText.contains(variable.name), variable.name)
+        }
+    }
+}
