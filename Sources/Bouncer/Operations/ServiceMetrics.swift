@@ -4,6 +4,7 @@ import Foundation
 import HTTPCore
 import Metrics
 import Postgres
+import Storage
 import Synchronization
 
 /// Every series `GET /metrics` exposes, and the recording calls the server, the verifier adapter and the
@@ -33,6 +34,9 @@ final class ServiceMetrics: Sendable {
         var readMisses: Int
         /// `NOTIFY` payloads this instance sent for receipts and notifications.
         var announcements: Int
+        /// Background refreshes of read-cache entries: refreshed, discarded (a write raced), dropped (queue full),
+        /// failed.
+        var readRefreshes = PurchaseReadCache.RefreshCounts()
     }
 
     /// The scopes `bouncer_rate_limited_total` starts with at zero (so `rate()` has a series to work on).
@@ -102,6 +106,17 @@ final class ServiceMetrics: Sendable {
                 self?.caches.withLock { $0 }.map { source in
                     let s = source()
                     return [MetricSample(["hit"], Double(s.readHits)), MetricSample(["miss"], Double(s.readMisses))]
+                } ?? []
+            }
+        registry.callback(
+            "bouncer_read_cache_refreshes_total",
+            help: "Background refreshes of cached subscription reads past their refresh point, by outcome.",
+            type: .counter, labels: ["result"]) { [weak self] in
+                self?.caches.withLock { $0 }.map { source in
+                    let r = source().readRefreshes
+                    return [MetricSample(["refreshed"], Double(r.refreshed)),
+                            MetricSample(["discarded"], Double(r.discarded)),
+                            MetricSample(["dropped"], Double(r.dropped)), MetricSample(["failed"], Double(r.failed))]
                 } ?? []
             }
         registry.callback(

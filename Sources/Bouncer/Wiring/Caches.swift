@@ -85,7 +85,7 @@ final class Caches: Sendable {
         let counts = reads?.counts ?? (hits: 0, misses: 0)
         return ServiceMetrics.CacheStatistics(
             live: projects.isLive, readHits: counts.hits, readMisses: counts.misses,
-            announcements: synchronizer.payloadsSent)
+            announcements: synchronizer.payloadsSent, readRefreshes: reads?.refreshCounts ?? .init())
     }
 
     /// Sends pending announcements and stops both threads (before the pool closes).
