@@ -8,7 +8,7 @@ import XCTest
 /// `CachedPurchaseStore` over PostgreSQL, refreshing ahead: a hit past its entry's refresh point is served from
 /// memory and queues one background re-read, whose answer restarts the entry's life unless a write was announced
 /// meanwhile; the queue is bounded; no entry is served later than `maxAge` after its query. Time is a manual clock,
-/// and every entry lives the whole `maxAge` (`spread` 1), so its refresh point is at `maxAge / 2`.
+/// and every entry lives the whole `maxAge` (`spread` 1), so its refresh point is at `maxAge * 3 / 4`.
 final class ReadCacheRefreshTests: XCTestCase {
     private var s: TestStores!
     private var project: Project!
@@ -34,11 +34,11 @@ final class ReadCacheRefreshTests: XCTestCase {
         // A second purchase commits without an announcement (as if its writer died before announcing).
         try record("t2", original: "o2", user: "u", through: s.purchases)
 
-        clock.advance(.seconds(4))
+        clock.advance(.seconds(7))
         XCTAssertEqual(try held("u", store), 1, "before the refresh point: a plain hit")
         XCTAssertEqual(counted.queries, 1)
 
-        clock.advance(.seconds(2))  // t = 6 s: past the refresh point (5 s)
+        clock.advance(.seconds(1))  // t = 8 s: past the refresh point (7.5 s)
         XCTAssertEqual(try held("u", store), 1, "served from memory while the refresh runs")
         XCTAssertEqual(try held("u", store), 1)
         waitFor(cache) { $0.refreshed == 1 }
@@ -47,9 +47,9 @@ final class ReadCacheRefreshTests: XCTestCase {
         XCTAssertEqual(cache.counts.misses, 1)
 
         XCTAssertEqual(try held("u", store), 2, "the refreshed entry")
-        clock.advance(.seconds(8))  // t = 14 s: past the first entry's expiry, 8 s into the refreshed one's life
+        clock.advance(.seconds(7))  // t = 15 s: past the first entry's expiry, 7 s into the refreshed one's life
         XCTAssertEqual(try held("u", store), 2)
-        XCTAssertEqual(counted.queries, 2, "the refreshed entry's age restarted at its query (t = 6 s)")
+        XCTAssertEqual(counted.queries, 2, "the refreshed entry's age restarted at its query (t = 8 s)")
         XCTAssertEqual(cache.counts.misses, 1)
         XCTAssertEqual(cache.refreshCounts, .init(refreshed: 1))
     }
@@ -59,7 +59,7 @@ final class ReadCacheRefreshTests: XCTestCase {
         try record("t1", original: "o1", user: "u", through: store)
         XCTAssertEqual(try held("u", store), 1)
         counted.close()
-        clock.advance(.seconds(6))
+        clock.advance(.seconds(8))
         XCTAssertEqual(try held("u", store), 1)  // queues the refresh, whose query is held after it ran
         counted.waitUntilQueried(2)
         // The write commits and is announced while the refresh's answer (one purchase) is on its way.
@@ -82,7 +82,7 @@ final class ReadCacheRefreshTests: XCTestCase {
         }
         XCTAssertEqual(counted.queries, 5)
         counted.close()
-        clock.advance(.seconds(6))
+        clock.advance(.seconds(8))
         XCTAssertEqual(try held("u0", store), 1)
         counted.waitUntilQueried(6)  // the one worker re-reads u0, held: the queue is empty again
         for user in users.dropFirst() { XCTAssertEqual(try held(user, store), 1) }  // u1, u2 queued; u3, u4 not
@@ -93,7 +93,7 @@ final class ReadCacheRefreshTests: XCTestCase {
         waitFor(cache) { $0.refreshed == 3 }
         XCTAssertEqual(counted.queries, 8)
 
-        clock.advance(.seconds(4))  // t = 10 s: the entries not refreshed (u3, u4) expire; the others live
+        clock.advance(.seconds(2))  // t = 10 s: the entries not refreshed (u3, u4) expire; the others live
         for user in users { XCTAssertEqual(try held(user, store), 1) }
         XCTAssertEqual(counted.queries, 10, "u3 and u4 read again")
         XCTAssertEqual(cache.counts.misses, 7)
@@ -111,10 +111,10 @@ final class ReadCacheRefreshTests: XCTestCase {
 
         // A refresh still running when the entry reaches maxAge does not keep the entry alive.
         counted.close()
-        clock.advance(.seconds(6))
+        clock.advance(.seconds(8))
         XCTAssertEqual(try held("u", store), 1)  // queues the refresh (held)
         counted.waitUntilQueried(3)
-        clock.advance(.seconds(4))
+        clock.advance(.seconds(2))
         let answer = Mutex<Int?>(nil)
         let reader = Thread { [project] in
             answer.withLock { $0 = (try? store.holdings(userId: "u", project: project!))?.purchases.count }
