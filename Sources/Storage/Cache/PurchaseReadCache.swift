@@ -23,9 +23,10 @@ import Synchronization
 /// expiry queued one query per waiting request for the same user behind the database pool.
 ///
 /// Entries are refreshed ahead of their expiry: a hit on an entry past its refresh point (three quarters of its life,
-/// so between 3/8 and 3/4 of `maxAge` after its query began: each hot user costs a query about every 5.6 s at the
-/// default 10 s, against every 7.5 s when it expires; at half its life bench/api saw twice the queries of main) is still served, and queues one background re-read of
-/// the user (`refreshQuery`, attached by `CachedPurchaseStore`), at most one per user at a time, on at most
+/// so between 3/8 and 3/4 of `maxAge` after its query began: a hot user costs a query about every 5.6 s at the
+/// default 10 s, against every 7.5 s when it expires; at half its life bench/api saw 1.5 times main's queries) is
+/// still served, and queues one background re-read of the user (the query `CachedPurchaseStore` attaches with
+/// `attachRefresh`), at most one per user at a time, on at most
 /// `refreshWorkers` threads of Dispatch's pool (never the request's worker or an event loop), with at most
 /// `refreshQueueCapacity` waiting (a refresh that finds the queue full is dropped and counted: the entry then
 /// expires as it would have). The re-read's answer replaces the entry through `fill`, with the ticket taken before
