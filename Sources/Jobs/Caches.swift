@@ -46,6 +46,9 @@ public final class Caches: Service {
         public var readMisses: Int
         /// `NOTIFY` payloads this instance sent for receipts and notifications.
         public var announcements: Int
+        /// Background refreshes of read-cache entries: refreshed, discarded (a write raced), dropped (queue full),
+        /// failed.
+        public var readRefreshes = PurchaseReadCache.RefreshCounts()
     }
 
     /// Wraps the database stores; `start` starts the listener and announcer threads. `receiptBatchMax`: the purchase
@@ -115,7 +118,7 @@ public final class Caches: Service {
         let counts = reads?.counts ?? (hits: 0, misses: 0)
         return Statistics(
             live: projects.isLive, readHits: counts.hits, readMisses: counts.misses,
-            announcements: synchronizer.payloadsSent)
+            announcements: synchronizer.payloadsSent, readRefreshes: reads?.refreshCounts ?? .init())
     }
 
     /// Stops the listener (waiting at most 2 s), then sends pending announcements and stops the announcer (before

@@ -37,6 +37,8 @@ def sample():
             values["get_" + key] = value
         elif name == "bouncer_read_cache_total":
             values["cache_" + re.search(r'result="(\w+)"', labels).group(1)] = value
+        elif name == "bouncer_read_cache_refreshes_total":
+            values["refresh_" + re.search(r'result="(\w+)"', labels).group(1)] = value
         elif name in ("bouncer_db_pool_waits_total", "bouncer_db_pool_waiting", "bouncer_cache_live"):
             values[name] = value
     return values
@@ -58,14 +60,14 @@ def backends():
 
 start = time.monotonic()
 previous = sample()
-print("   t_s    GETs  >10ms >100ms    hits  misses  pool_waits waiting live  postgres", flush=True)
+print("   t_s    GETs  >10ms >100ms    hits  misses refreshed dropped  pool_waits waiting live  postgres", flush=True)
 while not os.path.exists(stop):
     time.sleep(interval)
     now = sample()
     d = lambda k: int(now.get(k, 0) - previous.get(k, 0))
     gets = d("get_count")
-    print("%6.1f %7d %6d %6d %7d %7d %11d %7d %4d  %s" % (
+    print("%6.1f %7d %6d %6d %7d %7d %9d %7d %11d %7d %4d  %s" % (
         time.monotonic() - start, gets, gets - d("get_bucket:0.01"), gets - d("get_bucket:0.1"),
-        d("cache_hit"), d("cache_miss"), d("bouncer_db_pool_waits_total"), int(now.get("bouncer_db_pool_waiting", 0)),
+        d("cache_hit"), d("cache_miss"), d("refresh_refreshed"), d("refresh_dropped"), d("bouncer_db_pool_waits_total"), int(now.get("bouncer_db_pool_waiting", 0)),
         int(now.get("bouncer_cache_live", 0)), backends()), flush=True)
     previous = now

@@ -4,6 +4,7 @@ import Foundation
 import HTTPCore
 import Metrics
 import Postgres
+import Storage
 import Synchronization
 import Jobs
 import Verification
@@ -95,6 +96,17 @@ public final class ServiceMetrics: VerificationMetrics {
                 self?.caches.withLock { $0 }.map { source in
                     let s = source()
                     return [MetricSample(["hit"], Double(s.readHits)), MetricSample(["miss"], Double(s.readMisses))]
+                } ?? []
+            }
+        registry.callback(
+            "bouncer_read_cache_refreshes_total",
+            help: "Background refreshes of cached subscription reads past their refresh point, by outcome.",
+            type: .counter, labels: ["result"]) { [weak self] in
+                self?.caches.withLock { $0 }.map { source in
+                    let r = source().readRefreshes
+                    return [MetricSample(["refreshed"], Double(r.refreshed)),
+                            MetricSample(["discarded"], Double(r.discarded)),
+                            MetricSample(["dropped"], Double(r.dropped)), MetricSample(["failed"], Double(r.failed))]
                 } ?? []
             }
         registry.callback(

@@ -14,6 +14,7 @@ public final class CachedPurchaseStore: PurchaseStore {
         self.inner = inner
         self.cache = cache
         self.announce = announce
+        cache.attachRefresh { [inner] project, userId in try Self.slimHoldings(inner, userId: userId, project: project) }
     }
 
     /// Records through the inner store, then announces the purchase (every user holding it, including one a
@@ -72,7 +73,7 @@ public final class CachedPurchaseStore: PurchaseStore {
     /// stays in the database, and dropping it keeps a user holding one purchase near 1 KB of cache (measured) instead
     /// of about twice that.
     public func holdings(userId: String, project: Project) throws -> UserHoldings {
-        switch cache.read(projectId: project.id, userId: userId) {
+        switch cache.read(project: project, userId: userId) {
         case .hit(let holdings):
             return holdings
         case .alone(let ticket):
@@ -106,6 +107,12 @@ public final class CachedPurchaseStore: PurchaseStore {
     }
 
     private func slimHoldings(userId: String, project: Project) throws -> UserHoldings {
+        try Self.slimHoldings(inner, userId: userId, project: project)
+    }
+
+    private static func slimHoldings(_ inner: any PurchaseStore, userId: String, project: Project) throws
+        -> UserHoldings
+    {
         var holdings = try inner.holdings(userId: userId, project: project)
         holdings.purchases = holdings.purchases.map { owned in
             var slim = owned
