@@ -2,7 +2,6 @@ import API
 import Domain
 import Foundation
 import HTTPCore
-import Specification
 @testable import Storage
 import XCTest
 
@@ -14,7 +13,10 @@ final class ReadCacheTests: XCTestCase {
     private func cachedHarness(policy: TransferPolicy = .transfer) -> (Harness, PurchaseReadCache) {
         let cache = PurchaseReadCache(capacity: 100, maxAge: .seconds(3600))
         cache.setEnabled(true)
-        return (Harness(policy: policy, readCache: cache), cache)
+        let harness = Harness(policy: policy, readThrough: { inner in
+            CachedPurchaseStore(inner: inner, cache: cache, announce: { cache.invalidate($0) })
+        })
+        return (harness, cache)
     }
 
     func testACachedActiveSubscriptionTurnsExpiredExactlyAtItsExpiresDate() {
