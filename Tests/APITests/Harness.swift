@@ -3,7 +3,6 @@ import Domain
 import Foundation
 @testable import HTTPCore
 import JSON
-import Storage
 import Synchronization
 import XCTest
 
@@ -31,9 +30,10 @@ final class Harness {
     var router = Router()
     let project: Project
 
-    /// With `readCache`, subscriptions are read through it (`CachedPurchaseStore`, invalidating it directly).
+    /// With `readThrough`, the routes use the store it wraps around `purchases` (a read cache: `ReadCacheTests`).
     init(adminToken: String? = Harness.adminToken, policy: TransferPolicy = .transfer, requireSecret: Bool = false,
-         tokenPolicy: AppAccountTokenPolicy = .ignore, readCache: PurchaseReadCache? = nil,
+         tokenPolicy: AppAccountTokenPolicy = .ignore,
+         readThrough: ((FakePurchaseStore) -> any PurchaseStore)? = nil,
          sealer: FakeSealer? = FakeSealer()) {
         purchases = FakePurchaseStore(projects: projects)
         credentials = FakeCredentialStore(projects: projects)
@@ -46,9 +46,7 @@ final class Harness {
             products: ["com.myapp.pro.yearly": ["pro"], "com.myapp.lifetime": ["pro", "extras"]])
         let sink = log
         let clock = clock
-        let store: any PurchaseStore = readCache.map { cache in
-            CachedPurchaseStore(inner: purchases, cache: cache, announce: { cache.invalidate($0) })
-        } ?? purchases
+        let store: any PurchaseStore = readThrough?(purchases) ?? purchases
         let deps = APIDependencies(
             projects: projects, purchases: store, verifier: verifier, hasher: FakeHasher(),
             adminToken: adminToken, credentials: credentials, sealer: sealer, keyInspector: FakeKeyInspector(),

@@ -7,17 +7,10 @@ import XCTest
 /// Admin authentication like a bank's, against the real `bouncer serve`: wrong admin tokens lock the client's address
 /// out (before any comparison), console sessions are bound to the admin token they were opened with, and
 /// `DELETE /v1/admin/sessions` ends them all.
-final class AdminSessionsE2ETests: XCTestCase {
+final class AdminSessionsE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "sessions" }
     /// 127.0.0.1 is a trusted proxy, so each test speaks from addresses of its own through `X-Forwarded-For`.
-    static let shared = SharedServer(label: "sessions", overrides: ["BOUNCER_TRUSTED_PROXIES": "127.0.0.1/32"])
-
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
-    }
-
-    var server: BouncerProcess { get throws { try Self.shared.get().server } }
-    var db: E2EDatabase { get throws { try Self.shared.get().db } }
+    override class var serverOverrides: [String: String?] { ["BOUNCER_TRUSTED_PROXIES": "127.0.0.1/32"] }
 
     static func from(_ address: String, _ headers: [String: String] = [:]) -> [String: String] {
         headers.merging(["X-Forwarded-For": address]) { $1 }
@@ -151,18 +144,14 @@ final class AdminSessionsE2ETests: XCTestCase {
 }
 
 /// `BOUNCER_RATE_LIMIT_ADMIN` keeps strangers and credential holders in separate buckets.
-final class AdminRateLimitE2ETests: XCTestCase {
-    static let shared = SharedServer(label: "adminlimit", overrides: [
-        "BOUNCER_RATE_LIMIT_ADMIN": "0.01", "BOUNCER_RATE_LIMIT_ADMIN_BURST": "3",
-    ])
-
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
+final class AdminRateLimitE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "adminlimit" }
+    override class var serverOverrides: [String: String?] {
+        ["BOUNCER_RATE_LIMIT_ADMIN": "0.01", "BOUNCER_RATE_LIMIT_ADMIN_BURST": "3"]
     }
 
     func testStrangersCannotDrainTheAdminsOrACustomersBudget() throws {
-        let server = try Self.shared.get().server
+        let server = try server
         let client = server.client
         let api = API(client: client)
         let tenant = try api.createProject()

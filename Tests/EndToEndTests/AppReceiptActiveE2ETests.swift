@@ -1,6 +1,5 @@
 import Foundation
 import JSON
-import Synchronization
 import TestSupport
 import XCTest
 
@@ -11,52 +10,18 @@ import XCTest
 ///
 /// "No call to Apple" is observed, not assumed: the server's App Store Server API URLs point at a `FakeAppleServer`
 /// and the project has App Store credentials, so a call would be possible; the fake must see no request.
-final class AppReceiptActiveE2ETests: XCTestCase {
-    /// One fake Apple and one server for the class.
-    private final class Fixture: Sendable {
-        let apple: FakeAppleServer
-        let shared: SharedServer
-
-        init() throws {
-            apple = try FakeAppleServer()
-            var overrides: [String: String?] = apple.environment.mapValues { Optional($0) }
-            overrides["BOUNCER_ENCRYPTION_KEY"] = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-            overrides["BOUNCER_ROOT_CERTIFICATES"] = TestPKI.root
-            shared = SharedServer(label: "receipt_active", overrides: overrides)
-        }
-
-        static let current = Mutex<Fixture?>(nil)
-
-        static func get() throws -> Fixture {
-            try current.withLock { current in
-                if let current { return current }
-                let made = try Fixture()
-                current = made
-                return made
-            }
-        }
-    }
-
-    override class func tearDown() {
-        let fixture = Fixture.current.withLock { current -> Fixture? in
-            defer { current = nil }
-            return current
-        }
-        fixture?.shared.stop()
-        fixture?.apple.stop()
-        super.tearDown()
+final class AppReceiptActiveE2ETests: AppleConnectedTestCase {
+    /// One fake Apple and one server for the class, trusting the test PKI's receipts.
+    override class func connect() throws -> AppleConnectedBouncer {
+        try AppleConnectedBouncer(label: "receipt_active", overrides: ["BOUNCER_ROOT_CERTIFICATES": TestPKI.root])
     }
 
     /// Nothing any test of this class did reached Apple.
     override func tearDownWithError() throws {
-        let requests = try Fixture.get().apple.requests
+        let requests = try apple.requests
         XCTAssertEqual(requests.map { "\($0.method) \($0.path)" }, [], "a receipt must be verified with no call to Apple")
         try super.tearDownWithError()
     }
-
-    private var server: BouncerProcess { get throws { try Fixture.get().shared.get().server } }
-    private var db: E2EDatabase { get throws { try Fixture.get().shared.get().db } }
-    private var api: API { get throws { API(client: try server.client) } }
 
     static let monthly = "com.e2e.sk1.pro.monthly", lifetime = "com.e2e.sk1.lifetime", gems = "com.e2e.sk1.gems.pack"
 

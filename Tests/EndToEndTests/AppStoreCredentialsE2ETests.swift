@@ -162,11 +162,9 @@ final class AppStoreCredentialsE2ETests: XCTestCase {
         XCTAssertEqual(p8.scalar.count, 32, "found the private scalar in the DER")
         let secrets = [p8, p8b]
 
-        let db = try E2EDatabase(label: "creds")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: [
+        let (db, server, api) = try ownServer(label: "creds", overrides: [
             "BOUNCER_ENCRYPTION_KEY": keyA.base64, "BOUNCER_ACCESS_LOG": "on",
         ])
-        let api = API(client: server.client)
         let tenant = try api.createProject()
         let path = credentialsPath(tenant)
         var seen: [String] = []  // every text Bouncer produced: none may carry a key
@@ -334,9 +332,7 @@ final class AppStoreCredentialsE2ETests: XCTestCase {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
         let keyA = try Self.encryptionKey(in: dir), keyB = try Self.encryptionKey(in: dir)
-        let db = try E2EDatabase(label: "credsbind")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: ["BOUNCER_ENCRYPTION_KEY": keyA.base64])
-        let api = API(client: server.client)
+        let (db, server, api) = try ownServer(label: "credsbind", overrides: ["BOUNCER_ENCRYPTION_KEY": keyA.base64])
         let first = try api.createProject(), second = try api.createProject(), third = try api.createProject()
         for (tenant, name) in [(first, "one.p8"), (second, "two.p8"), (third, "three.p8")] {
             let p8 = try Self.generate(name, in: dir)

@@ -5,23 +5,17 @@ import XCTest
 
 /// The admin console against the real `bouncer serve`: its files and headers, the session cookie with CSRF as an
 /// alternative to the bearer token, the dashboard's overview, and the whole console in headless Chromium.
-final class ConsoleE2ETests: XCTestCase {
+final class ConsoleE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "console" }
     /// Webhooks to the browser test's local receiver: private networks allowed, a sealed secret, a quick sweep.
-    static let shared = SharedServer(label: "console", overrides: [
-        "BOUNCER_ENCRYPTION_KEY": Data((0..<32).map { UInt8($0 * 5 + 1) }).base64EncodedString(),
-        "BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "1",
-        "BOUNCER_WEBHOOK_RETRY_BASE_SECONDS": "0.1",
-        "BOUNCER_WEBHOOK_SWEEP_SECONDS": "0.2",
-    ])
-
-    override class func tearDown() {
-        shared.stop()
-        super.tearDown()
+    override class var serverOverrides: [String: String?] {
+        [
+            "BOUNCER_ENCRYPTION_KEY": Data((0..<32).map { UInt8($0 * 5 + 1) }).base64EncodedString(),
+            "BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "1",
+            "BOUNCER_WEBHOOK_RETRY_BASE_SECONDS": "0.1",
+            "BOUNCER_WEBHOOK_SWEEP_SECONDS": "0.2",
+        ]
     }
-
-    var server: BouncerProcess { get throws { try Self.shared.get().server } }
-    var db: E2EDatabase { get throws { try Self.shared.get().db } }
-    var api: API { get throws { API(client: try server.client) } }
 
     static let csp = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 

@@ -59,10 +59,8 @@ final class EntitlementTokensE2ETests: XCTestCase {
     func testTokensFromReceiptAndBackendVerifyWithTheJWKSAndClaimsAreExact() throws {
         let dir = try Tools.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let db = try E2EDatabase(label: "tokens")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: serverEnvironment(try Tools.encryptionKey(in: dir).base64))
+        let (db, server, api) = try ownServer(label: "tokens", overrides: serverEnvironment(try Tools.encryptionKey(in: dir).base64))
         defer { server.stopAndAssertCleanExit() }
-        let api = API(client: server.client)
         let tenant = try tokenProject(api)
         var seen: [String] = []
 
@@ -171,10 +169,8 @@ final class EntitlementTokensE2ETests: XCTestCase {
     func testAReceiptTokenNamesOnlyThePostedPurchase() throws {
         let dir = try Tools.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let db = try E2EDatabase(label: "tokens_scope")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: serverEnvironment(try Tools.encryptionKey(in: dir).base64))
+        let (db, server, api) = try ownServer(label: "tokens_scope", overrides: serverEnvironment(try Tools.encryptionKey(in: dir).base64))
         defer { server.stopAndAssertCleanExit() }
-        let api = API(client: server.client)
         let tenant = try tokenProject(api)
         let victim = "victim-\(E2E.uniqueId())"
         var pro = TransactionPayload(bundleId: tenant.bundleId)
@@ -277,10 +273,8 @@ final class EntitlementTokensE2ETests: XCTestCase {
     func testRefusalsAreExact() throws {
         let dir = try Tools.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let db = try E2EDatabase(label: "tokens_refusals")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: serverEnvironment(try Tools.encryptionKey(in: dir).base64))
+        let (_, server, api) = try ownServer(label: "tokens_refusals", overrides: serverEnvironment(try Tools.encryptionKey(in: dir).base64))
         defer { server.stopAndAssertCleanExit() }
-        let api = API(client: server.client)
         let tenant = try tokenProject(api)
         let path = tokenPath(tenant, "u1")
 
@@ -338,10 +332,8 @@ final class EntitlementTokensE2ETests: XCTestCase {
     }
 
     func testWithoutAnEncryptionKeyTokensAreRefusedAndTheJWKSIsEmpty() throws {
-        let db = try E2EDatabase(label: "tokens_nokey")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: serverEnvironment(nil))
+        let (db, server, api) = try ownServer(label: "tokens_nokey", overrides: serverEnvironment(nil))
         defer { server.stopAndAssertCleanExit() }
-        let api = API(client: server.client)
         let tenant = try tokenProject(api)
         let jwks = try server.client.get("/.well-known/jwks.json")
         XCTAssertEqual(jwks.status, 200, jwks.description)

@@ -6,9 +6,7 @@ import XCTest
 /// (success, auth failures, verification failures, admin), must not have written any key, token or JWS part.
 final class LogHygieneE2ETests: XCTestCase {
     func testKeysTokensAndJWSNeverReachTheLogs() throws {
-        let db = try E2EDatabase(label: "logs")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: ["BOUNCER_ACCESS_LOG": "on"])
-        let api = API(client: server.client)
+        let (_, server, api) = try ownServer(label: "logs", overrides: ["BOUNCER_ACCESS_LOG": "on"])
         let tenant = try api.createProject()
         try api.mapProduct(tenant)
         let payload = TransactionPayload(bundleId: tenant.bundleId)

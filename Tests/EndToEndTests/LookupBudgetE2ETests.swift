@@ -6,24 +6,16 @@ import XCTest
 /// client address and per project (429 `APPLE_LOOKUP_RATE_LIMITED` + `Retry-After` before Apple is called), and
 /// Apple's "not found" is remembered per project, environment and id. Real `bouncer serve`, real PostgreSQL, the fake
 /// Apple counting calls; client addresses are chosen with `X-Forwarded-For` from a trusted 127.0.0.1.
-final class LookupBudgetE2ETests: XCTestCase {
+final class LookupBudgetE2ETests: AppleConnectedTestCase {
     /// Buckets of 4 calls per client and 10 per project that refill one call per 10,000 s: the `Retry-After` of an
     /// empty bucket is 10000 s for the whole test, whatever the machine's speed.
-    private static let fixture = ClassFixture {
+    override class func connect() throws -> AppleConnectedBouncer {
         try AppleConnectedBouncer(label: "lookup_budget", overrides: [
             "BOUNCER_TRUSTED_PROXIES": "127.0.0.1/32",
             "BOUNCER_APPLE_LOOKUP_RATE_CLIENT": "0.0001", "BOUNCER_APPLE_LOOKUP_RATE_CLIENT_BURST": "4",
             "BOUNCER_APPLE_LOOKUP_RATE_PROJECT": "0.0001", "BOUNCER_APPLE_LOOKUP_RATE_PROJECT_BURST": "10",
         ])
     }
-
-    override class func tearDown() { fixture.take()?.stop() }
-
-    override func tearDown() { try? Self.fixture.get().apple.clearFailures() }
-
-    private var apple: FakeAppleServer { get throws { try Self.fixture.get().apple } }
-    private var db: E2EDatabase { get throws { try Self.fixture.get().db } }
-    private var api: API { get throws { try Self.fixture.get().api } }
 
     /// A fresh IPv4 client address (24 random bits: a collision among a class's few dozen is about 1 in 10^5).
     private func newClient() -> String {

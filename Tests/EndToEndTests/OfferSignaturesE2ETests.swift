@@ -69,11 +69,9 @@ final class OfferSignaturesE2ETests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let p8 = try Tools.generate("AuthKey_2X9R4HXF34.p8", in: dir), other = try Tools.generate("other.p8", in: dir)
         let publicKey = try Self.publicKey(of: p8, in: dir), otherPublicKey = try Self.publicKey(of: other, in: dir)
-        let db = try E2EDatabase(label: "offers")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: [
+        let (_, server, api) = try ownServer(label: "offers", overrides: [
             "BOUNCER_ENCRYPTION_KEY": try Tools.encryptionKey(in: dir).base64,
         ])
-        let api = API(client: server.client)
         let tenant = try api.createProject()
         try api.mapProduct(tenant, Self.product)
         let stored = try server.client.send(
@@ -220,11 +218,9 @@ final class OfferSignaturesE2ETests: XCTestCase {
     }
 
     func testOfferSigningIsRateLimitedPerPublicKey() throws {
-        let db = try E2EDatabase(label: "offersrate")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: [
+        let (_, server, api) = try ownServer(label: "offersrate", overrides: [
             "BOUNCER_RATE_LIMIT_PUBLIC_KEY": "0.01", "BOUNCER_RATE_LIMIT_PUBLIC_KEY_BURST": "2",
         ])
-        let api = API(client: server.client)
         let tenant = try api.createProject(), other = try api.createProject()
         // Two answers (the product is not mapped), then the key's bucket is empty; another key has its own.
         assertError(try server.client.post(path(tenant.publicKey), json: offer("legacy")), 404, "PRODUCT_NOT_FOUND")

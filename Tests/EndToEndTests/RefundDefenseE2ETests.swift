@@ -7,7 +7,7 @@ import XCTest
 /// Refund defense (CONSUMPTION_REQUEST answered by Send Consumption Information) and the operator helpers (test
 /// notification, renewal extension), over real `bouncer serve` processes, real PostgreSQL and the fake Apple over
 /// real TLS, which checks every JWT with the project's public key.
-final class RefundDefenseE2ETests: XCTestCase {
+final class RefundDefenseE2ETests: AppleConnectedTestCase {
     static let encryptionKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
 
     /// The variables every server here adds: a quick responder (short poll, retry and lease).
@@ -23,15 +23,7 @@ final class RefundDefenseE2ETests: XCTestCase {
         try AppleConnectedBouncer(label: label, encryptionKey: encryptionKey, overrides: quick)
     }
 
-    private static let fixture = ClassFixture { try connected("refund") }
-
-    override class func tearDown() { fixture.take()?.stop() }
-
-    override func tearDown() { try? Self.fixture.get().apple.clearFailures() }
-
-    private var apple: FakeAppleServer { get throws { try Self.fixture.get().apple } }
-    private var server: BouncerProcess { get throws { try Self.fixture.get().server } }
-    private var db: E2EDatabase { get throws { try Self.fixture.get().db } }
+    override class func connect() throws -> AppleConnectedBouncer { try connected("refund") }
 
     // MARK: - Helpers
 

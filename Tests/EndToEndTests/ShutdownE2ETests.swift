@@ -12,12 +12,10 @@ final class ShutdownE2ETests: XCTestCase {
                            "webhook-dispatcher", "consumption-responder"]
 
     func testSIGTERMDrainsTheRequestInFlightThenStopsEveryService() throws {
-        let db = try E2EDatabase(label: "shutdown")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: [
+        let (db, server, api) = try ownServer(label: "shutdown", overrides: [
             "BOUNCER_SHUTDOWN_GRACE_SECONDS": "30", "BOUNCER_RECONCILE_INTERVAL_SECONDS": "86400",
             "BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS": "60",
         ])
-        let api = API(client: server.client)
         let tenant = try api.createProject()
         try api.mapProduct(tenant)
         let payload = TransactionPayload(bundleId: tenant.bundleId)

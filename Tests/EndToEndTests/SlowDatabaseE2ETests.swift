@@ -7,10 +7,8 @@ import XCTest
 /// 503 with Retry-After — never a 500, never a verdict — and service resumes when the lock goes.
 final class SlowDatabaseE2ETests: XCTestCase {
     func testLockedTablesAnswer503ThenRecover() throws {
-        let db = try E2EDatabase(label: "locked")
-        let server = try BouncerProcess(databaseURL: db.url, overrides: ["BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS": "1"])
+        let (db, server, api) = try ownServer(label: "locked", overrides: ["BOUNCER_DB_STATEMENT_TIMEOUT_SECONDS": "1"])
         defer { server.stopAndAssertCleanExit() }
-        let api = API(client: server.client)
         let tenant = try api.createProject()
         try api.mapProduct(tenant)
         let payload = TransactionPayload(bundleId: tenant.bundleId)

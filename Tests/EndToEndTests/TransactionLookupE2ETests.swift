@@ -5,22 +5,13 @@ import XCTest
 /// Lookups by transaction id over the real `bouncer serve` process, real PostgreSQL and a fake Apple over real TLS
 /// (`FakeAppleServer`, trusted through BOUNCER_APPLE_API_CA_FILE): credentials stored through the admin API with a
 /// key whose public half the fake checks on every request.
-final class TransactionLookupE2ETests: XCTestCase {
+final class TransactionLookupE2ETests: AppleConnectedTestCase {
     /// One fake Apple and one server for the class (the server's URLs point at the fake).
-    private static let fixture = ClassFixture {
+    override class func connect() throws -> AppleConnectedBouncer {
         // The per-client lookup budget is LookupBudgetE2ETests' subject: every test here comes from 127.0.0.1.
         try AppleConnectedBouncer(label: "lookup", overrides: ["BOUNCER_APPLE_API_TIMEOUT_SECONDS": "3",
                                                                "BOUNCER_APPLE_LOOKUP_RATE_CLIENT": "0"])
     }
-
-    override class func tearDown() { fixture.take()?.stop() }
-
-    override func tearDown() { try? Self.fixture.get().apple.clearFailures() }
-
-    private var apple: FakeAppleServer { get throws { try Self.fixture.get().apple } }
-    private var server: BouncerProcess { get throws { try Self.fixture.get().server } }
-    private var db: E2EDatabase { get throws { try Self.fixture.get().db } }
-    private var api: API { get throws { try Self.fixture.get().api } }
 
     /// A project with the product mapped and credentials stored; the fake expects its key and bundle id.
     private func tenant(environments: [String]? = nil, credentials: Bool = true,

@@ -174,6 +174,17 @@ final class E2EDatabase: @unchecked Sendable {
     }
 }
 
+/// `bouncer serve` on a fresh database of its own, with the API through it: for a test that needs its own variables,
+/// stops or restarts the server, or locks tables under it (a class's tests otherwise share one: `SharedServerTestCase`).
+/// The caller stops the server.
+func ownServer(label: String, overrides: [String: String?] = [:]) throws
+    -> (db: E2EDatabase, server: BouncerProcess, api: API)
+{
+    let db = try E2EDatabase(label: label)
+    let server = try BouncerProcess(databaseURL: db.url, overrides: overrides)
+    return (db, server, API(client: server.client))
+}
+
 /// A shared server + database per test class: started on first use, stopped by the class's `tearDown`.
 final class SharedServer: Sendable {
     private let state = Mutex<(BouncerProcess, E2EDatabase)?>(nil)

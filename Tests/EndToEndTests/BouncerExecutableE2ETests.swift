@@ -3,7 +3,7 @@ import Glibc
 import XCTest
 
 /// Runs the built `bouncer` binary as a real process: CLI contract, `serve`, SIGTERM drain.
-final class BouncerExecutableTests: XCTestCase {
+final class BouncerExecutableE2ETests: XCTestCase {
     /// `bouncer arguments…` with this process's environment plus `environment`.
     func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CLIRun {
         try CLIRun.run(arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })

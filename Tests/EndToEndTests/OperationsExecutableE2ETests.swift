@@ -5,7 +5,7 @@ import XCTest
 
 /// `bouncer serve` as a real process with its embedded PostgreSQL: rate limits answer 429 at the configured
 /// rate, health routes are never limited, and `/metrics` (token-protected) shows the live counts.
-final class OperationsExecutableTests: XCTestCase {
+final class OperationsExecutableE2ETests: XCTestCase {
     func testRateLimitsAndMetricsEndToEnd() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bouncer-ops-\(UUID().uuidString)")
         // As root the embedded PostgreSQL runs as `postgres`, which must be able to reach its data directory.
