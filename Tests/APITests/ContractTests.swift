@@ -32,7 +32,7 @@ final class ContractTests: XCTestCase {
         let sources = Self.openAPIURL.deletingLastPathComponent().appendingPathComponent("Sources")
         let pattern = try NSRegularExpression(pattern: #"(?:code: |Code\(rawValue: )"([A-Z][A-Z_]+)""#)
         var found: Set<String> = []
-        for module in ["HTTPCore", "API", "Bouncer", "AppStoreJWS"] {
+        for module in ["HTTPCore", "API", "Bouncer", "Commands", "Jobs", "Verification", "AppStoreJWS"] {
             let dir = sources.appendingPathComponent(module)
             let files = FileManager.default.enumerator(at: dir, includingPropertiesForKeys: nil)?
                 .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
