@@ -5,6 +5,7 @@ import PackageDescription
 // each wrapped by exactly one target (Postgres owns CPostgres, Crypto owns COpenSSL).
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
 let package = Package(

@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import HTTPCore
+public import Domain
+public import Foundation
+public import HTTPCore
 
 /// Everything the API needs, as ports: the executable wires the real adapters, tests wire fakes.
 public struct APIDependencies: Sendable {

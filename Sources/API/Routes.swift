@@ -1,5 +1,5 @@
 import Domain
-import HTTPCore
+public import HTTPCore
 
 /// The public HTTP API: receipts, subscriptions, promotional-offer signatures, the App Store notification webhook and admin provisioning (see `openapi.yaml`).
 ///

@@ -1,6 +1,6 @@
-import AppStoreJWS
+public import AppStoreJWS
 internal import Crypto
-import Foundation
+public import Foundation
 import Primitives
 
 /// Verifies StoreKit 1 app receipts locally, with no call to Apple.

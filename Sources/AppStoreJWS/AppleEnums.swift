@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 
 // Every Apple enum is a raw-value struct: Apple adds values every year, and an unknown value must be
 // preserved (and stored), never a decoding error. Generated once from apple-verification.md §7.

@@ -1,5 +1,5 @@
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 
 /// How a verification was carried out (shared by every `Verified*` result).
 public struct VerificationDetails: Sendable, Equatable {

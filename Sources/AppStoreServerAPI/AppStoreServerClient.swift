@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import HTTPClient
+public import Domain
+public import Foundation
+public import HTTPClient
 import JSON
 import Primitives
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // The JSON answers of Bouncer's public API (see openapi.yaml), decoded with snake_case keys and ISO 8601 dates.
 // Enumerations that Bouncer may grow (statuses, environments) are string wrappers, so a newer server never breaks

@@ -1,7 +1,7 @@
-import Domain
+public import Domain
 import Foundation
 import Glibc
-import Jobs
+public import Jobs
 import Storage
 
 extension ServeSettings {

@@ -1,7 +1,7 @@
-import Jobs
+public import Jobs
 import Crypto
 import Foundation
-import API
+public import API
 import Domain
 import HTTPCore
 

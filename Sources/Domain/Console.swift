@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Primitives
 
 /// The admin console's sign-in: a random session token in an `HttpOnly` cookie stands for the admin token.

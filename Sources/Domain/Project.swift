@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A tenant: one app, its keys and its rules.
 public struct Project: Sendable, Equatable {

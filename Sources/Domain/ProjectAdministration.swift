@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The limits every admin front end enforces (the admin API and the `bouncer project|product` CLI), in one place.
 public enum ProjectRules {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Who wrote the facts a stored transaction row holds (`transactions.source`, schema/0011).
 public struct TransactionSource: RawRepresentable, Hashable, Sendable, CustomStringConvertible {

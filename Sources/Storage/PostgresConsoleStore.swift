@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 import Primitives
 
 /// Console sessions in `console_sessions` (by token hash). Errors: see `StorageErrors`.

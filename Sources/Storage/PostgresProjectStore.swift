@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// Projects (tenants), their keys and product mappings, in PostgreSQL.
 ///

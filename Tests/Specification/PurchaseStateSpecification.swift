@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 import Foundation
 
 /// The executable specification of how a stored purchase changes.

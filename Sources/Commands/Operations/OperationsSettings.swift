@@ -1,4 +1,4 @@
-import API
+public import API
 import HTTPCore
 
 /// `/metrics` and rate-limit settings of `bouncer serve` (all from `BOUNCER_*` variables).
