@@ -1,5 +1,5 @@
 public import AppStoreJWS
-internal import Crypto
+import Crypto
 public import Foundation
 import Primitives
 

@@ -1,5 +1,5 @@
 import Domain
-internal import Crypto
+import Crypto
 public import Foundation
 import JSON
 import Primitives
