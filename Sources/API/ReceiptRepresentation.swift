@@ -1,5 +1,4 @@
 import Domain
-import Foundation
 
 /// The 201 answer of `POST /v1/receipts/:publicKey`, for a signed transaction, a lookup and a StoreKit 1 receipt
 /// alike: the one writer of its shape.

@@ -14,7 +14,6 @@ import HTTPCore
 import Jobs
 import Storage
 import Verification
-import Synchronization
 
 /// `bouncer serve`'s wiring: the database, the verifier, the API and every service, built before any thread starts.
 /// The serving loop (signals, drain, HTTPS) is `ServeCommand.run` in `Sources/Commands/Serving.swift`.

@@ -1,4 +1,3 @@
-import Foundation
 public import Postgres
 
 /// Pings the database once a second on its own thread, so `/readyz` answers from memory and never blocks

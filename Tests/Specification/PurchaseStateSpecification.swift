@@ -1,5 +1,4 @@
 public import Domain
-import Foundation
 
 /// The executable specification of how a stored purchase changes.
 ///
