@@ -51,10 +51,7 @@ struct EntitlementTokensController: APIController {
         let keys = try Self.tokens(tokens).publishedKeys()
         var body = JSONBody(capacity: 32 + 192 * keys.count)
         body.beginObject()
-        body.key("keys")
-        body.beginArray()
-        for key in keys {
-            body.beginObject()
+        body.objects("keys", keys) { key, body in
             body.field("kty", "EC")
             body.field("crv", "P-256")
             body.field("kid", key.kid)
@@ -62,9 +59,7 @@ struct EntitlementTokensController: APIController {
             body.field("y", key.y)
             body.field("use", "sig")
             body.field("alg", "ES256")
-            body.endObject()
         }
-        body.endArray()
         body.endObject()
         var headers = HTTPHeaders()
         headers.set("Cache-Control", "public, max-age=\(Self.jwksMaxAgeSeconds)")

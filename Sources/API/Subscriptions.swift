@@ -43,23 +43,14 @@ struct SubscriptionsController: APIController {
         body.field("user_id", userId)
         body.field("status", summary.status.rawValue)
         body.field("entitlements", summary.entitlements)
-        body.key("subscriptions")
-        body.beginArray()
-        for evaluated in summary.purchases { evaluated.write(into: &body) }
-        body.endArray()
+        body.array("subscriptions", summary.purchases) { evaluated, body in evaluated.write(into: &body) }
         // Only for users with standing manual grants (as app_purchases below): other answers keep their shape.
         if !summary.grants.isEmpty {
-            body.key("grants")
-            body.beginArray()
-            for evaluated in summary.grants { evaluated.write(into: &body) }
-            body.endArray()
+            body.array("grants", summary.grants) { evaluated, body in evaluated.write(into: &body) }
         }
         // Only for users with app transactions: every other answer keeps its published shape byte for byte.
         if !summary.appPurchases.isEmpty {
-            body.key("app_purchases")
-            body.beginArray()
-            for grant in summary.appPurchases { grant.write(into: &body) }
-            body.endArray()
+            body.array("app_purchases", summary.appPurchases) { grant, body in grant.write(into: &body) }
             body.field("consent_rescinded", summary.consentRescindedAt != nil)
             body.field("consent_rescinded_at", summary.consentRescindedAt)
         }
