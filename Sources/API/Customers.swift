@@ -114,7 +114,7 @@ struct CustomersController: APIController {
         let userId = request.pathParameters["userId"] ?? ""
         let problems = GrantRules.problems(userId: userId)
         guard problems.isEmpty else {
-            throw HTTPError.validation(problems.map { ErrorDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(problems.map(ErrorDetail.init),
                                       suggestion: Self.userIdSuggestion)
         }
         // An unknown project keeps the id as given: the use case answers PROJECT_NOT_FOUND.

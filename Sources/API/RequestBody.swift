@@ -78,7 +78,7 @@ enum RequestBody {
         do {
             return try body()
         } catch let error as DomainError where error.code == .invalidInput {
-            throw HTTPError.validation(error.details.map { ErrorDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(error.details.map(ErrorDetail.init),
                                       suggestion: suggestion)
         }
     }
@@ -118,7 +118,7 @@ struct FieldValidator {
 
     /// Adds the problems a use case's rules found (`ProjectRules`), after the ones found here.
     mutating func add(_ problems: [FieldProblem]) {
-        details += problems.map { ErrorDetail(path: $0.path, message: $0.message) }
+        details += problems.map(ErrorDetail.init)
     }
 
     /// Whether `key` is present and was read without a problem (so a rule check on its value is meaningful).
