@@ -24,16 +24,7 @@ struct EntitlementTokensController: APIController {
     func getEntitlementToken(_ request: Request, _ project: Project) throws -> Response {
         guard request.headers["Authorization"] != nil else { throw HTTPError.tokenSecretKeyRequired }
         try keys.authorizeRead(request, project: project)
-        // A UUID user id reads in the form its purchases were bound under (require_match, prefer).
-        let userId = AccountBindingRules.canonicalUserId(
-            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
-        let scalars = userId.unicodeScalars.count
-        guard scalars >= 1, scalars <= 256 else {
-            throw HTTPError.validation(
-                [ErrorDetail(path: ["userId"], message: scalars == 0
-                    ? "String must contain at least 1 character(s)" : "String must contain at most 256 character(s)")],
-                suggestion: Self.tokenUserIdSuggestion)
-        }
+        let userId = try PathParameters.userId(request, project: project, suggestion: Self.tokenUserIdSuggestion)
         let issued = try Self.tokens(tokens).issue(project: project, userId: userId)
         var body = JSONBody(capacity: 128 + issued.token.utf8.count)
         body.beginObject()

@@ -96,6 +96,22 @@ enum PathParameters {
         }
         return id
     }
+
+    /// The `:userId` of an app's read, in the form the project's purchases are bound under
+    /// (`AccountBindingRules.canonicalUserId`: a UUID reads as under `require_match` and `prefer`): 400
+    /// `VALIDATION_ERROR` unless 1 to 256 characters.
+    static func userId(_ request: Request, project: Project, suggestion: String) throws(HTTPError) -> String {
+        let userId = AccountBindingRules.canonicalUserId(
+            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
+        let scalars = userId.unicodeScalars.count
+        guard scalars >= 1, scalars <= 256 else {
+            throw HTTPError.validation(
+                [ErrorDetail(path: ["userId"], message: scalars == 0
+                    ? "String must contain at least 1 character(s)" : "String must contain at most 256 character(s)")],
+                suggestion: suggestion)
+        }
+        return userId
+    }
 }
 
 

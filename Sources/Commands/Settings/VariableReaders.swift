@@ -1,3 +1,5 @@
+import Foundation
+
 extension ServeSettings {
     /// An integer in `range` (at most `maxLength` characters, so no run of leading zeros slips in), given to `set`.
     static func int(
@@ -24,6 +26,20 @@ extension ServeSettings {
             }
             set(&s, .milliseconds(Int64((x * 1000).rounded(.up))))
             return nil
+        }
+    }
+}
+
+extension ServeSettings {
+    /// This process's settings, or nil once each problem is printed to stderr under `"\(command): invalid
+    /// configuration:"` (the caller then exits 2).
+    public static func fromProcessEnvironment(command: String) -> ServeSettings? {
+        switch fromEnvironment(ProcessInfo.processInfo.environment) {
+        case .failure(let problems):
+            CLI.err(command + ": invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
+            return nil
+        case .success(let settings):
+            return settings
         }
     }
 }
