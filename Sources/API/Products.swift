@@ -64,7 +64,7 @@ struct ProductsController: APIController {
         let productId = request.pathParameters["productId"] ?? ""
         let problems = ProjectRules.problems(productId: productId)
         guard problems.isEmpty else {
-            throw HTTPError.validation(problems.map { ErrorDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(problems.map(ErrorDetail.init),
                                       suggestion: productIdSuggestion)
         }
         return productId

@@ -267,24 +267,14 @@ struct ProjectsController: APIController {
         body.field("entitlement_tokens", project.entitlementTokens)
         body.field("entitlement_token_ttl_seconds", project.entitlementTokenTTLSeconds)
         body.field("public_key", project.publicKey)
-        body.key("public_keys")
-        body.beginArray()
-        for key in administered.publicKeys {
-            body.beginObject()
+        body.objects("public_keys", administered.publicKeys) { key, body in
             body.field("key", key.publicKey ?? "")
             writeLifetime(createdAt: key.createdAt, expiresAt: key.expiresAt, into: &body)
-            body.endObject()
         }
-        body.endArray()
-        body.key("secret_keys")
-        body.beginArray()
-        for key in administered.secretKeys {
-            body.beginObject()
+        body.objects("secret_keys", administered.secretKeys) { key, body in
             body.field("last4", key.last4)
             writeLifetime(createdAt: key.createdAt, expiresAt: key.expiresAt, into: &body)
-            body.endObject()
         }
-        body.endArray()
         body.field("created_at", project.createdAt)
         body.field("updated_at", project.updatedAt)
         if let secretKey = administered.newSecretKey { body.field("secret_key", secretKey) }

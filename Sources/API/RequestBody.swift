@@ -78,7 +78,7 @@ enum RequestBody {
         do {
             return try body()
         } catch let error as DomainError where error.code == .invalidInput {
-            throw HTTPError.validation(error.details.map { ErrorDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(error.details.map(ErrorDetail.init),
                                       suggestion: suggestion)
         }
     }
@@ -95,6 +95,22 @@ enum PathParameters {
                                       suggestion: projectIdSuggestion)
         }
         return id
+    }
+
+    /// The `:userId` of an app's read, in the form the project's purchases are bound under
+    /// (`AccountBindingRules.canonicalUserId`: a UUID reads as under `require_match` and `prefer`): 400
+    /// `VALIDATION_ERROR` unless 1 to 256 characters.
+    static func userId(_ request: Request, project: Project, suggestion: String) throws(HTTPError) -> String {
+        let userId = AccountBindingRules.canonicalUserId(
+            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
+        let scalars = userId.unicodeScalars.count
+        guard scalars >= 1, scalars <= 256 else {
+            throw HTTPError.validation(
+                [ErrorDetail(path: ["userId"], message: scalars == 0
+                    ? "String must contain at least 1 character(s)" : "String must contain at most 256 character(s)")],
+                suggestion: suggestion)
+        }
+        return userId
     }
 }
 
@@ -118,7 +134,7 @@ struct FieldValidator {
 
     /// Adds the problems a use case's rules found (`ProjectRules`), after the ones found here.
     mutating func add(_ problems: [FieldProblem]) {
-        details += problems.map { ErrorDetail(path: $0.path, message: $0.message) }
+        details += problems.map(ErrorDetail.init)
     }
 
     /// Whether `key` is present and was read without a problem (so a rule check on its value is meaningful).

@@ -147,18 +147,13 @@ struct WebhooksController: APIController {
         body.field("created_at", delivery.createdAt)
         body.field("next_attempt_at", delivery.nextAttemptAt)
         body.field("delivered_at", delivery.deliveredAt)
-        body.key("attempts")
-        body.beginArray()
-        for attempt in delivery.attempts {
-            body.beginObject()
+        body.objects("attempts", delivery.attempts) { attempt, body in
             body.field("attempt", attempt.attempt)
             body.field("at", attempt.at)
             body.field("status_code", attempt.statusCode.map(Int64.init))
             body.field("error", attempt.error)
             body.field("duration_ms", attempt.durationMs)
-            body.endObject()
         }
-        body.endArray()
         body.endObject()
     }
 }

@@ -20,13 +20,8 @@ import Verification
 extension ServeCommand {
     static let command = Command(name: "serve", summary: "Run the HTTP API server", usage: usage) { args in
         if let status = CLI.handleHelpOrReject(args, usage: usage) { return status }
-        switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
-        case .failure(let problems):
-            CLI.err("bouncer serve: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
-            return 2
-        case .success(let settings):
-            return serveAPI(settings: settings)
-        }
+        guard let settings = ServeSettings.fromProcessEnvironment(command: "bouncer serve") else { return 2 }
+        return serveAPI(settings: settings)
     }
 
     /// Opens the database (embedded or `DATABASE_URL`), applies migrations, builds the verifier, the API and every

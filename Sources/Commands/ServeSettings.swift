@@ -324,30 +324,6 @@ public struct ServeSettings: Sendable {
         }
     }
 
-    private static func int(
-        _ name: String, _ help: String, _ range: ClosedRange<Int>, _ set: @escaping @Sendable (inout ServeSettings, Int) -> Void
-    ) -> Variable {
-        Variable(name: name, help: help) { s, v in
-            guard let n = Int(v), range.contains(n) else {
-                return "must be an integer in \(range.lowerBound)...\(range.upperBound)"
-            }
-            set(&s, n)
-            return nil
-        }
-    }
-
-    private static func seconds(
-        _ name: String, _ help: String, _ set: @escaping @Sendable (inout ServeSettings, Duration) -> Void
-    ) -> Variable {
-        Variable(name: name, help: help) { s, v in
-            guard let x = Double(v), x.isFinite, x > 0, x <= 86_400 else {
-                return "must be a number of seconds in (0, 86400]"
-            }
-            set(&s, .milliseconds(Int64((x * 1000).rounded(.up))))
-            return nil
-        }
-    }
-
     /// The shortest admin or metrics token `serve` accepts: `openssl rand -base64 32` gives 44 characters.
     static let minimumTokenLength = 32
 
