@@ -2,11 +2,11 @@ import JSON
 import Primitives
 
 /// The four kinds of StoreKit 2 signed data, and an unverified guess from a JWS's payload.
-public struct SignedDataKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// `transaction`, `renewalInfo`, `notification` or `appTransaction`.
-    public let rawValue: String
-    /// Wraps a kind name.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias SignedDataKind = OpenValue<SignedDataKindTag, String>
+/// Tells `SignedDataKind` apart from the other open vocabularies.
+public enum SignedDataKindTag {}
+
+extension SignedDataKind {
     /// `signedTransactionInfo`.
     public static let transaction = SignedDataKind(rawValue: "transaction")
     /// `signedRenewalInfo`.
@@ -15,8 +15,6 @@ public struct SignedDataKind: RawRepresentable, Hashable, Sendable, CustomString
     public static let notification = SignedDataKind(rawValue: "notification")
     /// `signedAppTransactionInfo`.
     public static let appTransaction = SignedDataKind(rawValue: "appTransaction")
-    /// The raw value.
-    public var description: String { rawValue }
 
     /// Guesses the kind from the **unverified** payload (for tools like `bouncer verify`; a server
     /// should know what it asked for): notificationType → notification, receiptType → app
