@@ -2,7 +2,7 @@ import Primitives
 
 /// Why a StoreKit 1 receipt was rejected: a stable `code` for clients, the pipeline `step` that failed, and a
 /// `reason` safe to return (no OpenSSL internals; those are in `debugDetail`, for logs).
-public struct ReceiptVerificationError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct ReceiptVerificationError: DetailedError, Sendable {
     /// A stable, machine-readable code; extensible (static members), compare by `rawValue`.
     public typealias Code = OpenValue<ReceiptVerificationErrorCodeTag, String>
 
@@ -30,8 +30,6 @@ public struct ReceiptVerificationError: Error, Sendable, CustomStringConvertible
 
     /// `CODE (step): reason`, safe for clients.
     public var description: String { "\(code.rawValue) (\(step.rawValue)): \(reason)" }
-    /// `description` plus the internal detail.
-    public var debugDescription: String { debugDetail.isEmpty ? description : "\(description) [\(debugDetail)]" }
 
     static func format(_ step: Step, _ reason: String, debug: String = "") -> ReceiptVerificationError {
         ReceiptVerificationError(code: .invalidReceiptFormat, step: step, reason: reason, debugDetail: debug)

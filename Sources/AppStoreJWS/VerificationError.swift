@@ -2,7 +2,7 @@ import Primitives
 
 /// Why a signed-data verification failed: a stable `code` for clients, the pipeline `step` that
 /// failed, and a human `reason` that is safe to return (no secrets, no OpenSSL internals).
-public struct VerificationError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct VerificationError: DetailedError, Sendable {
     /// A stable, machine-readable error code; extensible (static members), compare by `rawValue`.
     public typealias Code = OpenValue<VerificationErrorCodeTag, String>
 
@@ -34,8 +34,6 @@ public struct VerificationError: Error, Sendable, CustomStringConvertible, Custo
 
     /// `CODE (step): reason`, safe for clients.
     public var description: String { "\(code.rawValue) (\(step.rawValue)): \(reason)" }
-    /// `description` plus the internal detail.
-    public var debugDescription: String { debugDetail.isEmpty ? description : "\(description) [\(debugDetail)]" }
 
     static func format(_ step: Step, _ reason: String) -> VerificationError {
         VerificationError(code: .invalidJWSFormat, step: step, reason: reason)
