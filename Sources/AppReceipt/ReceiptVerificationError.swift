@@ -44,13 +44,13 @@ public enum ReceiptVerificationErrorCodeTag {}
 
 extension ReceiptVerificationError.Code {
     /// Not base64, not PKCS#7 SignedData, or a malformed receipt payload (ASN.1).
-    public static let invalidReceiptFormat = Self(rawValue: "INVALID_RECEIPT_FORMAT")
+    public static let invalidReceiptFormat = ReceiptVerificationError.Code(rawValue: "INVALID_RECEIPT_FORMAT")
     /// Bad signature, unsupported digest, missing signer, untrusted or expired chain, missing Apple marker OID.
-    public static let verificationFailed = Self(rawValue: "RECEIPT_VERIFICATION_FAILED")
+    public static let verificationFailed = ReceiptVerificationError.Code(rawValue: "RECEIPT_VERIFICATION_FAILED")
     /// The receipt's bundle id is not the project's.
-    public static let bundleIdMismatch = Self(rawValue: "BUNDLE_ID_MISMATCH")
+    public static let bundleIdMismatch = ReceiptVerificationError.Code(rawValue: "BUNDLE_ID_MISMATCH")
     /// The receipt type's environment is not allowed by the policy (Xcode receipts need allow_xcode + Sandbox).
-    public static let environmentNotAllowed = Self(rawValue: "ENVIRONMENT_NOT_ALLOWED")
+    public static let environmentNotAllowed = ReceiptVerificationError.Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
 }
 
 /// Tells `ReceiptVerificationError.Step` apart from the other open vocabularies.
@@ -58,21 +58,21 @@ public enum ReceiptVerificationErrorStepTag {}
 
 extension ReceiptVerificationError.Step {
     /// Base64 text, size limit.
-    public static let encoding = Self(rawValue: "encoding")
+    public static let encoding = ReceiptVerificationError.Step(rawValue: "encoding")
     /// The PKCS#7 ContentInfo / SignedData structure.
-    public static let pkcs7 = Self(rawValue: "pkcs7")
+    public static let pkcs7 = ReceiptVerificationError.Step(rawValue: "pkcs7")
     /// The signer's signature over the content, and its digest algorithm.
-    public static let signature = Self(rawValue: "signature")
+    public static let signature = ReceiptVerificationError.Step(rawValue: "signature")
     /// Decoding the receipt payload (our DER reader).
-    public static let payload = Self(rawValue: "payload")
+    public static let payload = ReceiptVerificationError.Step(rawValue: "payload")
     /// Path validation to Apple Inc. Root.
-    public static let chain = Self(rawValue: "chain")
+    public static let chain = ReceiptVerificationError.Step(rawValue: "chain")
     /// A certificate outside its validity period at the effective date.
-    public static let validity = Self(rawValue: "validity")
+    public static let validity = ReceiptVerificationError.Step(rawValue: "validity")
     /// Apple's marker OIDs and the leaf's key usage.
-    public static let oid = Self(rawValue: "oid")
+    public static let oid = ReceiptVerificationError.Step(rawValue: "oid")
     /// Bundle id and environment against the policy.
-    public static let claims = Self(rawValue: "claims")
+    public static let claims = ReceiptVerificationError.Step(rawValue: "claims")
 
     /// The step as the public contract names it (`Error.details[].step`): `format`, `signature`, `chain`, `claims`.
     public var contractName: String {

@@ -56,18 +56,18 @@ public enum VerificationErrorCodeTag {}
 
 extension VerificationError.Code {
     /// Structure, base64, JSON, `x5c` shape, or a missing required payload field.
-    public static let invalidJWSFormat = Self(rawValue: "INVALID_JWS_FORMAT")
+    public static let invalidJWSFormat = VerificationError.Code(rawValue: "INVALID_JWS_FORMAT")
     /// `alg` is anything but `ES256` (or missing).
-    public static let unsupportedAlgorithm = Self(rawValue: "JWS_UNSUPPORTED_ALGORITHM")
+    public static let unsupportedAlgorithm = VerificationError.Code(rawValue: "JWS_UNSUPPORTED_ALGORITHM")
     /// Untrusted root, certificate outside its validity at the effective date, missing Apple
     /// marker OID, wrong key, bad signature.
-    public static let verificationFailed = Self(rawValue: "JWS_VERIFICATION_FAILED")
+    public static let verificationFailed = VerificationError.Code(rawValue: "JWS_VERIFICATION_FAILED")
     /// The payload's bundleId is not the tenant's.
-    public static let bundleIdMismatch = Self(rawValue: "BUNDLE_ID_MISMATCH")
+    public static let bundleIdMismatch = VerificationError.Code(rawValue: "BUNDLE_ID_MISMATCH")
     /// The payload's environment is not allowed by the policy.
-    public static let environmentNotAllowed = Self(rawValue: "ENVIRONMENT_NOT_ALLOWED")
+    public static let environmentNotAllowed = VerificationError.Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
     /// The payload's appAppleId is not the tenant's.
-    public static let appAppleIdMismatch = Self(rawValue: "APP_APPLE_ID_MISMATCH")
+    public static let appAppleIdMismatch = VerificationError.Code(rawValue: "APP_APPLE_ID_MISMATCH")
 }
 
 /// Tells `VerificationError.Step` apart from the other open vocabularies.
@@ -75,25 +75,25 @@ public enum VerificationErrorStepTag {}
 
 extension VerificationError.Step {
     /// Splitting into three base64url segments, size limits.
-    public static let split = Self(rawValue: "split")
+    public static let split = VerificationError.Step(rawValue: "split")
     /// Decoding the header JSON.
-    public static let header = Self(rawValue: "header")
+    public static let header = VerificationError.Step(rawValue: "header")
     /// The `alg` header parameter.
-    public static let algorithm = Self(rawValue: "algorithm")
+    public static let algorithm = VerificationError.Step(rawValue: "algorithm")
     /// The `x5c` header parameter: count, base64, DER.
-    public static let x5c = Self(rawValue: "x5c")
+    public static let x5c = VerificationError.Step(rawValue: "x5c")
     /// Path validation to a configured root (untrusted root, constraints, critical extensions).
-    public static let chain = Self(rawValue: "chain")
+    public static let chain = VerificationError.Step(rawValue: "chain")
     /// A certificate outside its validity period at the effective date.
-    public static let validity = Self(rawValue: "validity")
+    public static let validity = VerificationError.Step(rawValue: "validity")
     /// Apple's marker OIDs, leaf key usage and key type.
-    public static let oid = Self(rawValue: "oid")
+    public static let oid = VerificationError.Step(rawValue: "oid")
     /// The ES256 signature over `header.payload`.
-    public static let signature = Self(rawValue: "signature")
+    public static let signature = VerificationError.Step(rawValue: "signature")
     /// Decoding the payload JSON into its typed model.
-    public static let payload = Self(rawValue: "payload")
+    public static let payload = VerificationError.Step(rawValue: "payload")
     /// bundleId, appAppleId and environment against the policy.
-    public static let claims = Self(rawValue: "claims")
+    public static let claims = VerificationError.Step(rawValue: "claims")
 
     /// The step as the public contract names it (openapi.yaml, Error.details[].step): one of `format`,
     /// `header`, `chain`, `signature`, `claims`. The finer internal steps stay in logs and metrics.

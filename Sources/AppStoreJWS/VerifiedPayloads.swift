@@ -79,11 +79,11 @@ public enum VerificationDetailsDateSourceTag {}
 
 extension VerificationDetails.DateSource {
     /// The payload's `signedDate` (Apple's offline rule).
-    public static let signedDate = Self(rawValue: "signedDate")
+    public static let signedDate = VerificationDetails.DateSource(rawValue: "signedDate")
     /// An app transaction's `receiptCreationDate`.
-    public static let receiptCreationDate = Self(rawValue: "receiptCreationDate")
+    public static let receiptCreationDate = VerificationDetails.DateSource(rawValue: "receiptCreationDate")
     /// The current time: a notification without `signedDate` (Apple's fallback).
-    public static let now = Self(rawValue: "now")
+    public static let now = VerificationDetails.DateSource(rawValue: "now")
     /// The caller's explicit instant (`at:`), e.g. `bouncer verify --at`.
-    public static let caller = Self(rawValue: "caller")
+    public static let caller = VerificationDetails.DateSource(rawValue: "caller")
 }
