@@ -1,7 +1,7 @@
 public import AppStoreJWS
 import Crypto
 public import Foundation
-import Primitives
+public import Primitives
 
 /// Verifies StoreKit 1 app receipts locally, with no call to Apple.
 ///

@@ -2,7 +2,7 @@ public import Domain
 public import Foundation
 public import HTTPClient
 import JSON
-import Primitives
+public import Primitives
 
 /// The App Store Server API over our own HTTPS client: Domain's `AppleServerAPI` port.
 ///

@@ -1,7 +1,7 @@
 public import Domain
 public import Foundation
 public import Postgres
-import Primitives
+public import Primitives
 
 /// Console sessions in `console_sessions` (by token hash). Errors: see `StorageErrors`.
 public final class PostgresConsoleSessionStore: ConsoleSessionStore {
