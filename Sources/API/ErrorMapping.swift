@@ -312,6 +312,8 @@ enum ErrorMapping {
                     message: "This subscription was already extended as often as Apple allows.",
                     suggestion: "Apple allows two extensions per subscription in a 365-day period. The attempt is "
                         + "recorded; nothing changed.")
+            case .permissionDenied, .accountNotFound, .accountHasProjects, .apiKeyNotFound:
+                return HTTPError.accessError(error)
             default:
                 log(logLine(request, status: 500, String(reflecting: error)))
                 return nil

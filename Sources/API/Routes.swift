@@ -44,6 +44,7 @@ public enum Routes {
                 support: CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now),
                 now: deps.now),
             WebhooksController(administration: deps.webhooks),
+            AccountsController(administration: admin.accounts),
         ]
         let gate = RouteGate(keys: keys, admin: admin, log: deps.log)
         for controller in controllers {
@@ -77,11 +78,12 @@ enum Access: Sendable {
     /// An app: the project named by the `:publicKey` path parameter; an unknown key is 401
     /// `AUTH_INVALID_PUBLIC_KEY` with `suggestion`. The handler receives the project.
     case publicKey(suggestion: String)
-    /// The admin token (`Authorization: Bearer`), or a console session standing in for it.
-    case admin
-    /// The admin token (or a console session), or the secret key of the project named by `:id` (a customer's
-    /// backend); the id is checked first (400 for a malformed one).
-    case adminOrSecretKey
+    /// An admin principal (`AdminAuth.principal`: the admin token or its console session, or an API key) that
+    /// reaches the route's resource (`RouteScope`) and may do `Permission` (`Role.permissions`).
+    case admin(Permission)
+    /// Like `.admin`, or the secret key of the project named by `:id` (a customer's backend), which may do
+    /// everything these routes do for its own project; the id is checked first (400 for a malformed one).
+    case adminOrSecretKey(Permission)
     /// The console's own session routes: the handler checks the admin token (sign-in) or the session cookie.
     case consoleSession
 }
@@ -134,6 +136,8 @@ struct APIRoute: Sendable {
         case request(@Sendable (Request) throws -> Response)
         /// Public-key routes: the project the key names.
         case project(@Sendable (Request, Project) throws -> Response)
+        /// Admin routes whose answer depends on who asks (lists, creations): the admin principal.
+        case principal(@Sendable (Request, Principal) throws -> Response)
     }
 
     let method: HTTPMethod
@@ -148,6 +152,14 @@ struct APIRoute: Sendable {
     /// How the route's errors read where the same error reads differently per route.
     let errors: ErrorContext
     let handler: Handler
+
+    /// What an admin route requires of its caller (`Access.admin`, `.adminOrSecretKey`); nil for the others.
+    var permission: Permission? {
+        switch access {
+        case .admin(let permission), .adminOrSecretKey(let permission): return permission
+        case .anyone, .publicKey, .consoleSession: return nil
+        }
+    }
 
     /// A route an app calls with its public key in the path; the handler gets the project.
     init(
@@ -176,6 +188,20 @@ struct APIRoute: Sendable {
         self.access = access
         self.errors = errors
         self.handler = .request(handler)
+    }
+
+    /// An admin route whose handler needs the principal (`access` is `.admin` or `.adminOrSecretKey`).
+    init(
+        _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
+        errors: ErrorContext = .standard, _ handler: @escaping @Sendable (Request, Principal) throws -> Response
+    ) {
+        self.method = method
+        self.pattern = pattern
+        self.rateLimits = rateLimits
+        self.maxBodyBytes = nil
+        self.access = access
+        self.errors = errors
+        self.handler = .principal(handler)
     }
 }
 
@@ -209,17 +235,22 @@ struct RouteGate: Sendable {
             return try handler(request, project)
         case (.anyone, .request(let handler)), (.consoleSession, .request(let handler)):
             return try handler(request)
-        case (.admin, .request(let handler)):
-            // A console session stands in for the admin token (AdminAuth); the bearer path is untouched.
+        case (.admin(let permission), .request(let handler)):
             let request = try admin.authenticatingConsoleSession(request)
-            try admin.authorize(request)
+            _ = try admin.principal(request, route: route, permission: permission)
             return try handler(request)
-        case (.adminOrSecretKey, .request(let handler)):
+        case (.admin(let permission), .principal(let handler)):
+            let request = try admin.authenticatingConsoleSession(request)
+            return try handler(request, try admin.principal(request, route: route, permission: permission))
+        case (.adminOrSecretKey(let permission), .request(let handler)):
             let request = try admin.authenticatingConsoleSession(request)
             let projectId = try PathParameters.projectId(request)
-            try admin.authorizeAdminOrSecretKey(request, projectId: projectId)
+            if try !admin.authorizedBySecretKey(request, projectId: projectId) {
+                _ = try admin.principal(request, route: route, permission: permission)
+            }
             return try handler(request)
-        case (.publicKey, .request), (_, .project):
+        case (.publicKey, .request), (_, .project), (.anyone, .principal), (.consoleSession, .principal),
+             (.publicKey, .principal), (.adminOrSecretKey, .principal):
             throw RouteDeclarationMismatch(pattern: route.pattern)   // unreachable: `APIRoute`'s initializers pair them
         }
     }
