@@ -11,12 +11,31 @@ public enum Routes {
     public static func register(on router: inout Router, _ deps: APIDependencies) {
         let keys = KeyAuth(projects: deps.projects, hasher: deps.hasher, now: deps.now)
         let admin = AdminAuth(deps, keys: keys)
+        let gate = RouteGate(keys: keys, admin: admin, log: deps.log)
+        for controller in controllers(deps, admin: admin) {
+            for route in controller.routes { gate.add(route, to: &router) }
+        }
+    }
+
+    /// Every route as declared: method, pattern and the permission an admin principal needs (nil: not an admin
+    /// route — public keys, the JWKS, the console's sign-in). For the tests that hold the declarations to the
+    /// contract (`openapi.yaml`'s `x-permission`) and walk every admin route.
+    public static func declarations(_ deps: APIDependencies) -> [(method: HTTPMethod, pattern: String, permission: Permission?)] {
+        let keys = KeyAuth(projects: deps.projects, hasher: deps.hasher, now: deps.now)
+        return controllers(deps, admin: AdminAuth(deps, keys: keys)).flatMap { controller in
+            controller.routes.map { ($0.method, $0.pattern, $0.permission) }
+        }
+    }
+
+    /// The one list of controllers, each built once from the dependencies it uses.
+    private static func controllers(_ deps: APIDependencies, admin: AdminAuth) -> [any APIController] {
+        let keys = admin.keys
         // One credential use case for every route that reads a project's App Store credentials.
         let credentials = CredentialAdministration(
             projects: deps.projects, store: deps.credentials, sealer: deps.sealer, inspector: deps.keyInspector,
             now: deps.now)
         let projects = ProjectAdministration(store: deps.projects, hasher: deps.hasher, now: deps.now)
-        let controllers: [any APIController] = [
+        return [
             ReceiptsController(
                 keys: keys, purchases: deps.purchases, verifier: deps.verifier,
                 transactionLookup: TransactionLookup(credentials: credentials, appStore: deps.appStore, verifier: deps.verifier),
@@ -46,10 +65,6 @@ public enum Routes {
             WebhooksController(administration: deps.webhooks),
             AccountsController(administration: admin.accounts),
         ]
-        let gate = RouteGate(keys: keys, admin: admin, log: deps.log)
-        for controller in controllers {
-            for route in controller.routes { gate.add(route, to: &router) }
-        }
     }
 }
 
