@@ -46,6 +46,8 @@ extension AdminAuth {
         case .account:
             let id = try PathParameters.accountId(request)
             guard principal.reaches(account: id) else { throw AccountAdministration.notFound(id) }
+            // The account's own resources (its keys, next its members) are beyond a key limited to some projects.
+            guard principal.reachesWholeAccount else { throw DomainError.permissionDenied(permission) }
         case .server:
             break
         }

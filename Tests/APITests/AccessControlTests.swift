@@ -1,6 +1,7 @@
 import API
 import Domain
 import Foundation
+import TestSupport
 import XCTest
 
 /// Every admin route declares the permission it needs, the contract names the same one, and the README prints the
@@ -32,7 +33,7 @@ final class AccessControlTests: XCTestCase {
     /// `x-permission` of each operation in `openapi.yaml` is the route's declared permission, both ways.
     func testTheContractNamesEachRoutesPermission() throws {
         let text = try String(contentsOf: ContractTests.openAPIURL, encoding: .utf8)
-        let documented = Self.permissions(inOpenAPI: text)
+        let documented = OpenAPIPermissions.permissions(inOpenAPI: text)
         var declared: [String: String] = [:]
         for (operation, permission) in Self.declarations {
             if let permission { declared[operation] = permission.rawValue }
@@ -89,33 +90,5 @@ final class AccessControlTests: XCTestCase {
     static func cells(_ line: String) -> [String] {
         line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
             .map { $0.trimmingCharacters(in: .whitespaces) }
-    }
-
-    /// `METHOD /path` → `x-permission` of every operation that has one (the keys indented by 6 under a method).
-    static func permissions(inOpenAPI text: String) -> [String: String] {
-        let methods: Set<String> = ["get", "put", "post", "delete", "patch"]
-        var out: [String: String] = [:]
-        var inPaths = false
-        var path: String?
-        var operation: String?
-        for line in text.split(separator: "\n") {
-            if !line.hasPrefix(" ") {
-                inPaths = line == "paths:"
-                continue
-            }
-            guard inPaths else { continue }
-            let indent = line.prefix { $0 == " " }.count
-            let key = line.drop { $0 == " " }
-            if indent == 2, key.hasSuffix(":") {
-                path = String(key.dropLast())
-            } else if indent == 4, key.hasSuffix(":"), methods.contains(String(key.dropLast())), let path {
-                operation = key.dropLast().uppercased() + " " + path
-            } else if indent == 4 {
-                operation = nil
-            } else if indent == 6, key.hasPrefix("x-permission: "), let operation {
-                out[operation] = String(key.dropFirst("x-permission: ".count))
-            }
-        }
-        return out
     }
 }
