@@ -196,13 +196,7 @@ struct APIRoute: Sendable {
         _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
         errors: ErrorContext = .standard, _ handler: @escaping @Sendable (Request) throws -> Response
     ) {
-        self.method = method
-        self.pattern = pattern
-        self.rateLimits = rateLimits
-        self.maxBodyBytes = nil
-        self.access = access
-        self.errors = errors
-        self.handler = .request(handler)
+        self.init(method, pattern, rateLimits, access: access, errors: errors, handler: .request(handler))
     }
 
     /// An admin route whose handler needs the principal (`access` is `.admin` or `.adminOrSecretKey`).
@@ -210,13 +204,18 @@ struct APIRoute: Sendable {
         _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
         errors: ErrorContext = .standard, _ handler: @escaping @Sendable (Request, Principal) throws -> Response
     ) {
+        self.init(method, pattern, rateLimits, access: access, errors: errors, handler: .principal(handler))
+    }
+
+    private init(_ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
+                 errors: ErrorContext, handler: Handler) {
         self.method = method
         self.pattern = pattern
         self.rateLimits = rateLimits
         self.maxBodyBytes = nil
         self.access = access
         self.errors = errors
-        self.handler = .principal(handler)
+        self.handler = handler
     }
 }
 

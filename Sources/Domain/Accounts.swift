@@ -117,15 +117,9 @@ public enum AccountRules {
 
     /// Every rule a display name breaks.
     public static func problems(name: String, path: [String] = ["name"]) -> [FieldProblem] {
-        let scalars = name.unicodeScalars.count
-        if scalars < nameLength.lowerBound {
-            return [FieldProblem(path: path, message: "String must contain at least \(nameLength.lowerBound) character(s)")]
-        }
-        if scalars > nameLength.upperBound {
-            return [FieldProblem(path: path, message: "String must contain at most \(nameLength.upperBound) character(s)")]
-        }
-        if name.utf8.contains(0) { return [FieldProblem(path: path, message: "String must not contain NUL characters")] }
-        return []
+        var out: [FieldProblem] = []
+        ProjectRules.checkString(name, path, nameLength, &out)
+        return out
     }
 }
 

@@ -82,7 +82,7 @@ public enum ProjectRules {
     }
 
     /// Length in Unicode scalars (as JSON Schema counts) and no NUL (PostgreSQL text cannot hold U+0000).
-    private static func checkString(_ value: String, _ path: [String], _ length: ClosedRange<Int>,
+    static func checkString(_ value: String, _ path: [String], _ length: ClosedRange<Int>,
                                     _ out: inout [FieldProblem]) {
         let scalars = value.unicodeScalars.count
         if scalars < length.lowerBound {

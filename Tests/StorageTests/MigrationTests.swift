@@ -132,22 +132,7 @@ final class MigrationTests: XCTestCase {
         let spellings = [lower.uppercased(), "6F1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5"]
         var made: [Project] = []
         for (n, policy) in [(1, AppAccountTokenPolicy.requireMatch), (2, .ignore)] {
-            // Rows as the schema before 0020 holds them (today's store writes columns that came later).
-            let project = Project(id: UUID(), name: "App \(n)", bundleId: "com.example.app\(n)", transferPolicy: .share,
-                                  appAccountTokenPolicy: policy, publicKey: Fixtures.publicKey(n),
-                                  createdAt: Fixtures.t0, updatedAt: Fixtures.t0)
-            try pool.withConnection { c in
-                _ = try c.execute("""
-                    INSERT INTO projects (id, name, bundle_id, transfer_policy, app_account_token_policy, created_at,
-                        updated_at)
-                    VALUES (\(project.id), \(project.name), \(project.bundleId), 'share', \(policy.rawValue),
-                        \(Fixtures.t0), \(Fixtures.t0))
-                    """)
-                _ = try c.execute("""
-                    INSERT INTO project_keys (project_id, id, kind, public_key, created_at)
-                    VALUES (\(project.id), \(UUID()), 'public', \(Fixtures.publicKey(n)), \(Fixtures.t0))
-                    """)
-            }
+            let project = try Fixtures.insertProjectRows(pool, n, policy: .share, tokenPolicy: policy)
             for user in spellings {
                 _ = try purchases.recordTransaction(Fixtures.monthly("1", start: 0), userId: user, deviceId: nil,
                                                     project: project, now: Fixtures.t0)
