@@ -9,12 +9,12 @@ struct AppStoreActionsController: APIController {
 
     var routes: [APIRoute] {
         [
-            APIRoute(.post, "/v1/admin/projects/:id/app-store/test-notification", .adminAPI, access: .admin,
+            APIRoute(.post, "/v1/admin/projects/:id/app-store/test-notification", .adminAPI, access: .admin(.credentialsManage),
                      requestTestNotification),
-            APIRoute(.get, "/v1/admin/projects/:id/app-store/test-notification/:token", .adminAPI, access: .admin,
+            APIRoute(.get, "/v1/admin/projects/:id/app-store/test-notification/:token", .adminAPI, access: .admin(.projectsRead),
                      getTestNotification),
             APIRoute(.post, "/v1/admin/projects/:id/subscriptions/:originalTransactionId/extend", .adminAPI,
-                     access: .admin, extendSubscription),
+                     access: .admin(.customersWrite), extendSubscription),
         ]
     }
 

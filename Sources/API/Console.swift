@@ -19,7 +19,7 @@ struct ConsoleController: APIController {
             APIRoute(.post, Self.sessionPath, .adminAPI, access: .consoleSession, signIn),
             APIRoute(.get, Self.sessionPath, .adminAPI, access: .consoleSession, showSession),
             APIRoute(.delete, Self.sessionPath, .adminAPI, access: .consoleSession, signOut),
-            APIRoute(.delete, "/v1/admin/sessions", .adminAPI, access: .admin, signOutEverywhere),
+            APIRoute(.delete, "/v1/admin/sessions", .adminAPI, access: .admin(.sessionsManage), signOutEverywhere),
         ]
     }
 

@@ -16,12 +16,12 @@ struct CustomersController: APIController {
         // admin bucket (these are support tools, not a hot path).
         let user = "/v1/admin/projects/:id/users/:userId"
         return [
-            APIRoute(.post, user + "/grants", .adminAPI, access: .adminOrSecretKey, createGrant),
-            APIRoute(.delete, user + "/grants/:grantId", .adminAPI, access: .adminOrSecretKey, deleteGrant),
-            APIRoute(.get, user + "/timeline", .adminAPI, access: .adminOrSecretKey, getTimeline),
-            APIRoute(.get, user + "/export", .adminAPI, access: .adminOrSecretKey, exportUser),
-            APIRoute(.delete, user, .adminAPI, access: .adminOrSecretKey, eraseUser),
-            APIRoute(.get, "/v1/admin/projects/:id/transactions/:transactionId", .adminAPI, access: .adminOrSecretKey,
+            APIRoute(.post, user + "/grants", .adminAPI, access: .adminOrSecretKey(.customersWrite), createGrant),
+            APIRoute(.delete, user + "/grants/:grantId", .adminAPI, access: .adminOrSecretKey(.customersWrite), deleteGrant),
+            APIRoute(.get, user + "/timeline", .adminAPI, access: .adminOrSecretKey(.customersRead), getTimeline),
+            APIRoute(.get, user + "/export", .adminAPI, access: .adminOrSecretKey(.customersExport), exportUser),
+            APIRoute(.delete, user, .adminAPI, access: .adminOrSecretKey(.customersErase), eraseUser),
+            APIRoute(.get, "/v1/admin/projects/:id/transactions/:transactionId", .adminAPI, access: .adminOrSecretKey(.customersRead),
                      getTransactionHolders),
         ]
     }
@@ -63,10 +63,7 @@ struct CustomersController: APIController {
     /// the timeline). Removing a removed grant answers the same.
     func deleteGrant(_ request: Request) throws -> Response {
         let (projectId, userId) = try authorizedUser(request)
-        guard let raw = request.pathParameters["grantId"], let grantId = UUID(uuidString: raw) else {
-            throw HTTPError.validation([ErrorDetail(path: ["grantId"], message: "Invalid uuid")],
-                                      suggestion: Self.grantIdSuggestion)
-        }
+        let grantId = try PathParameters.uuid(request, "grantId", suggestion: Self.grantIdSuggestion)
         let grant = try support.revokeGrant(projectId: projectId, userId: userId, grantId: grantId)
         var out = JSONBody(capacity: 320)
         Self.writeGrant(grant, at: now(), into: &out)

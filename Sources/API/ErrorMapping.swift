@@ -236,6 +236,8 @@ enum ErrorMapping {
             case .offer: return .offerProductNotFound
             case .mapping: return .productNotFound
             }
+        case .permissionDenied, .accountNotFound, .accountHasProjects, .apiKeyNotFound:
+            return HTTPError.accessError(error)
         case .appAccountTokenMismatch:
             return HTTPError(
                 status: 403, code: error.code.rawValue, message: error.message, suggestion: appAccountTokenSuggestion)

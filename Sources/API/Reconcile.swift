@@ -9,8 +9,8 @@ struct ReconciliationController: APIController {
 
     var routes: [APIRoute] {
         [
-            APIRoute(.post, "/v1/admin/projects/:id/reconcile", .adminAPI, access: .admin, reconcileProject),
-            APIRoute(.get, "/v1/admin/projects/:id/reconcile/runs", .adminAPI, access: .admin, listReconcileRuns),
+            APIRoute(.post, "/v1/admin/projects/:id/reconcile", .adminAPI, access: .admin(.projectsWrite), reconcileProject),
+            APIRoute(.get, "/v1/admin/projects/:id/reconcile/runs", .adminAPI, access: .admin(.projectsRead), listReconcileRuns),
         ]
     }
 

@@ -90,11 +90,7 @@ enum PathParameters {
 
     /// The `:id` of `/v1/admin/projects/:id/…`: 400 `VALIDATION_ERROR` unless a UUID.
     static func projectId(_ request: Request) throws(HTTPError) -> UUID {
-        guard let raw = request.pathParameters["id"], let id = UUID(uuidString: raw) else {
-            throw HTTPError.validation([ErrorDetail(path: ["id"], message: "Invalid uuid")],
-                                      suggestion: projectIdSuggestion)
-        }
-        return id
+        try uuid(request, "id", suggestion: projectIdSuggestion)
     }
 
     /// The `:userId` of an app's read, in the form the project's purchases are bound under
@@ -186,6 +182,20 @@ struct FieldValidator {
             guard let base = buffer.baseAddress else { return false }
             return memchr(base, 0, buffer.count) != nil
         }
+    }
+
+    /// A UUID field (a string); `nil` when absent or invalid.
+    mutating func uuid(_ key: String) -> UUID? {
+        guard let value = object[key] else { return nil }
+        return checkUUID(value, path: [key])
+    }
+
+    mutating func checkUUID(_ value: JSONValue, path: [String]) -> UUID? {
+        guard let text = value.stringValue, let id = UUID(uuidString: text) else {
+            fail(path, "Invalid uuid")
+            return nil
+        }
+        return id
     }
 
     mutating func bool(_ key: String) -> Bool? {

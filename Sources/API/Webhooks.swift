@@ -11,13 +11,13 @@ struct WebhooksController: APIController {
         let path = "/v1/admin/projects/:id/webhook"
         let secret = ErrorContext(encryptionKey: .storeWebhookSecret)
         return [
-            APIRoute(.put, path, .adminAPI, access: .admin, errors: secret, putWebhook),
-            APIRoute(.get, path, .adminAPI, access: .admin, errors: secret, getWebhook),
-            APIRoute(.delete, path, .adminAPI, access: .admin, errors: secret, deleteWebhook),
-            APIRoute(.post, path + "/rotate-secret", .adminAPI, access: .admin, errors: secret, rotateWebhookSecret),
-            APIRoute(.post, path + "/test", .adminAPI, access: .admin, errors: secret, testWebhook),
-            APIRoute(.get, path + "/deliveries", .adminAPI, access: .admin, errors: secret, listWebhookDeliveries),
-            APIRoute(.post, path + "/deliveries/:eventId/retry", .adminAPI, access: .admin, errors: secret,
+            APIRoute(.put, path, .adminAPI, access: .admin(.webhooksManage), errors: secret, putWebhook),
+            APIRoute(.get, path, .adminAPI, access: .admin(.projectsRead), errors: secret, getWebhook),
+            APIRoute(.delete, path, .adminAPI, access: .admin(.webhooksManage), errors: secret, deleteWebhook),
+            APIRoute(.post, path + "/rotate-secret", .adminAPI, access: .admin(.webhooksManage), errors: secret, rotateWebhookSecret),
+            APIRoute(.post, path + "/test", .adminAPI, access: .admin(.webhooksManage), errors: secret, testWebhook),
+            APIRoute(.get, path + "/deliveries", .adminAPI, access: .admin(.projectsRead), errors: secret, listWebhookDeliveries),
+            APIRoute(.post, path + "/deliveries/:eventId/retry", .adminAPI, access: .admin(.webhooksManage), errors: secret,
                      retryWebhookDelivery),
         ]
     }

@@ -116,6 +116,7 @@ extension ServeCommand {
             consoleSessions: PostgresConsoleSessionStore(pool: database.pool),
             console: console,
             overview: PostgresOverviewMetricsStore(pool: database.pool),
+            accounts: PostgresAccountStore(pool: database.pool),
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
         var services: [any Service] = [monitor, caches, deriver]
