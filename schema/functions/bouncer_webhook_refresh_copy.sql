@@ -3,6 +3,7 @@
 -- the purchase with these facts, or no longer holds it), announced in 0012's order (subscription.started/expired by
 -- purchase date), then the entitlements recomputed (entitlement.revoked, then entitlement.granted). With p_wait
 -- false, a user whose lock another transaction holds is skipped (returns false): the sweep's way to share the work.
+-- The events are gathered in order and written at the end in one bouncer_emit_events (one INSERT, one NOTIFY).
 CREATE OR REPLACE FUNCTION bouncer_webhook_refresh_copy(p_project_id uuid, p_user_id text, p_at timestamptz, p_targets jsonb,
     p_wait boolean) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $$
@@ -11,6 +12,8 @@ DECLARE
     v_state webhook_purchase_states;
     v_entitlements jsonb;
     v_reason text;
+    v_types text[] := '{}';
+    v_data jsonb[] := '{}';
 BEGIN
     IF p_wait THEN
         PERFORM pg_advisory_xact_lock(16979, hashtext(p_project_id::text || '/' || p_user_id));
@@ -55,10 +58,12 @@ BEGIN
         v_state := r.state;
         IF v_state.type = 'Auto-Renewable Subscription' THEN
             IF NOT r.known AND v_state.status = 'active' THEN
-                PERFORM bouncer_emit_event(p_project_id, p_user_id, 'subscription.started',
+                v_types := array_append(v_types, 'subscription.started'::text);
+                v_data := array_append(v_data,
                     bouncer_webhook_purchase_data(jsonb_populate_record(NULL::purchases, to_jsonb(v_state))));
             ELSIF r.known AND r.old_status = 'active' AND v_state.status = 'expired' THEN
-                PERFORM bouncer_emit_event(p_project_id, p_user_id, 'subscription.expired',
+                v_types := array_append(v_types, 'subscription.expired'::text);
+                v_data := array_append(v_data,
                     bouncer_webhook_purchase_data(jsonb_populate_record(NULL::purchases, to_jsonb(v_state)))
                     || jsonb_build_object('expired_at', bouncer_webhook_time(v_state.access_ends_at)));
             END IF;
@@ -96,7 +101,8 @@ BEGIN
             -- Still active but no longer mapped to the entitlement (a product mapping change).
             v_reason := 'revoked';
         END IF;
-        PERFORM bouncer_emit_event(p_project_id, p_user_id, 'entitlement.revoked', jsonb_build_object(
+        v_types := array_append(v_types, 'entitlement.revoked'::text);
+        v_data := array_append(v_data, jsonb_build_object(
             'entitlement', r.entitlement, 'reason', v_reason, 'environment', r.environment,
             'original_transaction_id', r.original_transaction_id, 'product_id', r.product_id));
         DELETE FROM webhook_entitlement_states st
@@ -114,7 +120,8 @@ BEGIN
         ORDER BY n.entitlement COLLATE "C"
     LOOP
         IF NOT r.known THEN
-            PERFORM bouncer_emit_event(p_project_id, p_user_id, 'entitlement.granted', jsonb_build_object(
+            v_types := array_append(v_types, 'entitlement.granted'::text);
+            v_data := array_append(v_data, jsonb_build_object(
                 'entitlement', r.entitlement, 'expires_at', bouncer_webhook_time(r.expires_at),
                 'environment', r.environment, 'original_transaction_id', r.original_transaction_id,
                 'product_id', r.product_id));
@@ -131,6 +138,9 @@ BEGIN
                 expires_at = EXCLUDED.expires_at;
         END IF;
     END LOOP;
+    IF cardinality(v_types) > 0 THEN
+        PERFORM bouncer_emit_events(p_project_id, p_user_id, v_types, v_data);
+    END IF;
     RETURN true;
 END;
 $$;
