@@ -38,8 +38,9 @@ final class WebhookOutboxTests: XCTestCase {
         XCTAssertEqual(try store.endpoint(projectId: project.id)?.secret, Self.sealed)
     }
 
-    /// The deriver's form (`bouncer_emit_events`, one INSERT per user refresh): the wanted types only, numbered in
-    /// array order, their ids returned in that order; nothing without a webhook; the user's head is the first.
+    /// The deriver's form (`bouncer_emit_events`, one INSERT for the users of a refresh): the wanted types only,
+    /// numbered in array order, their ids returned in that order; nothing without a webhook; each user's first is
+    /// its head.
     func testEmitEventsWritesAUsersWantedEventsInArrayOrder() throws {
         let s = try TestStores.make(label: "whemits")
         defer { s.close() }
@@ -48,7 +49,7 @@ final class WebhookOutboxTests: XCTestCase {
         let emit = { () throws -> [String] in
             try s.pool.withConnection { c in
                 try c.query("""
-                    SELECT bouncer_emit_events(\(project.id), 'u',
+                    SELECT bouncer_emit_events(\(project.id), ARRAY['u', 'u', 'v', 'u'],
                         ARRAY['subscription.started', 'entitlement.revoked', 'entitlement.granted', 'entitlement.granted'],
                         ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}', '{"n": 4}']::jsonb[]) AS id
                     """).map { try $0.decode("id", as: String.self) }
@@ -66,11 +67,11 @@ final class WebhookOutboxTests: XCTestCase {
                     + (try $0.decode("data", as: String.self)))
             }
         }
-        XCTAssertEqual(rows.map(\.1), [#"subscription.started u {"n": 1}"#, #"entitlement.granted u {"n": 3}"#,
+        XCTAssertEqual(rows.map(\.1), [#"subscription.started u {"n": 1}"#, #"entitlement.granted v {"n": 3}"#,
                                        #"entitlement.granted u {"n": 4}"#])
         XCTAssertEqual(ids, rows.map(\.0))
-        XCTAssertEqual(try store.claim(owner: "one", limit: 10, leaseSeconds: 60).map(\.eventId), Array(ids.prefix(1)),
-                       "the first is the user's head")
+        XCTAssertEqual(try store.claim(owner: "one", limit: 10, leaseSeconds: 60).map(\.eventId), Array(ids.prefix(2)),
+                       "each user's first is its head")
     }
 
     func testClaimKeepsPerUserOrderAndLeases() throws {

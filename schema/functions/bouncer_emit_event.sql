@@ -3,5 +3,5 @@
 -- The public function other features call (manual grants, erase).
 CREATE OR REPLACE FUNCTION bouncer_emit_event(p_project_id uuid, p_user_id text, p_type text, p_data jsonb) RETURNS text
 LANGUAGE sql VOLATILE AS $$
-    SELECT bouncer_emit_events(p_project_id, p_user_id, ARRAY[p_type], ARRAY[p_data]) LIMIT 1
+    SELECT bouncer_emit_events(p_project_id, ARRAY[p_user_id], ARRAY[p_type], ARRAY[p_data]) LIMIT 1
 $$;
