@@ -57,8 +57,14 @@ public final class WebhookDeriver: Service {
                 p.deriving = p.waiting
                 p.waiting = nil
             }
-            Self.pass(job, store: store, progress: progress, log: log)
-            progress.state.withLock { $0.deriving = nil }
+            let derived = Self.pass(job, store: store, progress: progress, log: log)
+            progress.state.withLock { p in
+                // A failed pass leaves its rows: their commits still wait (the oldest first).
+                if !derived, let deriving = p.deriving, p.waiting.map({ deriving < $0 }) ?? true {
+                    p.waiting = deriving
+                }
+                p.deriving = nil
+            }
             return .wait
         }
     }
@@ -94,9 +100,9 @@ public final class WebhookDeriver: Service {
     public var isRunning: Bool { job.isRunning }
 
     /// Derives the rows there are, again at once only while a project filled its batch (a backlog): rows that
-    /// arrive meanwhile have woken the thread, and wait for the next pass.
+    /// arrive meanwhile have woken the thread, and wait for the next pass. Whether it ended without an error.
     private static func pass(_ job: Job, store: PostgresWebhookStore, progress: Progress,
-                             log: @Sendable (String) -> Void) {
+                             log: @Sendable (String) -> Void) -> Bool {
         do {
             var backlog = true
             while backlog, !job.isStopping {
@@ -115,7 +121,9 @@ public final class WebhookDeriver: Service {
         } catch {
             log(jsonLine("webhooks", "derive: \(String(reflecting: error))"))
             job.pause(.seconds(1))
+            return false
         }
+        return true
     }
 
     /// The rest after a batch of `nanoseconds` that ran beside receipts: `yieldFactor` times it, at most `maxRest`.
