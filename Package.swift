@@ -3,8 +3,11 @@ import PackageDescription
 
 // No Swift package dependencies, by design: only the toolchain plus libpq and OpenSSL,
 // each wrapped by exactly one target (Postgres owns CPostgres, Crypto owns COpenSSL).
+// Every target: existentials spelled `any`, and imports internal unless written `public import` (the module's API
+// shows that module's types; docs/architecture.md, "Modules").
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
 let package = Package(

@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import HTTPCore
+public import Domain
+public import Foundation
+public import HTTPCore
 
 /// Everything the API needs, as ports: the executable wires the real adapters, tests wire fakes.
 public struct APIDependencies: Sendable {
@@ -65,6 +65,9 @@ public struct APIDependencies: Sendable {
     /// The dashboard's overview (`GET /v1/admin/projects/:id/metrics/overview`); `nil` answers 503.
     public let overview: (any OverviewMetricsStore)?
     /// The clock; status is always evaluated at this instant.
+    /// Accounts and their API keys (`bk_…` on the admin routes); nil: the admin token only, and the account routes
+    /// answer 503.
+    public let accounts: (any AccountStore)?
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -89,6 +92,7 @@ public struct APIDependencies: Sendable {
         maxReceiptBodyBytes: Int = 1024 * 1024, maxReceiptRecords: Int = 2_000,
         adminAuthFailures: FailureLockout = FailureLockout(), consoleSessions: (any ConsoleSessionStore)? = nil,
         console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
+        accounts: (any AccountStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -115,6 +119,7 @@ public struct APIDependencies: Sendable {
         self.consoleSessions = consoleSessions
         self.console = console
         self.overview = overview
+        self.accounts = accounts
         self.now = now
         self.log = log
     }

@@ -19,10 +19,18 @@ struct AdminAuth: Sendable {
     /// The console's sessions; `nil`: admin routes take only the bearer token, the session routes answer 503.
     let sessions: (any ConsoleSessionStore)?
     let now: @Sendable () -> Date
+    /// API keys (`bk_…`); nil when the executable wired no account store (only the admin token then).
+    let accounts: AccountAdministration?
+    /// Which account owns the project a key asks about (`RouteScope.project`).
+    let projects: any ProjectStore
 
     /// The admin side of `deps`, digests derived once at start-up.
     init(_ deps: APIDependencies, keys: KeyAuth) {
         self.keys = keys
+        accounts = deps.accounts.map {
+            AccountAdministration(store: $0, projects: deps.projects, hasher: deps.hasher, now: deps.now)
+        }
+        projects = deps.projects
         if let token = deps.adminToken, !token.isEmpty {
             digest = deps.hasher.hash(token)
             fingerprint = ConsoleSessionRules.adminFingerprint(adminToken: token, hasher: deps.hasher)
@@ -66,17 +74,15 @@ struct AdminAuth: Sendable {
         return error
     }
 
-    /// Routes about one project's users (`/v1/admin/projects/:id/users/…`): the admin token, or that project's secret
-    /// key (a customer's backend). A bearer of `sk_…` form is checked only as the project's secret key (live ones,
-    /// compared in constant time); anything else only as the admin token. An unknown project answers
-    /// `PROJECT_NOT_FOUND` to the admin and `AUTH_INVALID_SECRET_KEY` to a secret key (no probing of project ids).
-    func authorizeAdminOrSecretKey(_ request: Request, projectId: UUID) throws {
-        if let header = request.headers["Authorization"], let token = KeyAuth.bearerToken(header),
-           ProjectKeys.isSecretKeySyntax(token) {
-            try keys.checkSecretKey(token, projectId: projectId)
-            return
-        }
-        try authorize(request)
+    /// Routes about one project's users (`/v1/admin/projects/:id/users/…`): true when the bearer is of `sk_…` form
+    /// and one of that project's live secret keys (compared in constant time), 401 `AUTH_INVALID_SECRET_KEY` when of
+    /// that form and not (an unknown project too: no probing of project ids); false for any other credential, which
+    /// the caller checks as an admin principal.
+    func authorizedBySecretKey(_ request: Request, projectId: UUID) throws -> Bool {
+        guard let header = request.headers["Authorization"], let token = KeyAuth.bearerToken(header),
+              ProjectKeys.isSecretKeySyntax(token) else { return false }
+        try keys.checkSecretKey(token, projectId: projectId)
+        return true
     }
 
     // MARK: - Console sessions

@@ -9,12 +9,12 @@ struct AppStoreActionsController: APIController {
 
     var routes: [APIRoute] {
         [
-            APIRoute(.post, "/v1/admin/projects/:id/app-store/test-notification", .adminAPI, access: .admin,
+            APIRoute(.post, "/v1/admin/projects/:id/app-store/test-notification", .adminAPI, access: .admin(.credentialsManage),
                      requestTestNotification),
-            APIRoute(.get, "/v1/admin/projects/:id/app-store/test-notification/:token", .adminAPI, access: .admin,
+            APIRoute(.get, "/v1/admin/projects/:id/app-store/test-notification/:token", .adminAPI, access: .admin(.projectsRead),
                      getTestNotification),
             APIRoute(.post, "/v1/admin/projects/:id/subscriptions/:originalTransactionId/extend", .adminAPI,
-                     access: .admin, extendSubscription),
+                     access: .admin(.customersWrite), extendSubscription),
         ]
     }
 
@@ -53,15 +53,10 @@ struct AppStoreActionsController: APIController {
         body.field("token", report.token)
         body.field("environment", report.environment.rawValue)
         body.field("notification_uuid", report.notificationUUID.uuidString.lowercased())
-        body.key("apple_send_attempts")
-        body.beginArray()
-        for attempt in report.sendAttempts {
-            body.beginObject()
+        body.objects("apple_send_attempts", report.sendAttempts) { attempt, body in
             body.field("attempt_date", attempt.attemptDate)
             body.field("result", attempt.result)
-            body.endObject()
         }
-        body.endArray()
         body.field("received", report.receivedAt != nil)
         body.field("received_at", report.receivedAt)
         body.endObject()

@@ -12,9 +12,9 @@ struct AppStoreCredentialsController: APIController {
         let path = "/v1/admin/projects/:id/app-store-credentials"
         let storing = ErrorContext(encryptionKey: .storeCredentials)
         return [
-            APIRoute(.put, path, .adminAPI, access: .admin, errors: storing, putAppStoreCredentials),
-            APIRoute(.get, path, .adminAPI, access: .admin, errors: storing, getAppStoreCredentials),
-            APIRoute(.delete, path, .adminAPI, access: .admin, errors: storing, deleteAppStoreCredentials),
+            APIRoute(.put, path, .adminAPI, access: .admin(.credentialsManage), errors: storing, putAppStoreCredentials),
+            APIRoute(.get, path, .adminAPI, access: .admin(.projectsRead), errors: storing, getAppStoreCredentials),
+            APIRoute(.delete, path, .adminAPI, access: .admin(.credentialsManage), errors: storing, deleteAppStoreCredentials),
         ]
     }
 

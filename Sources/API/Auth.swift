@@ -1,6 +1,6 @@
-import Domain
+public import Domain
 import Foundation
-import HTTPCore
+public import HTTPCore
 
 /// Who an app or a customer's backend is: public keys in the path, secret keys as bearer tokens.
 struct KeyAuth: Sendable {

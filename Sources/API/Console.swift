@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 import Foundation
 import HTTPCore
 
@@ -19,7 +19,7 @@ struct ConsoleController: APIController {
             APIRoute(.post, Self.sessionPath, .adminAPI, access: .consoleSession, signIn),
             APIRoute(.get, Self.sessionPath, .adminAPI, access: .consoleSession, showSession),
             APIRoute(.delete, Self.sessionPath, .adminAPI, access: .consoleSession, signOut),
-            APIRoute(.delete, "/v1/admin/sessions", .adminAPI, access: .admin, signOutEverywhere),
+            APIRoute(.delete, "/v1/admin/sessions", .adminAPI, access: .admin(.sessionsManage), signOutEverywhere),
         ]
     }
 
@@ -104,18 +104,4 @@ public struct ConsoleSettings: Sendable {
         self.secureCookie = secureCookie
         self.sessionLifetimeSeconds = sessionLifetimeSeconds
     }
-}
-
-extension HTTPError {
-    static let consoleSignInFailed = HTTPError(
-        status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
-        suggestion: "Enter the server's BOUNCER_ADMIN_TOKEN.")
-
-    static let consoleSessionInvalid = HTTPError(
-        status: 401, code: "CONSOLE_SESSION_INVALID", message: "No live console session.",
-        suggestion: "Sign in again at /admin/ with the admin token (sessions expire).")
-
-    static let csrfTokenInvalid = HTTPError(
-        status: 403, code: "CSRF_TOKEN_INVALID", message: "Missing or wrong X-CSRF-Token.",
-        suggestion: "Send the csrf_token from GET /v1/admin/session as the X-CSRF-Token header.")
 }

@@ -1,5 +1,5 @@
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 import HTTPCore
 import JSON
 
@@ -16,12 +16,12 @@ struct CustomersController: APIController {
         // admin bucket (these are support tools, not a hot path).
         let user = "/v1/admin/projects/:id/users/:userId"
         return [
-            APIRoute(.post, user + "/grants", .adminAPI, access: .adminOrSecretKey, createGrant),
-            APIRoute(.delete, user + "/grants/:grantId", .adminAPI, access: .adminOrSecretKey, deleteGrant),
-            APIRoute(.get, user + "/timeline", .adminAPI, access: .adminOrSecretKey, getTimeline),
-            APIRoute(.get, user + "/export", .adminAPI, access: .adminOrSecretKey, exportUser),
-            APIRoute(.delete, user, .adminAPI, access: .adminOrSecretKey, eraseUser),
-            APIRoute(.get, "/v1/admin/projects/:id/transactions/:transactionId", .adminAPI, access: .adminOrSecretKey,
+            APIRoute(.post, user + "/grants", .adminAPI, access: .adminOrSecretKey(.customersWrite), createGrant),
+            APIRoute(.delete, user + "/grants/:grantId", .adminAPI, access: .adminOrSecretKey(.customersWrite), deleteGrant),
+            APIRoute(.get, user + "/timeline", .adminAPI, access: .adminOrSecretKey(.customersRead), getTimeline),
+            APIRoute(.get, user + "/export", .adminAPI, access: .adminOrSecretKey(.customersExport), exportUser),
+            APIRoute(.delete, user, .adminAPI, access: .adminOrSecretKey(.customersErase), eraseUser),
+            APIRoute(.get, "/v1/admin/projects/:id/transactions/:transactionId", .adminAPI, access: .adminOrSecretKey(.customersRead),
                      getTransactionHolders),
         ]
     }
@@ -63,10 +63,7 @@ struct CustomersController: APIController {
     /// the timeline). Removing a removed grant answers the same.
     func deleteGrant(_ request: Request) throws -> Response {
         let (projectId, userId) = try authorizedUser(request)
-        guard let raw = request.pathParameters["grantId"], let grantId = UUID(uuidString: raw) else {
-            throw HTTPError.validation([ErrorDetail(path: ["grantId"], message: "Invalid uuid")],
-                                      suggestion: Self.grantIdSuggestion)
-        }
+        let grantId = try PathParameters.uuid(request, "grantId", suggestion: Self.grantIdSuggestion)
         let grant = try support.revokeGrant(projectId: projectId, userId: userId, grantId: grantId)
         var out = JSONBody(capacity: 320)
         Self.writeGrant(grant, at: now(), into: &out)
@@ -114,7 +111,7 @@ struct CustomersController: APIController {
         let userId = request.pathParameters["userId"] ?? ""
         let problems = GrantRules.problems(userId: userId)
         guard problems.isEmpty else {
-            throw HTTPError.validation(problems.map { ErrorDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(problems.map(ErrorDetail.init),
                                       suggestion: Self.userIdSuggestion)
         }
         // An unknown project keeps the id as given: the use case answers PROJECT_NOT_FOUND.
@@ -178,115 +175,77 @@ struct CustomersController: APIController {
     }
 
     static func writeTimeline(_ timeline: CustomerTimeline, into body: inout JSONBody) {
-        body.beginObject()
-        body.field("user_id", timeline.userId)
-        body.key("entitlements")
-        body.beginArray()
-        for e in timeline.entitlements {
-            body.beginObject()
-            body.field("id", e.id)
-            body.field("active", e.active)
-            body.field("reason", e.reason)
-            body.endObject()
+        body.object { body in
+            body.field("user_id", timeline.userId)
+            body.objects("entitlements", timeline.entitlements) { e, body in
+                body.field("id", e.id)
+                body.field("active", e.active)
+                body.field("reason", e.reason)
+            }
+            body.objects("events", timeline.events) { e, body in
+                body.field("at", e.at)
+                body.field("source", e.source)
+                body.field("type", e.type)
+                body.field("transaction_id", e.transactionId)
+                body.field("summary", e.summary)
+                body.field("effect", e.effect)
+            }
         }
-        body.endArray()
-        body.key("events")
-        body.beginArray()
-        for e in timeline.events {
-            body.beginObject()
-            body.field("at", e.at)
-            body.field("source", e.source)
-            body.field("type", e.type)
-            body.field("transaction_id", e.transactionId)
-            body.field("summary", e.summary)
-            body.field("effect", e.effect)
-            body.endObject()
-        }
-        body.endArray()
-        body.endObject()
     }
 
     static func exportBody(_ facts: CustomerFacts, timeline: CustomerTimeline, at now: Date) -> [UInt8] {
         var body = JSONBody(capacity: 1024 + 1024 * facts.transactions.count)
-        body.beginObject()
-        body.field("user_id", facts.userId)
-        body.field("exported_at", now)
-        body.key("bindings")
-        body.beginArray()
-        for held in facts.purchases {
-            body.beginObject()
-            body.field("original_transaction_id", held.purchase.originalTransactionId)
-            body.field("environment", held.purchase.environment.rawValue)
-            body.field("product_id", held.purchase.productId)
-            body.field("device_id", held.deviceId)
-            body.field("bound_at", held.boundAt)
-            body.field("revoked_at", held.revokedAt)
-            body.endObject()
+        body.object { body in
+            body.field("user_id", facts.userId)
+            body.field("exported_at", now)
+            body.objects("bindings", facts.purchases) { held, body in
+                body.field("original_transaction_id", held.purchase.originalTransactionId)
+                body.field("environment", held.purchase.environment.rawValue)
+                body.field("product_id", held.purchase.productId)
+                body.field("device_id", held.deviceId)
+                body.field("bound_at", held.boundAt)
+                body.field("revoked_at", held.revokedAt)
+            }
+            var devices: [String] = []
+            for device in facts.purchases.compactMap(\.deviceId) where !devices.contains(device) { devices.append(device) }
+            body.field("device_ids", devices)
+            body.objects("transactions", facts.transactions) { t, body in
+                body.field("transaction_id", t.transactionId)
+                body.field("original_transaction_id", t.originalTransactionId)
+                body.field("environment", t.environment.rawValue)
+                body.field("product_id", t.productId)
+                body.field("purchase_date", t.purchaseDate)
+                body.field("expires_date", t.expiresDate)
+                body.field("revocation_date", t.revocationDate)
+                body.field("source", t.source)
+                body.field("first_seen_at", t.firstSeenAt)
+                body.key("payload")
+                // Stored by Bouncer as jsonb, so it parses; should it not, the export says so rather than failing.
+                if let payload = try? JSONParser.parse(Array(t.payloadJSON.utf8)) { body.json(payload) } else { body.null() }
+            }
+            body.objects("notifications", facts.notifications) { n, body in
+                body.field("notification_uuid", n.notificationUUID.uuidString.lowercased())
+                body.field("type", n.type)
+                body.field("subtype", n.subtype)
+                body.field("original_transaction_id", n.originalTransactionId)
+                body.field("received_at", n.receivedAt)
+            }
+            body.objects("ownership_events", facts.ownershipEvents) { e, body in
+                body.field("original_transaction_id", e.originalTransactionId)
+                body.field("from_user_id", e.fromUserId)
+                body.field("to_user_id", e.toUserId)
+                body.field("policy", e.policy)
+                body.field("at", e.at)
+            }
+            body.array("grants", facts.grants) { grant, body in writeGrant(grant, at: now, into: &body) }
+            body.objects("app_transactions", facts.appTransactions) { record, body in
+                record.appTransaction.writeFacts(into: &body)
+                body.field("consent_rescinded_at", record.appTransaction.consentRescindedAt)
+                body.field("first_seen_at", record.firstSeenAt)
+            }
+            body.key("timeline")
+            writeTimeline(timeline, into: &body)
         }
-        body.endArray()
-        var devices: [String] = []
-        for device in facts.purchases.compactMap(\.deviceId) where !devices.contains(device) { devices.append(device) }
-        body.field("device_ids", devices)
-        body.key("transactions")
-        body.beginArray()
-        for t in facts.transactions {
-            body.beginObject()
-            body.field("transaction_id", t.transactionId)
-            body.field("original_transaction_id", t.originalTransactionId)
-            body.field("environment", t.environment.rawValue)
-            body.field("product_id", t.productId)
-            body.field("purchase_date", t.purchaseDate)
-            body.field("expires_date", t.expiresDate)
-            body.field("revocation_date", t.revocationDate)
-            body.field("source", t.source)
-            body.field("first_seen_at", t.firstSeenAt)
-            body.key("payload")
-            // Stored by Bouncer as jsonb, so it parses; should it not, the export says so rather than failing.
-            if let payload = try? JSONParser.parse(Array(t.payloadJSON.utf8)) { body.json(payload) } else { body.null() }
-            body.endObject()
-        }
-        body.endArray()
-        body.key("notifications")
-        body.beginArray()
-        for n in facts.notifications {
-            body.beginObject()
-            body.field("notification_uuid", n.notificationUUID.uuidString.lowercased())
-            body.field("type", n.type)
-            body.field("subtype", n.subtype)
-            body.field("original_transaction_id", n.originalTransactionId)
-            body.field("received_at", n.receivedAt)
-            body.endObject()
-        }
-        body.endArray()
-        body.key("ownership_events")
-        body.beginArray()
-        for e in facts.ownershipEvents {
-            body.beginObject()
-            body.field("original_transaction_id", e.originalTransactionId)
-            body.field("from_user_id", e.fromUserId)
-            body.field("to_user_id", e.toUserId)
-            body.field("policy", e.policy)
-            body.field("at", e.at)
-            body.endObject()
-        }
-        body.endArray()
-        body.key("grants")
-        body.beginArray()
-        for grant in facts.grants { writeGrant(grant, at: now, into: &body) }
-        body.endArray()
-        body.key("app_transactions")
-        body.beginArray()
-        for record in facts.appTransactions {
-            body.beginObject()
-            record.appTransaction.writeFacts(into: &body)
-            body.field("consent_rescinded_at", record.appTransaction.consentRescindedAt)
-            body.field("first_seen_at", record.firstSeenAt)
-            body.endObject()
-        }
-        body.endArray()
-        body.key("timeline")
-        writeTimeline(timeline, into: &body)
-        body.endObject()
         return body.bytes
     }
 }

@@ -24,16 +24,7 @@ struct EntitlementTokensController: APIController {
     func getEntitlementToken(_ request: Request, _ project: Project) throws -> Response {
         guard request.headers["Authorization"] != nil else { throw HTTPError.tokenSecretKeyRequired }
         try keys.authorizeRead(request, project: project)
-        // A UUID user id reads in the form its purchases were bound under (require_match, prefer).
-        let userId = AccountBindingRules.canonicalUserId(
-            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
-        let scalars = userId.unicodeScalars.count
-        guard scalars >= 1, scalars <= 256 else {
-            throw HTTPError.validation(
-                [ErrorDetail(path: ["userId"], message: scalars == 0
-                    ? "String must contain at least 1 character(s)" : "String must contain at most 256 character(s)")],
-                suggestion: Self.tokenUserIdSuggestion)
-        }
+        let userId = try PathParameters.userId(request, project: project, suggestion: Self.tokenUserIdSuggestion)
         let issued = try Self.tokens(tokens).issue(project: project, userId: userId)
         var body = JSONBody(capacity: 128 + issued.token.utf8.count)
         body.beginObject()
@@ -51,10 +42,7 @@ struct EntitlementTokensController: APIController {
         let keys = try Self.tokens(tokens).publishedKeys()
         var body = JSONBody(capacity: 32 + 192 * keys.count)
         body.beginObject()
-        body.key("keys")
-        body.beginArray()
-        for key in keys {
-            body.beginObject()
+        body.objects("keys", keys) { key, body in
             body.field("kty", "EC")
             body.field("crv", "P-256")
             body.field("kid", key.kid)
@@ -62,9 +50,7 @@ struct EntitlementTokensController: APIController {
             body.field("y", key.y)
             body.field("use", "sig")
             body.field("alg", "ES256")
-            body.endObject()
         }
-        body.endArray()
         body.endObject()
         var headers = HTTPHeaders()
         headers.set("Cache-Control", "public, max-age=\(Self.jwksMaxAgeSeconds)")

@@ -67,6 +67,18 @@ extension HTTPError {
             headers: ["Retry-After": String(retryAfterSeconds)])
     }
 
+    static let consoleSignInFailed = HTTPError(
+        status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
+        suggestion: "Enter the server's BOUNCER_ADMIN_TOKEN.")
+
+    static let consoleSessionInvalid = HTTPError(
+        status: 401, code: "CONSOLE_SESSION_INVALID", message: "No live console session.",
+        suggestion: "Sign in again at /admin/ with the admin token (sessions expire).")
+
+    static let csrfTokenInvalid = HTTPError(
+        status: 403, code: "CSRF_TOKEN_INVALID", message: "Missing or wrong X-CSRF-Token.",
+        suggestion: "Send the csrf_token from GET /v1/admin/session as the X-CSRF-Token header.")
+
     static let projectNotFound = HTTPError(
         status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
         suggestion: "Check the project id; GET /v1/admin/projects lists them.")
@@ -144,6 +156,13 @@ extension HTTPError {
             + "/v1/admin/projects/:id/products/:productId (or `bouncer product set`), then retry.")
 }
 
+extension ErrorDetail {
+    /// A domain rule's problem with an input, as the error body's detail.
+    init(_ problem: FieldProblem) {
+        self.init(path: problem.path, message: problem.message)
+    }
+}
+
 /// The single place where domain and verification errors become `HTTPError`s (the server renders them).
 enum ErrorMapping {
     /// The `HTTPError` for an error a handler threw, or nil when it has no mapping: the caller rethrows it and the
@@ -182,145 +201,143 @@ enum ErrorMapping {
         case let error as AppStoreAPIError:
             return appStoreError(error, request: request, log: log)
         case let error as DomainError:
-            switch error.code {
-            case .serviceUnavailable:
-                log(logLine(request, status: 503, String(reflecting: error)))
-                return serviceUnavailable
-            case .purchaseOwnedByAnotherUser:
-                return HTTPError(
-                    status: 409, code: error.code.rawValue, message: "This purchase belongs to another user.",
-                    suggestion: "The project's transfer_policy is block: the first user keeps the purchase. "
-                        + "Set transfer_policy to transfer or share to allow restores on other accounts.")
-            case .projectNotFound:
-                return .projectNotFound
-            case .productNotFound:
-                // The offer route's caller is an app: the fix is an admin's mapping, not another id to look up.
-                switch context.product {
-                case .offer: return .offerProductNotFound
-                case .mapping: return .productNotFound
-                }
-            case .transactionConflict:
-                // Logged (project, transaction id, the differing fields: `underlying`), never the JWS.
-                log(logLine(request, status: 409, String(reflecting: error)))
-                return HTTPError(
-                    status: 409, code: error.code.rawValue,
-                    message: "Transaction conflict: the transaction id is already recorded with a different identity.",
-                    suggestion: "This transaction id is already recorded with a different original_transaction_id, "
-                        + "product_id or bundle_id in the same environment; nothing was written. Send the "
-                        + "transaction exactly as StoreKit 2 returned it.")
-            case .appAccountTokenMismatch:
-                return HTTPError(
-                    status: 403, code: error.code.rawValue, message: error.message,
-                    suggestion: appAccountTokenSuggestion)
-            case .invalidInput:
-                return HTTPError(
-                    status: 400, code: error.code.rawValue, message: "Validation error",
-                    suggestion: "Correct the fields named in details and retry.",
-                    details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
-            case .appStoreCredentialsNotFound:
-                return .appStoreCredentialsNotFound
-            case .appStoreCredentialsMissing:
-                return HTTPError(
-                    status: 400, code: error.code.rawValue,
-                    message: "The project has no App Store Server API credentials.",
-                    suggestion: "An admin must store the project's In-App Purchase key first: PUT "
-                        + "/v1/admin/projects/{id}/app-store-credentials with issuer_id, key_id and private_key "
-                        + "(see the README's \"Connect to Apple\").")
-            case .encryptionKeyMissing:
-                // Storing refuses before anything is sealed; every other route can only meet stored credentials.
-                switch context.encryptionKey {
-                case .signTokens: return .tokenEncryptionKeyMissing
-                case .storeCredentials: return .encryptionKeyMissing
-                case .openCredentials: return .credentialsEncryptionKeyMissing
-                case .storeWebhookSecret:
-                    var webhook = HTTPError.encryptionKeyMissing
-                    webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
-                    return webhook
-                }
-            case .entitlementTokensDisabled:
-                return .entitlementTokensDisabled
-            case .encryptionKeyUnknown, .sealedSecretCorrupt:
-                // The operator's problem, not the caller's: a 500 with a code that names it, the cause in the log.
-                log(logLine(request, status: 500, String(reflecting: error)))
-                return HTTPError(
-                    status: 500, code: error.code.rawValue, message: "Stored credentials cannot be decrypted.",
-                    suggestion: "The operator must set BOUNCER_ENCRYPTION_KEY_PREVIOUS to the key that sealed them "
-                        + "(then run `bouncer credentials reencrypt`), or store the credentials again.")
-            case .reconcileInProgress:
-                return HTTPError(
-                    status: 409, code: error.code.rawValue, message: "A reconciliation of this project is already running.",
-                    suggestion: "Wait for it to finish (GET /v1/admin/projects/{id}/reconcile/runs shows it) and retry; "
-                        + "only one run per project at a time, on any instance.")
-            case .grantNotFound:
-                return HTTPError(
-                    status: 404, code: error.code.rawValue, message: "Grant not found.",
-                    suggestion: "Check the grant id and the user id; GET /v1/admin/projects/{id}/users/{userId}/export "
-                        + "lists the user's grants.")
-            case .transactionNotFound:
-                return HTTPError(
-                    status: 404, code: error.code.rawValue, message: "No transaction with that id in this project.",
-                    suggestion: "Check the transaction id (digits only) and the project: only transactions Bouncer has "
-                        + "recorded for this project (posted to /v1/receipts, received in a notification or recovered "
-                        + "by reconciliation) are found.")
-            case .webhookURLNotAllowed:
-                return HTTPError(
-                    status: 400, code: error.code.rawValue, message: "Webhook URL not allowed: \(error.message)",
-                    suggestion: "Use an https URL whose host name resolves only to public addresses (not loopback, "
-                        + "private, link-local or unique-local). For a receiver on a private network in development, "
-                        + "the operator can set BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS=1.",
-                    details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
-            case .webhookNotConfigured:
-                return HTTPError(
-                    status: 404, code: error.code.rawValue, message: "This project has no webhook.",
-                    suggestion: "Configure one with PUT /v1/admin/projects/{id}/webhook and {\"url\": \"https://…\"}.")
-            case .webhookEventNotFound:
-                return HTTPError(
-                    status: 404, code: error.code.rawValue, message: "Webhook event not found.",
-                    suggestion: "Check the event id (evt_…); GET /v1/admin/projects/{id}/webhook/deliveries lists them.")
-            case .conflict:
-                return HTTPError(
-                    status: 409, code: error.code.rawValue, message: "The request conflicts with stored data.",
-                    suggestion: "Reload the resource and retry.")
-            case .xcodeLimitReached:
-                log(logLine(request, status: 409, String(reflecting: error)))
-                return HTTPError(
-                    status: 409, code: error.code.rawValue, message: error.message,
-                    suggestion: "Xcode (StoreKit Testing) data, which anyone can sign, is capped per project; nothing "
-                        + "was written. Test with a new project, or ask the operator to raise "
-                        + "BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT.",
-                    details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
-            case .purchaseNotFound:
-                return HTTPError(
-                    status: 404, code: error.code.rawValue, message: "No such purchase in this project.",
-                    suggestion: "Use the original transaction id of a Production or Sandbox purchase Bouncer has "
-                        + "recorded for this project (posted to /v1/receipts or received in a notification).")
-            case .testNotificationNotFound:
-                return HTTPError(
-                    status: 404, code: error.code.rawValue, message: "Apple does not know this test notification token.",
-                    suggestion: "Use the token POST /v1/admin/projects/{id}/app-store/test-notification returned, with "
-                        + "the same environment query parameter.")
-            case .subscriptionExtensionIneligible:
-                log(logLine(request, status: 422, String(reflecting: error)))
-                return HTTPError(
-                    status: 422, code: error.code.rawValue, message: "Apple says this subscription cannot be extended.",
-                    suggestion: "Apple extends only active, paid subscription periods (not free trials, offer periods, "
-                        + "billing retry or grace, nor Family Sharing purchases). The attempt is recorded; nothing changed.")
-            case .subscriptionExtensionLimitReached:
-                log(logLine(request, status: 409, String(reflecting: error)))
-                return HTTPError(
-                    status: 409, code: error.code.rawValue,
-                    message: "This subscription was already extended as often as Apple allows.",
-                    suggestion: "Apple allows two extensions per subscription in a 365-day period. The attempt is "
-                        + "recorded; nothing changed.")
-            default:
-                log(logLine(request, status: 500, String(reflecting: error)))
-                return nil
+            let answer = domainError(error, context: context)
+            if answer == nil || loggedDomainCodes.contains(error.code) {
+                log(logLine(request, status: answer?.status ?? 500, String(reflecting: error)))
             }
+            return answer
         default:
             log(logLine(request, status: 500, String(reflecting: error)))
             return nil
         }
     }
+
+    /// The domain errors whose cause goes to the log (the error value: project, ids, Apple's code), besides every
+    /// code without an answer (a 500).
+    static let loggedDomainCodes: Set<DomainError.Code> = [
+        .serviceUnavailable, .transactionConflict, .encryptionKeyUnknown, .sealedSecretCorrupt, .xcodeLimitReached,
+        .subscriptionExtensionIneligible, .subscriptionExtensionLimitReached,
+    ]
+
+    /// The answer to a domain error, or nil (a 500) for a code without one.
+    static func domainError(_ error: DomainError, context: ErrorContext) -> HTTPError? {
+        if let answer = domainAnswers[error.code] {
+            return HTTPError(status: answer.status, code: error.code.rawValue, message: answer.message,
+                             suggestion: answer.suggestion)
+        }
+        switch error.code {
+        case .serviceUnavailable:
+            return serviceUnavailable
+        case .projectNotFound:
+            return .projectNotFound
+        case .productNotFound:
+            // The offer route's caller is an app: the fix is an admin's mapping, not another id to look up.
+            switch context.product {
+            case .offer: return .offerProductNotFound
+            case .mapping: return .productNotFound
+            }
+        case .permissionDenied, .accountNotFound, .accountHasProjects, .apiKeyNotFound:
+            return HTTPError.accessError(error)
+        case .appAccountTokenMismatch:
+            return HTTPError(
+                status: 403, code: error.code.rawValue, message: error.message, suggestion: appAccountTokenSuggestion)
+        case .invalidInput:
+            return .validation(error.details.map(ErrorDetail.init), suggestion: "Correct the fields named in details and retry.")
+        case .appStoreCredentialsNotFound:
+            return .appStoreCredentialsNotFound
+        case .encryptionKeyMissing:
+            // Storing refuses before anything is sealed; every other route can only meet stored credentials.
+            switch context.encryptionKey {
+            case .signTokens: return .tokenEncryptionKeyMissing
+            case .storeCredentials: return .encryptionKeyMissing
+            case .openCredentials: return .credentialsEncryptionKeyMissing
+            case .storeWebhookSecret:
+                var webhook = HTTPError.encryptionKeyMissing
+                webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
+                return webhook
+            }
+        case .entitlementTokensDisabled:
+            return .entitlementTokensDisabled
+        case .encryptionKeyUnknown, .sealedSecretCorrupt:
+            // The operator's problem, not the caller's: a 500 with a code that names it, the cause in the log.
+            return HTTPError(
+                status: 500, code: error.code.rawValue, message: "Stored credentials cannot be decrypted.",
+                suggestion: "The operator must set BOUNCER_ENCRYPTION_KEY_PREVIOUS to the key that sealed them "
+                    + "(then run `bouncer credentials reencrypt`), or store the credentials again.")
+        case .webhookURLNotAllowed:
+            return HTTPError(
+                status: 400, code: error.code.rawValue, message: "Webhook URL not allowed: \(error.message)",
+                suggestion: "Use an https URL whose host name resolves only to public addresses (not loopback, "
+                    + "private, link-local or unique-local). For a receiver on a private network in development, "
+                    + "the operator can set BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS=1.",
+                details: error.details.map(ErrorDetail.init))
+        case .xcodeLimitReached:
+            return HTTPError(
+                status: 409, code: error.code.rawValue, message: error.message,
+                suggestion: "Xcode (StoreKit Testing) data, which anyone can sign, is capped per project; nothing "
+                    + "was written. Test with a new project, or ask the operator to raise "
+                    + "BOUNCER_MAX_XCODE_TRANSACTIONS_PER_PROJECT.",
+                details: error.details.map(ErrorDetail.init))
+        default:
+            return nil
+        }
+    }
+
+    /// The answers of the domain error codes whose status and wording are the same on every route (the code is the
+    /// error's own).
+    static let domainAnswers: [DomainError.Code: (status: Int, message: String, suggestion: String)] = [
+        .purchaseOwnedByAnotherUser: (
+            409, "This purchase belongs to another user.",
+            "The project's transfer_policy is block: the first user keeps the purchase. "
+                + "Set transfer_policy to transfer or share to allow restores on other accounts."),
+        // Logged (project, transaction id, the differing fields: `underlying`), never the JWS.
+        .transactionConflict: (
+            409, "Transaction conflict: the transaction id is already recorded with a different identity.",
+            "This transaction id is already recorded with a different original_transaction_id, "
+                + "product_id or bundle_id in the same environment; nothing was written. Send the "
+                + "transaction exactly as StoreKit 2 returned it."),
+        .appStoreCredentialsMissing: (
+            400, "The project has no App Store Server API credentials.",
+            "An admin must store the project's In-App Purchase key first: PUT "
+                + "/v1/admin/projects/{id}/app-store-credentials with issuer_id, key_id and private_key "
+                + "(see the README's \"Connect to Apple\")."),
+        .reconcileInProgress: (
+            409, "A reconciliation of this project is already running.",
+            "Wait for it to finish (GET /v1/admin/projects/{id}/reconcile/runs shows it) and retry; "
+                + "only one run per project at a time, on any instance."),
+        .grantNotFound: (
+            404, "Grant not found.",
+            "Check the grant id and the user id; GET /v1/admin/projects/{id}/users/{userId}/export "
+                + "lists the user's grants."),
+        .transactionNotFound: (
+            404, "No transaction with that id in this project.",
+            "Check the transaction id (digits only) and the project: only transactions Bouncer has "
+                + "recorded for this project (posted to /v1/receipts, received in a notification or recovered "
+                + "by reconciliation) are found."),
+        .webhookNotConfigured: (
+            404, "This project has no webhook.",
+            "Configure one with PUT /v1/admin/projects/{id}/webhook and {\"url\": \"https://…\"}."),
+        .webhookEventNotFound: (
+            404, "Webhook event not found.",
+            "Check the event id (evt_…); GET /v1/admin/projects/{id}/webhook/deliveries lists them."),
+        .conflict: (409, "The request conflicts with stored data.", "Reload the resource and retry."),
+        .purchaseNotFound: (
+            404, "No such purchase in this project.",
+            "Use the original transaction id of a Production or Sandbox purchase Bouncer has "
+                + "recorded for this project (posted to /v1/receipts or received in a notification)."),
+        .testNotificationNotFound: (
+            404, "Apple does not know this test notification token.",
+            "Use the token POST /v1/admin/projects/{id}/app-store/test-notification returned, with "
+                + "the same environment query parameter."),
+        .subscriptionExtensionIneligible: (
+            422, "Apple says this subscription cannot be extended.",
+            "Apple extends only active, paid subscription periods (not free trials, offer periods, "
+                + "billing retry or grace, nor Family Sharing purchases). The attempt is recorded; nothing changed."),
+        .subscriptionExtensionLimitReached: (
+            409, "This subscription was already extended as often as Apple allows.",
+            "Apple allows two extensions per subscription in a 365-day period. The attempt is "
+                + "recorded; nothing changed."),
+    ]
 
     /// A call to Apple's App Store Server API that did not give an answer to act on. Never a verdict on the purchase
     /// unless Apple said the id does not exist (404). 502 and 503 are logged (the error's description: Apple's code

@@ -30,12 +30,7 @@ struct JSONBody {
     static func list<Item>(_ key: StaticString, _ items: [Item], capacity: Int,
                            _ write: (Item, inout JSONBody) -> Void) -> [UInt8] {
         var body = JSONBody(capacity: capacity)
-        body.beginObject()
-        body.key(key)
-        body.beginArray()
-        for item in items { write(item, &body) }
-        body.endArray()
-        body.endObject()
+        body.object { $0.array(key, items, write) }
         return body.bytes
     }
 
@@ -83,70 +78,39 @@ struct JSONBody {
 
     // MARK: - Members
 
-    /// Writes `"key":"value"`.
-    mutating func field(_ key: StaticString, _ value: String) {
+    /// Writes `"key":value`: a string, a Bool, an integer, a date (`"2027-03-20T00:00:00.000Z"`), `["a","b"]`, or
+    /// `null` for a `nil` of any of them.
+    mutating func field(_ key: StaticString, _ value: some JSONBodyValue) {
         self.key(key)
-        string(value)
-    }
-
-    /// Writes `"key":"value"`, or `"key":null`.
-    mutating func field(_ key: StaticString, _ value: String?) {
-        self.key(key)
-        stringOrNull(value)
-    }
-
-    /// Writes `"key":true` or `"key":false`.
-    mutating func field(_ key: StaticString, _ value: Bool) {
-        self.key(key)
-        bool(value)
-    }
-
-    /// Writes `"key":42`.
-    mutating func field(_ key: StaticString, _ value: Int64) {
-        self.key(key)
-        int(value)
-    }
-
-    /// Writes `"key":42`, or `"key":null`.
-    mutating func field(_ key: StaticString, _ value: Int64?) {
-        self.key(key)
-        intOrNull(value)
-    }
-
-    /// Writes `"key":42`.
-    mutating func field(_ key: StaticString, _ value: Int) {
-        self.key(key)
-        int(Int64(value))
-    }
-
-    /// Writes `"key":42`, or `"key":null`.
-    mutating func field(_ key: StaticString, _ value: Int?) {
-        self.key(key)
-        intOrNull(value.map(Int64.init))
-    }
-
-    /// Writes `"key":"2027-03-20T00:00:00.000Z"`.
-    mutating func field(_ key: StaticString, _ value: Date) {
-        self.key(key)
-        date(value)
-    }
-
-    /// Writes `"key":"2027-03-20T00:00:00.000Z"`, or `"key":null`.
-    mutating func field(_ key: StaticString, _ value: Date?) {
-        self.key(key)
-        dateOrNull(value)
-    }
-
-    /// Writes `"key":["a","b"]`.
-    mutating func field(_ key: StaticString, _ values: [String]) {
-        self.key(key)
-        strings(values)
+        value.write(into: &self)
     }
 
     /// Writes `"key":null`.
     mutating func null(_ key: StaticString) {
         self.key(key)
         null()
+    }
+
+    /// Writes `{…}`, its members written by `members`.
+    mutating func object(_ members: (inout JSONBody) -> Void) {
+        beginObject()
+        members(&self)
+        endObject()
+    }
+
+    /// Writes `"key":[…]`, each item written by `write` (one value each).
+    mutating func array<Items: Sequence>(_ key: StaticString, _ items: Items,
+                                         _ write: (Items.Element, inout JSONBody) -> Void) {
+        self.key(key)
+        beginArray()
+        for item in items { write(item, &self) }
+        endArray()
+    }
+
+    /// Writes `"key":[{…},…]`, one object per item, its members written by `members`.
+    mutating func objects<Items: Sequence>(_ key: StaticString, _ items: Items,
+                                           _ members: (Items.Element, inout JSONBody) -> Void) {
+        array(key, items) { item, body in body.object { members(item, &$0) } }
     }
 
     // MARK: - Values
@@ -161,11 +125,6 @@ struct JSONBody {
     mutating func string(_ value: String) {
         separate()
         writer.writeString(value)
-    }
-
-    /// Appends `value` as a JSON string, or `null`.
-    mutating func stringOrNull(_ value: String?) {
-        if let value { string(value) } else { null() }
     }
 
     /// Appends `["a","b"]`.
@@ -187,11 +146,6 @@ struct JSONBody {
         writer.writeRaw { $0.append(contentsOf: String(value).utf8) }
     }
 
-    /// Appends an integer, or `null`.
-    mutating func intOrNull(_ value: Int64?) {
-        if let value { int(value) } else { null() }
-    }
-
     /// Appends `"2027-03-20T00:00:00.000Z"`.
     mutating func date(_ value: Date) {
         separate()
@@ -207,9 +161,40 @@ struct JSONBody {
         separate()
         writer.write(value)   // into the body's buffer: no intermediate String
     }
+}
 
-    /// Appends a date, or `null`.
-    mutating func dateOrNull(_ value: Date?) {
-        if let value { date(value) } else { null() }
+/// A value `JSONBody.field` writes as a member's value; `nil` of any of them is `null`.
+protocol JSONBodyValue {
+    /// Appends the value (after a comma, when it follows a sibling).
+    func write(into body: inout JSONBody)
+}
+
+extension String: JSONBodyValue {
+    func write(into body: inout JSONBody) { body.string(self) }
+}
+
+extension Bool: JSONBodyValue {
+    func write(into body: inout JSONBody) { body.bool(self) }
+}
+
+extension Int64: JSONBodyValue {
+    func write(into body: inout JSONBody) { body.int(self) }
+}
+
+extension Int: JSONBodyValue {
+    func write(into body: inout JSONBody) { body.int(Int64(self)) }
+}
+
+extension Date: JSONBodyValue {
+    func write(into body: inout JSONBody) { body.date(self) }
+}
+
+extension Array: JSONBodyValue where Element == String {
+    func write(into body: inout JSONBody) { body.strings(self) }
+}
+
+extension Optional: JSONBodyValue where Wrapped: JSONBodyValue {
+    func write(into body: inout JSONBody) {
+        if let self { self.write(into: &body) } else { body.null() }
     }
 }

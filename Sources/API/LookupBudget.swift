@@ -1,6 +1,6 @@
-import Domain
+public import Domain
 import Foundation
-import HTTPCore
+public import HTTPCore
 import Synchronization
 
 /// Guards each project's App Store Server API quota against `POST /v1/receipts/:publicKey` with `transaction_id`:

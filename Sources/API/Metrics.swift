@@ -11,7 +11,7 @@ struct MetricsController: APIController {
     let now: @Sendable () -> Date
 
     var routes: [APIRoute] {
-        [APIRoute(.get, "/v1/admin/projects/:id/metrics/overview", .adminAPI, access: .admin, overview)]
+        [APIRoute(.get, "/v1/admin/projects/:id/metrics/overview", .adminAPI, access: .admin(.revenueRead), overview)]
     }
 
     static let overviewSuggestion = "Query: from and to as YYYY-MM-DD (UTC days, inclusive, at most "

@@ -15,7 +15,7 @@ struct NotificationsController: APIController {
             // Apple is the only caller of the webhook and retries for days: only the per-client limit applies.
             APIRoute(.post, "/v1/notifications/:publicKey", .client, publicKey: Self.notificationKeySuggestion,
                      errors: ErrorContext(signedData: .notification), postNotification),
-            APIRoute(.get, "/v1/admin/projects/:id/notifications", .adminAPI, access: .admin, listNotifications),
+            APIRoute(.get, "/v1/admin/projects/:id/notifications", .adminAPI, access: .admin(.customersRead), listNotifications),
         ]
     }
 

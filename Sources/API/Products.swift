@@ -9,9 +9,9 @@ struct ProductsController: APIController {
 
     var routes: [APIRoute] {
         [
-            APIRoute(.get, "/v1/admin/projects/:id/products", .adminAPI, access: .admin, listProducts),
-            APIRoute(.put, "/v1/admin/projects/:id/products/:productId", .adminAPI, access: .admin, putProduct),
-            APIRoute(.delete, "/v1/admin/projects/:id/products/:productId", .adminAPI, access: .admin, deleteProduct),
+            APIRoute(.get, "/v1/admin/projects/:id/products", .adminAPI, access: .admin(.projectsRead), listProducts),
+            APIRoute(.put, "/v1/admin/projects/:id/products/:productId", .adminAPI, access: .admin(.productsWrite), putProduct),
+            APIRoute(.delete, "/v1/admin/projects/:id/products/:productId", .adminAPI, access: .admin(.productsWrite), deleteProduct),
         ]
     }
 
@@ -64,7 +64,7 @@ struct ProductsController: APIController {
         let productId = request.pathParameters["productId"] ?? ""
         let problems = ProjectRules.problems(productId: productId)
         guard problems.isEmpty else {
-            throw HTTPError.validation(problems.map { ErrorDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(problems.map(ErrorDetail.init),
                                       suggestion: productIdSuggestion)
         }
         return productId

@@ -10,16 +10,18 @@ struct ProjectsController: APIController {
 
     var routes: [APIRoute] {
         [
-            APIRoute(.post, "/v1/admin/projects", .adminAPI, access: .admin, createProject),
-            APIRoute(.get, "/v1/admin/projects", .adminAPI, access: .admin, listProjects),
-            APIRoute(.get, "/v1/admin/projects/:id", .adminAPI, access: .admin, showProject),
-            APIRoute(.patch, "/v1/admin/projects/:id", .adminAPI, access: .admin, updateProject),
-            APIRoute(.delete, "/v1/admin/projects/:id", .adminAPI, access: .admin, deleteProject),
-            APIRoute(.post, "/v1/admin/projects/:id/rotate-keys", .adminAPI, access: .admin, rotateKeys),
+            APIRoute(.post, "/v1/admin/projects", .adminAPI, access: .admin(.projectsWrite), createProject),
+            APIRoute(.get, "/v1/admin/projects", .adminAPI, access: .admin(.projectsRead), listProjects),
+            APIRoute(.get, "/v1/admin/projects/:id", .adminAPI, access: .admin(.projectsRead), showProject),
+            APIRoute(.patch, "/v1/admin/projects/:id", .adminAPI, access: .admin(.projectsWrite), updateProject),
+            APIRoute(.delete, "/v1/admin/projects/:id", .adminAPI, access: .admin(.projectsWrite), deleteProject),
+            APIRoute(.post, "/v1/admin/projects/:id/rotate-keys", .adminAPI, access: .admin(.keysManage), rotateKeys),
         ]
     }
 
-    static let createSuggestion = "Request body requires name (string) and bundle_id (string). Optional: app_apple_id "
+    static let createSuggestion = "Request body requires name (string) and bundle_id (string), and account_id (uuid) "
+        + "when the server has more than one account (GET /v1/admin/accounts lists them; an API key's account is "
+        + "implied). Optional: app_apple_id "
         + "(integer or null), environments ([\"Production\", \"Sandbox\"]), transfer_policy (transfer, share, block), "
         + "allow_xcode (boolean), require_secret_key_for_reads (boolean), "
         + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
@@ -42,13 +44,15 @@ struct ProjectsController: APIController {
     static let keyKindNames = ProjectKeyKind.allCases.map(\.rawValue)
 
     /// `POST /v1/admin/projects`: create a tenant; the secret key appears only in this response.
-    func createProject(_ request: Request) throws -> Response {
+    func createProject(_ request: Request, _ principal: Principal) throws -> Response {
         let body = try RequestBody.object(request, suggestion: Self.createSuggestion)
         var fields = FieldValidator(body)
         let name = fields.string("name", required: true, minLength: 0)
         let bundleId = fields.string("bundle_id", required: true, minLength: 0)
+        let accountId = fields.uuid("account_id")
         let settings = Self.settings(&fields)
         var new = NewProject(name: name ?? "", bundleId: bundleId ?? "")
+        new.accountId = accountId
         if let appAppleId = settings.appAppleId { new.appAppleId = appAppleId }
         if let environments = settings.environments { new.environments = environments }
         if let policy = settings.transferPolicy { new.transferPolicy = policy }
@@ -66,13 +70,15 @@ struct ProjectsController: APIController {
         }
         fields.add(ruleProblems)
         try fields.check(suggestion: Self.createSuggestion)
-        let created = try RequestBody.translating(suggestion: Self.createSuggestion) { try administration.createProject(new) }
+        let created = try RequestBody.translating(suggestion: Self.createSuggestion) {
+            try administration.createProject(new, by: principal)
+        }
         return Response.json(201, Self.projectBody(created))
     }
 
     /// `GET /v1/admin/projects`.
-    func listProjects(_ request: Request) throws -> Response {
-        return Response.json(200, Self.projectsBody(try administration.allProjects()))
+    func listProjects(_ request: Request, _ principal: Principal) throws -> Response {
+        return Response.json(200, Self.projectsBody(try administration.projects(for: principal)))
     }
 
     /// `GET /v1/admin/projects/:id`.
@@ -243,6 +249,7 @@ struct ProjectsController: APIController {
         let project = administered.project
         body.beginObject()
         body.field("id", project.id.uuidString.lowercased())
+        body.field("account_id", project.accountId.uuidString.lowercased())
         body.field("name", project.name)
         body.field("bundle_id", project.bundleId)
         body.field("app_apple_id", project.appAppleId)
@@ -267,24 +274,14 @@ struct ProjectsController: APIController {
         body.field("entitlement_tokens", project.entitlementTokens)
         body.field("entitlement_token_ttl_seconds", project.entitlementTokenTTLSeconds)
         body.field("public_key", project.publicKey)
-        body.key("public_keys")
-        body.beginArray()
-        for key in administered.publicKeys {
-            body.beginObject()
+        body.objects("public_keys", administered.publicKeys) { key, body in
             body.field("key", key.publicKey ?? "")
             writeLifetime(createdAt: key.createdAt, expiresAt: key.expiresAt, into: &body)
-            body.endObject()
         }
-        body.endArray()
-        body.key("secret_keys")
-        body.beginArray()
-        for key in administered.secretKeys {
-            body.beginObject()
+        body.objects("secret_keys", administered.secretKeys) { key, body in
             body.field("last4", key.last4)
             writeLifetime(createdAt: key.createdAt, expiresAt: key.expiresAt, into: &body)
-            body.endObject()
         }
-        body.endArray()
         body.field("created_at", project.createdAt)
         body.field("updated_at", project.updatedAt)
         if let secretKey = administered.newSecretKey { body.field("secret_key", secretKey) }

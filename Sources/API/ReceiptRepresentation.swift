@@ -1,5 +1,4 @@
 import Domain
-import Foundation
 
 /// The 201 answer of `POST /v1/receipts/:publicKey`, for a signed transaction, a lookup and a StoreKit 1 receipt
 /// alike: the one writer of its shape.
@@ -47,19 +46,14 @@ struct ReceiptRepresentation {
             body.field("user_id_source", binding.source?.rawValue)
         }
         if let transactions {
-            body.key("transactions")
-            body.beginArray()
-            for (transaction, status) in transactions {
-                body.beginObject()
-                body.field("transaction_id", transaction.transactionId)
-                body.field("original_transaction_id", transaction.originalTransactionId)
-                body.field("product_id", transaction.productId)
-                body.field("purchase_date", transaction.purchaseDate)
-                body.field("expires_date", transaction.expiresDate)
-                body.field("status", status.rawValue)
-                body.endObject()
+            body.objects("transactions", transactions) { record, body in
+                body.field("transaction_id", record.transaction.transactionId)
+                body.field("original_transaction_id", record.transaction.originalTransactionId)
+                body.field("product_id", record.transaction.productId)
+                body.field("purchase_date", record.transaction.purchaseDate)
+                body.field("expires_date", record.transaction.expiresDate)
+                body.field("status", record.status.rawValue)
             }
-            body.endArray()
         }
         if let entitlementToken { body.field("entitlement_token", entitlementToken) }
         body.endObject()

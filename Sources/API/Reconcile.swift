@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 import Foundation
 import HTTPCore
 
@@ -9,8 +9,8 @@ struct ReconciliationController: APIController {
 
     var routes: [APIRoute] {
         [
-            APIRoute(.post, "/v1/admin/projects/:id/reconcile", .adminAPI, access: .admin, reconcileProject),
-            APIRoute(.get, "/v1/admin/projects/:id/reconcile/runs", .adminAPI, access: .admin, listReconcileRuns),
+            APIRoute(.post, "/v1/admin/projects/:id/reconcile", .adminAPI, access: .admin(.projectsWrite), reconcileProject),
+            APIRoute(.get, "/v1/admin/projects/:id/reconcile/runs", .adminAPI, access: .admin(.projectsRead), listReconcileRuns),
         ]
     }
 
@@ -58,17 +58,12 @@ struct ReconciliationController: APIController {
         body.field("checked", run.checked)
         body.field("changed", run.changed)
         body.field("notifications_applied", run.notificationsApplied)
-        body.key("errors")
-        body.beginArray()
-        for problem in run.errors {
-            body.beginObject()
+        body.objects("errors", run.errors) { problem, body in
             body.field("stage", problem.stage)
             body.field("environment", problem.environment?.rawValue)
             body.field("original_transaction_id", problem.originalTransactionId)
             body.field("message", problem.message)
-            body.endObject()
         }
-        body.endArray()
         body.field("error_count", run.errorCount)
         body.field("skipped", run.skipped)
         body.field("apple_calls", run.appleCalls)
@@ -78,12 +73,7 @@ struct ReconciliationController: APIController {
         body.field("started_at", run.startedAt)
         body.field("finished_at", run.finishedAt)
         if changes {
-            body.key("changes")
-            body.beginArray()
-            for change in run.changes {
-                writeChange(change, into: &body)
-            }
-            body.endArray()
+            body.array("changes", run.changes) { change, body in writeChange(change, into: &body) }
         }
         body.endObject()
     }

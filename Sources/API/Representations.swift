@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 
 /// The JSON shapes of admin resources, for other front ends (the `bouncer project|product` CLI) to print exactly
 /// what the admin API returns.

@@ -78,7 +78,7 @@ enum RequestBody {
         do {
             return try body()
         } catch let error as DomainError where error.code == .invalidInput {
-            throw HTTPError.validation(error.details.map { ErrorDetail(path: $0.path, message: $0.message) },
+            throw HTTPError.validation(error.details.map(ErrorDetail.init),
                                       suggestion: suggestion)
         }
     }
@@ -90,11 +90,23 @@ enum PathParameters {
 
     /// The `:id` of `/v1/admin/projects/:id/…`: 400 `VALIDATION_ERROR` unless a UUID.
     static func projectId(_ request: Request) throws(HTTPError) -> UUID {
-        guard let raw = request.pathParameters["id"], let id = UUID(uuidString: raw) else {
-            throw HTTPError.validation([ErrorDetail(path: ["id"], message: "Invalid uuid")],
-                                      suggestion: projectIdSuggestion)
+        try uuid(request, "id", suggestion: projectIdSuggestion)
+    }
+
+    /// The `:userId` of an app's read, in the form the project's purchases are bound under
+    /// (`AccountBindingRules.canonicalUserId`: a UUID reads as under `require_match` and `prefer`): 400
+    /// `VALIDATION_ERROR` unless 1 to 256 characters.
+    static func userId(_ request: Request, project: Project, suggestion: String) throws(HTTPError) -> String {
+        let userId = AccountBindingRules.canonicalUserId(
+            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
+        let scalars = userId.unicodeScalars.count
+        guard scalars >= 1, scalars <= 256 else {
+            throw HTTPError.validation(
+                [ErrorDetail(path: ["userId"], message: scalars == 0
+                    ? "String must contain at least 1 character(s)" : "String must contain at most 256 character(s)")],
+                suggestion: suggestion)
         }
-        return id
+        return userId
     }
 }
 
@@ -118,7 +130,7 @@ struct FieldValidator {
 
     /// Adds the problems a use case's rules found (`ProjectRules`), after the ones found here.
     mutating func add(_ problems: [FieldProblem]) {
-        details += problems.map { ErrorDetail(path: $0.path, message: $0.message) }
+        details += problems.map(ErrorDetail.init)
     }
 
     /// Whether `key` is present and was read without a problem (so a rule check on its value is meaningful).
@@ -170,6 +182,20 @@ struct FieldValidator {
             guard let base = buffer.baseAddress else { return false }
             return memchr(base, 0, buffer.count) != nil
         }
+    }
+
+    /// A UUID field (a string); `nil` when absent or invalid.
+    mutating func uuid(_ key: String) -> UUID? {
+        guard let value = object[key] else { return nil }
+        return checkUUID(value, path: [key])
+    }
+
+    mutating func checkUUID(_ value: JSONValue, path: [String]) -> UUID? {
+        guard let text = value.stringValue, let id = UUID(uuidString: text) else {
+            fail(path, "Invalid uuid")
+            return nil
+        }
+        return id
     }
 
     mutating func bool(_ key: String) -> Bool? {

@@ -1,5 +1,5 @@
-import Domain
-import HTTPCore
+public import Domain
+public import HTTPCore
 
 /// The public HTTP API: receipts, subscriptions, promotional-offer signatures, the App Store notification webhook and admin provisioning (see `openapi.yaml`).
 ///
@@ -11,12 +11,31 @@ public enum Routes {
     public static func register(on router: inout Router, _ deps: APIDependencies) {
         let keys = KeyAuth(projects: deps.projects, hasher: deps.hasher, now: deps.now)
         let admin = AdminAuth(deps, keys: keys)
+        let gate = RouteGate(keys: keys, admin: admin, log: deps.log)
+        for controller in controllers(deps, admin: admin) {
+            for route in controller.routes { gate.add(route, to: &router) }
+        }
+    }
+
+    /// Every route as declared: method, pattern and the permission an admin principal needs (nil: not an admin
+    /// route — public keys, the JWKS, the console's sign-in). For the tests that hold the declarations to the
+    /// contract (`openapi.yaml`'s `x-permission`) and walk every admin route.
+    public static func declarations(_ deps: APIDependencies) -> [(method: HTTPMethod, pattern: String, permission: Permission?)] {
+        let keys = KeyAuth(projects: deps.projects, hasher: deps.hasher, now: deps.now)
+        return controllers(deps, admin: AdminAuth(deps, keys: keys)).flatMap { controller in
+            controller.routes.map { ($0.method, $0.pattern, $0.permission) }
+        }
+    }
+
+    /// The one list of controllers, each built once from the dependencies it uses.
+    private static func controllers(_ deps: APIDependencies, admin: AdminAuth) -> [any APIController] {
+        let keys = admin.keys
         // One credential use case for every route that reads a project's App Store credentials.
         let credentials = CredentialAdministration(
             projects: deps.projects, store: deps.credentials, sealer: deps.sealer, inspector: deps.keyInspector,
             now: deps.now)
         let projects = ProjectAdministration(store: deps.projects, hasher: deps.hasher, now: deps.now)
-        let controllers: [any APIController] = [
+        return [
             ReceiptsController(
                 keys: keys, purchases: deps.purchases, verifier: deps.verifier,
                 transactionLookup: TransactionLookup(credentials: credentials, appStore: deps.appStore, verifier: deps.verifier),
@@ -44,11 +63,8 @@ public enum Routes {
                 support: CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now),
                 now: deps.now),
             WebhooksController(administration: deps.webhooks),
+            AccountsController(administration: admin.accounts),
         ]
-        let gate = RouteGate(keys: keys, admin: admin, log: deps.log)
-        for controller in controllers {
-            for route in controller.routes { gate.add(route, to: &router) }
-        }
     }
 }
 
@@ -77,11 +93,12 @@ enum Access: Sendable {
     /// An app: the project named by the `:publicKey` path parameter; an unknown key is 401
     /// `AUTH_INVALID_PUBLIC_KEY` with `suggestion`. The handler receives the project.
     case publicKey(suggestion: String)
-    /// The admin token (`Authorization: Bearer`), or a console session standing in for it.
-    case admin
-    /// The admin token (or a console session), or the secret key of the project named by `:id` (a customer's
-    /// backend); the id is checked first (400 for a malformed one).
-    case adminOrSecretKey
+    /// An admin principal (`AdminAuth.principal`: the admin token or its console session, or an API key) that
+    /// reaches the route's resource (`RouteScope`) and may do `Permission` (`Role.permissions`).
+    case admin(Permission)
+    /// Like `.admin`, or the secret key of the project named by `:id` (a customer's backend), which may do
+    /// everything these routes do for its own project; the id is checked first (400 for a malformed one).
+    case adminOrSecretKey(Permission)
     /// The console's own session routes: the handler checks the admin token (sign-in) or the session cookie.
     case consoleSession
 }
@@ -134,6 +151,8 @@ struct APIRoute: Sendable {
         case request(@Sendable (Request) throws -> Response)
         /// Public-key routes: the project the key names.
         case project(@Sendable (Request, Project) throws -> Response)
+        /// Admin routes whose answer depends on who asks (lists, creations): the admin principal.
+        case principal(@Sendable (Request, Principal) throws -> Response)
     }
 
     let method: HTTPMethod
@@ -148,6 +167,14 @@ struct APIRoute: Sendable {
     /// How the route's errors read where the same error reads differently per route.
     let errors: ErrorContext
     let handler: Handler
+
+    /// What an admin route requires of its caller (`Access.admin`, `.adminOrSecretKey`); nil for the others.
+    var permission: Permission? {
+        switch access {
+        case .admin(let permission), .adminOrSecretKey(let permission): return permission
+        case .anyone, .publicKey, .consoleSession: return nil
+        }
+    }
 
     /// A route an app calls with its public key in the path; the handler gets the project.
     init(
@@ -169,13 +196,26 @@ struct APIRoute: Sendable {
         _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
         errors: ErrorContext = .standard, _ handler: @escaping @Sendable (Request) throws -> Response
     ) {
+        self.init(method, pattern, rateLimits, access: access, errors: errors, handler: .request(handler))
+    }
+
+    /// An admin route whose handler needs the principal (`access` is `.admin` or `.adminOrSecretKey`).
+    init(
+        _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
+        errors: ErrorContext = .standard, _ handler: @escaping @Sendable (Request, Principal) throws -> Response
+    ) {
+        self.init(method, pattern, rateLimits, access: access, errors: errors, handler: .principal(handler))
+    }
+
+    private init(_ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
+                 errors: ErrorContext, handler: Handler) {
         self.method = method
         self.pattern = pattern
         self.rateLimits = rateLimits
         self.maxBodyBytes = nil
         self.access = access
         self.errors = errors
-        self.handler = .request(handler)
+        self.handler = handler
     }
 }
 
@@ -209,17 +249,22 @@ struct RouteGate: Sendable {
             return try handler(request, project)
         case (.anyone, .request(let handler)), (.consoleSession, .request(let handler)):
             return try handler(request)
-        case (.admin, .request(let handler)):
-            // A console session stands in for the admin token (AdminAuth); the bearer path is untouched.
+        case (.admin(let permission), .request(let handler)):
             let request = try admin.authenticatingConsoleSession(request)
-            try admin.authorize(request)
+            _ = try admin.principal(request, route: route, permission: permission)
             return try handler(request)
-        case (.adminOrSecretKey, .request(let handler)):
+        case (.admin(let permission), .principal(let handler)):
+            let request = try admin.authenticatingConsoleSession(request)
+            return try handler(request, try admin.principal(request, route: route, permission: permission))
+        case (.adminOrSecretKey(let permission), .request(let handler)):
             let request = try admin.authenticatingConsoleSession(request)
             let projectId = try PathParameters.projectId(request)
-            try admin.authorizeAdminOrSecretKey(request, projectId: projectId)
+            if try !admin.authorizedBySecretKey(request, projectId: projectId) {
+                _ = try admin.principal(request, route: route, permission: permission)
+            }
             return try handler(request)
-        case (.publicKey, .request), (_, .project):
+        case (.publicKey, .request), (_, .project), (.anyone, .principal), (.consoleSession, .principal),
+             (.publicKey, .principal), (.adminOrSecretKey, .principal):
             throw RouteDeclarationMismatch(pattern: route.pattern)   // unreachable: `APIRoute`'s initializers pair them
         }
     }

@@ -19,17 +19,9 @@ struct SubscriptionsController: APIController {
     /// `GET /v1/subscriptions/:publicKey/:userId`: what the user is entitled to now, computed from stored dates.
     func getSubscriptions(_ request: Request, _ project: Project) throws -> Response {
         try keys.authorizeRead(request, project: project)
-        // A UUID user id reads in the form its purchases were bound under (require_match, prefer).
-        let userId = AccountBindingRules.canonicalUserId(
-            request.pathParameters["userId"] ?? "", policy: project.appAccountTokenPolicy)
-        let scalars = userId.unicodeScalars.count
-        guard scalars >= 1, scalars <= 256 else {
-            throw HTTPError.validation(
-                [ErrorDetail(path: ["userId"], message: scalars == 0
-                    ? "String must contain at least 1 character(s)"
-                    : "String must contain at most 256 character(s)")],
-                suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
-        }
+        let userId = try PathParameters.userId(
+            request, project: project,
+            suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
         let holdings = try purchases.holdings(userId: userId, project: project)
         let summary = UserEntitlementSummary.summarize(
             holdings, setting: project.appPurchaseEntitlements, at: now())
@@ -43,23 +35,14 @@ struct SubscriptionsController: APIController {
         body.field("user_id", userId)
         body.field("status", summary.status.rawValue)
         body.field("entitlements", summary.entitlements)
-        body.key("subscriptions")
-        body.beginArray()
-        for evaluated in summary.purchases { evaluated.write(into: &body) }
-        body.endArray()
+        body.array("subscriptions", summary.purchases) { evaluated, body in evaluated.write(into: &body) }
         // Only for users with standing manual grants (as app_purchases below): other answers keep their shape.
         if !summary.grants.isEmpty {
-            body.key("grants")
-            body.beginArray()
-            for evaluated in summary.grants { evaluated.write(into: &body) }
-            body.endArray()
+            body.array("grants", summary.grants) { evaluated, body in evaluated.write(into: &body) }
         }
         // Only for users with app transactions: every other answer keeps its published shape byte for byte.
         if !summary.appPurchases.isEmpty {
-            body.key("app_purchases")
-            body.beginArray()
-            for grant in summary.appPurchases { grant.write(into: &body) }
-            body.endArray()
+            body.array("app_purchases", summary.appPurchases) { grant, body in grant.write(into: &body) }
             body.field("consent_rescinded", summary.consentRescindedAt != nil)
             body.field("consent_rescinded_at", summary.consentRescindedAt)
         }

@@ -11,13 +11,13 @@ struct WebhooksController: APIController {
         let path = "/v1/admin/projects/:id/webhook"
         let secret = ErrorContext(encryptionKey: .storeWebhookSecret)
         return [
-            APIRoute(.put, path, .adminAPI, access: .admin, errors: secret, putWebhook),
-            APIRoute(.get, path, .adminAPI, access: .admin, errors: secret, getWebhook),
-            APIRoute(.delete, path, .adminAPI, access: .admin, errors: secret, deleteWebhook),
-            APIRoute(.post, path + "/rotate-secret", .adminAPI, access: .admin, errors: secret, rotateWebhookSecret),
-            APIRoute(.post, path + "/test", .adminAPI, access: .admin, errors: secret, testWebhook),
-            APIRoute(.get, path + "/deliveries", .adminAPI, access: .admin, errors: secret, listWebhookDeliveries),
-            APIRoute(.post, path + "/deliveries/:eventId/retry", .adminAPI, access: .admin, errors: secret,
+            APIRoute(.put, path, .adminAPI, access: .admin(.webhooksManage), errors: secret, putWebhook),
+            APIRoute(.get, path, .adminAPI, access: .admin(.projectsRead), errors: secret, getWebhook),
+            APIRoute(.delete, path, .adminAPI, access: .admin(.webhooksManage), errors: secret, deleteWebhook),
+            APIRoute(.post, path + "/rotate-secret", .adminAPI, access: .admin(.webhooksManage), errors: secret, rotateWebhookSecret),
+            APIRoute(.post, path + "/test", .adminAPI, access: .admin(.webhooksManage), errors: secret, testWebhook),
+            APIRoute(.get, path + "/deliveries", .adminAPI, access: .admin(.projectsRead), errors: secret, listWebhookDeliveries),
+            APIRoute(.post, path + "/deliveries/:eventId/retry", .adminAPI, access: .admin(.webhooksManage), errors: secret,
                      retryWebhookDelivery),
         ]
     }
@@ -147,18 +147,13 @@ struct WebhooksController: APIController {
         body.field("created_at", delivery.createdAt)
         body.field("next_attempt_at", delivery.nextAttemptAt)
         body.field("delivered_at", delivery.deliveredAt)
-        body.key("attempts")
-        body.beginArray()
-        for attempt in delivery.attempts {
-            body.beginObject()
+        body.objects("attempts", delivery.attempts) { attempt, body in
             body.field("attempt", attempt.attempt)
             body.field("at", attempt.at)
             body.field("status_code", attempt.statusCode.map(Int64.init))
             body.field("error", attempt.error)
             body.field("duration_ms", attempt.durationMs)
-            body.endObject()
         }
-        body.endArray()
         body.endObject()
     }
 }

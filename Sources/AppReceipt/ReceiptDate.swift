@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Primitives
 
 /// A receipt date: an IA5String in RFC 3339 UTC form, `2020-05-06T18:28:49Z` or with milliseconds

@@ -1,7 +1,7 @@
-import AppStoreJWS
-internal import Crypto
-import Foundation
-import Primitives
+public import AppStoreJWS
+import Crypto
+public import Foundation
+public import Primitives
 
 /// Verifies StoreKit 1 app receipts locally, with no call to Apple.
 ///

@@ -1,4 +1,5 @@
-import Domain
+public import Domain
+public import Primitives
 
 // Every Apple enum is a raw-value struct: Apple adds values every year, and an unknown value must be
 // preserved (and stored), never a decoding error. Generated once from apple-verification.md §7.
@@ -11,39 +12,35 @@ public typealias AppStoreEnvironment = StoreEnvironment
 public typealias InAppOwnershipType = OwnershipType
 
 /// `transactionReason`: a purchase by the customer or an automatic renewal. Unknown values are preserved in `rawValue`.
-public struct TransactionReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: String
-    /// Wraps any wire value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias TransactionReason = OpenValue<TransactionReasonTag, String>
+/// Tells `TransactionReason` apart from the other open vocabularies.
+public enum TransactionReasonTag {}
+
+extension TransactionReason {
     /// Customer-initiated purchase.
     public static let purchase = TransactionReason(rawValue: "PURCHASE")
     /// Automatic renewal.
     public static let renewal = TransactionReason(rawValue: "RENEWAL")
-    /// The wire value as text.
-    public var description: String { rawValue }
 }
 
 /// `billingPlanType` / `renewalBillingPlanType`. Unknown values are preserved in `rawValue`.
-public struct BillingPlanType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: String
-    /// Wraps any wire value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias BillingPlanType = OpenValue<BillingPlanTypeTag, String>
+/// Tells `BillingPlanType` apart from the other open vocabularies.
+public enum BillingPlanTypeTag {}
+
+extension BillingPlanType {
     /// Billed up front.
     public static let billedUpfront = BillingPlanType(rawValue: "BILLED_UPFRONT")
     /// Billed monthly.
     public static let monthly = BillingPlanType(rawValue: "MONTHLY")
-    /// The wire value as text.
-    public var description: String { rawValue }
 }
 
 /// `originalPlatform` of an app transaction. Unknown values are preserved in `rawValue`.
-public struct OriginalPlatform: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: String
-    /// Wraps any wire value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias OriginalPlatform = OpenValue<OriginalPlatformTag, String>
+/// Tells `OriginalPlatform` apart from the other open vocabularies.
+public enum OriginalPlatformTag {}
+
+extension OriginalPlatform {
     /// iOS.
     public static let iOS = OriginalPlatform(rawValue: "iOS")
     /// macOS.
@@ -52,16 +49,14 @@ public struct OriginalPlatform: RawRepresentable, Hashable, Sendable, CustomStri
     public static let tvOS = OriginalPlatform(rawValue: "tvOS")
     /// visionOS.
     public static let visionOS = OriginalPlatform(rawValue: "visionOS")
-    /// The wire value as text.
-    public var description: String { rawValue }
 }
 
 /// `consumptionRequestReason` of a CONSUMPTION_REQUEST notification. Unknown values are preserved in `rawValue`.
-public struct ConsumptionRequestReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: String
-    /// Wraps any wire value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias ConsumptionRequestReason = OpenValue<ConsumptionRequestReasonTag, String>
+/// Tells `ConsumptionRequestReason` apart from the other open vocabularies.
+public enum ConsumptionRequestReasonTag {}
+
+extension ConsumptionRequestReason {
     /// Unintended purchase.
     public static let unintendedPurchase = ConsumptionRequestReason(rawValue: "UNINTENDED_PURCHASE")
     /// Fulfillment issue.
@@ -72,30 +67,26 @@ public struct ConsumptionRequestReason: RawRepresentable, Hashable, Sendable, Cu
     public static let legal = ConsumptionRequestReason(rawValue: "LEGAL")
     /// Other.
     public static let other = ConsumptionRequestReason(rawValue: "OTHER")
-    /// The wire value as text.
-    public var description: String { rawValue }
 }
 
 /// `revocationReason`: why Apple refunded or revoked a transaction. Unknown values are preserved in `rawValue`.
-public struct RevocationReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: Int64
-    /// Wraps any wire value, known or not.
-    public init(rawValue: Int64) { self.rawValue = rawValue }
+public typealias RevocationReason = OpenValue<RevocationReasonTag, Int64>
+/// Tells `RevocationReason` apart from the other open vocabularies.
+public enum RevocationReasonTag {}
+
+extension RevocationReason {
     /// Refunded for another reason.
     public static let other = RevocationReason(rawValue: 0)
     /// Refunded due to an issue in the app.
     public static let appIssue = RevocationReason(rawValue: 1)
-    /// The wire value as text.
-    public var description: String { String(rawValue) }
 }
 
 /// `offerType` of a transaction or renewal. Unknown values are preserved in `rawValue`.
-public struct OfferType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: Int64
-    /// Wraps any wire value, known or not.
-    public init(rawValue: Int64) { self.rawValue = rawValue }
+public typealias OfferType = OpenValue<OfferTypeTag, Int64>
+/// Tells `OfferType` apart from the other open vocabularies.
+public enum OfferTypeTag {}
+
+extension OfferType {
     /// Introductory offer.
     public static let introductory = OfferType(rawValue: 1)
     /// Promotional offer.
@@ -104,16 +95,14 @@ public struct OfferType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let offerCode = OfferType(rawValue: 3)
     /// Win-back offer.
     public static let winBack = OfferType(rawValue: 4)
-    /// The wire value as text.
-    public var description: String { String(rawValue) }
 }
 
 /// `expirationIntent`: why a subscription expired. Unknown values are preserved in `rawValue`.
-public struct ExpirationIntent: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: Int64
-    /// Wraps any wire value, known or not.
-    public init(rawValue: Int64) { self.rawValue = rawValue }
+public typealias ExpirationIntent = OpenValue<ExpirationIntentTag, Int64>
+/// Tells `ExpirationIntent` apart from the other open vocabularies.
+public enum ExpirationIntentTag {}
+
+extension ExpirationIntent {
     /// The customer cancelled.
     public static let customerCancelled = ExpirationIntent(rawValue: 1)
     /// Billing error.
@@ -124,44 +113,38 @@ public struct ExpirationIntent: RawRepresentable, Hashable, Sendable, CustomStri
     public static let productNotAvailable = ExpirationIntent(rawValue: 4)
     /// Other reason.
     public static let other = ExpirationIntent(rawValue: 5)
-    /// The wire value as text.
-    public var description: String { String(rawValue) }
 }
 
 /// `autoRenewStatus`. Unknown values are preserved in `rawValue`.
-public struct AutoRenewStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: Int64
-    /// Wraps any wire value, known or not.
-    public init(rawValue: Int64) { self.rawValue = rawValue }
+public typealias AutoRenewStatus = OpenValue<AutoRenewStatusTag, Int64>
+/// Tells `AutoRenewStatus` apart from the other open vocabularies.
+public enum AutoRenewStatusTag {}
+
+extension AutoRenewStatus {
     /// Auto-renew is off.
     public static let off = AutoRenewStatus(rawValue: 0)
     /// Auto-renew is on.
     public static let on = AutoRenewStatus(rawValue: 1)
-    /// The wire value as text.
-    public var description: String { String(rawValue) }
 }
 
 /// `priceIncreaseStatus`. Unknown values are preserved in `rawValue`.
-public struct PriceIncreaseStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: Int64
-    /// Wraps any wire value, known or not.
-    public init(rawValue: Int64) { self.rawValue = rawValue }
+public typealias PriceIncreaseStatus = OpenValue<PriceIncreaseStatusTag, Int64>
+/// Tells `PriceIncreaseStatus` apart from the other open vocabularies.
+public enum PriceIncreaseStatusTag {}
+
+extension PriceIncreaseStatus {
     /// The customer has not responded.
     public static let notResponded = PriceIncreaseStatus(rawValue: 0)
     /// Consented, or notified without consent being needed.
     public static let consented = PriceIncreaseStatus(rawValue: 1)
-    /// The wire value as text.
-    public var description: String { String(rawValue) }
 }
 
 /// `status` of a subscription in notification `data`. Unknown values are preserved in `rawValue`.
-public struct SubscriptionStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's wire value.
-    public let rawValue: Int64
-    /// Wraps any wire value, known or not.
-    public init(rawValue: Int64) { self.rawValue = rawValue }
+public typealias SubscriptionStatus = OpenValue<SubscriptionStatusTag, Int64>
+/// Tells `SubscriptionStatus` apart from the other open vocabularies.
+public enum SubscriptionStatusTag {}
+
+extension SubscriptionStatus {
     /// Active.
     public static let active = SubscriptionStatus(rawValue: 1)
     /// Expired.
@@ -172,6 +155,4 @@ public struct SubscriptionStatus: RawRepresentable, Hashable, Sendable, CustomSt
     public static let billingGracePeriod = SubscriptionStatus(rawValue: 4)
     /// Revoked.
     public static let revoked = SubscriptionStatus(rawValue: 5)
-    /// The wire value as text.
-    public var description: String { String(rawValue) }
 }

@@ -1,4 +1,4 @@
-internal import Crypto
+import Crypto
 import Glibc
 import Synchronization
 

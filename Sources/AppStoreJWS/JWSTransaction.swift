@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import JSON
+public import Domain
+public import Foundation
+public import JSON
 
 /// A decoded `signedTransactionInfo` (JWSTransactionDecodedPayload). Money is in milliunits.
 public struct JWSTransaction: Sendable, Equatable {

@@ -1,5 +1,5 @@
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 import JSON
 
 /// A decoded App Store Server Notification V2 (`signedPayload`, ResponseBodyV2DecodedPayload).

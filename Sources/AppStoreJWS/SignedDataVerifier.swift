@@ -1,6 +1,6 @@
 import Domain
-internal import Crypto
-import Foundation
+import Crypto
+public import Foundation
 import JSON
 import Primitives
 

@@ -1,4 +1,4 @@
-internal import Crypto
+import Crypto
 import Foundation
 import Primitives
 

@@ -1,71 +1,13 @@
+public import Primitives
+
 /// Why a signed-data verification failed: a stable `code` for clients, the pipeline `step` that
 /// failed, and a human `reason` that is safe to return (no secrets, no OpenSSL internals).
-public struct VerificationError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct VerificationError: DetailedError, Sendable {
     /// A stable, machine-readable error code; extensible (static members), compare by `rawValue`.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        /// The wire string, e.g. `JWS_VERIFICATION_FAILED`.
-        public let rawValue: String
-        /// Wraps a wire string.
-        public init(rawValue: String) { self.rawValue = rawValue }
-        /// Structure, base64, JSON, `x5c` shape, or a missing required payload field.
-        public static let invalidJWSFormat = Code(rawValue: "INVALID_JWS_FORMAT")
-        /// `alg` is anything but `ES256` (or missing).
-        public static let unsupportedAlgorithm = Code(rawValue: "JWS_UNSUPPORTED_ALGORITHM")
-        /// Untrusted root, certificate outside its validity at the effective date, missing Apple
-        /// marker OID, wrong key, bad signature.
-        public static let verificationFailed = Code(rawValue: "JWS_VERIFICATION_FAILED")
-        /// The payload's bundleId is not the tenant's.
-        public static let bundleIdMismatch = Code(rawValue: "BUNDLE_ID_MISMATCH")
-        /// The payload's environment is not allowed by the policy.
-        public static let environmentNotAllowed = Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
-        /// The payload's appAppleId is not the tenant's.
-        public static let appAppleIdMismatch = Code(rawValue: "APP_APPLE_ID_MISMATCH")
-        /// The raw value.
-        public var description: String { rawValue }
-    }
+    public typealias Code = OpenValue<VerificationErrorCodeTag, String>
 
     /// The pipeline step that rejected the input, in the order they run.
-    public struct Step: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        /// A lowerCamel step name, e.g. `chain`.
-        public let rawValue: String
-        /// Wraps a step name.
-        public init(rawValue: String) { self.rawValue = rawValue }
-        /// Splitting into three base64url segments, size limits.
-        public static let split = Step(rawValue: "split")
-        /// Decoding the header JSON.
-        public static let header = Step(rawValue: "header")
-        /// The `alg` header parameter.
-        public static let algorithm = Step(rawValue: "algorithm")
-        /// The `x5c` header parameter: count, base64, DER.
-        public static let x5c = Step(rawValue: "x5c")
-        /// Path validation to a configured root (untrusted root, constraints, critical extensions).
-        public static let chain = Step(rawValue: "chain")
-        /// A certificate outside its validity period at the effective date.
-        public static let validity = Step(rawValue: "validity")
-        /// Apple's marker OIDs, leaf key usage and key type.
-        public static let oid = Step(rawValue: "oid")
-        /// The ES256 signature over `header.payload`.
-        public static let signature = Step(rawValue: "signature")
-        /// Decoding the payload JSON into its typed model.
-        public static let payload = Step(rawValue: "payload")
-        /// bundleId, appAppleId and environment against the policy.
-        public static let claims = Step(rawValue: "claims")
-        /// The raw value.
-        public var description: String { rawValue }
-
-        /// The step as the public contract names it (openapi.yaml, Error.details[].step): one of `format`,
-        /// `header`, `chain`, `signature`, `claims`. The finer internal steps stay in logs and metrics.
-        public var contractName: String {
-            switch self {
-            case .split, .payload: return "format"
-            case .header, .algorithm, .x5c: return "header"
-            case .chain, .validity, .oid: return "chain"
-            case .signature: return "signature"
-            case .claims: return "claims"
-            default: return "format"
-            }
-        }
-    }
+    public typealias Step = OpenValue<VerificationErrorStepTag, String>
 
     /// Stable code.
     public var code: Code
@@ -92,8 +34,6 @@ public struct VerificationError: Error, Sendable, CustomStringConvertible, Custo
 
     /// `CODE (step): reason`, safe for clients.
     public var description: String { "\(code.rawValue) (\(step.rawValue)): \(reason)" }
-    /// `description` plus the internal detail.
-    public var debugDescription: String { debugDetail.isEmpty ? description : "\(description) [\(debugDetail)]" }
 
     static func format(_ step: Step, _ reason: String) -> VerificationError {
         VerificationError(code: .invalidJWSFormat, step: step, reason: reason)
@@ -108,5 +48,63 @@ public struct VerificationError: Error, Sendable, CustomStringConvertible, Custo
     }
     static func failed(_ step: Step, _ reason: String, debug: String = "") -> VerificationError {
         VerificationError(code: .verificationFailed, step: step, reason: reason, debugDetail: debug)
+    }
+}
+
+/// Tells `VerificationError.Code` apart from the other open vocabularies.
+public enum VerificationErrorCodeTag {}
+
+extension VerificationError.Code {
+    /// Structure, base64, JSON, `x5c` shape, or a missing required payload field.
+    public static let invalidJWSFormat = VerificationError.Code(rawValue: "INVALID_JWS_FORMAT")
+    /// `alg` is anything but `ES256` (or missing).
+    public static let unsupportedAlgorithm = VerificationError.Code(rawValue: "JWS_UNSUPPORTED_ALGORITHM")
+    /// Untrusted root, certificate outside its validity at the effective date, missing Apple
+    /// marker OID, wrong key, bad signature.
+    public static let verificationFailed = VerificationError.Code(rawValue: "JWS_VERIFICATION_FAILED")
+    /// The payload's bundleId is not the tenant's.
+    public static let bundleIdMismatch = VerificationError.Code(rawValue: "BUNDLE_ID_MISMATCH")
+    /// The payload's environment is not allowed by the policy.
+    public static let environmentNotAllowed = VerificationError.Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
+    /// The payload's appAppleId is not the tenant's.
+    public static let appAppleIdMismatch = VerificationError.Code(rawValue: "APP_APPLE_ID_MISMATCH")
+}
+
+/// Tells `VerificationError.Step` apart from the other open vocabularies.
+public enum VerificationErrorStepTag {}
+
+extension VerificationError.Step {
+    /// Splitting into three base64url segments, size limits.
+    public static let split = VerificationError.Step(rawValue: "split")
+    /// Decoding the header JSON.
+    public static let header = VerificationError.Step(rawValue: "header")
+    /// The `alg` header parameter.
+    public static let algorithm = VerificationError.Step(rawValue: "algorithm")
+    /// The `x5c` header parameter: count, base64, DER.
+    public static let x5c = VerificationError.Step(rawValue: "x5c")
+    /// Path validation to a configured root (untrusted root, constraints, critical extensions).
+    public static let chain = VerificationError.Step(rawValue: "chain")
+    /// A certificate outside its validity period at the effective date.
+    public static let validity = VerificationError.Step(rawValue: "validity")
+    /// Apple's marker OIDs, leaf key usage and key type.
+    public static let oid = VerificationError.Step(rawValue: "oid")
+    /// The ES256 signature over `header.payload`.
+    public static let signature = VerificationError.Step(rawValue: "signature")
+    /// Decoding the payload JSON into its typed model.
+    public static let payload = VerificationError.Step(rawValue: "payload")
+    /// bundleId, appAppleId and environment against the policy.
+    public static let claims = VerificationError.Step(rawValue: "claims")
+
+    /// The step as the public contract names it (openapi.yaml, Error.details[].step): one of `format`,
+    /// `header`, `chain`, `signature`, `claims`. The finer internal steps stay in logs and metrics.
+    public var contractName: String {
+        switch self {
+        case .split, .payload: return "format"
+        case .header, .algorithm, .x5c: return "header"
+        case .chain, .validity, .oid: return "chain"
+        case .signature: return "signature"
+        case .claims: return "claims"
+        default: return "format"
+        }
     }
 }

@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 /// What one tenant accepts: its app, the environments it serves, and whether Xcode data is allowed.
 public struct VerificationPolicy: Sendable, Hashable {
     /// The tenant's bundle identifier; payloads must match exactly (case-sensitive, like Apple's).

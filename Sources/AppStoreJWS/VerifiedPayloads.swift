@@ -1,25 +1,11 @@
 import Domain
-import Foundation
+public import Foundation
+public import Primitives
 
 /// How a verification was carried out (shared by every `Verified*` result).
 public struct VerificationDetails: Sendable, Equatable {
     /// Where the effective date came from.
-    public struct DateSource: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        /// `signedDate`, `receiptCreationDate`, `now` or `caller`.
-        public let rawValue: String
-        /// Wraps a source name.
-        public init(rawValue: String) { self.rawValue = rawValue }
-        /// The payload's `signedDate` (Apple's offline rule).
-        public static let signedDate = DateSource(rawValue: "signedDate")
-        /// An app transaction's `receiptCreationDate`.
-        public static let receiptCreationDate = DateSource(rawValue: "receiptCreationDate")
-        /// The current time: a notification without `signedDate` (Apple's fallback).
-        public static let now = DateSource(rawValue: "now")
-        /// The caller's explicit instant (`at:`), e.g. `bouncer verify --at`.
-        public static let caller = DateSource(rawValue: "caller")
-        /// The raw value.
-        public var description: String { rawValue }
-    }
+    public typealias DateSource = OpenValue<VerificationDetailsDateSourceTag, String>
 
     /// The instant at which every certificate had to be valid.
     public var effectiveDate: Date
@@ -86,4 +72,18 @@ public struct VerifiedNotification: Sendable {
     public var appTransaction: VerifiedAppTransaction?
     /// `payloadJSON` as text.
     public var payloadString: String { String(decoding: payloadJSON, as: UTF8.self) }
+}
+
+/// Tells `VerificationDetails.DateSource` apart from the other open vocabularies.
+public enum VerificationDetailsDateSourceTag {}
+
+extension VerificationDetails.DateSource {
+    /// The payload's `signedDate` (Apple's offline rule).
+    public static let signedDate = VerificationDetails.DateSource(rawValue: "signedDate")
+    /// An app transaction's `receiptCreationDate`.
+    public static let receiptCreationDate = VerificationDetails.DateSource(rawValue: "receiptCreationDate")
+    /// The current time: a notification without `signedDate` (Apple's fallback).
+    public static let now = VerificationDetails.DateSource(rawValue: "now")
+    /// The caller's explicit instant (`at:`), e.g. `bouncer verify --at`.
+    public static let caller = VerificationDetails.DateSource(rawValue: "caller")
 }

@@ -1,8 +1,8 @@
-import Domain
-import Foundation
-import HTTPClient
+public import Domain
+public import Foundation
+public import HTTPClient
 import JSON
-import Primitives
+public import Primitives
 
 /// The App Store Server API over our own HTTPS client: Domain's `AppleServerAPI` port.
 ///

@@ -1,7 +1,7 @@
 import AppStoreJWS
 import Crypto
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 import JSON
 import Synchronization
 

@@ -1,6 +1,6 @@
 import AppStoreJWS
 import Crypto
-import Domain
+public import Domain
 import JSON
 
 /// `PromotionalOfferSigning` with the project's In-App Purchase key: DER ECDSA for the legacy form, and the

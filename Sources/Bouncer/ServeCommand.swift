@@ -14,20 +14,14 @@ import HTTPCore
 import Jobs
 import Storage
 import Verification
-import Synchronization
 
 /// `bouncer serve`'s wiring: the database, the verifier, the API and every service, built before any thread starts.
 /// The serving loop (signals, drain, HTTPS) is `ServeCommand.run` in `Sources/Commands/Serving.swift`.
 extension ServeCommand {
     static let command = Command(name: "serve", summary: "Run the HTTP API server", usage: usage) { args in
         if let status = CLI.handleHelpOrReject(args, usage: usage) { return status }
-        switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
-        case .failure(let problems):
-            CLI.err("bouncer serve: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
-            return 2
-        case .success(let settings):
-            return serveAPI(settings: settings)
-        }
+        guard let settings = ServeSettings.fromProcessEnvironment(command: "bouncer serve") else { return 2 }
+        return serveAPI(settings: settings)
     }
 
     /// Opens the database (embedded or `DATABASE_URL`), applies migrations, builds the verifier, the API and every
@@ -123,6 +117,7 @@ extension ServeCommand {
             consoleSessions: PostgresConsoleSessionStore(pool: database.pool),
             console: console,
             overview: PostgresOverviewMetricsStore(pool: database.pool),
+            accounts: PostgresAccountStore(pool: database.pool),
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
         var services: [any Service] = [monitor, caches, deriver]

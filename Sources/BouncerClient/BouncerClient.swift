@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+public import FoundationNetworking
 #endif
 
 /// Bouncer's public API for iOS/macOS apps and Swift backends: post purchases, read what a user is entitled to.

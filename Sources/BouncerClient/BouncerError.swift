@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Why a `BouncerClient` call failed: Bouncer's error body (status, `code`, `error`, `suggestion`, `details`,
 /// `request_id`) or a failure before any answer arrived (transport, unreadable response, a missing secret key).

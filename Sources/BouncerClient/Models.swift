@@ -1,24 +1,39 @@
-import Foundation
+public import Foundation
 
 // The JSON answers of Bouncer's public API (see openapi.yaml), decoded with snake_case keys and ISO 8601 dates.
 // Enumerations that Bouncer may grow (statuses, environments) are string wrappers, so a newer server never breaks
 // an older app.
 
-/// A purchase's or user's status (`active`, `expired`, `revoked`, `none`, or a value added later).
-public struct PurchaseStatus: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
-    /// The wire value.
-    public var rawValue: String
-    /// A status.
-    public init(rawValue: String) { self.rawValue = rawValue }
+/// A string enumeration Bouncer may grow: the wire value wrapped, coded as a single JSON string and described by it,
+/// so a value added by a newer server reads as itself instead of failing to decode.
+public protocol OpenStringValue: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible
+where RawValue == String {
+    /// A value, known or not.
+    init(rawValue: String)
+}
+
+extension OpenStringValue {
     /// `try container.decode(String.self)` wrapped.
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public init(from decoder: any Decoder) throws {
+        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+    }
+
     /// Encodes the wire value.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)
     }
+
     /// The wire value.
     public var description: String { rawValue }
+}
+
+/// A purchase's or user's status (`active`, `expired`, `revoked`, `none`, or a value added later).
+public struct PurchaseStatus: OpenStringValue {
+    /// The wire value.
+    public var rawValue: String
+    /// A status.
+    public init(rawValue: String) { self.rawValue = rawValue }
 
     /// Grants its entitlements now.
     public static let active = PurchaseStatus(rawValue: "active")
@@ -31,20 +46,11 @@ public struct PurchaseStatus: RawRepresentable, Codable, Hashable, Sendable, Cus
 }
 
 /// Apple's environment of a purchase (`Production`, `Sandbox`, or a value added later).
-public struct StoreEnvironment: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
+public struct StoreEnvironment: OpenStringValue {
     /// The wire value.
     public var rawValue: String
     /// An environment.
     public init(rawValue: String) { self.rawValue = rawValue }
-    /// `try container.decode(String.self)` wrapped.
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    /// Encodes the wire value.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-    /// The wire value.
-    public var description: String { rawValue }
 
     /// The App Store.
     public static let production = StoreEnvironment(rawValue: "Production")

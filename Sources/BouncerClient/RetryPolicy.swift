@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// When `BouncerClient` repeats a call that got `503 Service Unavailable` or `429 Too Many Requests`.
 ///

@@ -90,13 +90,7 @@ public enum AdminCommands {
             CLI.err("bouncer: \(error.message)\n\n" + usage)
             return 2
         }
-        let settings: ServeSettings
-        switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
-        case .failure(let problems):
-            CLI.err("bouncer: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
-            return 2
-        case .success(let s): settings = s
-        }
+        guard let settings = ServeSettings.fromProcessEnvironment(command: "bouncer") else { return 2 }
         let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
         let database: Database
         do {

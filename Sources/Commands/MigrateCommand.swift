@@ -14,20 +14,15 @@ public enum MigrateCommand {
 
     public static let command = Command(name: "migrate", summary: "Apply pending database migrations", usage: usage) { args in
         if let status = CLI.handleHelpOrReject(args, usage: usage) { return status }
-        switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
-        case .failure(let problems):
-            CLI.err("bouncer migrate: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
-            return 2
-        case .success(let settings):
-            let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
-            do {
-                let database = try Database.open(settings.database, log: log)
-                database.close(log: log)
-                return 0
-            } catch {
-                CLI.err("bouncer migrate: \(error)\n")
-                return 1
-            }
+        guard let settings = ServeSettings.fromProcessEnvironment(command: "bouncer migrate") else { return 2 }
+        let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
+        do {
+            let database = try Database.open(settings.database, log: log)
+            database.close(log: log)
+            return 0
+        } catch {
+            CLI.err("bouncer migrate: \(error)\n")
+            return 1
         }
     }
 }

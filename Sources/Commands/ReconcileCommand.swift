@@ -46,13 +46,7 @@ public enum ReconcileCommand {
                 return 2
             }
         }
-        let settings: ServeSettings
-        switch ServeSettings.fromEnvironment(ProcessInfo.processInfo.environment) {
-        case .failure(let problems):
-            CLI.err("bouncer: invalid configuration:\n" + problems.messages.map { "  " + $0 + "\n" }.joined())
-            return 2
-        case .success(let s): settings = s
-        }
+        guard let settings = ServeSettings.fromProcessEnvironment(command: "bouncer") else { return 2 }
         let roots: TrustedRoots
         do {
             roots = settings.rootCertificatePaths.isEmpty

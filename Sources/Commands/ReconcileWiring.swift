@@ -1,7 +1,7 @@
-import Domain
+public import Domain
 import Foundation
 import Glibc
-import Jobs
+public import Jobs
 import Storage
 
 extension ServeSettings {
@@ -15,14 +15,10 @@ extension ServeSettings {
             s.reconcile.interval = n
             return nil
         },
-        Variable(name: "BOUNCER_RECONCILE_MAX_CALLS",
-                 help: "calls to Apple per project and reconciliation run (default 1000)") { s, v in
-            guard v.utf8.count <= 7, let n = Int(v), (1...1_000_000).contains(n) else {
-                return "must be an integer in 1...1000000"
-            }
-            s.reconcile.run.maxCallsPerRun = n
-            s.reconcile.run.historyReserve = min(s.reconcile.run.historyReserve, max(1, n / 4))
-            return nil
+        int("BOUNCER_RECONCILE_MAX_CALLS", "calls to Apple per project and reconciliation run (default 1000)",
+            1...1_000_000, maxLength: 7) {
+            $0.reconcile.run.maxCallsPerRun = $1
+            $0.reconcile.run.historyReserve = min($0.reconcile.run.historyReserve, max(1, $1 / 4))
         },
         Variable(name: "BOUNCER_RECONCILE_CALLS_PER_SECOND",
                  help: "calls to Apple per second during a project's reconciliation (default 10)") { s, v in

@@ -1,7 +1,7 @@
-import Jobs
+public import Jobs
 import Crypto
 import Foundation
-import API
+public import API
 import Domain
 import HTTPCore
 
@@ -320,30 +320,6 @@ public struct ServeSettings: Sendable {
                   scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "[::1]"].contains(host))
             else { return "must be an https:// URL (no credentials, query or fragment)" }
             set(&s, v.hasSuffix("/") ? String(v.dropLast()) : v)
-            return nil
-        }
-    }
-
-    private static func int(
-        _ name: String, _ help: String, _ range: ClosedRange<Int>, _ set: @escaping @Sendable (inout ServeSettings, Int) -> Void
-    ) -> Variable {
-        Variable(name: name, help: help) { s, v in
-            guard let n = Int(v), range.contains(n) else {
-                return "must be an integer in \(range.lowerBound)...\(range.upperBound)"
-            }
-            set(&s, n)
-            return nil
-        }
-    }
-
-    private static func seconds(
-        _ name: String, _ help: String, _ set: @escaping @Sendable (inout ServeSettings, Duration) -> Void
-    ) -> Variable {
-        Variable(name: name, help: help) { s, v in
-            guard let x = Double(v), x.isFinite, x > 0, x <= 86_400 else {
-                return "must be a number of seconds in (0, 86400]"
-            }
-            set(&s, .milliseconds(Int64((x * 1000).rounded(.up))))
             return nil
         }
     }

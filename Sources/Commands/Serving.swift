@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
 import Glibc
-import AppStoreServerAPI
+public import AppStoreServerAPI
 import Crypto
 import HTTPClient
-import HTTPCore
+public import HTTPCore
 import Synchronization
 
 /// `bouncer serve`: configuration from the environment, the HTTP server, signals, graceful drain. The executable

@@ -1,5 +1,5 @@
-import Jobs
-import Domain
+public import Jobs
+public import Domain
 import Foundation
 import JSON
 import Storage

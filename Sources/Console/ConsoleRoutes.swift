@@ -1,4 +1,4 @@
-import HTTPCore
+public import HTTPCore
 
 /// The admin console at `/admin/`: static files compiled into the binary, served with a strict
 /// Content-Security-Policy. The pages call the JSON admin API (`/v1/admin/…`) with the session cookie.

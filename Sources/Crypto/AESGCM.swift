@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 
 /// AES-256-GCM (NIST SP 800-38D): the one place Bouncer encrypts secrets at rest.
 ///

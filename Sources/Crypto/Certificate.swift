@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 import Glibc
 
 /// An X.509 certificate: owns one OpenSSL `X509`, parsed from DER. Freed in `deinit`; lent out only through `withX509`.

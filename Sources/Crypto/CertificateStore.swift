@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 import Glibc
 
 /// A set of trusted root certificates and RFC 5280 path validation against them: owns one `X509_STORE`.

@@ -1,6 +1,8 @@
+public import Primitives
+
 /// A cryptographic or TLS operation failed: a key that cannot be parsed, a ciphertext that does not authenticate,
 /// an OpenSSL call that refused, a handshake or certificate the peer got wrong. `description` is safe to show; OpenSSL's own text is in `debugDescription`.
-public struct CryptoError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct CryptoError: DetailedError, Sendable {
     /// Stable, extensible error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
@@ -53,6 +55,4 @@ public struct CryptoError: Error, Sendable, CustomStringConvertible, CustomDebug
 
     /// `code: reason`.
     public var description: String { "\(code): \(reason)" }
-    /// The description plus OpenSSL's error text.
-    public var debugDescription: String { debugDetail.isEmpty ? description : "\(description) [\(debugDetail)]" }
 }

@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 
 /// SHA-256, the one implementation in Bouncer: JWS signatures, root fingerprints, the chain cache's keys,
 /// project secret keys and the metrics token all hash through here (the migrator's checksums are computed

@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 
 /// HMAC (RFC 2104) — the one place Bouncer computes and checks message authentication codes.
 public enum HMAC {

@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 
 /// Hygiene for OpenSSL's thread-local error queue: clear it before a call whose failure we report,
 /// drain it after, so one request's leftovers never show up in another's diagnostics.

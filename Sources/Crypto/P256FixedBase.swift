@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 
 extension P256 {
     /// ECDSA P-256 verification with a precomputed table for one public key: the steady-state path of a key that

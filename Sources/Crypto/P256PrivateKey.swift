@@ -1,6 +1,6 @@
 import Primitives
 
-internal import COpenSSL
+import COpenSSL
 
 extension P256 {
     /// An EC P-256 private key (e.g. an App Store Connect `.p8`): owns one OpenSSL `EVP_PKEY`, signs ES256.

@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 import Primitives
 import Synchronization
 

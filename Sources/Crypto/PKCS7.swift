@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 
 /// A PKCS#7 / CMS `SignedData` message with its content embedded (RFC 5652 §5): owns one OpenSSL
 /// `CMS_ContentInfo`, freed in `deinit`.

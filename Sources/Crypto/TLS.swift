@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 import Glibc
 
 /// How a TLS client trusts and talks to servers. One `TLSContext` is built from it and shared by all

@@ -1,4 +1,4 @@
-internal import COpenSSL
+import COpenSSL
 import Glibc
 
 /// The outcome of one non-blocking step of a `TLSServerSession`.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Whether the `appAccountToken` Apple signs into a transaction decides which user a posted purchase binds to.
 ///

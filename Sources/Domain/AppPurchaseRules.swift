@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The verified facts of one app transaction (StoreKit `AppTransaction`: proof that an Apple account bought or
 /// installed the app), as Bouncer stores them.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What the operator helpers need stored: whether a notification arrived, where a purchase lives, and the record of
 /// renewal-date extensions.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A project's App Store Server API credentials as front ends show them: never the private key.
 public struct AppStoreCredentials: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Apple's App Store Server API, as the use cases need it (implemented over `HTTPClient` and `Crypto` by the
 /// `AppStoreServerAPI` module, wired by the executable).

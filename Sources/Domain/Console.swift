@@ -1,5 +1,5 @@
-import Foundation
-import Primitives
+public import Foundation
+public import Primitives
 
 /// The admin console's sign-in: a random session token in an `HttpOnly` cookie stands for the admin token.
 ///

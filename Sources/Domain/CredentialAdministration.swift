@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The App Store credential use cases (set, show, delete, open for use, re-encrypt), shared by the admin API and
 /// the CLI (`bouncer project credentials …`, `bouncer credentials reencrypt`) so both apply the same rules.

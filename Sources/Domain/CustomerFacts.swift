@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Everything stored about one user of a project: what the timeline explains and the export shows.
 ///

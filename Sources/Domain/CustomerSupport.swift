@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A project's users as support sees them: manual grants, everything stored about a user, and erasure.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Primitives
 
 /// Why an entitlement is or is not active for a user now, in one sentence.

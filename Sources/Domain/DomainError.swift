@@ -66,6 +66,14 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let webhookNotConfigured = Code("WEBHOOK_NOT_CONFIGURED")
         /// No webhook event with that id in the project.
         public static let webhookEventNotFound = Code("WEBHOOK_EVENT_NOT_FOUND")
+        /// The caller's role lacks the permission the route needs; `details` names it (`Permission`).
+        public static let permissionDenied = Code("PERMISSION_DENIED")
+        /// No account with that id, or one the caller may not see (the same answer, so nothing leaks).
+        public static let accountNotFound = Code("ACCOUNT_NOT_FOUND")
+        /// The account still owns projects, so it cannot be deleted.
+        public static let accountHasProjects = Code("ACCOUNT_HAS_PROJECTS")
+        /// No API key with that id in the account.
+        public static let apiKeyNotFound = Code("API_KEY_NOT_FOUND")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

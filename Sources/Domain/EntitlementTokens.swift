@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One entitlement in a token: its id and until when it is granted (Unix seconds; `nil` = no end known, e.g. a
 /// non-consumable or an app purchase).

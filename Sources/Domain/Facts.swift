@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The verified facts of one signed transaction (`JWSTransactionDecodedPayload`), as Bouncer stores them.
 ///

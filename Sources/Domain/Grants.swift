@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An entitlement given to a user by an admin (support, promotions), not by a purchase.
 ///

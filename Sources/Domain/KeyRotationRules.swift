@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Which of a project's two credentials: the public key apps embed, or the secret key backends hold.
 public enum ProjectKeyKind: String, Sendable, CaseIterable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What Bouncer does with a notification.
 public enum NotificationEffect: String, Sendable {

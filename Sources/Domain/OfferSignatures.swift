@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Which promotional-offer signature StoreKit is given.
 public enum OfferSignatureFormat: String, Sendable, CaseIterable {

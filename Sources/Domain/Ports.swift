@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Verifies signed App Store data for a project (implemented over `AppStoreJWS` by the executable).
 public protocol SignedDataVerifying: Sendable {

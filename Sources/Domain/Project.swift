@@ -1,9 +1,11 @@
-import Foundation
+public import Foundation
 
 /// A tenant: one app, its keys and its rules.
 public struct Project: Sendable, Equatable {
     /// Stable identifier.
     public var id: UUID
+    /// The account that owns the project (`Account`).
+    public var accountId: UUID
     /// Display name.
     public var name: String
     /// The app's bundle identifier; signed data for any other bundle is rejected.
@@ -42,10 +44,11 @@ public struct Project: Sendable, Equatable {
         environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
         allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
         appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil,
-        publicKey: String, createdAt: Date, updatedAt: Date
+        publicKey: String, createdAt: Date, updatedAt: Date, accountId: UUID = Account.defaultId
     ) {
         self.appPurchaseEntitlements = appPurchaseEntitlements
         self.id = id
+        self.accountId = accountId
         self.name = name
         self.bundleId = bundleId
         self.appAppleId = appAppleId
@@ -96,6 +99,8 @@ public struct NewProject: Sendable, Equatable {
     public var entitlementTokens: Bool = false
     /// Entitlement token lifetime bound, in seconds.
     public var entitlementTokenTTLSeconds: Int = EntitlementTokenRules.defaultTTLSeconds
+    /// The owning account; `nil`: the server's only account (the store refuses when there are several).
+    public var accountId: UUID?
 
     /// Creates the settings with the documented defaults.
     public init(

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The limits every admin front end enforces (the admin API and the `bouncer project|product` CLI), in one place.
 public enum ProjectRules {
@@ -82,7 +82,7 @@ public enum ProjectRules {
     }
 
     /// Length in Unicode scalars (as JSON Schema counts) and no NUL (PostgreSQL text cannot hold U+0000).
-    private static func checkString(_ value: String, _ path: [String], _ length: ClosedRange<Int>,
+    static func checkString(_ value: String, _ path: [String], _ length: ClosedRange<Int>,
                                     _ out: inout [FieldProblem]) {
         let scalars = value.unicodeScalars.count
         if scalars < length.lowerBound {
@@ -166,6 +166,25 @@ public struct ProjectAdministration: Sendable {
         var shown = try view(project, at: at)
         shown.newSecretKey = keys.secretKey
         return shown
+    }
+
+    /// Creates a project for `principal`: a key or a member creates in its own account (another account named in
+    /// `new` is the 404 of a nonexistent one), and a key limited to some projects creates none.
+    public func createProject(_ new: NewProject, by principal: Principal) throws -> AdministeredProject {
+        var new = new
+        if let own = principal.accountId {
+            if let named = new.accountId, named != own { throw AccountAdministration.notFound(named) }
+            guard principal.reachesWholeAccount else { throw DomainError.permissionDenied(.projectsWrite) }
+            new.accountId = own
+        }
+        return try createProject(new)
+    }
+
+    /// The projects `principal` reaches, oldest first.
+    public func projects(for principal: Principal) throws -> [AdministeredProject] {
+        let at = now()
+        return try store.allProjects().filter { principal.reaches(project: $0.id, ofAccount: $0.accountId) }
+            .map { try view($0, at: at) }
     }
 
     /// The project with `id`.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What Bouncer knows about one purchase (one `originalTransactionId`): its latest transaction and renewal info.
 ///

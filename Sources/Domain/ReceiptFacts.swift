@@ -1,11 +1,12 @@
-import Foundation
+public import Foundation
+public import Primitives
 
 /// Who wrote the facts a stored transaction row holds (`transactions.source`, schema/0011).
-public struct TransactionSource: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// The stored string.
-    public let rawValue: String
-    /// Wraps a stored string.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias TransactionSource = OpenValue<TransactionSourceTag, String>
+/// Tells `TransactionSource` apart from the other open vocabularies.
+public enum TransactionSourceTag {}
+
+extension TransactionSource {
     /// A StoreKit 1 app receipt posted to `POST /v1/receipts` (`receipt_data`).
     public static let receipt = TransactionSource(rawValue: "receipt")
     /// A StoreKit 2 signed transaction posted to `POST /v1/receipts` (`signed_transaction_info`).
@@ -16,8 +17,6 @@ public struct TransactionSource: RawRepresentable, Hashable, Sendable, CustomStr
     public static let notification = TransactionSource(rawValue: "notification")
     /// Recovered by reconciliation from Apple's history.
     public static let reconcile = TransactionSource(rawValue: "reconcile")
-    /// The raw value.
-    public var description: String { rawValue }
 }
 
 /// The verified facts of one StoreKit 1 app receipt: its identity and one `TransactionFacts` per in-app record.

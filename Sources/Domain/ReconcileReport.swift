@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // What a reconciliation run reads, finds and reports, and its limits; the run itself is `Reconciliation`.
 

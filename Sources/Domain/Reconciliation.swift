@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Reconciliation's storage: runs, their changes, the catch-up cursors, and applying what Apple said through the
 /// same record functions (and exactly-once notification path) as receipts and the webhook.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Whether Bouncer answers Apple's CONSUMPTION_REQUEST notifications.
 public enum ConsumptionResponse: String, Sendable, CaseIterable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The status of a purchase at an instant, with the detail behind it.
 public struct PurchaseEvaluation: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Looking a transaction up at Apple by its id (`POST /v1/receipts/:publicKey` with `transaction_id`): the
 /// project's credentials are opened, Apple's Get Transaction Info is asked in Production and then, when Apple says

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A purchase bound to a user, with what its product grants.
 public struct OwnedPurchase: Sendable, Equatable {

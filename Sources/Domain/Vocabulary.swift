@@ -1,14 +1,14 @@
 import Foundation
+public import Primitives
 
 /// An App Store environment (`Production`, `Sandbox`, `Xcode`, `LocalTesting`).
 ///
 /// A raw-value struct rather than an enum: Apple adds values, and an unknown one must be kept, not rejected.
-public struct StoreEnvironment: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's spelling of the environment.
-    public let rawValue: String
-    /// Wraps any value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias StoreEnvironment = OpenValue<StoreEnvironmentTag, String>
+/// Tells `StoreEnvironment` apart from the other open vocabularies.
+public enum StoreEnvironmentTag {}
 
+extension StoreEnvironment {
     /// Real purchases.
     public static let production = StoreEnvironment(rawValue: "Production")
     /// TestFlight, App Review and sandbox testers.
@@ -22,17 +22,14 @@ public struct StoreEnvironment: RawRepresentable, Hashable, Sendable, CustomStri
     public var isSignedByApple: Bool { self == .production || self == .sandbox }
     /// Xcode or LocalTesting: StoreKit testing data, which anyone can sign.
     public var isLocalTesting: Bool { self == .xcode || self == .localTesting }
-    /// See `rawValue`.
-    public var description: String { rawValue }
 }
 
 /// The kind of in-app product a transaction is for (`type` in Apple's payload).
-public struct ProductType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's spelling of the type.
-    public let rawValue: String
-    /// Wraps any value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias ProductType = OpenValue<ProductTypeTag, String>
+/// Tells `ProductType` apart from the other open vocabularies.
+public enum ProductTypeTag {}
 
+extension ProductType {
     /// Renews until cancelled; the only type whose renewal info matters.
     public static let autoRenewable = ProductType(rawValue: "Auto-Renewable Subscription")
     /// Bought once, kept forever.
@@ -41,23 +38,18 @@ public struct ProductType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let consumable = ProductType(rawValue: "Consumable")
     /// A fixed period that does not renew by itself.
     public static let nonRenewing = ProductType(rawValue: "Non-Renewing Subscription")
-
-    /// See `rawValue`.
-    public var description: String { rawValue }
 }
 
 /// Whether the purchaser bought the product or received it through Family Sharing (`inAppOwnershipType`).
-public struct OwnershipType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's spelling.
-    public let rawValue: String
-    /// Wraps any value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias OwnershipType = OpenValue<OwnershipTypeTag, String>
+/// Tells `OwnershipType` apart from the other open vocabularies.
+public enum OwnershipTypeTag {}
+
+extension OwnershipType {
     /// Bought by this Apple account.
     public static let purchased = OwnershipType(rawValue: "PURCHASED")
     /// Shared by a family member; Apple sends REVOKE when sharing stops.
     public static let familyShared = OwnershipType(rawValue: "FAMILY_SHARED")
-    /// See `rawValue`.
-    public var description: String { rawValue }
 }
 
 /// Why a revoked transaction lost its access, from Apple's `revocationReason` and `revocationType`: the Swift statement
@@ -82,27 +74,25 @@ public enum RevocationKind: String, Sendable, Equatable, CaseIterable {
 }
 
 /// How a refund or revocation applied (`revocationType`, December 2025). Unknown values are kept.
-public struct RevocationType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's spelling.
-    public let rawValue: String
-    /// Wraps any value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias RevocationType = OpenValue<RevocationTypeTag, String>
+/// Tells `RevocationType` apart from the other open vocabularies.
+public enum RevocationTypeTag {}
+
+extension RevocationType {
     /// The whole price was refunded: access ends at `revocationDate`.
     public static let refundFull = RevocationType(rawValue: "REFUND_FULL")
     /// Part of the price was refunded (`revocationPercentage`): the customer keeps access.
     public static let refundProrated = RevocationType(rawValue: "REFUND_PRORATED")
     /// Family Sharing access was withdrawn: access ends at `revocationDate`.
     public static let familyRevoke = RevocationType(rawValue: "FAMILY_REVOKE")
-    /// See `rawValue`.
-    public var description: String { rawValue }
 }
 
 /// The payment mode of an offer (`offerDiscountType`). Unknown values are kept.
-public struct OfferDiscountType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's spelling.
-    public let rawValue: String
-    /// Wraps any value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
+public typealias OfferDiscountType = OpenValue<OfferDiscountTypeTag, String>
+/// Tells `OfferDiscountType` apart from the other open vocabularies.
+public enum OfferDiscountTypeTag {}
+
+extension OfferDiscountType {
     /// Free trial.
     public static let freeTrial = OfferDiscountType(rawValue: "FREE_TRIAL")
     /// Pay as you go.
@@ -111,20 +101,15 @@ public struct OfferDiscountType: RawRepresentable, Hashable, Sendable, CustomStr
     public static let payUpFront = OfferDiscountType(rawValue: "PAY_UP_FRONT")
     /// One-time payment (In-App Purchase offer codes, October 2025).
     public static let oneTime = OfferDiscountType(rawValue: "ONE_TIME")
-    /// See `rawValue`.
-    public var description: String { rawValue }
 }
 
 /// An App Store Server Notifications V2 `notificationType`. Unknown values are kept (and counted as `unknown` in
 /// metrics: Xcode-signed data can carry any string).
-public struct NotificationType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's spelling.
-    public let rawValue: String
-    /// Wraps any value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
-    /// See `rawValue`.
-    public var description: String { rawValue }
+public typealias NotificationType = OpenValue<NotificationTypeTag, String>
+/// Tells `NotificationType` apart from the other open vocabularies.
+public enum NotificationTypeTag {}
 
+extension NotificationType {
     /// A customer subscribed (INITIAL_BUY) or resubscribed (RESUBSCRIBE).
     public static let subscribed = NotificationType(rawValue: "SUBSCRIBED")
     /// A subscription renewed (BILLING_RECOVERY after a failed charge).
@@ -186,14 +171,11 @@ public struct NotificationType: RawRepresentable, Hashable, Sendable, CustomStri
 }
 
 /// An App Store Server Notifications V2 `subtype`. Unknown values are kept.
-public struct NotificationSubtype: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// Apple's spelling.
-    public let rawValue: String
-    /// Wraps any value, known or not.
-    public init(rawValue: String) { self.rawValue = rawValue }
-    /// See `rawValue`.
-    public var description: String { rawValue }
+public typealias NotificationSubtype = OpenValue<NotificationSubtypeTag, String>
+/// Tells `NotificationSubtype` apart from the other open vocabularies.
+public enum NotificationSubtypeTag {}
 
+extension NotificationSubtype {
     /// SUBSCRIBED, OFFER_REDEEMED: a first purchase in the group.
     public static let initialBuy = NotificationSubtype(rawValue: "INITIAL_BUY")
     /// SUBSCRIBED: a purchase in a group the customer had left.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The webhook use cases (configure, show, delete, rotate the secret, ping, list deliveries, retry), shared by the
 /// admin API and any CLI so both apply the same rules.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Primitives
 
 /// The webhook event types (the `type` field). Events are written by the database in the same transaction as the

@@ -1,6 +1,8 @@
+public import Primitives
+
 /// Why an outbound request failed. `description` is safe to log (no header values, no bodies);
 /// details from the socket or TLS layer are in `debugDescription`.
-public struct HTTPClientError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct HTTPClientError: DetailedError, Sendable {
     /// Stable, extensible error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String { case invalidRequest, connect, tls, timeout, io, protocolError, tooLarge, serverUnavailable, addressNotAllowed }
@@ -54,6 +56,4 @@ public struct HTTPClientError: Error, Sendable, CustomStringConvertible, CustomD
 
     /// `code: reason`.
     public var description: String { "\(code): \(reason)" + (attempts > 1 ? " (after \(attempts) attempts)" : "") }
-    /// The description plus lower-layer detail.
-    public var debugDescription: String { debugDetail.isEmpty ? description : "\(description) [\(debugDetail)]" }
 }

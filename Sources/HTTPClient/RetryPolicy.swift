@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// When to try a request again: bounded attempts, exponential backoff with full jitter, and the server's
 /// `Retry-After` on 429/503 up to a cap. A value type with no I/O, so other clients (the App Store

@@ -1,11 +1,11 @@
+public import Primitives
+
 /// An HTTP request method (RFC 9110 §9); the router serves the seven below and answers other tokens 405/404.
-public struct HTTPMethod: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
-    /// The method token as sent on the wire, e.g. `"GET"`.
-    public let rawValue: String
+public typealias HTTPMethod = OpenValue<HTTPMethodTag, String>
+/// Tells `HTTPMethod` apart from the other open vocabularies.
+public enum HTTPMethodTag {}
 
-    /// Wraps any method token.
-    public init(rawValue: String) { self.rawValue = rawValue }
-
+extension HTTPMethod {
     /// `GET`.
     public static let get = HTTPMethod(rawValue: "GET")
     /// `HEAD`: routed to the `GET` handler with the body dropped (RFC 9110 §9.3.2).
@@ -21,8 +21,6 @@ public struct HTTPMethod: Hashable, Sendable, RawRepresentable, CustomStringConv
     /// `OPTIONS`.
     public static let options = HTTPMethod(rawValue: "OPTIONS")
 
-    /// The token, e.g. `GET`.
-    public var description: String { rawValue }
 
     /// Maps wire bytes to a supported method without allocating for the common ones.
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> HTTPMethod? {

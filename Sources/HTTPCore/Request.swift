@@ -1,4 +1,4 @@
-import Primitives
+public import Primitives
 
 /// A complete, validated HTTP request as handlers see it.
 public struct Request: Sendable {

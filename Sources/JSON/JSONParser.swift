@@ -159,21 +159,27 @@ private struct Parser {
         let start = elements.count
         while true {
             elements.push(try parseValue())
-            skipWhitespace()
-            guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
-            let separator = base[pos]
-            if separator == UInt8(ascii: ",") {
-                pos &+= 1
-                skipWhitespace()
-            } else if separator == UInt8(ascii: "]") {
-                pos &+= 1
-                break
-            } else {
-                throw JSONError(.unexpectedCharacter, at: pos)
-            }
+            guard try continues(closing: UInt8(ascii: "]")) else { break }
         }
         depth &-= 1
         return elements.popArray(from: start)
+    }
+
+    /// After an array element or object member: consumes `,` and the whitespace after it (true: another one
+    /// follows) or `close` (false: the container ended).
+    @inline(__always)
+    mutating func continues(closing close: UInt8) throws(JSONError) -> Bool {
+        skipWhitespace()
+        guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
+        let separator = base[pos]
+        if separator == UInt8(ascii: ",") {
+            pos &+= 1
+            skipWhitespace()
+            return true
+        }
+        guard separator == close else { throw JSONError(.unexpectedCharacter, at: pos) }
+        pos &+= 1
+        return false
     }
 
     mutating func parseObject() throws(JSONError) -> JSONObject {
@@ -217,18 +223,7 @@ private struct Parser {
             skipWhitespace()
             let value = try parseValue()
             members.push(JSONObject.Member(key: key, value: value))
-            skipWhitespace()
-            guard pos < end else { throw JSONError(.unexpectedEnd, at: pos) }
-            let separator = base[pos]
-            if separator == UInt8(ascii: ",") {
-                pos &+= 1
-                skipWhitespace()
-            } else if separator == UInt8(ascii: "}") {
-                pos &+= 1
-                break
-            } else {
-                throw JSONError(.unexpectedCharacter, at: pos)
-            }
+            guard try continues(closing: UInt8(ascii: "}")) else { break }
         }
         keyPrints.removeSubrange(printsStart...)
         depth &-= 1

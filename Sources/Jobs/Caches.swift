@@ -1,8 +1,8 @@
-import Domain
+public import Domain
 import Foundation
 import Glibc
 import Postgres
-import Storage
+public import Storage
 
 /// How much `bouncer serve` keeps in memory, and how long an entry may live without a confirmation.
 public struct CacheSettings: Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import JSON
-import Postgres
+public import Postgres
 import Storage
 
 /// Where Bouncer's PostgreSQL is and how many connections to keep.

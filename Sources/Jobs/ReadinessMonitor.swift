@@ -1,5 +1,4 @@
-import Foundation
-import Postgres
+public import Postgres
 
 /// Pings the database once a second on its own thread, so `/readyz` answers from memory and never blocks
 /// the I/O loop on a dead database.

@@ -1,13 +1,13 @@
 import Crypto
 import Dispatch
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 import Glibc
 import HTTPClient
 import JSON
 import Postgres
 import Primitives
-import Storage
+public import Storage
 import Synchronization
 
 /// Webhook settings of `bouncer serve` (`BOUNCER_WEBHOOK_*`).

@@ -1,18 +1,12 @@
 import Primitives
 
 /// A family of counters, one per combination of label values.
-public final class Counter: MetricFamily, Sendable {
-    let name: String
-    let help: String
+public final class Counter: SeriesFamily, Sendable {
     var type: MetricType { .counter }
-    let labelNames: [String]
-    private let series: SeriesTable<UInt64>
+    let series: SeriesTable<UInt64>
 
     init(name: String, help: String, labelNames: [String], registry: MetricsRegistry) {
-        self.name = name
-        self.help = help
-        self.labelNames = labelNames
-        self.series = SeriesTable(registry: registry, labelCount: labelNames.count)
+        series = SeriesTable(name: name, help: help, labelNames: labelNames, registry: registry)
     }
 
     /// Adds `amount` to the series named by `labelValues` (one per label name, in order; a wrong count is ignored).
@@ -23,26 +17,16 @@ public final class Counter: MetricFamily, Sendable {
     /// The current value of one series (0 when it was never incremented).
     public func value(_ labelValues: [String] = []) -> UInt64 { series.value(labelValues) ?? 0 }
 
-    func renderSamples(into out: inout String) {
-        for (values, count) in series.sorted() {
-            Exposition.sample(name: name, labels: labelNames, values: values, value: Exposition.format(count), into: &out)
-        }
-    }
+    func renderSamples(into out: inout String) { series.renderSamples(into: &out, Exposition.format) }
 }
 
 /// A family of gauges, one per combination of label values.
-public final class Gauge: MetricFamily, Sendable {
-    let name: String
-    let help: String
+public final class Gauge: SeriesFamily, Sendable {
     var type: MetricType { .gauge }
-    let labelNames: [String]
-    private let series: SeriesTable<Double>
+    let series: SeriesTable<Double>
 
     init(name: String, help: String, labelNames: [String], registry: MetricsRegistry) {
-        self.name = name
-        self.help = help
-        self.labelNames = labelNames
-        self.series = SeriesTable(registry: registry, labelCount: labelNames.count)
+        series = SeriesTable(name: name, help: help, labelNames: labelNames, registry: registry)
     }
 
     /// Sets one series.
@@ -58,15 +42,11 @@ public final class Gauge: MetricFamily, Sendable {
     /// The current value of one series (0 when never set).
     public func value(_ labelValues: [String] = []) -> Double { series.value(labelValues) ?? 0 }
 
-    func renderSamples(into out: inout String) {
-        for (values, value) in series.sorted() {
-            Exposition.sample(name: name, labels: labelNames, values: values, value: Exposition.format(value), into: &out)
-        }
-    }
+    func renderSamples(into out: inout String) { series.renderSamples(into: &out, Exposition.format) }
 }
 
 /// A family of histograms: per combination of label values, counts per bucket, a sum and a count.
-public final class Histogram: MetricFamily, Sendable {
+public final class Histogram: SeriesFamily, Sendable {
     struct State: Sendable {
         /// Non-cumulative: `counts[i]` observations fell in (bounds[i-1], bounds[i]]; the last slot is +Inf.
         var counts: [UInt64]
@@ -74,20 +54,14 @@ public final class Histogram: MetricFamily, Sendable {
         var count: UInt64 = 0
     }
 
-    let name: String
-    let help: String
     var type: MetricType { .histogram }
-    let labelNames: [String]
     /// Finite upper bounds, ascending, without duplicates.
     let bounds: [Double]
-    private let series: SeriesTable<State>
+    let series: SeriesTable<State>
 
     init(name: String, help: String, labelNames: [String], buckets: [Double], registry: MetricsRegistry) {
-        self.name = name
-        self.help = help
-        self.labelNames = labelNames
-        self.bounds = Array(Set(buckets.filter { $0.isFinite })).sorted()
-        self.series = SeriesTable(registry: registry, labelCount: labelNames.count)
+        bounds = Array(Set(buckets.filter { $0.isFinite })).sorted()
+        series = SeriesTable(name: name, help: help, labelNames: labelNames, registry: registry)
     }
 
     /// Records one observation (NaN is ignored).
@@ -128,15 +102,33 @@ public final class Histogram: MetricFamily, Sendable {
     }
 }
 
-/// Label values → state, under one lock, capped at the registry's `maxSeriesPerFamily`.
+/// A family whose series live in a `SeriesTable`, which also names the family.
+protocol SeriesFamily: MetricFamily {
+    associatedtype Value: Sendable
+    var series: SeriesTable<Value> { get }
+}
+
+extension SeriesFamily {
+    var name: String { series.name }
+    var help: String { series.help }
+    var labelNames: [String] { series.labelNames }
+}
+
+/// A family's name, help and label names, and its label values → state, under one lock, capped at the registry's
+/// `maxSeriesPerFamily`.
 final class SeriesTable<Value: Sendable>: Sendable {
+    let name: String
+    let help: String
+    let labelNames: [String]
     private let table = Locked<[[String]: Value]>([:])
     private let registry: MetricsRegistry
-    private let labelCount: Int
+    private var labelCount: Int { labelNames.count }
 
-    init(registry: MetricsRegistry, labelCount: Int) {
+    init(name: String, help: String, labelNames: [String], registry: MetricsRegistry) {
+        self.name = name
+        self.help = help
+        self.labelNames = labelNames
         self.registry = registry
-        self.labelCount = labelCount
     }
 
     func update(_ labelValues: [String], initial: @autoclosure () -> Value, _ body: (inout Value) -> Void) {
@@ -151,6 +143,13 @@ final class SeriesTable<Value: Sendable>: Sendable {
     }
 
     func value(_ labelValues: [String]) -> Value? { table.withLock { $0[labelValues] } }
+
+    /// One sample per series, in label order, its value written by `format`.
+    func renderSamples(into out: inout String, _ format: (Value) -> String) {
+        for (values, value) in sorted() {
+            Exposition.sample(name: name, labels: labelNames, values: values, value: format(value), into: &out)
+        }
+    }
 
     func sorted() -> [([String], Value)] {
         let snapshot = table.withLock { $0 }

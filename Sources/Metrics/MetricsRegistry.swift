@@ -1,4 +1,3 @@
-import Foundation
 import Primitives
 
 /// The Prometheus metric types this module renders (text exposition format 0.0.4).

@@ -1,4 +1,4 @@
-internal import CPostgres
+import CPostgres
 import Foundation
 
 /// Owns one `PGconn`: `PQfinish` runs in `deinit` unconditionally, also after a failed connect

@@ -1,4 +1,4 @@
-internal import CPostgres
+import CPostgres
 import Foundation
 import Glibc
 import Synchronization

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A SQL statement whose interpolated values become bind parameters (`$1`, `$2`, …) by construction.
 ///

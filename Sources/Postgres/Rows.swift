@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The rows of a query result, copied out of libpq's `PGresult` (which is freed at once), so a
 /// `Rows` value is immutable, `Sendable`, and outlives its connection.

@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// App transactions in PostgreSQL (`app_transactions`, schema/0009), keyed by (project, environment,
 /// `appTransactionId`): an Xcode or LocalTesting id, which anyone can sign, never meets a real one.

@@ -1,7 +1,7 @@
-import Domain
-import Foundation
-import Postgres
-import Primitives
+public import Domain
+public import Foundation
+public import Postgres
+public import Primitives
 
 /// Console sessions in `console_sessions` (by token hash). Errors: see `StorageErrors`.
 public final class PostgresConsoleSessionStore: ConsoleSessionStore {

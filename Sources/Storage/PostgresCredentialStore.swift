@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// Per-project App Store Server API credentials in `app_store_credentials` (one row per project; the private key
 /// only sealed). Errors: see `StorageErrors` (`.serviceUnavailable`, `.projectNotFound`).

@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// Users as support sees them, in PostgreSQL: grants, the facts a timeline and an export are built from, erasure.
 ///

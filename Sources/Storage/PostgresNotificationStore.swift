@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// App Store Server Notifications in PostgreSQL: the raw audit log plus their facts, applied exactly once.
 ///

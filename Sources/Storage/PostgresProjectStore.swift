@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// Projects (tenants), their keys and product mappings, in PostgreSQL.
 ///
@@ -19,7 +19,7 @@ public final class PostgresProjectStore: ProjectStore {
     /// The columns `project(from:)` reads, in one place so every query returns the same shape; `public_key` is
     /// the current public key (the one without an expiry).
     private static let columns = """
-        projects.id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
+        projects.id, projects.account_id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
         require_secret_key_for_reads, app_account_token_policy, projects.created_at, updated_at,
         consumption_response, consumption_customer_consented, consumption_sample_content_provided,
         consumption_refund_preference,
@@ -73,13 +73,14 @@ public final class PostgresProjectStore: ProjectStore {
         try StorageErrors.mapping("create project") {
             try pool.transaction { connection in
                 let id = UUID()
+                let accountId = try Self.owningAccount(new.accountId, connection)
                 try connection.execute("""
-                    INSERT INTO projects (id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
+                    INSERT INTO projects (id, account_id, name, bundle_id, app_apple_id, environments, transfer_policy, allow_xcode,
                         require_secret_key_for_reads, app_account_token_policy, app_purchase_entitlements, created_at,
                         updated_at, consumption_response, consumption_customer_consented,
                         consumption_sample_content_provided, consumption_refund_preference,
                         entitlement_tokens, entitlement_token_ttl_seconds)
-                    VALUES (\(id), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
+                    VALUES (\(id), \(accountId), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
                         \(new.environments.map(\.rawValue)), \(new.transferPolicy.rawValue), \(new.allowXcode),
                         \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue),
                         CASE WHEN \(Bind.text(new.appPurchaseEntitlements?.purchasedBeforeVersion))::text IS NULL THEN NULL
@@ -97,6 +98,25 @@ public final class PostgresProjectStore: ProjectStore {
                 return try Self.project(from: row)
             }
         }
+    }
+
+    /// The account a new project goes to, locked (`FOR KEY SHARE`) so it cannot be deleted before the project
+    /// commits: `requested`, or else the server's only account. An unknown account → `.accountNotFound`; none
+    /// requested while there are several → `.invalidInput` naming `account_id` (the rule of issue 24, here so the
+    /// count and the insert are one transaction).
+    static func owningAccount(_ requested: UUID?, _ connection: Connection) throws -> UUID {
+        if let requested {
+            guard try connection.query("SELECT id FROM accounts WHERE id = \(requested) FOR KEY SHARE").first != nil
+            else { throw AccountAdministration.notFound(requested) }
+            return requested
+        }
+        let rows = try connection.query("SELECT id FROM accounts ORDER BY created_at, id LIMIT 2 FOR KEY SHARE")
+        guard rows.count == 1, let only = rows.first else {
+            throw DomainError(.invalidInput, "Name the project's account.", details: [FieldProblem(
+                path: ["account_id"],
+                message: rows.isEmpty ? "No account exists: create one first" : "Required when more than one account exists")])
+        }
+        return try only.decode("id", as: UUID.self)
     }
 
     /// Applies `changes` under a row lock (read, merge with `ProjectChanges.applied(to:)`, write), so
@@ -311,7 +331,8 @@ public final class PostgresProjectStore: ProjectStore {
             // Every rotation leaves one current public key; "" only if rows were edited by hand.
             publicKey: try row.decode("public_key", as: String?.self) ?? "",
             createdAt: try row.decode("created_at", as: Date.self),
-            updatedAt: try row.decode("updated_at", as: Date.self)
+            updatedAt: try row.decode("updated_at", as: Date.self),
+            accountId: try row.decode("account_id", as: UUID.self)
         )
         project.entitlementTokens = try row.decode("entitlement_tokens", as: Bool.self)
         project.entitlementTokenTTLSeconds = Int(try row.decode("entitlement_token_ttl_seconds", as: Int64.self))

@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// What `PostgresPurchaseStore.recordRenewal` did with a renewal fact.
 public enum RenewalOutcome: Sendable, Equatable {

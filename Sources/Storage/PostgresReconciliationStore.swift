@@ -1,7 +1,7 @@
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 import JSON
-import Postgres
+public import Postgres
 
 /// Reconciliation's runs, changes, check times and catch-up cursors in PostgreSQL (schema/0008), and the writes of
 /// what it verified, through the same record functions as every other source.

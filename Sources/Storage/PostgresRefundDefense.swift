@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// The CONSUMPTION_REQUEST queue (schema/0010's `consumption_requests`, written by a trigger with each
 /// notification): responders claim due rows with `FOR UPDATE SKIP LOCKED` and a lease, so two instances never hold

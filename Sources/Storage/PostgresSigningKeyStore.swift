@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// The server's entitlement-token signing keys in `signing_keys` (the private key only sealed). Not a tenant table:
 /// one JWKS serves every project. Errors: see `StorageErrors` (`.serviceUnavailable`).

@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// Webhook configuration (`webhook_endpoints`) and the outbox (`webhook_events`, `webhook_attempts`) of
 /// schema/0012_webhooks.sql: the admin side (`WebhookStore`), the deriver's side (events from the fact log of

@@ -1,7 +1,7 @@
-import AppReceipt
-import AppStoreJWS
+public import AppReceipt
+public import AppStoreJWS
 import Crypto
-import Domain
+public import Domain
 import Foundation
 import JSON
 

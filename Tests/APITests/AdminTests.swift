@@ -26,7 +26,7 @@ final class AdminTests: XCTestCase {
         let secretKey = try XCTUnwrap(json["secret_key"]?.stringValue)
         XCTAssertTrue(ProjectKeys.isPublicKeySyntax(publicKey))
         XCTAssertTrue(ProjectKeys.isSecretKeySyntax(secretKey))
-        XCTAssertEqual(json.objectValue?.keys, ["id", "name", "bundle_id", "app_apple_id", "environments",
+        XCTAssertEqual(json.objectValue?.keys, ["id", "account_id", "name", "bundle_id", "app_apple_id", "environments",
                                                  "transfer_policy", "allow_xcode", "require_secret_key_for_reads",
                                                  "app_account_token_policy", "consumption_response",
                                                  "consumption_customer_consented",
@@ -106,7 +106,8 @@ final class AdminTests: XCTestCase {
     func testShowExactBody() {
         let h = Harness()
         let response = h.admin(.get, "/v1/admin/projects/00000000-0000-0000-0000-000000000900")
-        XCTAssertEqual(response.text, #"{"id":"00000000-0000-0000-0000-000000000900","name":"My App","#
+        XCTAssertEqual(response.text, #"{"id":"00000000-0000-0000-0000-000000000900","#
+            + #""account_id":"00000000-0000-4000-8000-000000000001","name":"My App","#
             + #""bundle_id":"com.example.app","app_apple_id":null,"environments":["Production","Sandbox"],"#
             + #""transfer_policy":"transfer","allow_xcode":false,"require_secret_key_for_reads":false,"#
             + #""app_account_token_policy":"ignore","#

@@ -1,6 +1,5 @@
 import API
 import Domain
-import Foundation
 import HTTPCore
 @testable import Storage
 import XCTest

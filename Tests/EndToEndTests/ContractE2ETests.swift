@@ -20,13 +20,14 @@ final class ContractE2ETests: SharedServerTestCase {
         let tenant = try api.createProject(bundleId: bundle, name: "Contract app")
         let created = tenant.created
         XCTAssertEqual(Set(created.objectValue?.keys ?? []), [
-            "id", "name", "bundle_id", "app_apple_id", "environments", "transfer_policy", "allow_xcode",
+            "id", "account_id", "name", "bundle_id", "app_apple_id", "environments", "transfer_policy", "allow_xcode",
             "require_secret_key_for_reads", "app_account_token_policy", "consumption_response",
             "consumption_customer_consented", "consumption_sample_content_provided", "consumption_refund_preference",
             "app_purchase_entitlements", "entitlement_tokens", "entitlement_token_ttl_seconds", "public_key", "public_keys", "secret_keys", "created_at", "updated_at",
             "secret_key",
         ])
         XCTAssertNotNil(UUID(uuidString: tenant.id), tenant.id)
+        XCTAssertEqual(created["account_id"], "00000000-0000-4000-8000-000000000001", "the only account's")
         XCTAssertEqual(created["name"], "Contract app")
         XCTAssertEqual(created["bundle_id"], .string(bundle))
         XCTAssertEqual(created["app_apple_id"], .null)

@@ -1,4 +1,3 @@
-import Foundation
 import HTTPClient
 import TestSupport
 import XCTest

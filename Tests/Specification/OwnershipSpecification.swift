@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 
 /// The executable specification of the binding step (the project's transfer policy).
 ///

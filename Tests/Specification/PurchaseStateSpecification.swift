@@ -1,5 +1,4 @@
-import Domain
-import Foundation
+public import Domain
 
 /// The executable specification of how a stored purchase changes.
 ///

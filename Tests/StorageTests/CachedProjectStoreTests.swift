@@ -1,5 +1,4 @@
 import Domain
-import Foundation
 import Postgres
 @testable import Storage
 import XCTest

@@ -1,8 +1,6 @@
 import Domain
-import Foundation
 import Postgres
 import Storage
-import Synchronization
 import TestSupport
 import XCTest
 

@@ -80,7 +80,7 @@ final class MigrationTests: XCTestCase {
         let tables = try pool.withConnection { c in
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
-        XCTAssertEqual(tables, ["app_store_credentials", "app_transactions", "console_sessions", "consumption_requests", "grants",
+        XCTAssertEqual(tables, ["accounts", "api_keys", "app_store_credentials", "app_transactions", "console_sessions", "consumption_requests", "grants",
                                 "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
                                 "reconcile_runs", "renewal_extensions", "schema_functions", "schema_migrations", "signing_keys",
@@ -127,15 +127,12 @@ final class MigrationTests: XCTestCase {
     /// their ids as posted.
     func testCanonicalUserIdMigrationMergesSpellings() throws {
         try Migrator(pool: pool, migrations: Migration.embedded.filter { $0.version < 20 }).migrate()
-        let projects = PostgresProjectStore(pool: pool), purchases = PostgresPurchaseStore(pool: pool)
+        let purchases = PostgresPurchaseStore(pool: pool)
         let lower = "6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5"
         let spellings = [lower.uppercased(), "6F1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5"]
         var made: [Project] = []
         for (n, policy) in [(1, AppAccountTokenPolicy.requireMatch), (2, .ignore)] {
-            let project = try projects.createProject(
-                NewProject(name: "App \(n)", bundleId: "com.example.app\(n)", transferPolicy: .share,
-                           appAccountTokenPolicy: policy),
-                publicKey: Fixtures.publicKey(n), secretKeyHash: Fixtures.hash(n), now: Fixtures.t0)
+            let project = try Fixtures.insertProjectRows(pool, n, policy: .share, tokenPolicy: policy)
             for user in spellings {
                 _ = try purchases.recordTransaction(Fixtures.monthly("1", start: 0), userId: user, deviceId: nil,
                                                     project: project, now: Fixtures.t0)
@@ -177,7 +174,7 @@ final class MigrationTests: XCTestCase {
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
                   AND cl.relname NOT IN ('projects', 'schema_migrations', 'schema_functions', 'signing_keys',
-                      'console_sessions')
+                      'console_sessions', 'accounts', 'api_keys')
                 """)
             // grants (0014), five webhook tables (0012), purchase_changes (0025), webhook_queue (0030),
             // overview_days, overview_instants, overview_trials (0035) added to 16
@@ -186,13 +183,24 @@ final class MigrationTests: XCTestCase {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)
             }
-            // Every foreign key includes project_id (or is projects.id itself).
+            // Above the tenants (0050): an account's tables start with the account.
+            let accountKeys = try c.query("""
+                SELECT cl.relname::text AS tbl, a.attname::text AS col
+                FROM pg_constraint con
+                JOIN pg_class cl ON cl.oid = con.conrelid
+                JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
+                WHERE con.contype = 'p' AND cl.relname IN ('accounts', 'api_keys')
+                ORDER BY 1
+                """).map { "\(try $0.decode("tbl", as: String.self)).\(try $0.decode("col", as: String.self))" }
+            XCTAssertEqual(accountKeys, ["accounts.id", "api_keys.account_id"])
+            // Every foreign key includes project_id (or is projects.id itself), except those to accounts.
             let fks = try c.query("""
                 SELECT con.conname::text AS name,
                        bool_or(a.attname = 'project_id') AS has_project
                 FROM pg_constraint con
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = ANY (con.conkey)
                 WHERE con.contype = 'f' AND con.connamespace = 'public'::regnamespace
+                  AND con.confrelid <> 'accounts'::regclass
                 GROUP BY con.conname
                 """)
             XCTAssertGreaterThanOrEqual(fks.count, 6)

@@ -240,7 +240,7 @@ final class OverviewRollupTests: XCTestCase {
         let s = TestStores(pool: pool, projects: PostgresProjectStore(pool: pool),
                            purchases: PostgresPurchaseStore(pool: pool))
         let store = PostgresWebhookStore(pool: pool)
-        let project = try s.makeProject()
+        let project = try Fixtures.insertProjectRows(pool)
         try mapProducts(s, project)
         try record(s, store, project, seed: 21, count: 100)
         XCTAssertGreaterThan(try pending(s, project), 0)

@@ -41,6 +41,29 @@ struct TestStores {
     }
 }
 
+extension Fixtures {
+    /// Project `n` written as rows, for a database migrated only to a version before today's store's columns
+    /// (0050's `account_id`): the project row and its public key, nothing a later migration added.
+    static func insertProjectRows(_ pool: ConnectionPool, _ n: Int = 1, policy: TransferPolicy = .transfer,
+                                  tokenPolicy: AppAccountTokenPolicy = .ignore) throws -> Project {
+        let project = Project(id: UUID(), name: "App \(n)", bundleId: "com.example.app\(n)", transferPolicy: policy,
+                              appAccountTokenPolicy: tokenPolicy, publicKey: publicKey(n), createdAt: t0, updatedAt: t0)
+        try pool.withConnection { c in
+            _ = try c.execute("""
+                INSERT INTO projects (id, name, bundle_id, transfer_policy, app_account_token_policy, created_at,
+                    updated_at)
+                VALUES (\(project.id), \(project.name), \(project.bundleId), \(policy.rawValue), \(tokenPolicy.rawValue),
+                    \(t0), \(t0))
+                """)
+            _ = try c.execute("""
+                INSERT INTO project_keys (project_id, id, kind, public_key, created_at)
+                VALUES (\(project.id), \(UUID()), 'public', \(publicKey(n)), \(t0))
+                """)
+        }
+        return project
+    }
+}
+
 /// SplitMix64: random test cases that are the same on every run, reproducible from the seed printed on failure.
 struct SplitMix64 {
     var state: UInt64

@@ -1,5 +1,4 @@
 import Domain
-import Foundation
 import Postgres
 import Storage
 import XCTest

@@ -1,6 +1,6 @@
 import Crypto
-import Foundation
-import JSON
+public import Foundation
+public import JSON
 import Synchronization
 
 /// A fake App Store Server API over real TLS, for tests of anything that calls Apple (the client, lookups,

@@ -1,5 +1,5 @@
 import Foundation
-import JSON
+public import JSON
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
-import HTTPCore
+public import HTTPCore
 import Synchronization
-import XCTest
+public import XCTest
 
 /// Collects access-log lines from the server's threads.
 public final class LogLines: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A failure of the test harness itself (binary missing, server never listened, malformed response), with what it saw.
 public struct HarnessFailure: Error, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A synthetic StoreKit 1 app receipt: the payload is built here as DER (Apple's `SET OF ReceiptAttribute`, each
 /// `SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }`, in-app records (17) being such SETs themselves)

@@ -1,4 +1,4 @@
-import API
+public import API
 import HTTPCore
 
 /// `/metrics` and rate-limit settings of `bouncer serve` (all from `BOUNCER_*` variables).
@@ -61,47 +61,42 @@ extension ServeSettings {
             s.operations.metricsToken = v
             return nil
         },
-        rate("BOUNCER_RATE_LIMIT_PUBLIC_KEY", "requests/s per public key on receipts, subscriptions and offer signatures (default 0 = off)") {
-            $0.operations.publicKey.rate = $1
-        },
-        burst("BOUNCER_RATE_LIMIT_PUBLIC_KEY_BURST", "burst per public key (default 2 x rate)") { $0.operations.publicKey.burst = $1 },
-        rate("BOUNCER_RATE_LIMIT_CLIENT", "requests/s per client IP address on /v1 API routes (default 0 = off)") {
-            $0.operations.client.rate = $1
-        },
-        burst("BOUNCER_RATE_LIMIT_CLIENT_BURST", "burst per client IP address (default 2 x rate)") { $0.operations.client.burst = $1 },
-        rate("BOUNCER_RATE_LIMIT_ADMIN", "requests/s of /v1/admin traffic per presented credential; callers without one share a bucket (default 0 = off)") {
-            $0.operations.admin.rate = $1
-        },
-        burst("BOUNCER_RATE_LIMIT_ADMIN_BURST", "admin burst (default 2 x rate)") { $0.operations.admin.burst = $1 },
-        rate("BOUNCER_RATE_LIMIT_SECRET_KEY", "requests/s per public key of subscription reads with Bearer sk_... (default 0 = off)") {
-            $0.operations.secretKey.rate = $1
-        },
-        burst("BOUNCER_RATE_LIMIT_SECRET_KEY_BURST", "secret-key burst (default 2 x rate)") { $0.operations.secretKey.burst = $1 },
-        rate("BOUNCER_APPLE_LOOKUP_RATE_PROJECT", "calls/s to Apple by transaction_id lookups, per project (default 5, 0 = off)") {
-            $0.operations.lookupProject.rate = $1
-        },
-        burst("BOUNCER_APPLE_LOOKUP_RATE_PROJECT_BURST", "lookup calls to Apple in a burst, per project (default 50)") {
-            $0.operations.lookupProject.burst = $1
-        },
-        rate("BOUNCER_APPLE_LOOKUP_RATE_CLIENT", "calls/s to Apple by transaction_id lookups, per client address (default 0.5, 0 = off)") {
-            $0.operations.lookupClient.rate = $1
-        },
-        burst("BOUNCER_APPLE_LOOKUP_RATE_CLIENT_BURST", "lookup calls to Apple in a burst, per client address (default 10)") {
-            $0.operations.lookupClient.burst = $1
-        },
-        Variable(name: "BOUNCER_APPLE_LOOKUP_NOT_FOUND_SECONDS",
-                 help: "seconds Apple's 'not found' for a looked-up transaction_id is remembered (default 120, 0 = off)") { s, v in
-            guard let n = Int(v), (0...86_400).contains(n) else { return "must be an integer in 0...86400" }
-            s.operations.lookupNotFoundSeconds = n
-            return nil
-        },
-        Variable(name: "BOUNCER_APPLE_LOOKUP_NOT_FOUND_MAX",
-                 help: "most 'not found' lookup answers remembered at once (default 10000)") { s, v in
-            guard let n = Int(v), (0...10_000_000).contains(n) else { return "must be an integer in 0...10000000" }
-            s.operations.lookupNotFoundMax = n
-            return nil
-        },
     ]
+        + rateLimit("BOUNCER_RATE_LIMIT_PUBLIC_KEY",
+                    "requests/s per public key on receipts, subscriptions and offer signatures (default 0 = off)",
+                    burst: "burst per public key (default 2 x rate)", \.publicKey)
+        + rateLimit("BOUNCER_RATE_LIMIT_CLIENT", "requests/s per client IP address on /v1 API routes (default 0 = off)",
+                    burst: "burst per client IP address (default 2 x rate)", \.client)
+        + rateLimit("BOUNCER_RATE_LIMIT_ADMIN",
+                    "requests/s of /v1/admin traffic per presented credential; callers without one share a bucket (default 0 = off)",
+                    burst: "admin burst (default 2 x rate)", \.admin)
+        + rateLimit("BOUNCER_RATE_LIMIT_SECRET_KEY",
+                    "requests/s per public key of subscription reads with Bearer sk_... (default 0 = off)",
+                    burst: "secret-key burst (default 2 x rate)", \.secretKey)
+        + rateLimit("BOUNCER_APPLE_LOOKUP_RATE_PROJECT",
+                    "calls/s to Apple by transaction_id lookups, per project (default 5, 0 = off)",
+                    burst: "lookup calls to Apple in a burst, per project (default 50)", \.lookupProject)
+        + rateLimit("BOUNCER_APPLE_LOOKUP_RATE_CLIENT",
+                    "calls/s to Apple by transaction_id lookups, per client address (default 0.5, 0 = off)",
+                    burst: "lookup calls to Apple in a burst, per client address (default 10)", \.lookupClient)
+        + [
+            int("BOUNCER_APPLE_LOOKUP_NOT_FOUND_SECONDS",
+                "seconds Apple's 'not found' for a looked-up transaction_id is remembered (default 120, 0 = off)",
+                0...86_400) { $0.operations.lookupNotFoundSeconds = $1 },
+            int("BOUNCER_APPLE_LOOKUP_NOT_FOUND_MAX", "most 'not found' lookup answers remembered at once (default 10000)",
+                0...10_000_000) { $0.operations.lookupNotFoundMax = $1 },
+        ]
+
+    /// `NAME` (a rate per second, 0 = off) and `NAME_BURST` (the bucket's size) of one rate limit.
+    private static func rateLimit(
+        _ name: String, _ help: String, burst burstHelp: String,
+        _ setting: any WritableKeyPath<OperationsSettings, OperationsSettings.RateSetting> & Sendable
+    ) -> [Variable] {
+        [
+            rate(name, help) { $0.operations[keyPath: setting].rate = $1 },
+            int(name + "_BURST", burstHelp, 1...100_000_000) { $0.operations[keyPath: setting].burst = $1 },
+        ]
+    }
 
     private static func rate(
         _ name: String, _ help: String, _ set: @escaping @Sendable (inout ServeSettings, Double) -> Void
@@ -111,16 +106,6 @@ extension ServeSettings {
                 return "must be a number of requests per second in [0, 10000000] (0 = off)"
             }
             set(&s, x)
-            return nil
-        }
-    }
-
-    private static func burst(
-        _ name: String, _ help: String, _ set: @escaping @Sendable (inout ServeSettings, Int) -> Void
-    ) -> Variable {
-        Variable(name: name, help: help) { s, v in
-            guard let n = Int(v), (1...100_000_000).contains(n) else { return "must be an integer in 1...100000000" }
-            set(&s, n)
             return nil
         }
     }

@@ -1,13 +1,13 @@
 import Domain
-import AppStoreJWS
+public import AppStoreJWS
 import Foundation
 import HTTPCore
 import Metrics
-import Postgres
+public import Postgres
 import Storage
 import Synchronization
-import Jobs
-import Verification
+public import Jobs
+public import Verification
 
 /// Every series `GET /metrics` exposes, and the recording calls the server, the verifier adapter and the
 /// rate limiter make. Labels carry route templates, methods, statuses, error codes and notification types:

@@ -3,24 +3,16 @@ import Jobs
 
 extension ServeSettings {
     static let consumptionVariables: [Variable] = [
-        Variable(name: "BOUNCER_CONSUMPTION_POLL_SECONDS",
-                 help: "seconds between looks at the CONSUMPTION_REQUEST queue when idle (default 5)") { s, v in
-            guard let x = Double(v), x.isFinite, x > 0, x <= 3600 else { return "must be a number of seconds in (0, 3600]" }
-            s.consumption.pollInterval = .milliseconds(Int64((x * 1000).rounded(.up)))
-            return nil
+        seconds("BOUNCER_CONSUMPTION_POLL_SECONDS",
+                "seconds between looks at the CONSUMPTION_REQUEST queue when idle (default 5)", upTo: 3600) {
+            $0.consumption.pollInterval = $1
         },
-        Variable(name: "BOUNCER_CONSUMPTION_LEASE_SECONDS",
-                 help: "seconds a responder holds a claimed CONSUMPTION_REQUEST before another may take it (default 120)") {
-            s, v in
-            guard let n = Int(v), (1...3600).contains(n) else { return "must be an integer in 1...3600" }
-            s.consumption.leaseSeconds = n
-            return nil
-        },
-        Variable(name: "BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS",
-                 help: "first retry delay when Apple is unavailable, doubling up to 1 h, jittered (default 60)") { s, v in
-            guard let x = Double(v), x.isFinite, x > 0, x <= 3600 else { return "must be a number of seconds in (0, 3600]" }
-            s.consumption.retryBase = .milliseconds(Int64((x * 1000).rounded(.up)))
-            return nil
+        int("BOUNCER_CONSUMPTION_LEASE_SECONDS",
+            "seconds a responder holds a claimed CONSUMPTION_REQUEST before another may take it (default 120)",
+            1...3600) { $0.consumption.leaseSeconds = $1 },
+        seconds("BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS",
+                "first retry delay when Apple is unavailable, doubling up to 1 h, jittered (default 60)", upTo: 3600) {
+            $0.consumption.retryBase = $1
         },
     ]
 }
@@ -28,14 +20,8 @@ extension ServeSettings {
 extension ServeSettings {
     /// The variables of `WebhookSettings`, appended to `ServeSettings.variables`.
     static let webhookVariables: [Variable] = [
-        Variable(name: "BOUNCER_WEBHOOK_MAX_AGE_SECONDS",
-                 help: "how long undelivered webhook events are retried before failing (default 86400)") { s, v in
-            guard v.utf8.count <= 9, let n = Int(v), (1...2_592_000).contains(n) else {
-                return "must be an integer in 1...2592000"
-            }
-            s.webhooks.maxAge = TimeInterval(n)
-            return nil
-        },
+        int("BOUNCER_WEBHOOK_MAX_AGE_SECONDS", "how long undelivered webhook events are retried before failing (default 86400)",
+            1...2_592_000, maxLength: 9) { $0.webhooks.maxAge = TimeInterval($1) },
         Variable(name: "BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS",
                  help: "1 = allow http webhook URLs and private/loopback addresses (development only; default 0)") { s, v in
             guard v == "0" || v == "1" else { return "must be 0 or 1" }
@@ -48,12 +34,10 @@ extension ServeSettings {
             s.webhooks.caFile = v
             return nil
         },
-        Variable(name: "BOUNCER_WEBHOOK_CONCURRENCY",
-                 help: "webhook deliveries in flight per instance, 0 = this instance sends none (default 4)") { s, v in
-            guard v.utf8.count <= 3, let n = Int(v), (0...64).contains(n) else { return "must be an integer in 0...64" }
-            s.webhooks.concurrency = n
-            s.webhooks.enabled = n > 0
-            return nil
+        int("BOUNCER_WEBHOOK_CONCURRENCY", "webhook deliveries in flight per instance, 0 = this instance sends none (default 4)",
+            0...64, maxLength: 3) {
+            $0.webhooks.concurrency = $1
+            $0.webhooks.enabled = $1 > 0
         },
         Variable(name: "BOUNCER_WEBHOOK_RETRY_BASE_SECONDS",
                  help: "first webhook retry delay, doubling up to 1 h with jitter (default 10)") { s, v in

@@ -1,5 +1,5 @@
 import Crypto
-import Domain
+public import Domain
 import Primitives
 
 /// `CredentialSealing` over `Crypto.AESGCM`: seals under `BOUNCER_ENCRYPTION_KEY`, opens under it or, during a

@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// A `CustomerStore` that announces the user whose `GET /v1/subscriptions` answer a grant, a removal or an erasure
 /// changed (this instance at once, the others through `CacheSynchronizer`), after the inner call returns.

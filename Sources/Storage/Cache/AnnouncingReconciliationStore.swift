@@ -1,6 +1,6 @@
-import Domain
-import Foundation
-import Postgres
+public import Domain
+public import Foundation
+public import Postgres
 
 /// A `ReconciliationStore` that announces every purchase a reconciliation changed or a recovered notification
 /// touched (every user bound to it reads again), after the inner call returns.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Primitives
 
 /// One "this changed" announcement on the `NOTIFY` channel that keeps every instance's caches true.

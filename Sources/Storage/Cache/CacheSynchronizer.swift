@@ -1,7 +1,7 @@
 import Dispatch
 import Domain
-import Foundation
-import Postgres
+public import Foundation
+public import Postgres
 import Synchronization
 
 /// Keeps this instance's caches (`CachedProjectStore`, `PurchaseReadCache`) true across instances over the

@@ -1,5 +1,5 @@
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 import Synchronization
 
 /// `PostgresProjectStore` with every project and its keys held in memory, so public-key authentication and

@@ -1,5 +1,5 @@
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 
 /// A `PurchaseStore` whose `ownedPurchases` reads go through a `PurchaseReadCache`, and whose writes announce what
 /// they changed (`announce`: this instance at once, the others through `CacheSynchronizer`) after the inner call

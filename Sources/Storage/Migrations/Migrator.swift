@@ -1,5 +1,5 @@
 import Foundation
-import Postgres
+public import Postgres
 
 /// One forward-only schema migration: `schema/NNNN_name.sql`.
 ///

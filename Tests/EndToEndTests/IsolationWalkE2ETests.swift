@@ -1,0 +1,192 @@
+import Foundation
+import JSON
+import TestSupport
+import XCTest
+
+/// Issue 24, item 8 for what exists now: EVERY admin operation (read from `openapi.yaml`, which
+/// `OpenAPIRoutesTests` holds equal to the route table and `AccessControlTests` to each route's permission, so a new
+/// route cannot be left out) called by the operator, a key of each role of the owning account, a key of another
+/// account and a key limited to another project of the same account.
+///
+/// Each call gets a project of its own (the same state for every caller), so a caller that may do what it asks
+/// answers exactly what the operator does; one that may not answers 403 PERMISSION_DENIED naming the permission; and
+/// another tenant's resource answers the very body of a nonexistent one.
+final class IsolationWalkE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "walk" }
+
+    static let roles = ["owner", "admin", "developer", "viewer", "support"]
+    /// `Role.permissions` as the README prints it (`AccessControlTests` holds the README to the code).
+    static func rolePermissions() throws -> [String: Set<String>] {
+        let readme = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        var out: [String: Set<String>] = [:]
+        var inTable = false
+        for line in readme.split(separator: "\n") {
+            if line.hasPrefix("| Permission | owner |") { inTable = true; continue }
+            guard inTable else { continue }
+            guard line.hasPrefix("|") else { break }
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let permission = cells.first?.trimmingCharacters(in: ["`"]), permission.contains(".") else { continue }
+            for (role, cell) in zip(roles, cells.dropFirst()) where cell == "✓" { out[role, default: []].insert(permission) }
+        }
+        return out
+    }
+
+    /// What the operator's call answers for each operation (with `{}` as the body of a write, on a fresh project
+    /// without credentials, webhook or customers): the anchor every allowed key must match.
+    static let operatorStatus: [String: Int] = [
+        "DELETE /v1/admin/accounts/{id}": 409,
+        "DELETE /v1/admin/accounts/{id}/api-keys/{keyId}": 404,
+        "DELETE /v1/admin/projects/{id}": 204,
+        "DELETE /v1/admin/projects/{id}/app-store-credentials": 404,
+        "DELETE /v1/admin/projects/{id}/products/{productId}": 404,
+        "DELETE /v1/admin/projects/{id}/users/{userId}": 200,
+        "DELETE /v1/admin/projects/{id}/users/{userId}/grants/{grantId}": 404,
+        "DELETE /v1/admin/projects/{id}/webhook": 404,
+        "DELETE /v1/admin/sessions": 204,
+        "GET /v1/admin/accounts": 200,
+        "GET /v1/admin/accounts/{id}": 200,
+        "GET /v1/admin/accounts/{id}/api-keys": 200,
+        "GET /v1/admin/projects": 200,
+        "GET /v1/admin/projects/{id}": 200,
+        "GET /v1/admin/projects/{id}/app-store-credentials": 404,
+        "GET /v1/admin/projects/{id}/app-store/test-notification/{token}": 400,
+        "GET /v1/admin/projects/{id}/metrics/overview": 200,
+        "GET /v1/admin/projects/{id}/notifications": 200,
+        "GET /v1/admin/projects/{id}/products": 200,
+        "GET /v1/admin/projects/{id}/reconcile/runs": 200,
+        "GET /v1/admin/projects/{id}/transactions/{transactionId}": 404,
+        "GET /v1/admin/projects/{id}/users/{userId}/export": 200,
+        "GET /v1/admin/projects/{id}/users/{userId}/timeline": 200,
+        "GET /v1/admin/projects/{id}/webhook": 404,
+        "GET /v1/admin/projects/{id}/webhook/deliveries": 404,
+        "PATCH /v1/admin/accounts/{id}": 400,
+        "PATCH /v1/admin/projects/{id}": 400,
+        "POST /v1/admin/accounts": 400,
+        "POST /v1/admin/accounts/{id}/api-keys": 400,
+        "POST /v1/admin/projects": 400,
+        "POST /v1/admin/projects/{id}/app-store/test-notification": 400,
+        "POST /v1/admin/projects/{id}/reconcile": 400,
+        "POST /v1/admin/projects/{id}/rotate-keys": 200,
+        "POST /v1/admin/projects/{id}/subscriptions/{originalTransactionId}/extend": 400,
+        "POST /v1/admin/projects/{id}/users/{userId}/grants": 400,
+        "POST /v1/admin/projects/{id}/webhook/deliveries/{eventId}/retry": 404,
+        "POST /v1/admin/projects/{id}/webhook/rotate-secret": 409,
+        "POST /v1/admin/projects/{id}/webhook/test": 404,
+        "PUT /v1/admin/projects/{id}/app-store-credentials": 400,
+        "PUT /v1/admin/projects/{id}/products/{productId}": 400,
+        "PUT /v1/admin/projects/{id}/webhook": 400,
+    ]
+
+    struct Caller {
+        var name: String
+        var headers: [String: String]
+        /// nil: the operator.
+        var role: String?
+        var ownAccount: Bool
+        var limited: Bool
+    }
+
+    func testEveryAdminRouteWithEveryKindOfCaller() throws {
+        let client = try server.client
+        let text = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
+        let operations = OpenAPIPermissions.permissions(inOpenAPI: text).sorted { $0.key < $1.key }
+        XCTAssertEqual(operations.count, 41, "every admin operation but the console's sign-in")
+        let roles = try Self.rolePermissions()
+        XCTAssertEqual(Set(roles.keys), Set(Self.roles))
+
+        func post(_ path: String, _ json: JSONValue, _ headers: [String: String] = E2E.admin) throws -> JSONValue {
+            let r = try client.post(path, json: json, headers: headers)
+            XCTAssertEqual(r.status, 201, r.description)
+            return try r.json()
+        }
+        let owning = try XCTUnwrap(try post("/v1/admin/accounts", ["name": "Owning"])["id"]?.stringValue)
+        let other = try XCTUnwrap(try post("/v1/admin/accounts", ["name": "Other"])["id"]?.stringValue)
+        func project(_ account: String) throws -> String {
+            try XCTUnwrap(try post("/v1/admin/projects", ["name": "Walk", "bundle_id": .string(E2E.uniqueBundle()),
+                                                          "account_id": .string(account)])["id"]?.stringValue)
+        }
+        let elsewhere = try project(owning)
+        _ = try project(other)
+        func key(_ account: String, _ role: String, projects: [String]? = nil) throws -> [String: String] {
+            var body: [(String, JSONValue)] = [("name", .string(role)), ("role", .string(role))]
+            if let projects { body.append(("project_ids", .array(projects.map { .string($0) }))) }
+            let made = try post("/v1/admin/accounts/\(account)/api-keys", .object(JSONObject(body)))
+            return ["Authorization": "Bearer " + (try XCTUnwrap(made["key"]?.stringValue))]
+        }
+        var callers = [Caller(name: "operator", headers: E2E.admin, role: nil, ownAccount: true, limited: false)]
+        for role in Self.roles {
+            callers.append(Caller(name: role, headers: try key(owning, role), role: role, ownAccount: true, limited: false))
+        }
+        callers.append(Caller(name: "other account's owner", headers: try key(other, "owner"), role: "owner",
+                              ownAccount: false, limited: false))
+        callers.append(Caller(name: "owner limited to another project", headers: try key(owning, "owner", projects: [elsewhere]),
+                              role: "owner", ownAccount: true, limited: true))
+
+        // What a nonexistent project and account answer, without request_id.
+        let noProject = try client.get("/v1/admin/projects/\(UUID().uuidString.lowercased())", headers: E2E.admin).errorFields()
+        let noAccount = try client.get("/v1/admin/accounts/\(UUID().uuidString.lowercased())", headers: E2E.admin).errorFields()
+
+        var cells = 0
+        for (operation, permission) in operations {
+            let parts = operation.split(separator: " ", maxSplits: 1).map(String.init)
+            let (method, template) = (parts[0], parts[1])
+            let scope = template.hasPrefix("/v1/admin/projects/{id}") ? "project"
+                : template.hasPrefix("/v1/admin/accounts/{id}") ? "account" : "server"
+            var operatorStatus: Int?
+            for caller in callers {
+                // Each call on a project of its own, so every caller meets the same state.
+                let id = scope == "project" ? try project(owning) : owning
+                let path = Self.fill(template, id: id)
+                let body: [UInt8]? = ["POST", "PUT", "PATCH"].contains(method) ? Array("{}".utf8) : nil
+                var headers = caller.headers
+                if body != nil { headers["Content-Type"] = "application/json" }
+                let r = try client.request(method, path, headers: headers, body: body)
+                cells += 1
+                let label = "\(operation) as \(caller.name): \(r.status) \(r.text)"
+                guard let role = caller.role else {
+                    XCTAssertEqual(r.status, Self.operatorStatus[operation], "\(label): add or correct its operatorStatus")
+                    operatorStatus = r.status
+                    continue
+                }
+                let may = roles[role]?.contains(permission) ?? false
+                if scope == "project" && (!caller.ownAccount || caller.limited) {
+                    XCTAssertEqual(r.status, 404, label)
+                    XCTAssertEqual(try r.errorFields(), noProject, label)
+                } else if scope == "account" && !caller.ownAccount {
+                    XCTAssertEqual(r.status, 404, label)
+                    XCTAssertEqual(try r.errorFields(), noAccount, label)
+                } else if !may || (scope == "account" && caller.limited) {
+                    XCTAssertEqual(r.status, 403, label)
+                    XCTAssertEqual(try r.json()["code"]?.stringValue, "PERMISSION_DENIED", label)
+                    XCTAssertEqual(try r.json()["details"], [["path": ["permission"], "message": .string(permission)]], label)
+                } else {
+                    XCTAssertEqual(r.status, operatorStatus, label)
+                }
+                if operation == "GET /v1/admin/projects", r.status == 200 {
+                    let accounts = Set(try r.json()["projects"]?.arrayValue?.compactMap { $0["account_id"]?.stringValue } ?? [])
+                    XCTAssertTrue(accounts.isSubset(of: [caller.ownAccount ? owning : other]), label)
+                    if caller.limited {
+                        XCTAssertEqual(try r.json()["projects"]?.arrayValue?.compactMap { $0["id"]?.stringValue }, [elsewhere])
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(cells, operations.count * callers.count)
+    }
+
+    /// A concrete path for a template: `{id}` is the project or account, other parameters plausible values.
+    static func fill(_ template: String, id: String) -> String {
+        template.split(separator: "/", omittingEmptySubsequences: false).map { segment -> String in
+            switch segment {
+            case "{id}": return id
+            case "{userId}": return "walk_user"
+            case "{productId}": return "com.walk.pro"
+            case "{grantId}", "{keyId}": return UUID().uuidString.lowercased()
+            case "{eventId}": return "evt_00000000000000000000000000"
+            case "{token}": return "walk-token"
+            case "{transactionId}", "{originalTransactionId}": return "1000000000"
+            default: return String(segment)
+            }
+        }.joined(separator: "/")
+    }
+}
