@@ -63,6 +63,7 @@ extension ServeCommand {
                             receiptBatchMax: settings.database.receiptBatchMax, log: log,
                             committed: { deriver.wake() })
         metrics.attach(caches: { caches.statistics })
+        metrics.attach(deriveLag: { deriver.lag })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))
         let appStore: AppStoreServerClient

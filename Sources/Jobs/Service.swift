@@ -157,6 +157,16 @@ public final class Job: Sendable {
         requested.store(false, ordering: .releasing)
     }
 
+    /// Sleeps `duration`, ended early only by `stop` (wakes stay pending for the next `.wait`): a body's yield.
+    public func rest(_ duration: Duration) {
+        let deadline = DispatchTime.now() + Self.seconds(duration)
+        while !isStopping {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline.uptimeNanoseconds else { return }
+            Thread.sleep(forTimeInterval: min(Double(deadline.uptimeNanoseconds - now) / 1e9, 0.02))
+        }
+    }
+
     /// Set by `stop`: the body should end its unit of work soon.
     public var isStopping: Bool { stopping.load(ordering: .acquiring) }
 

@@ -198,7 +198,17 @@ public final class PostgresWebhookStore: WebhookStore {
     public func projectsWithChanges(limit: Int) throws -> [UUID] {
         try StorageErrors.mapping("projects with changes") {
             try pool.withConnection { connection in
-                try connection.query("SELECT DISTINCT project_id FROM purchase_changes LIMIT \(limit)").map {
+                // A skip through the primary key (one probe per project), not a DISTINCT over every pending row: the
+                // log grows while the deriver yields to a burst, and this runs before each of its batches.
+                try connection.query("""
+                    WITH RECURSIVE p(project_id) AS (
+                        (SELECT c.project_id FROM purchase_changes c ORDER BY c.project_id LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT c.project_id FROM purchase_changes c WHERE c.project_id > p.project_id
+                                ORDER BY c.project_id LIMIT 1)
+                        FROM p WHERE p.project_id IS NOT NULL)
+                    SELECT project_id FROM p WHERE project_id IS NOT NULL LIMIT \(limit)
+                    """).map {
                     try $0.decode("project_id", as: UUID.self)
                 }
             }

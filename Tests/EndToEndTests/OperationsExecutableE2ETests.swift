@@ -91,6 +91,8 @@ final class OperationsExecutableE2ETests: XCTestCase {
             #"bouncer_rate_limited_total{scope="secret_key"} 0"#,
             #"bouncer_http_requests_total{route="/v1/admin/projects",method="GET",status="429"} 1"#,
             #"bouncer_http_open_connections 1"#,
+            "# TYPE bouncer_webhook_derive_lag_seconds gauge",
+            "bouncer_webhook_derive_lag_seconds 0",  // the notification's facts were derived long before
             #"bouncer_access_log_dropped_lines_total 0"#,
             #"bouncer_notifications_total{type="SUBSCRIBED",subtype="INITIAL_BUY"} 1"#,
             #"bouncer_verifications_total{kind="notification",result="ok"} 1"#,

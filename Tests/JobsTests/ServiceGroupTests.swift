@@ -111,6 +111,40 @@ final class ServiceGroupTests: XCTestCase {
         XCTAssertEqual(runs.load(ordering: .relaxed), 1)
     }
 
+    /// A body's `rest` is not cut short by wakes (they stay pending for the next run), only by `stop`.
+    func testRestIgnoresWakesAndStopEndsIt() {
+        let rested = DispatchSemaphore(value: 0)
+        let runs = Atomic<Int>(0)
+        let job = Job(name: "test.rest", interval: .seconds(3600)) { job in
+            if runs.add(1, ordering: .relaxed).newValue == 1 {
+                job.rest(.milliseconds(300))
+                rested.signal()
+                job.rest(.seconds(3600))
+            }
+            return .wait
+        }
+        let started = DispatchTime.now()
+        job.start()
+        for _ in 0..<5 {
+            job.wake()
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        XCTAssertEqual(rested.wait(timeout: .now() + 30), .success)
+        XCTAssertGreaterThanOrEqual(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds, 300_000_000)
+        XCTAssertEqual(runs.load(ordering: .relaxed), 1, "the wakes wait for the rest")
+        XCTAssertTrue(job.stop(grace: .seconds(30)), "stop ends the hour's rest")
+        XCTAssertFalse(job.isRunning)
+    }
+
+    /// The deriver's yield: `yieldFactor` times a busy batch's duration, at most `maxRest`.
+    func testDeriverRestsInProportionToItsBatchAtMostMaxRest() {
+        XCTAssertEqual(WebhookDeriver.rest(after: 0), .zero)
+        XCTAssertEqual(WebhookDeriver.rest(after: 10_000_000), .milliseconds(30))
+        XCTAssertEqual(WebhookDeriver.rest(after: 200_000_000), .milliseconds(600))
+        XCTAssertEqual(WebhookDeriver.rest(after: 5_000_000_000), WebhookDeriver.maxRest)
+        XCTAssertEqual(WebhookDeriver.rest(after: .max), WebhookDeriver.maxRest)
+    }
+
     func testAFinishedBodyEndsTheThreadAndOnStopInterruptsIt() {
         let blocker = DispatchSemaphore(value: 0)
         let job = Job(name: "test.blocked", onStop: { blocker.signal() }) { _ in

@@ -38,6 +38,42 @@ final class WebhookOutboxTests: XCTestCase {
         XCTAssertEqual(try store.endpoint(projectId: project.id)?.secret, Self.sealed)
     }
 
+    /// The deriver's form (`bouncer_emit_events`, one INSERT for the users of a refresh): the wanted types only,
+    /// numbered in array order, their ids returned in that order; nothing without a webhook; each user's first is
+    /// its head.
+    func testEmitEventsWritesAUsersWantedEventsInArrayOrder() throws {
+        let s = try TestStores.make(label: "whemits")
+        defer { s.close() }
+        let store = PostgresWebhookStore(pool: s.pool)
+        let project = try s.makeProject(1)
+        let emit = { () throws -> [String] in
+            try s.pool.withConnection { c in
+                try c.query("""
+                    SELECT bouncer_emit_events(\(project.id), ARRAY['u', 'u', 'v', 'u'],
+                        ARRAY['subscription.started', 'entitlement.revoked', 'entitlement.granted', 'entitlement.granted'],
+                        ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}', '{"n": 4}']::jsonb[]) AS id
+                    """).map { try $0.decode("id", as: String.self) }
+            }
+        }
+        XCTAssertEqual(try emit(), [], "no webhook: nothing")
+        _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x",
+                                     events: ["entitlement.granted", "subscription.started"],
+                                     secret: Self.sealed, now: Fixtures.t0)
+        let ids = try emit()
+        let rows = try s.pool.withConnection { c in
+            try c.query("SELECT id, type, user_id, data::text AS data FROM webhook_events ORDER BY seq").map {
+                (try $0.decode("id", as: String.self),
+                 "\(try $0.decode("type", as: String.self)) \(try $0.decode("user_id", as: String.self)) "
+                    + (try $0.decode("data", as: String.self)))
+            }
+        }
+        XCTAssertEqual(rows.map(\.1), [#"subscription.started u {"n": 1}"#, #"entitlement.granted v {"n": 3}"#,
+                                       #"entitlement.granted u {"n": 4}"#])
+        XCTAssertEqual(ids, rows.map(\.0))
+        XCTAssertEqual(try store.claim(owner: "one", limit: 10, leaseSeconds: 60).map(\.eventId), Array(ids.prefix(2)),
+                       "each user's first is its head")
+    }
+
     func testClaimKeepsPerUserOrderAndLeases() throws {
         let s = try TestStores.make(label: "whclaim")
         defer { s.close() }

@@ -8,7 +8,9 @@
 -- its deferred effects (bouncer_derive_commit). So a batch gives exactly the events of one derive per transaction.
 -- With or without a webhook, the consumed rows' tx entries are added to overview_days (0035) as they are deleted.
 CREATE OR REPLACE FUNCTION bouncer_derive_changes(p_project_id uuid, p_limit int, p_wait boolean DEFAULT false) RETURNS int
-LANGUAGE plpgsql VOLATILE AS $$
+-- Its statements (and those of the functions it calls) are planned once per session: custom plans re-planned
+-- the per-row statements at every call.
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     r record;
     d jsonb;

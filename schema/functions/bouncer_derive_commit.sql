@@ -1,12 +1,15 @@
 -- The deferred effects of one recording transaction, as 0021's triggers ran them at its commit (p_at, the
 -- transaction's now()): the queue of p_steps in order, a purchase's holders being those at the end (by user id),
 -- each user refreshed once, at the first mention, with the transaction's final state (the last facts of each
--- purchase, the last holds/drops of each user and purchase). One statement: linear in the steps.
+-- purchase, the last holds/drops of each user and purchase). One statement: linear in the steps. The refreshes between
+-- two purchase.transferred events run together (bouncer_webhook_refresh_users: a few statements for all of them).
 CREATE OR REPLACE FUNCTION bouncer_derive_commit(p_project_id uuid, p_at timestamptz, p_steps bouncer_derive_step[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     r record;
+    v_users text[] := '{}';
+    v_targets jsonb[] := '{}';
 BEGIN
     FOR r IN
         WITH s AS (
@@ -45,10 +48,19 @@ BEGIN
         ORDER BY e.ord, e.sub COLLATE "C"
     LOOP
         IF r.kind = 'transferred' THEN
+            IF cardinality(v_users) > 0 THEN
+                PERFORM bouncer_webhook_refresh_users(p_project_id, p_at, v_users, v_targets);
+                v_users := '{}';
+                v_targets := '{}';
+            END IF;
             PERFORM bouncer_emit_event(p_project_id, r.user_id, 'purchase.transferred', r.data);
         ELSE
-            PERFORM bouncer_webhook_refresh_copy(p_project_id, r.user_id, p_at, r.targets, true);
+            v_users := array_append(v_users, r.user_id);
+            v_targets := array_append(v_targets, r.targets);
         END IF;
     END LOOP;
+    IF cardinality(v_users) > 0 THEN
+        PERFORM bouncer_webhook_refresh_users(p_project_id, p_at, v_users, v_targets);
+    END IF;
 END;
 $$;

@@ -25,6 +25,7 @@ public final class ServiceMetrics: VerificationMetrics {
     private let openConnections = Mutex<(@Sendable () -> Int)?>(nil)
     private let accessLogDropped = Mutex<(@Sendable () -> Int)?>(nil)
     private let caches = Mutex<(@Sendable () -> CacheStatistics)?>(nil)
+    private let deriveLag = Mutex<(@Sendable () -> Double)?>(nil)
 
     /// What the caches report at scrape time (`Sources/Jobs/Caches.swift`).
     public typealias CacheStatistics = Caches.Statistics
@@ -115,6 +116,13 @@ public final class ServiceMetrics: VerificationMetrics {
                 self?.caches.withLock { $0 }.map { [MetricSample([], Double($0().announcements))] } ?? []
             }
         registry.callback(
+            "bouncer_webhook_derive_lag_seconds",
+            help: "Age of the oldest of this instance's commits whose facts the deriver has not yet turned into webhook "
+                + "events and rollups (0 when caught up; grows while it yields to a burst of receipts).",
+            type: .gauge) { [weak self] in
+                self?.deriveLag.withLock { $0 }.map { [MetricSample([], $0())] } ?? []
+            }
+        registry.callback(
             "bouncer_http_open_connections", help: "Open client connections.", type: .gauge) { [weak self] in
                 self?.openConnections.withLock { $0 }.map { [MetricSample([], Double($0()))] } ?? []
             }
@@ -129,6 +137,11 @@ public final class ServiceMetrics: VerificationMetrics {
     /// Where `bouncer_access_log_dropped_lines_total` reads from (the access-log writer's count).
     func attach(accessLogDropped source: @escaping @Sendable () -> Int) {
         accessLogDropped.withLock { $0 = source }
+    }
+
+    /// Where `bouncer_webhook_derive_lag_seconds` reads from (`WebhookDeriver.lag`).
+    public func attach(deriveLag source: @escaping @Sendable () -> Double) {
+        deriveLag.withLock { $0 = source }
     }
 
     /// Where the `bouncer_cache_*` and `bouncer_read_cache_total` series read from.
