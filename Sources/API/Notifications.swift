@@ -14,7 +14,9 @@ struct NotificationsController: APIController {
         [
             // Apple is the only caller of the webhook and retries for days: only the per-client limit applies.
             APIRoute(.post, "/v1/notifications/:publicKey", .client, publicKey: Self.notificationKeySuggestion,
-                     errors: ErrorContext(signedData: .notification), postNotification),
+                     errors: ErrorContext(signedData: .notification), postNotification)
+                // Apple's deliveries are counted, never refused by the account's quotas (they carry refunds).
+                .counting(.notifications, quota: false),
             APIRoute(.get, "/v1/admin/projects/:id/notifications", .adminAPI, access: .admin(.customersRead), listNotifications),
         ]
     }

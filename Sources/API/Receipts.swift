@@ -24,7 +24,7 @@ struct ReceiptsController: APIController {
     var routes: [APIRoute] {
         // StoreKit 1 receipts of long purchase histories exceed 100 KB: this route alone takes larger bodies.
         [APIRoute(.post, "/v1/receipts/:publicKey", .app, maxBodyBytes: maxReceiptBodyBytes,
-                  publicKey: Self.receiptKeySuggestion, postReceipt)]
+                  publicKey: Self.receiptKeySuggestion, postReceipt).counting(.receipts)]
     }
 
     static let receiptSuggestion = "Request body requires signed_transaction_info (string). Optional: user_id, device_id."

@@ -11,7 +11,8 @@ public enum Routes {
     public static func register(on router: inout Router, _ deps: APIDependencies) {
         let keys = KeyAuth(projects: deps.projects, hasher: deps.hasher, now: deps.now)
         let admin = AdminAuth(deps, keys: keys)
-        let gate = RouteGate(keys: keys, admin: admin, log: deps.log)
+        let gate = RouteGate(keys: keys, admin: admin, log: deps.log,
+                             usage: deps.usage.map { UsageGate(meter: $0, now: deps.now) })
         for controller in controllers(deps, admin: admin) {
             for route in controller.routes { gate.add(route, to: &router) }
         }
@@ -64,6 +65,7 @@ public enum Routes {
                 now: deps.now),
             WebhooksController(administration: deps.webhooks),
             AccountsController(administration: admin.accounts),
+            UsageController(meter: deps.usage, now: deps.now),
         ]
     }
 }
@@ -167,6 +169,18 @@ struct APIRoute: Sendable {
     /// How the route's errors read where the same error reads differently per route.
     let errors: ErrorContext
     let handler: Handler
+    /// What a public-key route's success counts toward its account's usage (`counting`).
+    private(set) var counts: UsageKind?
+    /// Whether the account's quotas stop this public-key route (`UsageGate`).
+    private(set) var underQuota = true
+
+    /// This route, counting each success as `kind`; `quota: false` exempts it from the account's quotas.
+    func counting(_ kind: UsageKind, quota: Bool = true) -> APIRoute {
+        var route = self
+        route.counts = kind
+        route.underQuota = quota
+        return route
+    }
 
     /// What an admin route requires of its caller (`Access.admin`, `.adminOrSecretKey`); nil for the others.
     var permission: Permission? {
@@ -224,6 +238,8 @@ struct RouteGate: Sendable {
     let keys: KeyAuth
     let admin: AdminAuth
     let log: @Sendable (String) -> Void
+    /// The account quotas and usage counts of public-key routes; nil: none.
+    let usage: UsageGate?
 
     /// Adds `route` to `router` behind its access check and the error mapping.
     func add(_ route: APIRoute, to router: inout Router) {
@@ -246,7 +262,10 @@ struct RouteGate: Sendable {
         switch (route.access, route.handler) {
         case (.publicKey(let suggestion), .project(let handler)):
             let project = try keys.project(publicKey: request.pathParameters["publicKey"], suggestion: suggestion)
-            return try handler(request, project)
+            if route.underQuota { try usage?.admit(project) }
+            let response = try handler(request, project)
+            if let kind = route.counts, response.status < 300 { usage?.count(kind, project) }
+            return response
         case (.anyone, .request(let handler)), (.consoleSession, .request(let handler)):
             return try handler(request)
         case (.admin(let permission), .request(let handler)):

@@ -87,6 +87,7 @@ extension ServeCommand {
         let entitlementTokens = SigningKeyCommands.entitlementTokens(
             settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
         log(SigningKeyCommands.startupLogLine(entitlementTokens, sealer: sealer))
+        let usage = UsageMeter(store: PostgresUsageStore(pool: database.pool))
         // Native TLS means every console request arrives over HTTPS: the cookie is Secure whatever the variable says.
         var console = settings.console
         if settings.tlsCertificateFile != nil { console.secureCookie = true }
@@ -118,9 +119,11 @@ extension ServeCommand {
             console: console,
             overview: PostgresOverviewMetricsStore(pool: database.pool),
             accounts: PostgresAccountStore(pool: database.pool),
+            usage: usage,
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
-        var services: [any Service] = [monitor, caches, deriver]
+        var services: [any Service] = [monitor, caches, deriver,
+                                   UsageFlusher(meter: usage, log: log)]
         if settings.reconcile.interval > 0 {
             services.append(ReconcileScheduler(reconciliation: reconciliation, interval: settings.reconcile.interval, log: log))
         }

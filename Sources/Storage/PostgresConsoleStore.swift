@@ -82,13 +82,14 @@ public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
     }
 
     /// The project's log rows not derived yet, as `bouncer_overview_events` takes them (`q.project`: the statement's).
-    private static let pending = """
+    static let pending = """
         (SELECT jsonb_agg(jsonb_build_object('environment', c.environment, 'tx', c.data -> 'tx'))
          FROM purchase_changes c WHERE c.project_id = q.project AND c.data ? 'tx')
         """
 
-    /// The per-day sums, rollup and pending rows, of the project and environment (`q.project`, `q.env`).
-    private static let days = """
+    /// The per-day sums, rollup and pending rows, of the project and environment (`q.project`, `q.env`; `q` may hold
+    /// several projects: the usage of an account reads its revenue through it, `PostgresUsageStore`).
+    static let days = """
         SELECT o.day, o.midnight, o.product_id, CASE WHEN o.currency_null THEN NULL ELSE o.currency END AS currency,
             o.starts, o.start_subs, o.new_purchases, o.renewals, o.priced, o.revenue_milli, o.ends, o.end_subs,
             o.stops, o.stop_subs, o.refunds, o.expirations, o.mrr_n, o.mrr_milli
