@@ -1,21 +1,15 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// Users as support sees them, in PostgreSQL: grants, the facts a timeline and an export are built from, erasure.
 ///
 /// `facts` reads in one REPEATABLE READ transaction (one snapshot: a timeline never mixes before and after a
 /// write); `erase` writes in one READ COMMITTED transaction, so either everything about the user is gone or nothing
 /// changed. Each list is capped (`listLimit`) so a pathological user cannot grow an answer without bound.
-public final class PostgresCustomerStore: CustomerStore {
-    private let pool: ConnectionPool
+public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, CustomerStore {
     /// The most rows of each kind `facts` reads.
     public static let listLimit = 10_000
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
 
     // MARK: - Grants
 
