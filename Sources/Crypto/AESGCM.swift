@@ -70,11 +70,7 @@ public enum AESGCM {
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
         var tag = [UInt8](repeating: 0, count: tagByteCount)
         try cipher.withContext { context throws(CryptoError) in
-            OpenSSLErrors.clear()
-            guard EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-                  EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1,
-                  key.withUnsafeBufferPointer({ k in nonce.withUnsafeBufferPointer { n in EVP_EncryptInit_ex(context, nil, nil, k.baseAddress, n.baseAddress) } }) == 1
-            else { throw CryptoError(.internalFailure, "cannot initialise AES-256-GCM") }
+            try begin(context, key: key, nonce: nonce, encrypt: true)
             try update(context, input: aad, output: nil, encrypt: true)
             try ciphertext.withUnsafeMutableBufferPointer { out throws(CryptoError) in try update(context, input: plaintext, output: out, encrypt: true) }
             var finalLength: Int32 = 0
@@ -93,11 +89,7 @@ public enum AESGCM {
         let cipher = try CipherContext()
         var plaintext = [UInt8](repeating: 0, count: ciphertext.count)
         try cipher.withContext { context throws(CryptoError) in
-            OpenSSLErrors.clear()
-            guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-                  EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1,
-                  key.withUnsafeBufferPointer({ k in nonce.withUnsafeBufferPointer { n in EVP_DecryptInit_ex(context, nil, nil, k.baseAddress, n.baseAddress) } }) == 1
-            else { throw CryptoError(.internalFailure, "cannot initialise AES-256-GCM") }
+            try begin(context, key: key, nonce: nonce, encrypt: false)
             try update(context, input: aad, output: nil, encrypt: false)
             try plaintext.withUnsafeMutableBufferPointer { out throws(CryptoError) in try update(context, input: ciphertext, output: out, encrypt: false) }
             // SET_TAG copies the 16 bytes into the context; `expected` only needs to live for the call.
@@ -118,6 +110,16 @@ public enum AESGCM {
     private static func checkSizes(key: [UInt8], nonce: [UInt8]) throws(CryptoError) {
         guard key.count == keyByteCount else { throw CryptoError(.invalidKey, "AES-256-GCM key must be \(keyByteCount) bytes, not \(key.count)", debugDetail: "") }
         guard nonce.count == nonceByteCount else { throw CryptoError(.invalidInput, "AES-GCM nonce must be \(nonceByteCount) bytes", debugDetail: "") }
+    }
+
+    /// Sets `context` up for AES-256-GCM under `key` with a 12-byte `nonce`, to encrypt or to decrypt.
+    private static func begin(_ context: OpaquePointer, key: [UInt8], nonce: [UInt8], encrypt: Bool) throws(CryptoError) {
+        let initialise = encrypt ? EVP_EncryptInit_ex : EVP_DecryptInit_ex
+        OpenSSLErrors.clear()
+        guard initialise(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
+              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1,
+              key.withUnsafeBufferPointer({ k in nonce.withUnsafeBufferPointer { n in initialise(context, nil, nil, k.baseAddress, n.baseAddress) } }) == 1
+        else { throw CryptoError(.internalFailure, "cannot initialise AES-256-GCM") }
     }
 
     /// Feeds `input` in chunks below Int32.max (EVP's length type); AAD when `output` is nil.

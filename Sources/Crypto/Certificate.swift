@@ -12,15 +12,9 @@ public final class Certificate: @unchecked Sendable, Equatable {
     /// Parses exactly one DER certificate; trailing bytes are rejected (one certificate, one encoding).
     public init?(der: [UInt8]) {
         guard !der.isEmpty, der.count <= Int(Int32.max) else { return nil }
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            guard let base = buffer.baseAddress else { return nil }
-            var cursor: UnsafePointer<UInt8>? = base
-            guard let cert = d2i_X509(nil, &cursor, buffer.count) else { return nil }
-            // d2i advances the cursor past what it consumed; anything left over is not ours to ignore.
-            guard let end = cursor, end == base + buffer.count else { X509_free(cert); return nil }
-            return cert
+        guard let parsed = OpenSSLCoding.decodeWhole(der, with: { d2i_X509(nil, $0, $1) }, free: X509_free) else {
+            return nil
         }
-        guard let parsed else { return nil }
         x509 = parsed
     }
 
@@ -90,17 +84,7 @@ public final class Certificate: @unchecked Sendable, Equatable {
     }
 
     /// The certificate's DER encoding.
-    public var derRepresentation: [UInt8] {
-        // i2d with a NULL output pointer returns the length; the second call writes and advances `cursor`.
-        let length = i2d_X509(x509, nil)
-        guard length > 0 else { return [] }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        der.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            _ = i2d_X509(x509, &cursor)
-        }
-        return der
-    }
+    public var derRepresentation: [UInt8] { OpenSSLCoding.encode { i2d_X509(x509, $0) } }
 
     /// Same certificate (OpenSSL's `X509_cmp`: compares the cached DER digests).
     public static func == (lhs: Certificate, rhs: Certificate) -> Bool { X509_cmp(lhs.x509, rhs.x509) == 0 }

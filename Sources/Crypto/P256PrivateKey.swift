@@ -14,14 +14,9 @@ extension P256 {
         /// SEC1 `EC PRIVATE KEY`. Refuses encrypted keys and any key that is not EC on P-256.
         public init(pem: String) throws(CryptoError) {
             OpenSSLErrors.clear()
-            let bytes = Array(pem.utf8)
-            guard !bytes.isEmpty, bytes.count <= 64 * 1024 else { throw CryptoError(.invalidKey, "PEM private key is empty or too large") }
-            let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer -> OpaquePointer? in
-                // The memory BIO only borrows `buffer` (read-only) for the duration of this closure.
-                guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-                defer { BIO_free(bio) }
+            let parsed = try OpenSSLCoding.readPEM(pem, "private key") { bio in
                 // A nil password callback with an empty passphrase: encrypted PEM fails instead of prompting on a tty.
-                return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
+                PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
             }
             guard let parsed else { throw CryptoError(.invalidKey, "not a PEM private key (PKCS#8 PRIVATE KEY or EC PRIVATE KEY, unencrypted)") }
             guard P256.isP256(parsed) else {

@@ -46,13 +46,7 @@ extension P256 {
         /// Parses a DER `SubjectPublicKeyInfo` (RFC 5280 §4.1.2.7) holding a P-256 key.
         public init(derSubjectPublicKeyInfo der: [UInt8]) throws(CryptoError) {
             OpenSSLErrors.clear()
-            let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-                guard let base = buffer.baseAddress, buffer.count > 0 else { return nil }
-                var cursor: UnsafePointer<UInt8>? = base
-                guard let key = d2i_PUBKEY(nil, &cursor, buffer.count) else { return nil }
-                guard let end = cursor, end == base + buffer.count else { EVP_PKEY_free(key); return nil }
-                return key
-            }
+            let parsed = OpenSSLCoding.decodeWhole(der, with: { d2i_PUBKEY(nil, $0, $1) }, free: EVP_PKEY_free)
             guard let parsed else { throw CryptoError(.invalidKey, "not a DER SubjectPublicKeyInfo") }
             guard P256.isP256(parsed) else {
                 EVP_PKEY_free(parsed)
@@ -64,14 +58,7 @@ extension P256 {
         /// Parses a PEM `PUBLIC KEY` block (SubjectPublicKeyInfo) holding a P-256 key.
         public convenience init(pem: String) throws(CryptoError) {
             OpenSSLErrors.clear()
-            let bytes = Array(pem.utf8)
-            guard !bytes.isEmpty, bytes.count <= 64 * 1024 else { throw CryptoError(.invalidKey, "PEM public key is empty or too large") }
-            let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer -> OpaquePointer? in
-                // The memory BIO only borrows `buffer` for the duration of this closure.
-                guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-                defer { BIO_free(bio) }
-                return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
-            }
+            let parsed = try OpenSSLCoding.readPEM(pem, "public key") { PEM_read_bio_PUBKEY($0, nil, nil, nil) }
             guard let parsed else { throw CryptoError(.invalidKey, "not a PEM PUBLIC KEY") }
             defer { EVP_PKEY_free(parsed) }   // re-parsed from DER below, so this reference is dropped
             try self.init(derSubjectPublicKeyInfo: P256.subjectPublicKeyInfo(parsed))
@@ -219,13 +206,7 @@ extension P256 {
     /// Decodes a DER `ECDSA-Sig-Value` into JOSE's raw r‖s (64 bytes), through OpenSSL's strict DER parser.
     public static func rawSignature(fromDER der: [UInt8]) throws(CryptoError) -> [UInt8] {
         OpenSSLErrors.clear()
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            guard let base = buffer.baseAddress, buffer.count > 0 else { return nil }
-            var cursor: UnsafePointer<UInt8>? = base
-            guard let signature = d2i_ECDSA_SIG(nil, &cursor, buffer.count) else { return nil }
-            guard let end = cursor, end == base + buffer.count else { ECDSA_SIG_free(signature); return nil }
-            return signature
-        }
+        let parsed = OpenSSLCoding.decodeWhole(der, with: { d2i_ECDSA_SIG(nil, $0, $1) }, free: ECDSA_SIG_free)
         guard let parsed else { throw CryptoError(.invalidInput, "not a DER ECDSA signature") }
         defer { ECDSA_SIG_free(parsed) }
         // get0: r and s stay owned by the ECDSA_SIG (freed with it above).
@@ -255,16 +236,7 @@ extension P256 {
     }
 
     /// DER SubjectPublicKeyInfo of any `EVP_PKEY` (public part only).
-    static func subjectPublicKeyInfo(_ key: OpaquePointer) -> [UInt8] {
-        let length = i2d_PUBKEY(key, nil)
-        guard length > 0 else { return [] }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        der.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            _ = i2d_PUBKEY(key, &cursor)
-        }
-        return der
-    }
+    static func subjectPublicKeyInfo(_ key: OpaquePointer) -> [UInt8] { OpenSSLCoding.encode { i2d_PUBKEY(key, $0) } }
 }
 
 /// PEM output (RFC 7468): base64 in 64-column lines between BEGIN/END labels.

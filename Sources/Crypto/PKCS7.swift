@@ -36,15 +36,9 @@ public final class PKCS7SignedData {
     public init(der: [UInt8]) throws(CryptoError) {
         guard !der.isEmpty, der.count <= Int(Int32.max) else { throw CryptoError(.invalidInput, "empty or oversized PKCS#7 input") }
         OpenSSLErrors.clear()
-        var consumedAll = false
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            guard let base = buffer.baseAddress else { return nil }
-            var cursor: UnsafePointer<UInt8>? = base
-            guard let message = d2i_CMS_ContentInfo(nil, &cursor, buffer.count) else { return nil }
-            consumedAll = cursor == base + buffer.count
-            return message
+        guard case let (parsed, consumedAll)? = OpenSSLCoding.decode(der, with: { d2i_CMS_ContentInfo(nil, $0, $1) }) else {
+            throw CryptoError(.invalidInput, "not a PKCS#7 ContentInfo")
         }
-        guard let parsed else { throw CryptoError(.invalidInput, "not a PKCS#7 ContentInfo") }
         // A class init that throws before every property is set never runs `deinit`: free by hand until `cms` is ours.
         let parts: Parts
         do throws(CryptoError) {

@@ -176,7 +176,8 @@ public final class TLSContext: @unchecked Sendable {
 ///
 /// `@unchecked Sendable`: one thread at a time (a connection pool hands it over under a lock).
 public final class TLSConnection: @unchecked Sendable {
-    private let ssl: OpaquePointer
+    private let handle: SSLHandle
+    private var ssl: OpaquePointer { handle.ssl }
     private let fd: Int32
     /// Set once `shutdown` ran or the peer closed: no further I/O.
     private var finished = false
@@ -187,12 +188,9 @@ public final class TLSConnection: @unchecked Sendable {
         precondition(context.isClient, "client connection from a server context")
         self.fd = fd
         OpenSSLErrors.clear()
-        guard let ssl = try context.withContext({ (ctx) throws(CryptoError) -> OpaquePointer? in SSL_new(ctx) }) else {
-            throw CryptoError(.configuration, "cannot create TLS session")
-        }
-        self.ssl = ssl   // owned from here; deinit frees it
+        handle = try SSLHandle(context: context)
         try Self.makeNonBlocking(fd)
-        guard SSL_set_fd(ssl, fd) == 1 else { throw CryptoError(.io, "cannot attach socket") }
+        try handle.attach(socket: fd)
         if Self.isIPAddress(serverName) {
             // get0: the param belongs to the SSL; set1 copies the address.
             guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) == 1 else {
@@ -212,25 +210,14 @@ public final class TLSConnection: @unchecked Sendable {
         precondition(!context.isClient, "server connection from a client context")
         self.fd = fd
         OpenSSLErrors.clear()
-        guard let ssl = try context.withContext({ (ctx) throws(CryptoError) -> OpaquePointer? in SSL_new(ctx) }) else {
-            throw CryptoError(.configuration, "cannot create TLS session")
-        }
-        self.ssl = ssl
+        handle = try SSLHandle(context: context)
         try Self.makeNonBlocking(fd)
-        guard SSL_set_fd(ssl, fd) == 1 else { throw CryptoError(.io, "cannot attach socket") }
+        try handle.attach(socket: fd)
         try drive(deadline: deadline, what: "handshake") { SSL_accept($0) }
     }
 
-    deinit { SSL_free(ssl) }
-
     /// The ALPN protocol the server selected, if any.
-    public var negotiatedApplicationProtocol: String? {
-        var data: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &data, &length)   // get0: points into the SSL, copied out at once
-        guard let data, length > 0 else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
-    }
+    public var negotiatedApplicationProtocol: String? { handle.negotiatedApplicationProtocol }
 
     /// The negotiated protocol version, e.g. "TLSv1.3".
     public var protocolVersion: String { String(cString: SSL_get_version(ssl)) }

@@ -21,7 +21,8 @@ public enum TLSStep: Sendable, Equatable {
 /// caller (an epoll loop) calls again when the socket is ready. The socket descriptor stays owned by the caller
 /// (`SSL_set_fd`'s BIO never closes it). One thread at a time; the session is not `Sendable`.
 public final class TLSServerSession {
-    private let ssl: OpaquePointer
+    private let handle: SSLHandle
+    private var ssl: OpaquePointer { handle.ssl }
     /// The memory BIOs' far ends when the session runs on memory (fuzzing): network input goes into `input`,
     /// output is read back from `output`. Both belong to the `SSL` (SSL_set_bio), freed by SSL_free.
     private let input: OpaquePointer?
@@ -34,13 +35,10 @@ public final class TLSServerSession {
     /// A session on an accepted, non-blocking socket.
     public init(context: TLSContext, socket fd: Int32) throws(CryptoError) {
         precondition(!context.isClient, "server session from a client context")
-        guard let ssl = try context.withContext({ (ctx) throws(CryptoError) -> OpaquePointer? in SSL_new(ctx) }) else {
-            throw CryptoError(.configuration, "cannot create TLS session")
-        }
-        self.ssl = ssl   // owned from here; deinit frees it
+        handle = try SSLHandle(context: context)
         input = nil
         output = nil
-        guard SSL_set_fd(ssl, fd) == 1 else { throw CryptoError(.io, "cannot attach socket") }
+        try handle.attach(socket: fd)
         SSL_set_accept_state(ssl)
     }
 
@@ -48,22 +46,17 @@ public final class TLSServerSession {
     /// feed hostile records to the same state machine without a socket.
     public init(inMemoryWith context: TLSContext) throws(CryptoError) {
         precondition(!context.isClient, "server session from a client context")
-        guard let ssl = try context.withContext({ (ctx) throws(CryptoError) -> OpaquePointer? in SSL_new(ctx) }) else {
-            throw CryptoError(.configuration, "cannot create TLS session")
-        }
-        self.ssl = ssl
+        handle = try SSLHandle(context: context)
         guard let rbio = BIO_new(BIO_s_mem()) else { throw CryptoError(.internalFailure, "cannot create BIO") }
         guard let wbio = BIO_new(BIO_s_mem()) else {
             BIO_free(rbio)
             throw CryptoError(.internalFailure, "cannot create BIO")
         }
-        SSL_set_bio(ssl, rbio, wbio)   // the SSL now owns both BIOs; we keep borrowed pointers
+        SSL_set_bio(handle.ssl, rbio, wbio)   // the SSL now owns both BIOs; we keep borrowed pointers
         input = rbio
         output = wbio
         SSL_set_accept_state(ssl)
     }
-
-    deinit { SSL_free(ssl) }
 
     /// Continues the handshake: `.done(0)` once established.
     public func handshake() -> TLSStep {
@@ -80,22 +73,14 @@ public final class TLSServerSession {
     /// Reads decrypted bytes into `buffer` (up to its size).
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStep {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .done(0) }
-        ERR_clear_error()
-        var count = 0
-        let result = SSL_read_ex(ssl, base, buffer.count, &count)
-        if result == 1 { return .done(count) }
-        return step(result, endOfStreamIsClose: true)
+        return transfer(endOfStreamIsClose: true) { ssl, count in SSL_read_ex(ssl, base, buffer.count, &count) }
     }
 
     /// Encrypts and sends up to `bytes.count` bytes (partial writes allowed; a retry after `wantWrite` may pass a
     /// moved buffer with the same unsent bytes).
     public func write(_ bytes: UnsafeRawBufferPointer) -> TLSStep {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return .done(0) }
-        ERR_clear_error()
-        var written = 0
-        let result = SSL_write_ex(ssl, base, bytes.count, &written)
-        if result == 1 { return .done(written) }
-        return step(result, endOfStreamIsClose: false)
+        return transfer(endOfStreamIsClose: false) { ssl, written in SSL_write_ex(ssl, base, bytes.count, &written) }
     }
 
     /// Sends close_notify once, without waiting for the peer's (RFC 8446 §6.1 allows it); best effort.
@@ -108,13 +93,7 @@ public final class TLSServerSession {
     }
 
     /// The ALPN protocol selected, if any.
-    public var negotiatedApplicationProtocol: String? {
-        var data: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &data, &length)   // get0: points into the SSL, copied out at once
-        guard let data, length > 0 else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
-    }
+    public var negotiatedApplicationProtocol: String? { handle.negotiatedApplicationProtocol }
 
     // MARK: memory transport (fuzzing)
 
@@ -133,6 +112,16 @@ public final class TLSServerSession {
         var bytes = [UInt8](repeating: 0, count: Int(pending))
         let n = bytes.withUnsafeMutableBytes { BIO_read(output, $0.baseAddress, Int32(pending)) }
         return n > 0 ? Array(bytes.prefix(Int(n))) : []
+    }
+
+    /// Runs one `SSL_read_ex` or `SSL_write_ex` (`operation`) on a clear error queue: `.done` with the bytes it
+    /// moved, or the step its failure calls for.
+    private func transfer(endOfStreamIsClose: Bool, _ operation: (OpaquePointer, inout Int) -> Int32) -> TLSStep {
+        ERR_clear_error()
+        var count = 0
+        let result = operation(ssl, &count)
+        if result == 1 { return .done(count) }
+        return step(result, endOfStreamIsClose: endOfStreamIsClose)
     }
 
     private func step(_ result: Int32, endOfStreamIsClose: Bool) -> TLSStep {

@@ -100,10 +100,8 @@ public struct ResponseParser: Sendable {
             case .head:
                 guard try parseHead() else { return }
             case .fixed(let remaining):
-                let available = min(remaining, buffer.count - position)
-                body.append(contentsOf: buffer[position..<(position + available)])
-                position += available
-                if remaining == available { state = .done } else { state = .fixed(remaining: remaining - available); compact(); return }
+                let left = takeBody(remaining)
+                if left == 0 { state = .done } else { state = .fixed(remaining: left); compact(); return }
             case .chunkSize:
                 guard let line = try takeLine(limit: 4096, what: "chunk size line") else { return }
                 let size = try Self.chunkSize(line)
@@ -112,10 +110,8 @@ public struct ResponseParser: Sendable {
                 }
                 state = size == 0 ? .trailers(bytes: 0, count: 0) : .chunkData(remaining: size)
             case .chunkData(let remaining):
-                let available = min(remaining, buffer.count - position)
-                body.append(contentsOf: buffer[position..<(position + available)])
-                position += available
-                if remaining == available { state = .chunkDataEnd } else { state = .chunkData(remaining: remaining - available); compact(); return }
+                let left = takeBody(remaining)
+                if left == 0 { state = .chunkDataEnd } else { state = .chunkData(remaining: left); compact(); return }
             case .chunkDataEnd:
                 guard buffer.count - position >= 2 else { return }
                 guard buffer[position] == 13, buffer[position + 1] == 10 else {
@@ -142,6 +138,14 @@ public struct ResponseParser: Sendable {
                 return
             }
         }
+    }
+
+    /// Moves up to `remaining` buffered body bytes into `body`; returns how many are still to come.
+    private mutating func takeBody(_ remaining: Int) -> Int {
+        let available = min(remaining, buffer.count - position)
+        body.append(contentsOf: buffer[position..<(position + available)])
+        position += available
+        return remaining - available
     }
 
     /// Drops consumed bytes once they dominate the buffer (keeps appends amortised O(1)).

@@ -321,20 +321,11 @@ private struct Parser {
         }
     }
 
-    /// High bit set in each byte lane of `word` that is `"`, `\`, < 0x20 or >= 0x80. Classic
-    /// "has zero / has less" bit tricks: borrows can only set lanes *above* a true hit, so the
-    /// lowest set lane is always exact, which is all `scanRun` uses.
+    /// High bit set in each byte lane of `word` that is `"`, `\`, < 0x20 or >= 0x80 (exact for the lowest lane,
+    /// which is all `scanRun` uses; see `ByteLanes`).
     @inline(__always)
     static func attentionMask(_ word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let quotes = word ^ (ones &* 0x22)
-        let backslashes = word ^ (ones &* 0x5C)
-        let flagged = ((quotes &- ones) & ~quotes)
-            | ((backslashes &- ones) & ~backslashes)
-            | ((word &- ones &* 0x20) & ~word)
-            | word
-        return flagged & highs
+        ByteLanes.quoteBackslashOrControl(word) | (word & 0x8080_8080_8080_8080)
     }
 
     /// Length of the well-formed UTF-8 sequence starting with the non-ASCII byte at `i`

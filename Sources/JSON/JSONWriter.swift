@@ -78,7 +78,7 @@ public struct JSONWriter: Sendable {
         var plain = count <= 120
         var i = 0
         while plain, i &+ 8 <= count {
-            plain = Self.escapeMask(UnsafeRawPointer(start).loadUnaligned(fromByteOffset: i, as: UInt64.self)) == 0
+            plain = ByteLanes.quoteBackslashOrControl(UnsafeRawPointer(start).loadUnaligned(fromByteOffset: i, as: UInt64.self)) == 0
             i &+= 8
         }
         while plain, i < count {
@@ -115,7 +115,7 @@ public struct JSONWriter: Sendable {
             while i < count {
                 if i &+ 8 <= count {
                     // Eight bytes at a time to the first byte that needs escaping, if any.
-                    let mask = Self.escapeMask(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                    let mask = ByteLanes.quoteBackslashOrControl(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
                     if mask == 0 {
                         i &+= 8
                         continue
@@ -148,19 +148,6 @@ public struct JSONWriter: Sendable {
     /// Appends bytes the caller produces in place (numbers, dates); they must already be valid JSON.
     public mutating func writeRaw(_ produce: (inout [UInt8]) -> Void) {
         produce(&bytes)
-    }
-
-    /// High bit set in each byte lane of `word` that is `"`, `\` or < 0x20 (exact for the lowest
-    /// lane, which is all `writeString` uses; see `Parser.attentionMask`).
-    @inline(__always)
-    private static func escapeMask(_ word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let quotes = word ^ (ones &* 0x22)
-        let backslashes = word ^ (ones &* 0x5C)
-        let flagged = ((quotes &- ones) & ~quotes)
-            | ((backslashes &- ones) & ~backslashes)
-            | ((word &- ones &* 0x20) & ~word)
-        return flagged & 0x8080_8080_8080_8080
     }
 
     /// RFC 8259 §7: short forms where they exist, else `\u00XX`.

@@ -1,17 +1,10 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// App transactions in PostgreSQL (`app_transactions`, schema/0009), keyed by (project, environment,
 /// `appTransactionId`): an Xcode or LocalTesting id, which anyone can sign, never meets a real one.
-public final class PostgresAppTransactionStore: AppTransactionStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresAppTransactionStore: PostgresStore, @unchecked Sendable, AppTransactionStore {
     /// One statement (its own database transaction): lock any stored row, upsert (a later `receiptCreationDate`
     /// refreshes the facts; `user_id` is replaced only when one is given; `consent_rescinded_at` is never
     /// touched), and return the row with the user it was bound to before.

@@ -1,17 +1,10 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 public import Primitives
 
 /// Console sessions in `console_sessions` (by token hash). Errors: see `StorageErrors`.
-public final class PostgresConsoleSessionStore: ConsoleSessionStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresConsoleSessionStore: PostgresStore, @unchecked Sendable, ConsoleSessionStore {
     /// Inserts the session and deletes expired ones in the same transaction.
     public func createSession(tokenHash: [UInt8], adminFingerprint: [UInt8], createdAt: Date, expiresAt: Date) throws {
         try StorageErrors.mapping("create console session") {
@@ -73,14 +66,7 @@ public final class PostgresConsoleSessionStore: ConsoleSessionStore {
 /// it − stopped by it, running sums from the first day, so a bound at midnight uses the rows' `midnight` flag and one
 /// within a day (`now`) the instants. Entitlements weigh each product's counts by its mapped entitlements, read from
 /// `products`.
-public final class PostgresOverviewMetricsStore: OverviewMetricsStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresOverviewMetricsStore: PostgresStore, @unchecked Sendable, OverviewMetricsStore {
     /// The project's log rows not derived yet, as `bouncer_overview_events` takes them (`q.project`: the statement's).
     static let pending = """
         (SELECT jsonb_agg(jsonb_build_object('environment', c.environment, 'tx', c.data -> 'tx'))

@@ -1,17 +1,10 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// Per-project App Store Server API credentials in `app_store_credentials` (one row per project; the private key
 /// only sealed). Errors: see `StorageErrors` (`.serviceUnavailable`, `.projectNotFound`).
-public final class PostgresCredentialStore: AppStoreCredentialStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresCredentialStore: PostgresStore, @unchecked Sendable, AppStoreCredentialStore {
     private static let columns = """
         issuer_id, key_id, key_fingerprint, sealed_private_key, encryption_key_id, created_at, updated_at
         """

@@ -1,21 +1,15 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// Users as support sees them, in PostgreSQL: grants, the facts a timeline and an export are built from, erasure.
 ///
 /// `facts` reads in one REPEATABLE READ transaction (one snapshot: a timeline never mixes before and after a
 /// write); `erase` writes in one READ COMMITTED transaction, so either everything about the user is gone or nothing
 /// changed. Each list is capped (`listLimit`) so a pathological user cannot grow an answer without bound.
-public final class PostgresCustomerStore: CustomerStore {
-    private let pool: ConnectionPool
+public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, CustomerStore {
     /// The most rows of each kind `facts` reads.
     public static let listLimit = 10_000
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
 
     // MARK: - Grants
 
@@ -154,17 +148,13 @@ public final class PostgresCustomerStore: CustomerStore {
                 revokedAt: try row.decode("binding_revoked_at", as: Date?.self)))
         }
 
-        for row in try connection.query("""
-            SELECT t.transaction_id, t.original_transaction_id, t.environment, t.product_id, t.purchase_date,
+        let purchaseFacts = PurchaseFacts(projectId: projectId, userId: userId, limit: limit, connection: connection)
+
+        for row in try purchaseFacts.rows("""
+            t.transaction_id, t.original_transaction_id, t.environment, t.product_id, t.purchase_date,
                 t.expires_date, t.revocation_date, t.revocation_type, t.revocation_reason, t.source, t.first_seen_at,
                 t.payload::text AS payload
-            FROM subscriptions s
-            JOIN transactions t ON t.project_id = s.project_id AND t.environment = s.environment
-             AND t.original_transaction_id = s.original_transaction_id
-            WHERE s.project_id = \(projectId) AND s.user_id = \(userId)::text
-            ORDER BY t.purchase_date, t.transaction_id COLLATE "C"
-            LIMIT \(limit)
-            """) {
+            """, of: "transactions", as: "t", orderBy: #"t.purchase_date, t.transaction_id COLLATE "C""#) {
             facts.transactions.append(TransactionRecord(
                 transactionId: try row.decode("transaction_id", as: String.self),
                 originalTransactionId: try row.decode("original_transaction_id", as: String.self),
@@ -180,15 +170,9 @@ public final class PostgresCustomerStore: CustomerStore {
                 revocationReason: try row.decode("revocation_reason", as: Int?.self)))
         }
 
-        for row in try connection.query("""
-            SELECT n.notification_uuid, n.notification_type, n.subtype, n.original_transaction_id, n.received_at, n.source
-            FROM subscriptions s
-            JOIN notifications n ON n.project_id = s.project_id AND n.environment = s.environment
-             AND n.original_transaction_id = s.original_transaction_id
-            WHERE s.project_id = \(projectId) AND s.user_id = \(userId)::text
-            ORDER BY n.received_at, n.notification_uuid
-            LIMIT \(limit)
-            """) {
+        for row in try purchaseFacts.rows(
+            "n.notification_uuid, n.notification_type, n.subtype, n.original_transaction_id, n.received_at, n.source",
+            of: "notifications", as: "n", orderBy: "n.received_at, n.notification_uuid") {
             facts.notifications.append(NotificationRecord(
                 notificationUUID: try row.decode("notification_uuid", as: UUID.self),
                 type: try row.decode("notification_type", as: String.self),
@@ -198,16 +182,10 @@ public final class PostgresCustomerStore: CustomerStore {
                 source: try row.decode("source", as: String.self)))
         }
 
-        for row in try connection.query("""
-            SELECT c.original_transaction_id, c.via, c.latest_transaction_id, c.before_status, c.after_status,
+        for row in try purchaseFacts.rows("""
+            c.original_transaction_id, c.via, c.latest_transaction_id, c.before_status, c.after_status,
                 c.after_expires_date, c.at
-            FROM subscriptions s
-            JOIN reconcile_changes c ON c.project_id = s.project_id AND c.environment = s.environment
-             AND c.original_transaction_id = s.original_transaction_id
-            WHERE s.project_id = \(projectId) AND s.user_id = \(userId)::text
-            ORDER BY c.at, c.id
-            LIMIT \(limit)
-            """) {
+            """, of: "reconcile_changes", as: "c", orderBy: "c.at, c.id") {
             facts.reconcileChanges.append(ReconcileChangeRecord(
                 originalTransactionId: try row.decode("original_transaction_id", as: String.self),
                 via: try row.decode("via", as: String.self),
@@ -344,6 +322,31 @@ public final class PostgresCustomerStore: CustomerStore {
             """)
         _ = try connection.execute("""
             DELETE FROM webhook_entitlement_states WHERE project_id = \(projectId) AND user_id = \(userId)::text
+            """)
+    }
+}
+
+/// The facts recorded about the user's bound purchases (`s`, `subscriptions`), one table at a time: each joins
+/// `s` on the purchase key (project, environment, original transaction id), in the snapshot of `connection`.
+private struct PurchaseFacts {
+    var projectId: UUID
+    var userId: String
+    /// The most rows of each table.
+    var limit: Int64
+    var connection: Connection
+
+    /// `columns` of `table` (as `alias`) about the user's purchases, in `order`, at most `limit`. Every argument
+    /// but the user's ids is SQL written here, never input.
+    func rows(_ columns: String, of table: String, as alias: String, orderBy order: String) throws -> Rows {
+        try connection.query("""
+            SELECT \(unsafeSQL: columns)
+            FROM subscriptions s
+            JOIN \(unsafeSQL: table) \(unsafeSQL: alias) ON \(unsafeSQL: alias).project_id = s.project_id
+             AND \(unsafeSQL: alias).environment = s.environment
+             AND \(unsafeSQL: alias).original_transaction_id = s.original_transaction_id
+            WHERE s.project_id = \(projectId) AND s.user_id = \(userId)::text
+            ORDER BY \(unsafeSQL: order)
+            LIMIT \(limit)
             """)
     }
 }

@@ -16,11 +16,10 @@ public import Postgres
 /// which anyone can sign, are capped per project (`localTestingNotificationLimit`): the oldest are deleted in
 /// the same database transaction, so forgeries cannot grow the table without bound; the Xcode/LocalTesting
 /// transactions they carry count towards the purchase store's cap (`xcodeTransactionLimit`).
-public final class PostgresNotificationStore: NotificationStore {
+public final class PostgresNotificationStore: PostgresStore, @unchecked Sendable, NotificationStore {
     /// The default number of Xcode/LocalTesting notification rows kept per project (newest by `received_at`).
     public static let defaultLocalTestingNotificationLimit = 1_000
 
-    private let pool: ConnectionPool
     private let localTestingNotificationLimit: Int
     private let xcodeTransactionLimit: Int
 
@@ -32,9 +31,9 @@ public final class PostgresNotificationStore: NotificationStore {
         pool: ConnectionPool, localTestingNotificationLimit: Int = PostgresNotificationStore.defaultLocalTestingNotificationLimit,
         xcodeTransactionLimit: Int = PostgresPurchaseStore.defaultXcodeTransactionLimit
     ) {
-        self.pool = pool
         self.localTestingNotificationLimit = max(1, localTestingNotificationLimit)
         self.xcodeTransactionLimit = max(1, xcodeTransactionLimit)
+        super.init(pool: pool)
     }
 
     /// Stores the notification and, on first delivery, applies its transaction (no user binding: users are

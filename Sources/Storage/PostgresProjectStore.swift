@@ -1,6 +1,6 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// Projects (tenants), their keys and product mappings, in PostgreSQL.
 ///
@@ -8,14 +8,7 @@ public import Postgres
 /// tenant's rows. Every change announces itself (`CacheMessage.project` on `CacheMessage.channel`) inside its own
 /// transaction, so each instance's `CachedProjectStore` reloads the project once it commits, and never before.
 /// Errors: see `StorageErrors` (`.serviceUnavailable`, `.conflict`, `.projectNotFound`).
-public final class PostgresProjectStore: ProjectStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, ProjectStore {
     /// The columns `project(from:)` reads, in one place so every query returns the same shape; `public_key` is
     /// the current public key (the one without an expiry).
     private static let columns = """

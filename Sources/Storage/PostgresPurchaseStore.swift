@@ -37,11 +37,10 @@ public enum RenewalOutcome: Sendable, Equatable {
 /// Group commit (`receiptBatchMax` > 1): concurrent `recordTransaction` calls share one statement and one durable
 /// commit (`GroupCommit`; see `commit`), each answered after the commit that holds its receipt, with its own outcome.
 /// Xcode/LocalTesting transactions are never batched: their cap check needs a transaction of their own.
-public final class PostgresPurchaseStore: PurchaseStore {
+public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, PurchaseStore {
     /// The default cap of Xcode/LocalTesting `transactions` rows per project: far above what StoreKit Testing makes.
     public static let defaultXcodeTransactionLimit = 10_000
 
-    private let pool: ConnectionPool
     private let xcodeTransactionLimit: Int
     private let batches: GroupCommit<Recording, RecordedTransaction>?
 
@@ -53,13 +52,13 @@ public final class PostgresPurchaseStore: PurchaseStore {
     /// lone call starts at once.
     public init(pool: ConnectionPool, xcodeTransactionLimit: Int = PostgresPurchaseStore.defaultXcodeTransactionLimit,
                 receiptBatchMax: Int = 1, concurrentBatches: Int = 2) {
-        self.pool = pool
         self.xcodeTransactionLimit = max(1, xcodeTransactionLimit)
         batches = receiptBatchMax > 1
             ? GroupCommit(maxBatch: receiptBatchMax, maxConcurrentBatches: concurrentBatches) { [pool] in
                 Self.commit($0, pool: pool)
             }
             : nil
+        super.init(pool: pool)
     }
 
     /// Records a verified transaction and, when `userId` is given, binds its purchase to the user.

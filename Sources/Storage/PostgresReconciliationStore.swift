@@ -10,18 +10,17 @@ public import Postgres
 /// connection of its own for the whole run (released at the end, or by PostgreSQL when that connection dies).
 /// Each fact is applied in one database transaction that also reads the purchase before and after and records the
 /// change (`reconcile_changes`), so the change log is exactly what the write did.
-public final class PostgresReconciliationStore: ReconciliationStore {
+public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendable, ReconciliationStore {
     /// The advisory lock class of reconciliation (0006's hand-over lock is 16978).
     static let lockClass: Int32 = 16979
 
-    private let pool: ConnectionPool
     private let localTestingNotificationLimit: Int
 
     /// A store over `pool` (which must have a connection to spare for the lock while a run writes).
     public init(pool: ConnectionPool,
                 localTestingNotificationLimit: Int = PostgresNotificationStore.defaultLocalTestingNotificationLimit) {
-        self.pool = pool
         self.localTestingNotificationLimit = max(1, localTestingNotificationLimit)
+        super.init(pool: pool)
     }
 
     public func withProjectLock<T>(projectId: UUID, _ body: () throws -> T) throws -> T? {

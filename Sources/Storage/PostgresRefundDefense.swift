@@ -1,18 +1,11 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// The CONSUMPTION_REQUEST queue (schema/0010's `consumption_requests`, written by a trigger with each
 /// notification): responders claim due rows with `FOR UPDATE SKIP LOCKED` and a lease, so two instances never hold
 /// the same row at once, and a responder that dies mid-call leaves the row to be claimed again when its lease lapses.
-public final class PostgresConsumptionQueue: ConsumptionQueue {
-    private let pool: ConnectionPool
-
-    /// A queue over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresConsumptionQueue: PostgresStore, @unchecked Sendable, ConsumptionQueue {
     /// Claims due rows oldest-due first, each with the transaction's stored type and dates (for
     /// `consumptionPercentage`).
     public func claimDue(now: Date, leaseSeconds: Int, limit: Int) throws -> [ConsumptionRequest] {
@@ -102,14 +95,7 @@ public final class PostgresConsumptionQueue: ConsumptionQueue {
 }
 
 /// The operator helpers' storage: notification arrival, purchase environments, renewal extension records.
-public final class PostgresAppStoreActionStore: AppStoreActionStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresAppStoreActionStore: PostgresStore, @unchecked Sendable, AppStoreActionStore {
     /// `received_at` of that UUID in `environment` of the project (one primary-key probe: a notification is stored
     /// under its own environment, "" when it named none — `PostgresNotificationStore.dedupEnvironment`).
     public func notificationReceivedAt(projectId: UUID, environment: StoreEnvironment?,

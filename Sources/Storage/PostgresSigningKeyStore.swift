@@ -1,6 +1,6 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// The server's entitlement-token signing keys in `signing_keys` (the private key only sealed). Not a tenant table:
 /// one JWKS serves every project. Errors: see `StorageErrors` (`.serviceUnavailable`).
@@ -8,15 +8,9 @@ public import Postgres
 /// Creating the first key and rotating take a transaction-scoped advisory lock, so two instances starting together
 /// (or a rotation racing a first start) queue: the second sees the first's key. The partial unique index on
 /// `retired_at IS NULL` backs this up: two current keys cannot exist.
-public final class PostgresSigningKeyStore: SigningKeyStore {
-    private let pool: ConnectionPool
+public final class PostgresSigningKeyStore: PostgresStore, @unchecked Sendable, SigningKeyStore {
     /// The advisory lock (two-int form) of signing-key changes; reconciliation's class is 16979.
     static let lockClass: Int32 = 16_980
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
 
     private static let columns = "kid, public_x, public_y, sealed_private_key, encryption_key_id, created_at, retired_at"
 

@@ -1,18 +1,11 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// Webhook configuration (`webhook_endpoints`) and the outbox (`webhook_events`, `webhook_attempts`) of
 /// schema/0012_webhooks.sql: the admin side (`WebhookStore`), the deriver's side (events from the fact log of
 /// schema/0025, `deriveChanges`) and the dispatcher's side (claim, complete, sweep). Errors: see `StorageErrors`.
-public final class PostgresWebhookStore: WebhookStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, WebhookStore {
     private static let endpointColumns = """
         project_id, url, events, sealed_secret, encryption_key_id, sealed_previous_secret, previous_encryption_key_id,
         previous_secret_expires_at, created_at, updated_at

@@ -4,16 +4,7 @@ public import Postgres
 
 /// A `CustomerStore` that announces the user whose `GET /v1/subscriptions` answer a grant, a removal or an erasure
 /// changed (this instance at once, the others through `CacheSynchronizer`), after the inner call returns.
-public final class AnnouncingCustomerStore: CustomerStore {
-    private let inner: any CustomerStore
-    private let announce: @Sendable ([CacheMessage]) -> Void
-
-    /// Wraps `inner`.
-    public init(inner: any CustomerStore, announce: @escaping @Sendable ([CacheMessage]) -> Void) {
-        self.inner = inner
-        self.announce = announce
-    }
-
+public final class AnnouncingCustomerStore: AnnouncingStore<any CustomerStore>, @unchecked Sendable, CustomerStore {
     public func createGrant(_ grant: Grant, projectId: UUID) throws -> Grant {
         try announcing(projectId, grant.userId) { try inner.createGrant(grant, projectId: projectId) }
     }
@@ -36,18 +27,9 @@ public final class AnnouncingCustomerStore: CustomerStore {
         try announcing(projectId, userId) { try inner.erase(projectId: projectId, userId: userId, now: now) }
     }
 
-    /// Runs `body`, then announces the user; also after `.serviceUnavailable`, which may hide a commit whose answer
-    /// was lost.
+    /// Runs `body`, then announces the user (see `AnnouncingStore.announcing`).
     private func announcing<T>(_ projectId: UUID, _ userId: String?, _ body: () throws -> T) throws -> T {
-        let messages = userId.map { [CacheMessage.user(projectId, userId: $0)] } ?? []
-        do {
-            let result = try body()
-            if !messages.isEmpty { announce(messages) }
-            return result
-        } catch let error as DomainError where error.code == .serviceUnavailable {
-            if !messages.isEmpty { announce(messages) }
-            throw error
-        }
+        try announcing(userId.map { [CacheMessage.user(projectId, userId: $0)] } ?? [], body)
     }
 }
 
@@ -56,12 +38,8 @@ extension CacheSynchronizer {
     /// so running servers forget what it changed. A failure is only logged: their read caches' maximum age bounds it.
     public static func notify(pool: ConnectionPool, _ messages: [CacheMessage], log: (String) -> Void = { _ in }) {
         guard !messages.isEmpty else { return }
-        let payloads = CacheMessage.payloads(messages, origin: UUID())
         do {
-            try pool.withConnection { connection in
-                _ = try connection.execute(
-                    "SELECT pg_notify(\(CacheMessage.channel), p) FROM unnest(\(payloads)::text[]) AS p")
-            }
+            try CacheMessage.send(messages, origin: UUID(), pool: pool)
         } catch {
             log("cache: could not announce \(messages.count) changes (\(error))")
         }

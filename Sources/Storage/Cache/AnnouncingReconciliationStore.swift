@@ -4,16 +4,7 @@ public import Postgres
 
 /// A `ReconciliationStore` that announces every purchase a reconciliation changed or a recovered notification
 /// touched (every user bound to it reads again), after the inner call returns.
-public final class AnnouncingReconciliationStore: ReconciliationStore {
-    private let inner: any ReconciliationStore
-    private let announce: @Sendable ([CacheMessage]) -> Void
-
-    /// Wraps `inner`.
-    public init(inner: any ReconciliationStore, announce: @escaping @Sendable ([CacheMessage]) -> Void) {
-        self.inner = inner
-        self.announce = announce
-    }
-
+public final class AnnouncingReconciliationStore: AnnouncingStore<any ReconciliationStore>, @unchecked Sendable, ReconciliationStore {
     /// An `announce` for a process without caches of its own (`bouncer reconcile`): one `NOTIFY` per payload, so
     /// running servers forget what the CLI changed. A failure is ignored: their reads expire within the read
     /// cache's maximum age anyway.
@@ -21,11 +12,7 @@ public final class AnnouncingReconciliationStore: ReconciliationStore {
         let origin = UUID()
         return { messages in
             guard !messages.isEmpty else { return }
-            let payloads = CacheMessage.payloads(messages, origin: origin)
-            _ = try? pool.withConnection { connection in
-                try connection.execute(
-                    "SELECT pg_notify(\(CacheMessage.channel), p) FROM unnest(\(payloads)::text[]) AS p")
-            }
+            _ = try? CacheMessage.send(messages, origin: origin, pool: pool)
         }
     }
 

@@ -1,4 +1,5 @@
 public import Foundation
+import Postgres
 import Primitives
 
 /// One "this changed" announcement on the `NOTIFY` channel that keeps every instance's caches true.
@@ -56,6 +57,17 @@ public enum CacheMessage: Hashable, Sendable {
             self = .purchase(id, environment: environment, originalTransactionId: original)
         default: return nil
         }
+    }
+
+    /// Sends `messages` from `origin` on `channel`, in one statement on one of `pool`'s connections; returns how
+    /// many payloads that took.
+    @discardableResult
+    static func send(_ messages: [CacheMessage], origin: UUID, pool: ConnectionPool) throws -> Int {
+        let payloads = payloads(messages, origin: origin)
+        try pool.withConnection { connection in
+            _ = try connection.execute("SELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS p")
+        }
+        return payloads.count
     }
 
     /// Packs `messages` into as few payloads as fit the limit, each led by `I <origin>`.

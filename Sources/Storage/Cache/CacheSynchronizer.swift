@@ -142,13 +142,8 @@ public final class CacheSynchronizer: Sendable {
             return box.messages
         }
         guard !messages.isEmpty else { return }
-        let payloads = CacheMessage.payloads(messages, origin: origin)
         do {
-            try pool.withConnection { connection in
-                try connection.execute(
-                    "SELECT pg_notify(\(CacheMessage.channel), p) FROM unnest(\(payloads)::text[]) AS p")
-            }
-            sent.add(payloads.count, ordering: .relaxed)
+            sent.add(try CacheMessage.send(messages, origin: origin, pool: pool), ordering: .relaxed)
         } catch {
             log("cache: could not announce \(messages.count) changes (\(error)); other instances catch up within "
                 + "the read cache's maximum age")

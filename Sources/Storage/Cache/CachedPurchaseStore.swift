@@ -4,16 +4,13 @@ public import Foundation
 /// A `PurchaseStore` whose `ownedPurchases` reads go through a `PurchaseReadCache`, and whose writes announce what
 /// they changed (`announce`: this instance at once, the others through `CacheSynchronizer`) after the inner call
 /// returns, so the inner store's statements stay its own.
-public final class CachedPurchaseStore: PurchaseStore {
-    private let inner: any PurchaseStore
+public final class CachedPurchaseStore: AnnouncingStore<any PurchaseStore>, @unchecked Sendable, PurchaseStore {
     private let cache: PurchaseReadCache
-    private let announce: @Sendable ([CacheMessage]) -> Void
 
     /// Wraps `inner`.
     public init(inner: any PurchaseStore, cache: PurchaseReadCache, announce: @escaping @Sendable ([CacheMessage]) -> Void) {
-        self.inner = inner
         self.cache = cache
-        self.announce = announce
+        super.init(inner: inner, announce: announce)
         cache.attachRefresh { [inner] project, userId in try Self.slimHoldings(inner, userId: userId, project: project) }
     }
 
@@ -27,14 +24,8 @@ public final class CachedPurchaseStore: PurchaseStore {
             project.id, environment: transaction.environment.rawValue,
             originalTransactionId: transaction.originalTransactionId)]
         if let userId { messages.append(.user(project.id, userId: userId)) }
-        do {
-            let recorded = try inner.recordTransaction(
-                transaction, userId: userId, deviceId: deviceId, project: project, now: now)
-            announce(messages)
-            return recorded
-        } catch let error as DomainError where error.code == .serviceUnavailable {
-            announce(messages)
-            throw error
+        return try announcing(messages) {
+            try inner.recordTransaction(transaction, userId: userId, deviceId: deviceId, project: project, now: now)
         }
     }
 
@@ -51,14 +42,9 @@ public final class CachedPurchaseStore: PurchaseStore {
                                       originalTransactionId: t.originalTransactionId))
         }
         if let userId { messages.append(.user(project.id, userId: userId)) }
-        do {
-            let recorded = try inner.recordTransactions(
+        return try announcing(messages) {
+            try inner.recordTransactions(
                 transactions, source: source, userId: userId, deviceId: deviceId, project: project, now: now)
-            if !messages.isEmpty { announce(messages) }
-            return recorded
-        } catch let error as DomainError where error.code == .serviceUnavailable {
-            if !messages.isEmpty { announce(messages) }
-            throw error
         }
     }
 
@@ -125,16 +111,7 @@ public final class CachedPurchaseStore: PurchaseStore {
 
 /// An `AppTransactionStore` that announces the users whose answer a write changed (the one posted, and the one it
 /// was bound to before), after the inner call returns.
-public final class AnnouncingAppTransactionStore: AppTransactionStore {
-    private let inner: any AppTransactionStore
-    private let announce: @Sendable ([CacheMessage]) -> Void
-
-    /// Wraps `inner`.
-    public init(inner: any AppTransactionStore, announce: @escaping @Sendable ([CacheMessage]) -> Void) {
-        self.inner = inner
-        self.announce = announce
-    }
-
+public final class AnnouncingAppTransactionStore: AnnouncingStore<any AppTransactionStore>, @unchecked Sendable, AppTransactionStore {
     public func recordAppTransaction(_ facts: AppTransactionFacts, userId: String?, project: Project, now: Date) throws
         -> RecordedAppTransaction
     {
@@ -156,16 +133,7 @@ public final class AnnouncingAppTransactionStore: AppTransactionStore {
 
 /// A `NotificationStore` that announces the purchase a processed notification changed (every user bound to it
 /// reads again), after the inner call returns.
-public final class AnnouncingNotificationStore: NotificationStore {
-    private let inner: any NotificationStore
-    private let announce: @Sendable ([CacheMessage]) -> Void
-
-    /// Wraps `inner`.
-    public init(inner: any NotificationStore, announce: @escaping @Sendable ([CacheMessage]) -> Void) {
-        self.inner = inner
-        self.announce = announce
-    }
-
+public final class AnnouncingNotificationStore: AnnouncingStore<any NotificationStore>, @unchecked Sendable, NotificationStore {
     public func recordNotification(_ notification: NotificationFacts, project: Project, now: Date) throws
         -> NotificationOutcome
     {
@@ -184,13 +152,8 @@ public final class AnnouncingNotificationStore: NotificationStore {
                                                 originalTransactionId: r.originalTransactionId)
             if !messages.contains(message) { messages.append(message) }
         }
-        do {
-            let outcome = try inner.recordNotification(notification, project: project, now: now)
-            if outcome == .processed, !messages.isEmpty { announce(messages) }
-            return outcome
-        } catch let error as DomainError where error.code == .serviceUnavailable {
-            if !messages.isEmpty { announce(messages) }
-            throw error
+        return try announcing(messages, changed: { $0 == .processed }) {
+            try inner.recordNotification(notification, project: project, now: now)
         }
     }
 
