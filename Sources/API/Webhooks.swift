@@ -91,7 +91,7 @@ struct WebhooksController: APIController {
         let query = request.queryItems()
         var status: WebhookDeliveryStatus?
         if let raw = query.last(where: { $0.name == "status" })?.value {
-            guard let parsed = WebhookDeliveryStatus(text: raw) else {
+            guard let parsed = WebhookDeliveryStatus(rawValue: raw) else {
                 throw HTTPError.validation(
                     [ErrorDetail(path: ["status"], message: "Invalid enum value. Expected 'pending' | 'delivered' | 'failed'")],
                     suggestion: "Omit status, or pass pending, delivered or failed.")

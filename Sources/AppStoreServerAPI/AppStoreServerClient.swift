@@ -113,7 +113,7 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
             guard let text = value.stringValue else { throw Self.invalid("signedTransactions[] is not a string") }
             return text
         }
-        return TransactionHistoryPage(signedTransactions: signed, revision: try Self.optionalString(object, "revision"),
+        return TransactionHistoryPage(signedItems: signed, next: try Self.optionalString(object, "revision"),
                                       hasMore: try Self.bool(object, "hasMore"))
     }
 
@@ -129,7 +129,7 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
             guard let item = value.objectValue else { throw Self.invalid("notificationHistory[] is not an object") }
             return try Self.string(item, "signedPayload")
         }
-        return NotificationHistoryPage(signedPayloads: payloads, paginationToken: try Self.optionalString(object, "paginationToken"),
+        return NotificationHistoryPage(signedItems: payloads, next: try Self.optionalString(object, "paginationToken"),
                                        hasMore: try Self.bool(object, "hasMore"))
     }
 

@@ -40,20 +40,23 @@ public struct SealedSecret: Sendable, Equatable {
     }
 }
 
-/// Credentials as the store keeps them: the metadata and the sealed private key (a PKCS#8 PEM in clear only
-/// inside the sealer).
-public struct StoredAppStoreCredentials: Sendable, Equatable {
+/// A key as a store keeps it: what front ends may show, and the private key (a PKCS#8 PEM in clear only inside the
+/// sealer) sealed.
+public struct SealedKey<Public: Sendable & Equatable>: Sendable, Equatable {
     /// What front ends may show.
-    public var credentials: AppStoreCredentials
+    public var publicHalf: Public
     /// The private key, sealed.
     public var sealedPrivateKey: SealedSecret
 
     /// Creates a value.
-    public init(credentials: AppStoreCredentials, sealedPrivateKey: SealedSecret) {
-        self.credentials = credentials
+    public init(publicHalf: Public, sealedPrivateKey: SealedSecret) {
+        self.publicHalf = publicHalf
         self.sealedPrivateKey = sealedPrivateKey
     }
 }
+
+/// Credentials as the store keeps them: the metadata and the sealed private key.
+public typealias StoredAppStoreCredentials = SealedKey<AppStoreCredentials>
 
 /// Credentials opened for use (signing Apple's JWT): the only value that holds the private key in clear.
 ///

@@ -143,39 +143,29 @@ public struct SignedSubscriptionStatus: Sendable, Equatable {
     }
 }
 
-/// One page of a customer's transaction history (unverified JWS strings).
-public struct TransactionHistoryPage: Sendable, Equatable {
-    /// The signed transactions on this page.
-    public var signedTransactions: [String]
-    /// Pass to the next call to continue.
-    public var revision: String?
+/// One page of one of Apple's signed histories (unverified JWS strings), in the order Apple lists them.
+public struct SignedHistoryPage: Sendable, Equatable {
+    /// The signed items on this page.
+    public var signedItems: [String]
+    /// Pass to the next call to continue (Apple's `revision` or `paginationToken`).
+    public var next: String?
     /// Whether more pages follow.
     public var hasMore: Bool
 
     /// Creates a value.
-    public init(signedTransactions: [String], revision: String?, hasMore: Bool) {
-        self.signedTransactions = signedTransactions
-        self.revision = revision
+    public init(signedItems: [String], next: String?, hasMore: Bool) {
+        self.signedItems = signedItems
+        self.next = next
         self.hasMore = hasMore
     }
 }
 
-/// One page of Notification History (unverified `signedPayload` strings, as the webhook would have received them).
-public struct NotificationHistoryPage: Sendable, Equatable {
-    /// The notifications' signed payloads, oldest first as Apple lists them.
-    public var signedPayloads: [String]
-    /// Pass to the next call to continue.
-    public var paginationToken: String?
-    /// Whether more pages follow.
-    public var hasMore: Bool
+/// One page of a customer's transaction history: signed transactions, `next` is the `revision`.
+public typealias TransactionHistoryPage = SignedHistoryPage
 
-    /// Creates a value.
-    public init(signedPayloads: [String], paginationToken: String?, hasMore: Bool) {
-        self.signedPayloads = signedPayloads
-        self.paginationToken = paginationToken
-        self.hasMore = hasMore
-    }
-}
+/// One page of Notification History: the notifications' `signedPayload` strings as the webhook would have received
+/// them, oldest first; `next` is the `paginationToken`.
+public typealias NotificationHistoryPage = SignedHistoryPage
 
 /// The body of Send Consumption Information in Apple's current (v2) format. Apple refuses any
 /// `customerConsented` other than `true`, so the value carries none: the client always sends `true`, and the use

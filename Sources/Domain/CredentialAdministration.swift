@@ -51,16 +51,16 @@ public struct CredentialAdministration: Sendable {
         let sealed = try sealer.seal(Array(pem.utf8), associatedData: Self.associatedData(projectId))
         let at = now()
         let stored = try store.setCredentials(projectId: projectId, StoredAppStoreCredentials(
-            credentials: AppStoreCredentials(
+            publicHalf: AppStoreCredentials(
                 issuerId: issuerId.lowercased(), keyId: keyId, keyFingerprint: inspected.fingerprint,
                 createdAt: at, updatedAt: at),
             sealedPrivateKey: sealed))
-        return stored.credentials
+        return stored.publicHalf
     }
 
     /// The project's credentials (metadata only).
     public func credentials(projectId: UUID) throws -> AppStoreCredentials {
-        try stored(projectId: projectId).credentials
+        try stored(projectId: projectId).publicHalf
     }
 
     /// Deletes the project's credentials.
@@ -77,7 +77,7 @@ public struct CredentialAdministration: Sendable {
         let stored = try stored(projectId: projectId)
         let sealer = try requireSealer()
         let bytes = try sealer.open(stored.sealedPrivateKey, associatedData: Self.associatedData(projectId))
-        return UnsealedAppStoreCredentials(credentials: stored.credentials,
+        return UnsealedAppStoreCredentials(credentials: stored.publicHalf,
                                            privateKeyPEM: String(decoding: bytes, as: UTF8.self))
     }
 

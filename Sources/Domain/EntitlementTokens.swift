@@ -141,19 +141,9 @@ public struct SigningKey: Sendable, Equatable {
     }
 }
 
-/// A signing key as stored: public half and the sealed private key (a PKCS#8 PEM in clear only inside the sealer).
-public struct StoredSigningKey: Sendable, Equatable {
-    /// The public half.
-    public var key: SigningKey
-    /// The PKCS#8 PEM, sealed with associated data `EntitlementTokens.associatedData(kid:)`.
-    public var sealedPrivateKey: SealedSecret
-
-    /// Creates a value.
-    public init(key: SigningKey, sealedPrivateKey: SealedSecret) {
-        self.key = key
-        self.sealedPrivateKey = sealedPrivateKey
-    }
-}
+/// A signing key as stored: public half and the sealed private key, sealed with associated data
+/// `EntitlementTokens.associatedData(kid:)`.
+public typealias StoredSigningKey = SealedKey<SigningKey>
 
 /// A freshly generated or opened signing key: the only value that holds the private key in clear.
 ///
@@ -204,17 +194,17 @@ public protocol SigningKeyStore: Sendable {
 public struct IssuedEntitlementToken: Sendable, Equatable {
     /// The compact JWS.
     public var token: String
-    /// Its `exp`.
-    public var expiresAt: Date
     /// Its claims, as signed.
     public var claims: EntitlementTokenClaims
 
     /// Creates a value.
-    public init(token: String, expiresAt: Date, claims: EntitlementTokenClaims) {
+    public init(token: String, claims: EntitlementTokenClaims) {
         self.token = token
-        self.expiresAt = expiresAt
         self.claims = claims
     }
+
+    /// Its `exp`, as an instant.
+    public var expiresAt: Date { Date(timeIntervalSince1970: TimeInterval(claims.expiresAt)) }
 }
 
 /// The entitlement-token use cases: issue a token, publish the keys, make the first key, rotate keys. Shared by the
@@ -256,11 +246,10 @@ public struct EntitlementTokens: Sendable {
         let claims = EntitlementTokenRules.claims(issuer: issuer, userId: userId, project: project, summary: summary,
                                                   at: at)
         let stored = try store.currentSigningKey() ?? createFirstKey(sealer)
-        let pem = try sealer.open(stored.sealedPrivateKey, associatedData: Self.associatedData(kid: stored.key.kid))
-        let token = try signer.sign(claims, with: SigningPrivateKey(kid: stored.key.kid,
+        let pem = try sealer.open(stored.sealedPrivateKey, associatedData: Self.associatedData(kid: stored.publicHalf.kid))
+        let token = try signer.sign(claims, with: SigningPrivateKey(kid: stored.publicHalf.kid,
                                                                     pkcs8PEM: String(decoding: pem, as: UTF8.self)))
-        return IssuedEntitlementToken(token: token, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.expiresAt)),
-                                      claims: claims)
+        return IssuedEntitlementToken(token: token, claims: claims)
     }
 
     /// The keys `GET /.well-known/jwks.json` publishes (`EntitlementTokenRules.published`).
@@ -270,15 +259,15 @@ public struct EntitlementTokens: Sendable {
 
     /// The current key, generated and stored when there is none (first start; concurrent starts keep one).
     public func ensureCurrentKey() throws -> SigningKey {
-        if let current = try store.currentSigningKey() { return current.key }
-        return try createFirstKey(try requireSealer()).key
+        if let current = try store.currentSigningKey() { return current.publicHalf }
+        return try createFirstKey(try requireSealer()).publicHalf
     }
 
     /// Makes a new current key; the replaced one stays published (`EntitlementTokenRules.published`).
     public func rotate() throws -> (current: SigningKey, previous: SigningKey?) {
         let sealed = try generateSealed(try requireSealer())
-        let previous = try store.rotateSigningKey(to: sealed, now: sealed.key.createdAt)
-        return (sealed.key, previous)
+        let previous = try store.rotateSigningKey(to: sealed, now: sealed.publicHalf.createdAt)
+        return (sealed.publicHalf, previous)
     }
 
     private func createFirstKey(_ sealer: any CredentialSealing) throws -> StoredSigningKey {
@@ -289,7 +278,7 @@ public struct EntitlementTokens: Sendable {
         let (publicKey, privateKey) = try signer.generateKey(now: now())
         let sealed = try sealer.seal(Array(privateKey.pkcs8PEM.utf8),
                                      associatedData: Self.associatedData(kid: publicKey.kid))
-        return StoredSigningKey(key: publicKey, sealedPrivateKey: sealed)
+        return StoredSigningKey(publicHalf: publicKey, sealedPrivateKey: sealed)
     }
 
     private func requireSealer() throws -> any CredentialSealing {

@@ -360,7 +360,7 @@ public struct Reconciliation: Sendable {
                 break
             }
             pages += 1
-            for payload in page.signedPayloads {
+            for payload in page.signedItems {
                 do {
                     let facts = try verifier.verifyNotification(payload, for: project)
                     let (outcome, change) = try store.applyRecovered(facts, project: project, runId: state.report.runId,
@@ -381,7 +381,7 @@ public struct Reconciliation: Sendable {
                 }
             }
             guard page.hasMore else { break }
-            guard let next = page.paginationToken, next != token else {
+            guard let next = page.next, next != token else {
                 complete = false
                 state.problem(ReconcileProblem(stage: state.stage, environment: environment,
                                                message: "Apple said more pages follow but gave no new paginationToken"))

@@ -57,28 +57,14 @@ public struct StoredWebhookEndpoint: Sendable, Equatable {
     }
 }
 
-/// The state of an event in the outbox.
-public struct WebhookDeliveryStatus: Hashable, Sendable, CustomStringConvertible {
-    /// `pending`, `delivered` or `failed`.
-    public let rawValue: String
-    private init(_ rawValue: String) { self.rawValue = rawValue }
-
+/// The state of an event in the outbox; `rawValue` is the stored and wire text.
+public enum WebhookDeliveryStatus: String, Sendable, CustomStringConvertible {
     /// To be sent (or being sent, or waiting for a retry or for an earlier event of the same user).
-    public static let pending = WebhookDeliveryStatus("pending")
+    case pending
     /// A 2xx answered it.
-    public static let delivered = WebhookDeliveryStatus("delivered")
+    case delivered
     /// No 2xx within the maximum age; `POST …/retry` sends it again.
-    public static let failed = WebhookDeliveryStatus("failed")
-
-    /// The status named `text`, if any.
-    public init?(text: String) {
-        switch text {
-        case "pending": self = .pending
-        case "delivered": self = .delivered
-        case "failed": self = .failed
-        default: return nil
-        }
-    }
+    case failed
 
     /// See `rawValue`.
     public var description: String { rawValue }

@@ -25,7 +25,7 @@ public final class PostgresCredentialStore: PostgresStore, @unchecked Sendable, 
     public func setCredentials(projectId: UUID, _ stored: StoredAppStoreCredentials) throws
         -> StoredAppStoreCredentials
     {
-        let c = stored.credentials
+        let c = stored.publicHalf
         return try StorageErrors.mapping("set app store credentials") {
             try pool.withConnection { connection in
                 let rows = try connection.query("""
@@ -86,7 +86,7 @@ public final class PostgresCredentialStore: PostgresStore, @unchecked Sendable, 
 
     static func credentials(from row: Row) throws -> StoredAppStoreCredentials {
         StoredAppStoreCredentials(
-            credentials: AppStoreCredentials(
+            publicHalf: AppStoreCredentials(
                 issuerId: try row.decode("issuer_id", as: String.self),
                 keyId: try row.decode("key_id", as: String.self),
                 keyFingerprint: try row.decode("key_fingerprint", as: String.self),

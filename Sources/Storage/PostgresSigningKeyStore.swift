@@ -49,7 +49,7 @@ public final class PostgresSigningKeyStore: PostgresStore, @unchecked Sendable, 
                 let retired = try connection.query("""
                     UPDATE signing_keys SET retired_at = \(now) WHERE retired_at IS NULL
                     RETURNING \(unsafeSQL: Self.columns)
-                    """).first.map(Self.stored(from:))?.key
+                    """).first.map(Self.stored(from:))?.publicHalf
                 try Self.insert(key, connection)
                 return retired
             }
@@ -62,7 +62,7 @@ public final class PostgresSigningKeyStore: PostgresStore, @unchecked Sendable, 
             try pool.withConnection { connection in
                 try connection.query("""
                     SELECT \(unsafeSQL: Self.columns) FROM signing_keys ORDER BY created_at DESC, kid LIMIT 50
-                    """).map { try Self.stored(from: $0).key }
+                    """).map { try Self.stored(from: $0).publicHalf }
             }
         }
     }
@@ -75,14 +75,14 @@ public final class PostgresSigningKeyStore: PostgresStore, @unchecked Sendable, 
         try connection.execute("""
             INSERT INTO signing_keys (kid, public_x, public_y, sealed_private_key, encryption_key_id, created_at,
                 retired_at)
-            VALUES (\(key.key.kid), \(key.key.x), \(key.key.y), \(key.sealedPrivateKey.bytes),
-                \(key.sealedPrivateKey.keyId), \(key.key.createdAt), \(Bind.date(key.key.retiredAt)))
+            VALUES (\(key.publicHalf.kid), \(key.publicHalf.x), \(key.publicHalf.y), \(key.sealedPrivateKey.bytes),
+                \(key.sealedPrivateKey.keyId), \(key.publicHalf.createdAt), \(Bind.date(key.publicHalf.retiredAt)))
             """)
     }
 
     private static func stored(from row: Row) throws -> StoredSigningKey {
         StoredSigningKey(
-            key: SigningKey(
+            publicHalf: SigningKey(
                 kid: try row.decode("kid", as: String.self), x: try row.decode("public_x", as: String.self),
                 y: try row.decode("public_y", as: String.self), createdAt: try row.decode("created_at", as: Date.self),
                 retiredAt: try row.decode("retired_at", as: Date?.self)),

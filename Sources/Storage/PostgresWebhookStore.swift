@@ -145,7 +145,7 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
             out.append(WebhookDelivery(
                 eventId: try row.decode("id", as: String.self), type: try row.decode("type", as: String.self),
                 userId: try row.decode("user_id", as: String?.self),
-                status: WebhookDeliveryStatus(text: try row.decode("status", as: String.self)) ?? .pending,
+                status: WebhookDeliveryStatus(rawValue: try row.decode("status", as: String.self)) ?? .pending,
                 createdAt: try row.decode("created_at", as: Date.self),
                 nextAttemptAt: try row.decode("next_attempt_at", as: Date?.self),
                 deliveredAt: try row.decode("delivered_at", as: Date?.self), attempts: []))

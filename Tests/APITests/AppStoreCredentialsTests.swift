@@ -284,7 +284,7 @@ final class CredentialAdministrationTests: XCTestCase {
         XCTAssertEqual(lines.count, 3)
         XCTAssertEqual(Set(h.credentials.rows.values.map(\.sealedPrivateKey.keyId)), [FakeSealer.keyB])
         // Only the encryption changed: metadata and updated_at are the credentials', untouched.
-        XCTAssertEqual(h.credentials.rows.mapValues(\.credentials), before.mapValues(\.credentials))
+        XCTAssertEqual(h.credentials.rows.mapValues(\.publicHalf), before.mapValues(\.publicHalf))
         // Without the previous key, everything still opens.
         let only = make(h, FakeSealer(keyIds: [FakeSealer.keyB]))
         for id in [projectId, second.id] {

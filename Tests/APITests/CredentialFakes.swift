@@ -100,7 +100,7 @@ final class FakeCredentialStore: AppStoreCredentialStore, Sendable {
             try failIfNeeded(s.failure)
             guard exists else { throw DomainError(.projectNotFound, "No project with that id.") }
             var next = credentials
-            if let old = s.rows[projectId] { next.credentials.createdAt = old.credentials.createdAt }
+            if let old = s.rows[projectId] { next.publicHalf.createdAt = old.publicHalf.createdAt }
             s.rows[projectId] = next
             return next
         }

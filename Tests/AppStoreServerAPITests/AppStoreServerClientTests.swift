@@ -109,10 +109,10 @@ final class AppStoreServerClientTests: XCTestCase {
         apple.setTransactionHistory("55", pages: [["a.1.s", "a.2.s"], ["b.1.s"]], environment: .production)
         let client = try client()
         let first = try client.transactionHistory(transactionId: "55", revision: nil, environment: .production, credentials: credentials())
-        XCTAssertEqual(first, TransactionHistoryPage(signedTransactions: ["a.1.s", "a.2.s"], revision: "revision-1", hasMore: true))
-        let second = try client.transactionHistory(transactionId: "55", revision: first.revision, environment: .production,
+        XCTAssertEqual(first, TransactionHistoryPage(signedItems: ["a.1.s", "a.2.s"], next: "revision-1", hasMore: true))
+        let second = try client.transactionHistory(transactionId: "55", revision: first.next, environment: .production,
                                                    credentials: credentials())
-        XCTAssertEqual(second, TransactionHistoryPage(signedTransactions: ["b.1.s"], revision: "revision-2", hasMore: false))
+        XCTAssertEqual(second, TransactionHistoryPage(signedItems: ["b.1.s"], next: "revision-2", hasMore: false))
         XCTAssertEqual(apple.requests.map(\.path), ["/inApps/v2/history/55", "/inApps/v2/history/55"])
         XCTAssertEqual(apple.requests.map { $0.query.map(\.value) }, [[], ["revision-1"]])
     }
@@ -123,10 +123,10 @@ final class AppStoreServerClientTests: XCTestCase {
         let start = Date(timeIntervalSince1970: 1_700_000_000.123), end = Date(timeIntervalSince1970: 1_700_086_400)
         let first = try client.notificationHistory(from: start, to: end, paginationToken: nil, environment: .production,
                                                    credentials: credentials())
-        XCTAssertEqual(first, NotificationHistoryPage(signedPayloads: ["n.1.s"], paginationToken: "page-1", hasMore: true))
+        XCTAssertEqual(first, NotificationHistoryPage(signedItems: ["n.1.s"], next: "page-1", hasMore: true))
         let second = try client.notificationHistory(from: start, to: end, paginationToken: "page-1", environment: .production,
                                                     credentials: credentials())
-        XCTAssertEqual(second, NotificationHistoryPage(signedPayloads: ["n.2.s", "n.3.s"], paginationToken: "page-2", hasMore: false))
+        XCTAssertEqual(second, NotificationHistoryPage(signedItems: ["n.2.s", "n.3.s"], next: "page-2", hasMore: false))
         let requests = apple.requests
         XCTAssertEqual(requests.map(\.method), ["POST", "POST"])
         XCTAssertEqual(requests.first?.jsonBody, ["startDate": 1_700_000_000_123, "endDate": 1_700_086_400_000])

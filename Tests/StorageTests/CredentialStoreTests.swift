@@ -11,7 +11,7 @@ final class CredentialStoreTests: XCTestCase {
     func credentials(keyId: String = "2X9R4HXF34", sealed: [UInt8] = [1, 2, 3, 4], encryptionKeyId: String = keyA,
                      at: Date = Fixtures.t0) -> StoredAppStoreCredentials {
         StoredAppStoreCredentials(
-            credentials: AppStoreCredentials(
+            publicHalf: AppStoreCredentials(
                 issuerId: "57246542-96fe-1a63-e053-0824d011072a", keyId: keyId,
                 keyFingerprint: String(repeating: "ab", count: 32), createdAt: at, updatedAt: at),
             sealedPrivateKey: SealedSecret(keyId: encryptionKeyId, bytes: sealed))
@@ -31,7 +31,7 @@ final class CredentialStoreTests: XCTestCase {
         // A re-set replaces everything but created_at.
         let second = credentials(keyId: "ABCDEFGHIJ", sealed: [9, 9], encryptionKeyId: Self.keyB, at: Fixtures.at(1))
         var expected = second
-        expected.credentials.createdAt = Fixtures.t0
+        expected.publicHalf.createdAt = Fixtures.t0
         XCTAssertEqual(try store.setCredentials(projectId: project.id, second), expected)
         XCTAssertEqual(try store.credentials(projectId: project.id), expected)
         XCTAssertEqual(try s.count("SELECT count(*) FROM app_store_credentials"), 1)
@@ -86,7 +86,7 @@ final class CredentialStoreTests: XCTestCase {
         XCTAssertTrue(try store.replaceSealedPrivateKey(projectId: a.id, old: old, new: new))
         let after = try XCTUnwrap(try store.credentials(projectId: a.id))
         XCTAssertEqual(after.sealedPrivateKey, new)
-        XCTAssertEqual(after.credentials, stored.credentials, "updated_at is about the credentials, not the sealing")
+        XCTAssertEqual(after.publicHalf, stored.publicHalf, "updated_at is about the credentials, not the sealing")
         XCTAssertEqual(try store.credentials(projectId: b.id)?.sealedPrivateKey.bytes, [2, 2])
     }
 
