@@ -68,6 +68,9 @@ public struct APIDependencies: Sendable {
     /// Accounts and their API keys (`bk_…` on the admin routes); nil: the admin token only, and the account routes
     /// answer 503.
     public let accounts: (any AccountStore)?
+    /// Members (people with a password, `/v1/admin/accounts/:id/members`) and the cryptography they need; nil: the
+    /// member routes answer 503 and sign-in takes only the admin token.
+    public let members: (store: any MemberStore, crypto: any MemberCryptography)?
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -93,6 +96,7 @@ public struct APIDependencies: Sendable {
         adminAuthFailures: FailureLockout = FailureLockout(), consoleSessions: (any ConsoleSessionStore)? = nil,
         console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
         accounts: (any AccountStore)? = nil,
+        members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -120,6 +124,7 @@ public struct APIDependencies: Sendable {
         self.console = console
         self.overview = overview
         self.accounts = accounts
+        self.members = members
         self.now = now
         self.log = log
     }

@@ -117,6 +117,7 @@ extension ServeCommand {
             console: console,
             overview: PostgresOverviewMetricsStore(pool: database.pool),
             accounts: PostgresAccountStore(pool: database.pool),
+            members: (PostgresMemberStore(pool: database.pool), OpenSSLMemberCryptography()),
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
         var services: [any Service] = [monitor, caches, deriver]
