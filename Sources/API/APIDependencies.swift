@@ -70,6 +70,9 @@ public struct APIDependencies: Sendable {
     public let accounts: (any AccountStore)?
     /// Usage counts and quotas per account (issue 24); nil: no quotas, usage routes answer 503.
     public let usage: UsageMeter?
+    /// Members (people with a password, `/v1/admin/accounts/:id/members`) and the cryptography they need; nil: the
+    /// member routes answer 503 and sign-in takes only the admin token.
+    public let members: (store: any MemberStore, crypto: any MemberCryptography)?
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -95,6 +98,7 @@ public struct APIDependencies: Sendable {
         adminAuthFailures: FailureLockout = FailureLockout(), consoleSessions: (any ConsoleSessionStore)? = nil,
         console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
         accounts: (any AccountStore)? = nil, usage: UsageMeter? = nil,
+        members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -123,6 +127,7 @@ public struct APIDependencies: Sendable {
         self.overview = overview
         self.accounts = accounts
         self.usage = usage
+        self.members = members
         self.now = now
         self.log = log
     }

@@ -23,6 +23,8 @@ struct AdminAuth: Sendable {
     let accounts: AccountAdministration?
     /// Which account owns the project a key asks about (`RouteScope.project`).
     let projects: any ProjectStore
+    /// Members: invites, sign-in with email and password; nil when the executable wired no member store.
+    let members: MemberAdministration?
 
     /// The admin side of `deps`, digests derived once at start-up.
     init(_ deps: APIDependencies, keys: KeyAuth) {
@@ -31,6 +33,9 @@ struct AdminAuth: Sendable {
             AccountAdministration(store: $0, projects: deps.projects, hasher: deps.hasher, now: deps.now)
         }
         projects = deps.projects
+        members = deps.members.map {
+            MemberAdministration(store: $0.store, crypto: $0.crypto, hasher: deps.hasher, sealer: deps.sealer, now: deps.now)
+        }
         if let token = deps.adminToken, !token.isEmpty {
             digest = deps.hasher.hash(token)
             fingerprint = ConsoleSessionRules.adminFingerprint(adminToken: token, hasher: deps.hasher)
@@ -93,21 +98,25 @@ struct AdminAuth: Sendable {
     func authenticatingConsoleSession(_ request: Request) throws -> Request {
         guard !request.headers.contains("Authorization"), let digest, !digest.isEmpty,
               let token, let session = Self.sessionCookie(request) else { return request }
-        guard try liveSession(session) != nil else { throw HTTPError.consoleSessionInvalid }
+        guard let live = try liveSession(session) else { throw HTTPError.consoleSessionInvalid }
         if request.method != .get && request.method != .head {
             try checkCSRF(request, sessionToken: session)
         }
+        // A member's session stays a cookie: `authenticate` resolves it to the member (`memberSession`).
+        if live.principal != .operator { return request }
         var authenticated = request
         authenticated.headers.set("Authorization", "Bearer " + token)
         return authenticated
     }
 
-    /// The session of `token` when it is live and was opened with the server's current admin token (fingerprints
-    /// compared in constant time); nil otherwise, so a changed token ends every session at once.
+    /// The session of `token` when it is live and, for the operator's, was opened with the server's current admin
+    /// token (fingerprints compared in constant time); nil otherwise, so a changed token ends every operator session
+    /// at once. A member's session is live while the member is (the store reads their current role).
     func liveSession(_ token: String) throws -> ConsoleSession? {
         guard let fingerprint,
-              let session = try sessionStore().session(tokenHash: hasher.hash(token), at: now()),
-              ProjectKeys.constantTimeEquals(session.adminFingerprint, fingerprint) else { return nil }
+              let session = try sessionStore().session(tokenHash: hasher.hash(token), at: now()) else { return nil }
+        if session.principal != .operator { return session }
+        guard ProjectKeys.constantTimeEquals(session.adminFingerprint, fingerprint) else { return nil }
         return session
     }
 

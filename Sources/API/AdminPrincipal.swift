@@ -66,6 +66,7 @@ extension AdminAuth {
             failures.recordSuccess(request.clientKey.description)
             return principal
         }
+        if let member = try memberSession(request) { return member }
         try authorize(request)
         return .operator
     }

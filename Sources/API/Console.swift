@@ -33,6 +33,7 @@ struct ConsoleController: APIController {
         try admin.checkLockout(request)
         let store = try admin.sessionStore()
         let body = try RequestBody.object(request, suggestion: Self.signInSuggestion)
+        if body.contains(key: "email") || body.contains(key: "password") { return try memberSignIn(request, body) }
         var fields = FieldValidator(body)
         let token = fields.string("token", required: true, minLength: 1, maxLength: 1024)
         try fields.check(suggestion: Self.signInSuggestion)
@@ -45,6 +46,11 @@ struct ConsoleController: APIController {
         let expires = now.addingTimeInterval(Double(console.sessionLifetimeSeconds))
         try store.createSession(tokenHash: admin.hasher.hash(sessionToken), adminFingerprint: adminFingerprint,
                                 createdAt: now, expiresAt: expires)
+        return sessionCreated(sessionToken, expires: expires)
+    }
+
+    /// 201 with the session's cookie and CSRF token.
+    func sessionCreated(_ sessionToken: String, expires: Date) -> Response {
         var headers = HTTPHeaders()
         headers.add("Set-Cookie", cookie(value: sessionToken, maxAge: console.sessionLifetimeSeconds))
         headers.add("Cache-Control", "no-store")

@@ -238,6 +238,8 @@ enum ErrorMapping {
             }
         case .permissionDenied, .accountNotFound, .accountHasProjects, .apiKeyNotFound:
             return HTTPError.accessError(error)
+        case .memberNotFound, .memberEmailTaken, .lastOwner, .inviteInvalid:
+            return HTTPError.memberError(error)
         case .appAccountTokenMismatch:
             return HTTPError(
                 status: 403, code: error.code.rawValue, message: error.message, suggestion: appAccountTokenSuggestion)
@@ -255,6 +257,10 @@ enum ErrorMapping {
                 var webhook = HTTPError.encryptionKeyMissing
                 webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
                 return webhook
+            case .storeMemberSecret:
+                var totp = HTTPError.encryptionKeyMissing
+                totp.message = "The TOTP secret cannot be stored: the server has no encryption key."
+                return totp
             }
         case .entitlementTokensDisabled:
             return .entitlementTokensDisabled

@@ -59,6 +59,7 @@ public enum Routes {
             ReconciliationController(reconciler: deps.reconciliation),
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
             ConsoleController(admin: admin, console: deps.console),
+            MembersController(admin: admin),
             CustomersController(
                 projects: deps.projects,
                 support: CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now),
@@ -127,6 +128,8 @@ struct ErrorContext: Sendable {
         case signTokens
         /// Storing a webhook's signing secret.
         case storeWebhookSecret
+        /// Storing a member's TOTP secret.
+        case storeMemberSecret
     }
 
     /// What an unknown product is on this route.

@@ -120,6 +120,7 @@ extension ServeCommand {
             overview: PostgresOverviewMetricsStore(pool: database.pool),
             accounts: PostgresAccountStore(pool: database.pool),
             usage: usage,
+            members: (PostgresMemberStore(pool: database.pool), OpenSSLMemberCryptography()),
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
         var services: [any Service] = [monitor, caches, deriver,

@@ -4,15 +4,26 @@ import COpenSSL
 public enum HMAC {
     /// HMAC-SHA256 of `message` under `key` (32 bytes).
     public static func sha256(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
+        mac(EVP_sha256(), size: 32, key: key, message: message)
+    }
+
+    /// HMAC-SHA1 of `message` under `key` (20 bytes): only for TOTP (RFC 6238's default, what authenticator apps
+    /// compute), never for new designs.
+    public static func sha1(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        mac(EVP_sha1(), size: 20, key: key, message: message)
+    }
+
+    /// The one-shot `HMAC()` with digest `md`, whose output is `size` bytes.
+    private static func mac(_ md: OpaquePointer?, size: Int, key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: size)
         var length: UInt32 = 0
-        // The one-shot HMAC() writes at most EVP_MAX_MD_SIZE; for SHA-256 exactly 32 bytes into `out`.
+        // The one-shot HMAC() writes at most EVP_MAX_MD_SIZE; for `md` exactly `size` bytes into `out`.
         // An empty key is legal (RFC 2104 pads it); pass a valid pointer with length 0 rather than NULL.
         let keyStorage = key.isEmpty ? [UInt8(0)] : key
         keyStorage.withUnsafeBytes { keyBuffer in
             message.withUnsafeBufferPointer { message in
                 out.withUnsafeMutableBufferPointer { out in
-                    _ = COpenSSL.HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(clamping: key.count),
+                    _ = COpenSSL.HMAC(md, keyBuffer.baseAddress, Int32(clamping: key.count),
                                       message.baseAddress, message.count, out.baseAddress, &length)
                 }
             }

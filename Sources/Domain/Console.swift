@@ -54,11 +54,15 @@ public struct ConsoleSession: Sendable, Equatable {
     /// `ConsoleSessionRules.adminFingerprint` of the admin token it was opened with: the session ends when the
     /// server's admin token changes.
     public var adminFingerprint: [UInt8]
+    /// Who the session acts as: `.operator` (opened with the admin token), or a member (opened with their email and
+    /// password; their role read from the member's row, so a session never outlives the member).
+    public var principal: Principal
 
     /// A session.
-    public init(expiresAt: Date, adminFingerprint: [UInt8]) {
+    public init(expiresAt: Date, adminFingerprint: [UInt8], principal: Principal = .operator) {
         self.expiresAt = expiresAt
         self.adminFingerprint = adminFingerprint
+        self.principal = principal
     }
 }
 
@@ -67,6 +71,8 @@ public protocol ConsoleSessionStore: Sendable {
     /// Stores a new session bound to `adminFingerprint` and removes expired ones (so the table stays bounded by
     /// sign-ins per lifetime).
     func createSession(tokenHash: [UInt8], adminFingerprint: [UInt8], createdAt: Date, expiresAt: Date) throws
+    /// Stores a new session of a member (ended when the member is removed, changes role or password).
+    func createMemberSession(tokenHash: [UInt8], accountId: UUID, memberId: UUID, createdAt: Date, expiresAt: Date) throws
     /// The session when it exists and is live at `now`; nil otherwise.
     func session(tokenHash: [UInt8], at now: Date) throws -> ConsoleSession?
     /// Ends the session (sign-out); false when there was none.

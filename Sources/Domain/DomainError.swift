@@ -74,6 +74,14 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let accountHasProjects = Code("ACCOUNT_HAS_PROJECTS")
         /// No API key with that id in the account.
         public static let apiKeyNotFound = Code("API_KEY_NOT_FOUND")
+        /// No member with that id in the account.
+        public static let memberNotFound = Code("MEMBER_NOT_FOUND")
+        /// The account already has a member with that email.
+        public static let memberEmailTaken = Code("MEMBER_EMAIL_TAKEN")
+        /// The change would leave the account without an active owner.
+        public static let lastOwner = Code("LAST_OWNER")
+        /// An invite token that is unknown, used or expired (one answer for the three).
+        public static let inviteInvalid = Code("INVITE_INVALID")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

@@ -18,16 +18,42 @@ public final class PostgresConsoleSessionStore: PostgresStore, @unchecked Sendab
         }
     }
 
-    /// A live session.
+    /// Inserts a member's session (schema/0051: it goes when the member does) and deletes expired ones.
+    public func createMemberSession(tokenHash: [UInt8], accountId: UUID, memberId: UUID, createdAt: Date,
+                                    expiresAt: Date) throws {
+        try StorageErrors.mapping("create member session") {
+            try pool.transaction { connection in
+                _ = try connection.execute("DELETE FROM console_sessions WHERE expires_at <= \(createdAt)")
+                _ = try connection.execute("""
+                    INSERT INTO console_sessions (token_hash, admin_fingerprint, account_id, member_id, created_at,
+                                                  expires_at)
+                    VALUES (\(tokenHash), \([UInt8]()), \(accountId), \(memberId), \(createdAt), \(expiresAt))
+                    """)
+            }
+        }
+    }
+
+    /// A live session; a member's with the member's current role (a member without a password has no session).
     public func session(tokenHash: [UInt8], at now: Date) throws -> ConsoleSession? {
         try StorageErrors.mapping("console session") {
             try pool.withConnection { connection in
                 try connection.query("""
-                    SELECT expires_at, admin_fingerprint FROM console_sessions
-                    WHERE token_hash = \(tokenHash) AND expires_at > \(now)
-                    """).first.map {
-                    ConsoleSession(expiresAt: try $0.decode("expires_at", as: Date.self),
-                                   adminFingerprint: try $0.decode("admin_fingerprint", as: [UInt8].self))
+                    SELECT s.expires_at, s.admin_fingerprint, s.account_id, s.member_id, m.role
+                    FROM console_sessions s
+                    LEFT JOIN members m ON m.account_id = s.account_id AND m.id = s.member_id
+                    WHERE s.token_hash = \(tokenHash) AND s.expires_at > \(now)
+                      AND (s.member_id IS NULL OR m.password_hash IS NOT NULL)
+                    """).first.map { row in
+                    var principal = Principal.operator
+                    if let memberId = try row.decode("member_id", as: UUID?.self),
+                       let accountId = try row.decode("account_id", as: UUID?.self) {
+                        let role = try row.decode("role", as: String?.self).flatMap(Role.init(rawValue:))
+                        guard let role else { throw PostgresProjectStore.missingRow("members.role of a session") }
+                        principal = .member(id: memberId, accountId: accountId, role: role)
+                    }
+                    return ConsoleSession(expiresAt: try row.decode("expires_at", as: Date.self),
+                                          adminFingerprint: try row.decode("admin_fingerprint", as: [UInt8].self),
+                                          principal: principal)
                 }
             }
         }

@@ -36,6 +36,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
     static let operatorStatus: [String: Int] = [
         "DELETE /v1/admin/accounts/{id}": 409,
         "DELETE /v1/admin/accounts/{id}/api-keys/{keyId}": 404,
+        "DELETE /v1/admin/accounts/{id}/members/{memberId}": 404,
         "DELETE /v1/admin/projects/{id}": 204,
         "DELETE /v1/admin/projects/{id}/app-store-credentials": 404,
         "DELETE /v1/admin/projects/{id}/products/{productId}": 404,
@@ -48,6 +49,8 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "GET /v1/admin/accounts/{id}/api-keys": 200,
         "GET /v1/admin/accounts/{id}/quotas": 200,
         "GET /v1/admin/accounts/{id}/usage": 200,
+        "GET /v1/admin/accounts/{id}/members": 200,
+        "GET /v1/admin/accounts/{id}/members/{memberId}": 404,
         "GET /v1/admin/projects": 200,
         "GET /v1/admin/projects/{id}": 200,
         "GET /v1/admin/projects/{id}/app-store-credentials": 404,
@@ -62,10 +65,13 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "GET /v1/admin/projects/{id}/webhook": 404,
         "GET /v1/admin/projects/{id}/webhook/deliveries": 404,
         "PATCH /v1/admin/accounts/{id}": 400,
+        "PATCH /v1/admin/accounts/{id}/members/{memberId}": 400,
         "PATCH /v1/admin/projects/{id}": 400,
         "PUT /v1/admin/accounts/{id}/quotas": 400,
         "POST /v1/admin/accounts": 400,
         "POST /v1/admin/accounts/{id}/api-keys": 400,
+        "POST /v1/admin/accounts/{id}/members": 400,
+        "POST /v1/admin/accounts/{id}/members/{memberId}/totp": 404,
         "POST /v1/admin/projects": 400,
         "POST /v1/admin/projects/{id}/app-store/test-notification": 400,
         "POST /v1/admin/projects/{id}/reconcile": 400,
@@ -93,7 +99,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         let client = try server.client
         let text = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         let operations = OpenAPIPermissions.permissions(inOpenAPI: text).sorted { $0.key < $1.key }
-        XCTAssertEqual(operations.count, 44, "every admin operation but the console's sign-in")
+        XCTAssertEqual(operations.count, 50, "every admin operation but the console's sign-in and the invite's acceptance")
         let roles = try Self.rolePermissions()
         XCTAssertEqual(Set(roles.keys), Set(Self.roles))
 
@@ -184,7 +190,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
             case "{id}": return id
             case "{userId}": return "walk_user"
             case "{productId}": return "com.walk.pro"
-            case "{grantId}", "{keyId}": return UUID().uuidString.lowercased()
+            case "{grantId}", "{keyId}", "{memberId}": return UUID().uuidString.lowercased()
             case "{eventId}": return "evt_00000000000000000000000000"
             case "{token}": return "walk-token"
             case "{transactionId}", "{originalTransactionId}": return "1000000000"

@@ -81,7 +81,7 @@ final class MigrationTests: XCTestCase {
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
         XCTAssertEqual(tables, ["account_quotas", "account_usage", "accounts", "api_keys", "app_store_credentials", "app_transactions", "console_sessions", "consumption_requests", "grants",
-                                "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
+                                "members", "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
                                 "reconcile_runs", "renewal_extensions", "schema_functions", "schema_migrations", "signing_keys",
                                 "subscriptions", "transactions", "webhook_attempts", "webhook_endpoints",
@@ -174,7 +174,7 @@ final class MigrationTests: XCTestCase {
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
                   AND cl.relname NOT IN ('projects', 'schema_migrations', 'schema_functions', 'signing_keys',
-                      'console_sessions', 'accounts', 'api_keys', 'account_usage', 'account_quotas')
+                      'console_sessions', 'accounts', 'api_keys', 'account_usage', 'account_quotas', 'members')
                 """)
             // grants (0014), five webhook tables (0012), purchase_changes (0025), webhook_queue (0030),
             // overview_days, overview_instants, overview_trials (0035) added to 16
@@ -189,19 +189,20 @@ final class MigrationTests: XCTestCase {
                 FROM pg_constraint con
                 JOIN pg_class cl ON cl.oid = con.conrelid
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
-                WHERE con.contype = 'p' AND cl.relname IN ('accounts', 'api_keys', 'account_usage', 'account_quotas')
+                WHERE con.contype = 'p' AND cl.relname IN ('accounts', 'api_keys', 'account_usage', 'account_quotas', 'members')
                 ORDER BY 1
                 """).map { "\(try $0.decode("tbl", as: String.self)).\(try $0.decode("col", as: String.self))" }
             XCTAssertEqual(accountKeys, ["account_quotas.account_id", "account_usage.account_id", "accounts.id",
-                                         "api_keys.account_id"])
-            // Every foreign key includes project_id (or is projects.id itself), except those to accounts.
+                                         "api_keys.account_id", "members.account_id"])
+            // Every foreign key includes project_id (or is projects.id itself), except those to accounts and a
+            // member's console sessions (0051: above the tenants too).
             let fks = try c.query("""
                 SELECT con.conname::text AS name,
                        bool_or(a.attname = 'project_id') AS has_project
                 FROM pg_constraint con
                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = ANY (con.conkey)
                 WHERE con.contype = 'f' AND con.connamespace = 'public'::regnamespace
-                  AND con.confrelid <> 'accounts'::regclass
+                  AND con.confrelid NOT IN ('accounts'::regclass, 'members'::regclass)
                 GROUP BY con.conname
                 """)
             XCTAssertGreaterThanOrEqual(fks.count, 6)
