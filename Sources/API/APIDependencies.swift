@@ -68,6 +68,9 @@ public struct APIDependencies: Sendable {
     /// Accounts and their API keys (`bk_…` on the admin routes); nil: the admin token only, and the account routes
     /// answer 503.
     public let accounts: (any AccountStore)?
+    /// The audit log (`GET /v1/admin/audit-log`, and the entries of changes made outside a store's transaction and of
+    /// failed sign-ins); nil: the route answers 503 and only the stores' own entries are written.
+    public let auditLog: (any AuditLogStore)?
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -92,7 +95,7 @@ public struct APIDependencies: Sendable {
         maxReceiptBodyBytes: Int = 1024 * 1024, maxReceiptRecords: Int = 2_000,
         adminAuthFailures: FailureLockout = FailureLockout(), consoleSessions: (any ConsoleSessionStore)? = nil,
         console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
-        accounts: (any AccountStore)? = nil,
+        accounts: (any AccountStore)? = nil, auditLog: (any AuditLogStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -120,6 +123,7 @@ public struct APIDependencies: Sendable {
         self.console = console
         self.overview = overview
         self.accounts = accounts
+        self.auditLog = auditLog
         self.now = now
         self.log = log
     }

@@ -23,6 +23,9 @@ struct AdminAuth: Sendable {
     let accounts: AccountAdministration?
     /// Which account owns the project a key asks about (`RouteScope.project`).
     let projects: any ProjectStore
+    /// Failed sign-ins and the entries of changes no store wrote (`RouteGate.audited`); nil: not recorded.
+    let auditLog: (any AuditLogStore)?
+    let logLine: @Sendable (String) -> Void
 
     /// The admin side of `deps`, digests derived once at start-up.
     init(_ deps: APIDependencies, keys: KeyAuth) {
@@ -31,6 +34,8 @@ struct AdminAuth: Sendable {
             AccountAdministration(store: $0, projects: deps.projects, hasher: deps.hasher, now: deps.now)
         }
         projects = deps.projects
+        auditLog = deps.auditLog
+        logLine = deps.log
         if let token = deps.adminToken, !token.isEmpty {
             digest = deps.hasher.hash(token)
             fingerprint = ConsoleSessionRules.adminFingerprint(adminToken: token, hasher: deps.hasher)
@@ -71,6 +76,9 @@ struct AdminAuth: Sendable {
     /// without credentials is not a guess and is not counted (the caller answers it without calling this).
     func failed(_ request: Request, _ error: HTTPError) -> HTTPError {
         failures.recordFailure(request.clientKey.description)
+        recordFailedSignIn(request, actor: error.code == HTTPError.invalidAPIKey.code
+            ? AuditActor(type: "api_key", id: nil, label: "api_key:unknown")
+            : AuditActor(.operator))
         return error
     }
 

@@ -46,6 +46,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "GET /v1/admin/accounts": 200,
         "GET /v1/admin/accounts/{id}": 200,
         "GET /v1/admin/accounts/{id}/api-keys": 200,
+        "GET /v1/admin/audit-log": 200,
         "GET /v1/admin/projects": 200,
         "GET /v1/admin/projects/{id}": 200,
         "GET /v1/admin/projects/{id}/app-store-credentials": 404,
@@ -90,7 +91,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         let client = try server.client
         let text = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         let operations = OpenAPIPermissions.permissions(inOpenAPI: text).sorted { $0.key < $1.key }
-        XCTAssertEqual(operations.count, 41, "every admin operation but the console's sign-in")
+        XCTAssertEqual(operations.count, 42, "every admin operation but the console's sign-in")
         let roles = try Self.rolePermissions()
         XCTAssertEqual(Set(roles.keys), Set(Self.roles))
 
@@ -142,6 +143,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
                 if body != nil { headers["Content-Type"] = "application/json" }
                 let r = try client.request(method, path, headers: headers, body: body)
                 cells += 1
+                try AuditLogE2ETests.assertAudited(db, method: method, template: template, r)
                 let label = "\(operation) as \(caller.name): \(r.status) \(r.text)"
                 guard let role = caller.role else {
                     XCTAssertEqual(r.status, Self.operatorStatus[operation], "\(label): add or correct its operatorStatus")
