@@ -7,7 +7,8 @@ import Primitives
 /// whose method is not GET has one (`AuditLogTests` checks it), so a new route cannot change anything unaudited.
 enum AuditActions {
     /// `(method, pattern)` → `(action, target kind, the path parameter naming the target)`; a creation names no
-    /// parameter (its store names the new id).
+    /// parameter (its store names the new id). A customer's routes never name the user (`user`, `grant:<id>`): an
+    /// erase leaves no trace of the user id, in the audit log either.
     static let table: [String: (action: String, target: String, parameter: String?)] = {
         let project = "/v1/admin/projects/:id"
         let account = "/v1/admin/accounts/:id"
@@ -30,9 +31,9 @@ enum AuditActions {
             (.post, project + "/app-store/test-notification", "app_store.test_notification", "project", "id"),
             (.post, project + "/subscriptions/:originalTransactionId/extend", "subscription.extend", "subscription",
              "originalTransactionId"),
-            (.post, user + "/grants", "grant.create", "user", "userId"),
+            (.post, user + "/grants", "grant.create", "user", nil),
             (.delete, user + "/grants/:grantId", "grant.delete", "grant", "grantId"),
-            (.delete, user, "customer.erase", "user", "userId"),
+            (.delete, user, "customer.erase", "user", nil),
             (.put, project + "/webhook", "webhook.put", "webhook", "id"),
             (.delete, project + "/webhook", "webhook.delete", "webhook", "id"),
             (.post, project + "/webhook/rotate-secret", "webhook.rotate_secret", "webhook", "id"),

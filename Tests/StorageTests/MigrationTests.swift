@@ -80,7 +80,7 @@ final class MigrationTests: XCTestCase {
         let tables = try pool.withConnection { c in
             try c.query("SELECT tablename::text AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1").map { try $0.decode("t", as: String.self) }
         }
-        XCTAssertEqual(tables, ["accounts", "api_keys", "app_store_credentials", "audit_log", "app_transactions", "console_sessions", "consumption_requests", "grants",
+        XCTAssertEqual(tables, ["accounts", "api_keys", "app_store_credentials", "app_transactions", "audit_log", "console_sessions", "consumption_requests", "grants",
                                 "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
                                 "reconcile_runs", "renewal_extensions", "schema_functions", "schema_migrations", "signing_keys",
