@@ -73,6 +73,9 @@ public struct APIDependencies: Sendable {
     /// Members (people with a password, `/v1/admin/accounts/:id/members`) and the cryptography they need; nil: the
     /// member routes answer 503 and sign-in takes only the admin token.
     public let members: (store: any MemberStore, crypto: any MemberCryptography)?
+    /// The audit log (`GET /v1/admin/audit-log`, and the entries of changes made outside a store's transaction and of
+    /// failed sign-ins); nil: the route answers 503 and only the stores' own entries are written.
+    public let auditLog: (any AuditLogStore)?
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -99,6 +102,7 @@ public struct APIDependencies: Sendable {
         console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
         accounts: (any AccountStore)? = nil, usage: UsageMeter? = nil,
         members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
+        auditLog: (any AuditLogStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -128,6 +132,7 @@ public struct APIDependencies: Sendable {
         self.accounts = accounts
         self.usage = usage
         self.members = members
+        self.auditLog = auditLog
         self.now = now
         self.log = log
     }

@@ -25,6 +25,9 @@ struct AdminAuth: Sendable {
     let projects: any ProjectStore
     /// Members: invites, sign-in with email and password; nil when the executable wired no member store.
     let members: MemberAdministration?
+    /// Failed sign-ins and the entries of changes no store wrote (`RouteGate.audited`); nil: not recorded.
+    let auditLog: (any AuditLogStore)?
+    let logLine: @Sendable (String) -> Void
 
     /// The admin side of `deps`, digests derived once at start-up.
     init(_ deps: APIDependencies, keys: KeyAuth) {
@@ -36,6 +39,8 @@ struct AdminAuth: Sendable {
         members = deps.members.map {
             MemberAdministration(store: $0.store, crypto: $0.crypto, hasher: deps.hasher, sealer: deps.sealer, now: deps.now)
         }
+        auditLog = deps.auditLog
+        logLine = deps.log
         if let token = deps.adminToken, !token.isEmpty {
             digest = deps.hasher.hash(token)
             fingerprint = ConsoleSessionRules.adminFingerprint(adminToken: token, hasher: deps.hasher)
@@ -76,6 +81,14 @@ struct AdminAuth: Sendable {
     /// without credentials is not a guess and is not counted (the caller answers it without calling this).
     func failed(_ request: Request, _ error: HTTPError) -> HTTPError {
         failures.recordFailure(request.clientKey.description)
+        let actor: AuditActor
+        switch error.code {
+        case HTTPError.invalidAPIKey.code: actor = AuditActor(type: "api_key", id: nil, label: "api_key:unknown")
+        case HTTPError.memberSignInFailed.code, HTTPError.totpInvalid.code:
+            actor = AuditActor(type: "member", id: nil, label: "member:unknown")
+        default: actor = AuditActor(.operator)
+        }
+        recordFailedSignIn(request, actor: actor)
         return error
     }
 

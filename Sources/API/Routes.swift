@@ -67,6 +67,7 @@ public enum Routes {
             WebhooksController(administration: deps.webhooks),
             AccountsController(administration: admin.accounts),
             UsageController(meter: deps.usage, now: deps.now),
+            AuditLogController(log: deps.auditLog.map { AuditLog(store: $0) }),
         ]
     }
 }
@@ -273,18 +274,25 @@ struct RouteGate: Sendable {
             return try handler(request)
         case (.admin(let permission), .request(let handler)):
             let request = try admin.authenticatingConsoleSession(request)
-            _ = try admin.principal(request, route: route, permission: permission)
-            return try handler(request)
+            let principal = try admin.principal(request, route: route, permission: permission)
+            return try audited(route, request, actor: AuditActor(principal), principal: principal) {
+                try handler(request)
+            }
         case (.admin(let permission), .principal(let handler)):
             let request = try admin.authenticatingConsoleSession(request)
-            return try handler(request, try admin.principal(request, route: route, permission: permission))
+            let principal = try admin.principal(request, route: route, permission: permission)
+            return try audited(route, request, actor: AuditActor(principal), principal: principal) {
+                try handler(request, principal)
+            }
         case (.adminOrSecretKey(let permission), .request(let handler)):
             let request = try admin.authenticatingConsoleSession(request)
             let projectId = try PathParameters.projectId(request)
+            var principal: Principal?
             if try !admin.authorizedBySecretKey(request, projectId: projectId) {
-                _ = try admin.principal(request, route: route, permission: permission)
+                principal = try admin.principal(request, route: route, permission: permission)
             }
-            return try handler(request)
+            let actor = principal.map(AuditActor.init) ?? .secretKey(projectId: projectId)
+            return try audited(route, request, actor: actor, principal: principal) { try handler(request) }
         case (.publicKey, .request), (_, .project), (.anyone, .principal), (.consoleSession, .principal),
              (.publicKey, .principal), (.adminOrSecretKey, .principal):
             throw RouteDeclarationMismatch(pattern: route.pattern)   // unreachable: `APIRoute`'s initializers pair them

@@ -91,6 +91,7 @@ extension ServeCommand {
         // Native TLS means every console request arrives over HTTPS: the cookie is Secure whatever the variable says.
         var console = settings.console
         if settings.tlsCertificateFile != nil { console.secureCookie = true }
+        let auditLog = PostgresAuditLog(pool: database.pool)
         let dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
@@ -121,6 +122,7 @@ extension ServeCommand {
             accounts: PostgresAccountStore(pool: database.pool),
             usage: usage,
             members: (PostgresMemberStore(pool: database.pool), OpenSSLMemberCryptography()),
+            auditLog: auditLog,
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
         var services: [any Service] = [monitor, caches, deriver,
@@ -137,6 +139,7 @@ extension ServeCommand {
                 return 2
             }
         }
+        services.append(AuditRetention(store: auditLog, days: settings.auditRetentionDays, log: log))
         services.append(makeConsumptionResponder(settings: settings, database: database, caches: caches,
                                                  sealer: sealer, appStore: appStore, log: log))
         var router = Router()

@@ -48,6 +48,8 @@ public struct ServeSettings: Sendable {
     public var reconcile = ReconcileServeSettings()
     /// Webhook delivery (`Jobs/WebhookDispatcher.swift`).
     public var webhooks = WebhookSettings()
+    /// `BOUNCER_AUDIT_RETENTION_DAYS`: how long the audit log keeps an entry (`Jobs/AuditRetention.swift`).
+    public var auditRetentionDays = AuditLog.defaultRetentionDays
     /// `BOUNCER_ENCRYPTION_KEY`: seals App Store private keys (AES-256-GCM); unset = storing credentials is refused.
     var encryptionKey: [UInt8]?
     /// `BOUNCER_ENCRYPTION_KEY_PREVIOUS`: the key being rotated away from, accepted for opening only.
@@ -308,7 +310,7 @@ public struct ServeSettings: Sendable {
             }
             return nil
         },
-    ] + operationsVariables + reconcileVariables + consumptionVariables + webhookVariables
+    ] + operationsVariables + reconcileVariables + consumptionVariables + webhookVariables + auditVariables
 
     /// An `https` URL (any path prefix), or `http` to 127.0.0.1/localhost only (a local fake).
     private static func appleURL(

@@ -20,13 +20,16 @@ public final class PostgresAccountStore: AccountStore {
 
     public func createAccount(name: String, now: Date) throws -> Account {
         try StorageErrors.mapping("create account") {
-            try pool.withConnection { connection in
+            try pool.transaction { connection in
                 let rows = try connection.query("""
                     INSERT INTO accounts (id, name, created_at, updated_at) VALUES (\(UUID()), \(name), \(now), \(now))
                     RETURNING \(unsafeSQL: Self.accountColumns)
                     """)
                 guard let row = rows.first else { throw PostgresProjectStore.missingRow("INSERT accounts") }
-                return try Self.account(from: row)
+                let account = try Self.account(from: row)
+                try AuditRows.write(connection, accountId: account.id, target: "account:" + account.id.uuidString.lowercased(),
+                                    changes: [AuditChange("name", .null, .string(account.name))])
+                return account
             }
         }
     }
@@ -51,11 +54,16 @@ public final class PostgresAccountStore: AccountStore {
 
     public func updateAccount(id: UUID, name: String, now: Date) throws -> Account? {
         try StorageErrors.mapping("update account") {
-            try pool.withConnection { connection in
-                try connection.query("""
+            try pool.transaction { connection in
+                guard let before = try connection.query("SELECT name FROM accounts WHERE id = \(id) FOR UPDATE")
+                    .first?.decode("name", as: String.self) else { return nil }
+                let updated = try connection.query("""
                     UPDATE accounts SET name = \(name), updated_at = \(now) WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.accountColumns)
                     """).first.map(Self.account(from:))
+                try AuditRows.write(connection, changes: AuditRows.diff(
+                    [("name", .string(before))], updated.map { [("name", .string($0.name))] }))
+                return updated
             }
         }
     }
@@ -73,14 +81,16 @@ public final class PostgresAccountStore: AccountStore {
                 guard count == 0 else {
                     throw DomainError(.accountHasProjects, "The account still owns \(count) project(s).")
                 }
-                try connection.execute("DELETE FROM accounts WHERE id = \(id)")
+                let name = try connection.query("DELETE FROM accounts WHERE id = \(id) RETURNING name")
+                    .first?.decode("name", as: String.self)
+                try AuditRows.write(connection, changes: [AuditChange("name", .text(name), .null)])
             }
         }
     }
 
     public func createAPIKey(_ key: APIKey, hash: [UInt8]) throws -> APIKey {
         try StorageErrors.mapping("create API key") {
-            try pool.withConnection { connection in
+            try pool.transaction { connection in
                 let rows = try connection.query("""
                     INSERT INTO api_keys (account_id, id, name, role, project_ids, key_hash, last4, created_at,
                         expires_at)
@@ -90,7 +100,10 @@ public final class PostgresAccountStore: AccountStore {
                     RETURNING \(unsafeSQL: Self.keyColumns)
                     """)
                 guard let row = rows.first else { throw PostgresProjectStore.missingRow("INSERT api_keys") }
-                return try Self.key(from: row)
+                let created = try Self.key(from: row)
+                try AuditRows.write(connection, target: "api_key:" + created.id.uuidString.lowercased(),
+                                    changes: AuditRows.diff(nil, Self.auditFields(created)))
+                return created
             }
         }
     }
@@ -108,10 +121,23 @@ public final class PostgresAccountStore: AccountStore {
 
     public func deleteAPIKey(accountId: UUID, id: UUID) throws -> Bool {
         try StorageErrors.mapping("delete API key") {
-            try pool.withConnection { connection in
-                try connection.execute("DELETE FROM api_keys WHERE account_id = \(accountId) AND id = \(id)") > 0
+            try pool.transaction { connection in
+                let deleted = try connection.query("""
+                    DELETE FROM api_keys WHERE account_id = \(accountId) AND id = \(id)
+                    RETURNING \(unsafeSQL: Self.keyColumns)
+                    """).first.map(Self.key(from:))
+                guard let deleted else { return false }
+                try AuditRows.write(connection, changes: AuditRows.diff(Self.auditFields(deleted), nil))
+                return true
             }
         }
+    }
+
+    /// A key as the audit log shows it: never its text or digest.
+    static func auditFields(_ key: APIKey) -> [(String, AuditValue)] {
+        [("name", .string(key.name)), ("role", .string(key.role.rawValue)),
+         ("project_ids", key.projectIds.map { .list($0.map { .id($0) }) } ?? .null), ("last4", .string(key.last4)),
+         ("expires_at", .date(key.expiresAt))]
     }
 
     /// One statement: the key by its digest (the unique index), and, when its `last_used_at` is a minute old or

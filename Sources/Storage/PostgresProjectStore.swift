@@ -88,7 +88,11 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
                 try Self.announceChange(of: id, connection)
                 let rows = try connection.query("SELECT \(unsafeSQL: Self.columns) FROM projects WHERE id = \(id)")
                 guard let row = rows.first else { throw Self.missingRow("INSERT projects") }
-                return try Self.project(from: row)
+                let project = try Self.project(from: row)
+                try AuditRows.write(connection, accountId: accountId, projectId: id,
+                                    target: "project:" + id.uuidString.lowercased(),
+                                    changes: AuditRows.diff(nil, AuditRows.fields(project)))
+                return project
             }
         }
     }
@@ -150,7 +154,10 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
                     // (schema/0020), so no customer bound as UUID().uuidString loses a purchase or splits in two.
                     try connection.execute("SELECT bouncer_canonical_user_ids(\(id), \(now))")
                 }
-                return try rows.first.map(Self.project(from:))
+                let updated = try rows.first.map(Self.project(from:))
+                try AuditRows.write(connection, changes: AuditRows.diff(
+                    AuditRows.fields(current), updated.map(AuditRows.fields)))
+                return updated
             }
         }
     }
@@ -160,8 +167,11 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
     public func deleteProject(id: UUID) throws -> Bool {
         try StorageErrors.mapping("delete project") {
             try pool.transaction { connection in
-                guard try connection.execute("DELETE FROM projects WHERE id = \(id)") > 0 else { return false }
+                let deleted = try connection.query(
+                    "DELETE FROM projects WHERE id = \(id) RETURNING \(unsafeSQL: Self.columns)").first
+                guard let deleted else { return false }
                 try Self.announceChange(of: id, connection)
+                try AuditRows.write(connection, changes: AuditRows.diff(AuditRows.fields(try Self.project(from: deleted)), nil))
                 return true
             }
         }
@@ -182,6 +192,10 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
                 try connection.execute("DELETE FROM project_keys WHERE project_id = \(id)")
                 for key in next { try Self.insert(key, projectId: id, connection) }
                 try Self.announceChange(of: id, connection)
+                // Which kinds were replaced: never a key's text or digest (redacted by name).
+                try AuditRows.write(connection, changes: replacements.map {
+                    AuditChange($0.newKey.kind.rawValue + "_key", .string("replaced"), .string("replaced"))
+                })
                 return try connection.query("""
                     UPDATE projects SET updated_at = \(now) WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
@@ -215,7 +229,10 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
                     """)
                 guard let row = rows.first else { throw Self.missingRow("INSERT … RETURNING products") }
                 try Self.announceChange(of: projectId, connection)
-                return try Self.product(from: row)
+                let product = try Self.product(from: row)
+                try AuditRows.write(connection, changes: [AuditChange(
+                    "entitlements", .null, .list(product.entitlements.map { .string($0) }))])
+                return product
             }
         }
     }
@@ -236,10 +253,14 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
     public func deleteProduct(projectId: UUID, productId: String) throws -> Bool {
         try StorageErrors.mapping("delete product") {
             try pool.transaction { connection in
-                guard try connection.execute(
-                    "DELETE FROM products WHERE project_id = \(projectId) AND product_id = \(productId)") > 0
-                else { return false }
+                let deleted = try connection.query("""
+                    DELETE FROM products WHERE project_id = \(projectId) AND product_id = \(productId)
+                    RETURNING product_id, entitlements
+                    """).first
+                guard let deleted else { return false }
                 try Self.announceChange(of: projectId, connection)
+                try AuditRows.write(connection, changes: [AuditChange(
+                    "entitlements", .list(try Self.product(from: deleted).entitlements.map { .string($0) }), .null)])
                 return true
             }
         }

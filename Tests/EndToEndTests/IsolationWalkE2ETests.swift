@@ -51,6 +51,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "GET /v1/admin/accounts/{id}/usage": 200,
         "GET /v1/admin/accounts/{id}/members": 200,
         "GET /v1/admin/accounts/{id}/members/{memberId}": 404,
+        "GET /v1/admin/audit-log": 200,
         "GET /v1/admin/projects": 200,
         "GET /v1/admin/projects/{id}": 200,
         "GET /v1/admin/projects/{id}/app-store-credentials": 404,
@@ -99,7 +100,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         let client = try server.client
         let text = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         let operations = OpenAPIPermissions.permissions(inOpenAPI: text).sorted { $0.key < $1.key }
-        XCTAssertEqual(operations.count, 50, "every admin operation but the console's sign-in and the invite's acceptance")
+        XCTAssertEqual(operations.count, 51, "every admin operation but the console's sign-in and the invite's acceptance")
         let roles = try Self.rolePermissions()
         XCTAssertEqual(Set(roles.keys), Set(Self.roles))
 
@@ -151,6 +152,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
                 if body != nil { headers["Content-Type"] = "application/json" }
                 let r = try client.request(method, path, headers: headers, body: body)
                 cells += 1
+                try AuditLogE2ETests.assertAudited(db, method: method, template: template, r)
                 let label = "\(operation) as \(caller.name): \(r.status) \(r.text)"
                 guard let role = caller.role else {
                     XCTAssertEqual(r.status, Self.operatorStatus[operation], "\(label): add or correct its operatorStatus")
