@@ -10,10 +10,7 @@ struct WebhooksController: APIController {
     var routes: [APIRoute] {
         let path = "/v1/admin/projects/:id/webhook"
         let secret = ErrorContext(encryptionKey: .storeWebhookSecret)
-        return [
-            APIRoute(.put, path, .adminAPI, access: .admin, errors: secret, putWebhook),
-            APIRoute(.get, path, .adminAPI, access: .admin, errors: secret, getWebhook),
-            APIRoute(.delete, path, .adminAPI, access: .admin, errors: secret, deleteWebhook),
+        return APIRoute.adminResource(path, errors: secret, put: putWebhook, get: getWebhook, delete: deleteWebhook) + [
             APIRoute(.post, path + "/rotate-secret", .adminAPI, access: .admin, errors: secret, rotateWebhookSecret),
             APIRoute(.post, path + "/test", .adminAPI, access: .admin, errors: secret, testWebhook),
             APIRoute(.get, path + "/deliveries", .adminAPI, access: .admin, errors: secret, listWebhookDeliveries),
