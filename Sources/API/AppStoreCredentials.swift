@@ -11,11 +11,8 @@ struct AppStoreCredentialsController: APIController {
     var routes: [APIRoute] {
         let path = "/v1/admin/projects/:id/app-store-credentials"
         let storing = ErrorContext(encryptionKey: .storeCredentials)
-        return [
-            APIRoute(.put, path, .adminAPI, access: .admin(.credentialsManage), errors: storing, putAppStoreCredentials),
-            APIRoute(.get, path, .adminAPI, access: .admin(.projectsRead), errors: storing, getAppStoreCredentials),
-            APIRoute(.delete, path, .adminAPI, access: .admin(.credentialsManage), errors: storing, deleteAppStoreCredentials),
-        ]
+        return APIRoute.adminResource(path, write: .credentialsManage, errors: storing, put: putAppStoreCredentials, get: getAppStoreCredentials,
+                                      delete: deleteAppStoreCredentials)
     }
 
     /// Where each value lives in App Store Connect (the In-App Purchase key is what the App Store Server API takes).

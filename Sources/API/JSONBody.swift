@@ -37,28 +37,27 @@ struct JSONBody {
     // MARK: - Structure
 
     /// Opens an object (after a comma, when it follows a sibling).
-    mutating func beginObject() {
-        separate()
-        writer.writeRaw("{")
-        atStart = true
-    }
+    mutating func beginObject() { open("{") }
 
     /// Closes the open object.
-    mutating func endObject() {
-        writer.writeRaw("}")
-        atStart = false
-    }
+    mutating func endObject() { close("}") }
 
     /// Opens an array (after a comma, when it follows a sibling).
-    mutating func beginArray() {
+    mutating func beginArray() { open("[") }
+
+    /// Closes the open array.
+    mutating func endArray() { close("]") }
+
+    /// Writes an opening `bracket` (after a comma, when it follows a sibling): what follows is its first member.
+    private mutating func open(_ bracket: StaticString) {
         separate()
-        writer.writeRaw("[")
+        writer.writeRaw(bracket)
         atStart = true
     }
 
-    /// Closes the open array.
-    mutating func endArray() {
-        writer.writeRaw("]")
+    /// Writes a closing `bracket`: what follows is its container's next member.
+    private mutating func close(_ bracket: StaticString) {
+        writer.writeRaw(bracket)
         atStart = false
     }
 

@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 import Foundation
 import HTTPCore
 import JSON
@@ -51,18 +51,8 @@ struct ProjectsController: APIController {
         let bundleId = fields.string("bundle_id", required: true, minLength: 0)
         let accountId = fields.uuid("account_id")
         let settings = Self.settings(&fields)
-        var new = NewProject(name: name ?? "", bundleId: bundleId ?? "")
+        var new = NewProject(name: name ?? "", bundleId: bundleId ?? "", settings: settings)
         new.accountId = accountId
-        if let appAppleId = settings.appAppleId { new.appAppleId = appAppleId }
-        if let environments = settings.environments { new.environments = environments }
-        if let policy = settings.transferPolicy { new.transferPolicy = policy }
-        if let allowXcode = settings.allowXcode { new.allowXcode = allowXcode }
-        if let require = settings.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
-        if let tokenPolicy = settings.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
-        new.consumption = settings.consumption.applied(to: new.consumption)
-        if let setting = settings.appPurchaseEntitlements { new.appPurchaseEntitlements = setting }
-        if let tokens = settings.entitlementTokens { new.entitlementTokens = tokens }
-        if let ttl = settings.entitlementTokenTTLSeconds { new.entitlementTokenTTLSeconds = ttl }
         // The use case checks the rules too; asking them here reports type and rule problems in one answer (only
         // for fields that parsed: a missing name already says "Required").
         let ruleProblems = ProjectRules.problems(in: new).filter { problem in
@@ -96,20 +86,11 @@ struct ProjectsController: APIController {
                                       suggestion: Self.updateSuggestion)
         }
         var fields = FieldValidator(body)
-        var changes = ProjectChanges()
-        changes.name = fields.string("name", required: false, minLength: 0)
-        changes.bundleId = fields.string("bundle_id", required: false, minLength: 0)
-        let settings = Self.settings(&fields)
-        changes.appAppleId = settings.appAppleId
-        changes.environments = settings.environments
-        changes.transferPolicy = settings.transferPolicy
-        changes.allowXcode = settings.allowXcode
-        changes.requireSecretKeyForReads = settings.requireSecretKeyForReads
-        changes.appAccountTokenPolicy = settings.appAccountTokenPolicy
-        changes.consumption = settings.consumption
-        changes.appPurchaseEntitlements = settings.appPurchaseEntitlements
-        changes.entitlementTokens = settings.entitlementTokens
-        changes.entitlementTokenTTLSeconds = settings.entitlementTokenTTLSeconds
+        let name = fields.string("name", required: false, minLength: 0)
+        let bundleId = fields.string("bundle_id", required: false, minLength: 0)
+        var changes = Self.settings(&fields)
+        changes.name = name
+        changes.bundleId = bundleId
         fields.add(ProjectRules.problems(in: changes))
         try fields.check(suggestion: Self.updateSuggestion)
         let updated = try RequestBody.translating(suggestion: Self.updateSuggestion) {
@@ -151,23 +132,10 @@ struct ProjectsController: APIController {
 
     // MARK: - Parsing
 
-    /// The optional settings shared by create and update.
-    struct Settings {
-        var appAppleId: Int64??
-        var environments: [StoreEnvironment]?
-        var transferPolicy: TransferPolicy?
-        var allowXcode: Bool?
-        var requireSecretKeyForReads: Bool?
-        var appAccountTokenPolicy: AppAccountTokenPolicy?
-        var consumption = ConsumptionSettings.Changes()
-        /// `.some(nil)` for an explicit `null` (clear).
-        var appPurchaseEntitlements: AppPurchaseEntitlements??
-        var entitlementTokens: Bool?
-        var entitlementTokenTTLSeconds: Int?
-    }
-
-    static func settings(_ fields: inout FieldValidator) -> Settings {
-        var settings = Settings()
+    /// The optional settings shared by create and update, as changes (`name` and `bundle_id` are the caller's):
+    /// `app_apple_id: null` and `app_purchase_entitlements: null` are `.some(nil)` (clear).
+    static func settings(_ fields: inout FieldValidator) -> ProjectChanges {
+        var settings = ProjectChanges()
         // No maxItems for environments (the contract has none): duplicates collapse and the body limit bounds work.
         settings.appAppleId = fields.nullableInt("app_apple_id", minimum: 1)
         if let names = fields.array("environments", required: false, element: {
@@ -292,5 +260,23 @@ struct ProjectsController: APIController {
     private static func writeLifetime(createdAt: Date, expiresAt: Date?, into body: inout JSONBody) {
         body.field("created_at", createdAt)
         body.field("expires_at", expiresAt)
+    }
+}
+
+extension NewProject {
+    /// A new project named `name` for `bundleId`, with the documented defaults except where `settings` says
+    /// otherwise (its `name` and `bundleId` are not read): how the admin API and `bouncer project create` build one.
+    public init(name: String, bundleId: String, settings: ProjectChanges) {
+        self.init(name: name, bundleId: bundleId)
+        if let appAppleId = settings.appAppleId { self.appAppleId = appAppleId }
+        if let environments = settings.environments { self.environments = environments }
+        if let policy = settings.transferPolicy { transferPolicy = policy }
+        if let allowXcode = settings.allowXcode { self.allowXcode = allowXcode }
+        if let require = settings.requireSecretKeyForReads { requireSecretKeyForReads = require }
+        if let tokenPolicy = settings.appAccountTokenPolicy { appAccountTokenPolicy = tokenPolicy }
+        consumption = settings.consumption.applied(to: consumption)
+        if let setting = settings.appPurchaseEntitlements { appPurchaseEntitlements = setting }
+        if let tokens = settings.entitlementTokens { entitlementTokens = tokens }
+        if let ttl = settings.entitlementTokenTTLSeconds { entitlementTokenTTLSeconds = ttl }
     }
 }

@@ -10,10 +10,7 @@ struct WebhooksController: APIController {
     var routes: [APIRoute] {
         let path = "/v1/admin/projects/:id/webhook"
         let secret = ErrorContext(encryptionKey: .storeWebhookSecret)
-        return [
-            APIRoute(.put, path, .adminAPI, access: .admin(.webhooksManage), errors: secret, putWebhook),
-            APIRoute(.get, path, .adminAPI, access: .admin(.projectsRead), errors: secret, getWebhook),
-            APIRoute(.delete, path, .adminAPI, access: .admin(.webhooksManage), errors: secret, deleteWebhook),
+        return APIRoute.adminResource(path, write: .webhooksManage, errors: secret, put: putWebhook, get: getWebhook, delete: deleteWebhook) + [
             APIRoute(.post, path + "/rotate-secret", .adminAPI, access: .admin(.webhooksManage), errors: secret, rotateWebhookSecret),
             APIRoute(.post, path + "/test", .adminAPI, access: .admin(.webhooksManage), errors: secret, testWebhook),
             APIRoute(.get, path + "/deliveries", .adminAPI, access: .admin(.projectsRead), errors: secret, listWebhookDeliveries),

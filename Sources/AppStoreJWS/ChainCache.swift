@@ -52,7 +52,6 @@ final class ChainCache: Sendable {
         /// Seconds since the epoch; valid iff notBefore <= t < notAfter (OpenSSL's X509_cmp_time rule).
         var notBefore: Int64
         var notAfter: Int64
-        var lastUse: UInt64
     }
 
     /// A header segment's exact bytes, compared in full and in bulk (Array's own hash goes byte by byte).
@@ -81,12 +80,12 @@ final class ChainCache: Sendable {
     struct HeaderMemo: Sendable {
         var key: Key
         var signingInputPrefix: Digest.SHA256Prefix?
-        var lastUse: UInt64
     }
 
+    /// Both tables under one lock, on one clock.
     private struct State: ~Copyable {
-        var entries: [Key: Entry] = [:]
-        var headers: [HeaderText: HeaderMemo] = [:]
+        var entries = LRUTable<Key, Entry>()
+        var headers = LRUTable<HeaderText, HeaderMemo>()
         var clock: UInt64 = 0
     }
 
@@ -108,11 +107,8 @@ final class ChainCache: Sendable {
     func entry(_ key: Key) -> Entry? {
         guard capacity > 0 else { return nil }
         return state.withLock { state -> Entry? in
-            guard var entry = state.entries[key] else { return nil }
             state.clock &+= 1
-            entry.lastUse = state.clock
-            state.entries[key] = entry
-            return entry
+            return state.entries.use(key, at: state.clock)
         }
     }
 
@@ -121,11 +117,8 @@ final class ChainCache: Sendable {
     func memo(forHeader text: HeaderText) -> HeaderMemo? {
         guard capacity > 0 else { return nil }
         return state.withLock { state -> HeaderMemo? in
-            guard var memo = state.headers[text] else { return nil }
             state.clock &+= 1
-            memo.lastUse = state.clock
-            state.headers[text] = memo
-            return memo
+            return state.headers.use(text, at: state.clock)
         }
     }
 
@@ -134,13 +127,9 @@ final class ChainCache: Sendable {
         guard capacity > 0 else { return }
         let prefix = (text.bytes + [UInt8(ascii: ".")]).withUnsafeBytes { Digest.SHA256Prefix(prefix: $0) }
         state.withLock { state in
-            guard state.entries[key] != nil else { return }   // only ever point at a cached chain
+            guard state.entries.contains(key) else { return }   // only ever point at a cached chain
             state.clock &+= 1
-            if state.headers[text] == nil, state.headers.count >= capacity,
-               let victim = state.headers.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
-                state.headers[victim] = nil
-            }
-            state.headers[text] = HeaderMemo(key: key, signingInputPrefix: prefix, lastUse: state.clock)
+            state.headers.set(text, HeaderMemo(key: key, signingInputPrefix: prefix), at: state.clock, capacity: capacity)
         }
     }
 
@@ -150,12 +139,10 @@ final class ChainCache: Sendable {
         insertionCount.wrappingAdd(1, ordering: .relaxed)
         state.withLock { state in
             state.clock &+= 1
-            if state.entries[key] == nil, state.entries.count >= capacity,
-               let victim = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
-                state.entries[victim] = nil   // O(capacity) scans, only on a miss that inserts
-                state.headers = state.headers.filter { $0.value.key != victim }
+            let entry = Entry(key: publicKey, notBefore: notBefore, notAfter: notAfter)
+            if let victim = state.entries.set(key, entry, at: state.clock, capacity: capacity) {
+                state.headers.removeAll { $0.key == victim }   // O(capacity) scans, only on a miss that inserts
             }
-            state.entries[key] = Entry(key: publicKey, notBefore: notBefore, notAfter: notAfter, lastUse: state.clock)
         }
     }
 
@@ -167,4 +154,43 @@ final class ChainCache: Sendable {
 
     /// Calls to `insert` so far (re-inserting a cached pair counts too).
     var insertions: Int { insertionCount.load(ordering: .relaxed) }
+}
+
+/// A table of at most `capacity` values that evicts the least recently used one to make room; the ticks come from
+/// its owner, so tables under one lock share one clock. Eviction scans the table (O(count)): only an insert of a
+/// new key into a full table pays for it.
+struct LRUTable<Key: Hashable, Value> {
+    private var slots: [Key: (value: Value, lastUse: UInt64)] = [:]
+
+    /// Number of values held.
+    var count: Int { slots.count }
+
+    /// Whether `key` holds a value (does not mark it used).
+    func contains(_ key: Key) -> Bool { slots.index(forKey: key) != nil }
+
+    /// The value under `key`, marked used at `tick`.
+    mutating func use(_ key: Key, at tick: UInt64) -> Value? {
+        guard let index = slots.index(forKey: key) else { return nil }
+        slots.values[index].lastUse = tick
+        return slots.values[index].value
+    }
+
+    /// Stores `value` under `key`, used at `tick`. A new key in a full table first evicts the least recently used
+    /// value: its key is returned.
+    @discardableResult
+    mutating func set(_ key: Key, _ value: Value, at tick: UInt64, capacity: Int) -> Key? {
+        var evicted: Key?
+        if slots.index(forKey: key) == nil, slots.count >= capacity,
+           let victim = slots.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+            slots[victim] = nil
+            evicted = victim
+        }
+        slots[key] = (value, tick)
+        return evicted
+    }
+
+    /// Forgets every value `shouldRemove` picks.
+    mutating func removeAll(where shouldRemove: (Value) -> Bool) {
+        slots = slots.filter { !shouldRemove($0.value.value) }
+    }
 }

@@ -70,32 +70,26 @@ public final class SignedDataVerifier: Sendable {
 
     /// Verifies a `signedTransactionInfo`. `at` replaces the effective date (default: `signedDate`).
     public func verifyTransaction(_ jws: String, policy: VerificationPolicy, at date: Date? = nil) throws(VerificationError) -> VerifiedTransaction {
-        let verified = try verifySigned(jws, kind: .transaction, policy: policy, at: date)
-        let transaction = try JWSTransaction(PayloadReader(verified.payload))
-        return VerifiedTransaction(transaction: transaction, payloadJSON: verified.payloadBytes, details: verified.details)
+        try verifyPayload(jws, kind: .transaction, policy: policy, at: date)
     }
 
     /// Verifies a `signedRenewalInfo` (no bundleId in it: only the environment is checked).
     public func verifyRenewalInfo(_ jws: String, policy: VerificationPolicy, at date: Date? = nil) throws(VerificationError) -> VerifiedRenewalInfo {
-        let verified = try verifySigned(jws, kind: .renewalInfo, policy: policy, at: date)
-        let renewalInfo = try JWSRenewalInfo(PayloadReader(verified.payload))
-        return VerifiedRenewalInfo(renewalInfo: renewalInfo, payloadJSON: verified.payloadBytes, details: verified.details)
+        try verifyPayload(jws, kind: .renewalInfo, policy: policy, at: date)
     }
 
     /// Verifies an app transaction (`receiptType` is its environment, `receiptCreationDate` its date).
     public func verifyAppTransaction(_ jws: String, policy: VerificationPolicy, at date: Date? = nil) throws(VerificationError) -> VerifiedAppTransaction {
-        let verified = try verifySigned(jws, kind: .appTransaction, policy: policy, at: date)
-        let appTransaction = try AppTransaction(PayloadReader(verified.payload))
-        return VerifiedAppTransaction(appTransaction: appTransaction, payloadJSON: verified.payloadBytes, details: verified.details)
+        try verifyPayload(jws, kind: .appTransaction, policy: policy, at: date)
     }
 
     /// Verifies a notification `signedPayload` and every nested JWS in it (same policy; they share
     /// the chain, so the nested ones are cache hits). A nested failure fails the whole notification,
     /// with the nested field named in the reason.
     public func verifyNotification(_ jws: String, policy: VerificationPolicy, at date: Date? = nil) throws(VerificationError) -> VerifiedNotification {
-        let verified = try verifySigned(jws, kind: .notification, policy: policy, at: date)
-        let notification = try NotificationPayload(PayloadReader(verified.payload))
-        var result = VerifiedNotification(notification: notification, payloadJSON: verified.payloadBytes, details: verified.details)
+        let outer: VerifiedPayload<NotificationPayload> = try verifyPayload(jws, kind: .notification, policy: policy, at: date)
+        let notification = outer.payload
+        var result = VerifiedNotification(notification: notification, payloadJSON: outer.payloadJSON, details: outer.details)
         do {
             if let nested = notification.data?.signedTransactionInfo {
                 result.transaction = try nestedError("data.signedTransactionInfo") { () throws(VerificationError) in
@@ -114,6 +108,15 @@ public final class SignedDataVerifier: Sendable {
             }
         }
         return result
+    }
+
+    /// Runs the pipeline for `kind` and decodes the verified payload as `Payload`.
+    private func verifyPayload<Payload: SignedPayload>(
+        _ jws: String, kind: Kind, policy: VerificationPolicy, at date: Date?
+    ) throws(VerificationError) -> VerifiedPayload<Payload> {
+        let verified = try verifySigned(jws, kind: kind, policy: policy, at: date)
+        return VerifiedPayload(payload: try Payload(PayloadReader(verified.payload)), payloadJSON: verified.payloadBytes,
+                               details: verified.details)
     }
 
     private func nestedError<T>(_ field: String, _ body: () throws(VerificationError) -> T) throws(VerificationError) -> T {
@@ -461,3 +464,14 @@ public final class SignedDataVerifier: Sendable {
         }
     }
 }
+
+/// A payload the verifier decodes from a verified JWS.
+protocol SignedPayload: Sendable {
+    /// Decodes the verified payload; missing required fields are errors.
+    init(_ reader: PayloadReader) throws(VerificationError)
+}
+
+extension JWSTransaction: SignedPayload {}
+extension JWSRenewalInfo: SignedPayload {}
+extension AppTransaction: SignedPayload {}
+extension NotificationPayload: SignedPayload {}

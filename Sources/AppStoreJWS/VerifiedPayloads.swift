@@ -20,10 +20,11 @@ public struct VerificationDetails: Sendable, Equatable {
     public var isXcodeSigned: Bool
 }
 
-/// A verified, decoded transaction.
-public struct VerifiedTransaction: Sendable {
+/// A verified, decoded JWS: the typed payload, its JSON exactly as signed, and how it was verified. One shape for
+/// every kind of signed data (`VerifiedTransaction`, `VerifiedRenewalInfo`, `VerifiedAppTransaction`).
+public struct VerifiedPayload<Payload: Sendable>: Sendable {
     /// The typed payload.
-    public var transaction: JWSTransaction
+    public var payload: Payload
     /// The payload JSON exactly as signed (store as jsonb).
     public var payloadJSON: [UInt8]
     /// How it was verified.
@@ -32,28 +33,26 @@ public struct VerifiedTransaction: Sendable {
     public var payloadString: String { String(decoding: payloadJSON, as: UTF8.self) }
 }
 
+/// A verified, decoded transaction.
+public typealias VerifiedTransaction = VerifiedPayload<JWSTransaction>
 /// A verified, decoded renewal info.
-public struct VerifiedRenewalInfo: Sendable {
-    /// The typed payload.
-    public var renewalInfo: JWSRenewalInfo
-    /// The payload JSON exactly as signed.
-    public var payloadJSON: [UInt8]
-    /// How it was verified.
-    public var details: VerificationDetails
-    /// `payloadJSON` as text.
-    public var payloadString: String { String(decoding: payloadJSON, as: UTF8.self) }
+public typealias VerifiedRenewalInfo = VerifiedPayload<JWSRenewalInfo>
+/// A verified, decoded app transaction.
+public typealias VerifiedAppTransaction = VerifiedPayload<AppTransaction>
+
+extension VerifiedPayload where Payload == JWSTransaction {
+    /// The typed transaction (`payload`).
+    public var transaction: JWSTransaction { payload }
 }
 
-/// A verified, decoded app transaction.
-public struct VerifiedAppTransaction: Sendable {
-    /// The typed payload.
-    public var appTransaction: AppTransaction
-    /// The payload JSON exactly as signed.
-    public var payloadJSON: [UInt8]
-    /// How it was verified.
-    public var details: VerificationDetails
-    /// `payloadJSON` as text.
-    public var payloadString: String { String(decoding: payloadJSON, as: UTF8.self) }
+extension VerifiedPayload where Payload == JWSRenewalInfo {
+    /// The typed renewal info (`payload`).
+    public var renewalInfo: JWSRenewalInfo { payload }
+}
+
+extension VerifiedPayload where Payload == AppTransaction {
+    /// The typed app transaction (`payload`).
+    public var appTransaction: AppTransaction { payload }
 }
 
 /// A verified notification together with its verified nested JWS.

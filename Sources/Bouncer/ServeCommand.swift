@@ -29,14 +29,7 @@ extension ServeCommand {
     /// `ServiceGroup`, serves until a signal, drains, stops the services in reverse order and closes the database.
     static func serveAPI(settings: ServeSettings) -> Int32 {
         let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
-        let roots: TrustedRoots
-        do {
-            roots = settings.rootCertificatePaths.isEmpty
-                ? TrustedRoots.apple : try TrustedRoots(contentsOf: settings.rootCertificatePaths)
-        } catch {
-            CLI.err("bouncer serve: BOUNCER_ROOT_CERTIFICATES: \(error)\n")
-            return 2
-        }
+        guard let roots = settings.trustedRoots(command: "bouncer serve") else { return 2 }
         // StoreKit 1 receipts chain to Apple Inc. Root; BOUNCER_ROOT_CERTIFICATES replaces it too (test PKIs).
         var receiptVerifier = ReceiptVerifier.apple
         if !settings.rootCertificatePaths.isEmpty {
@@ -47,13 +40,7 @@ extension ServeCommand {
             }
             receiptVerifier = custom
         }
-        let database: Database
-        do {
-            database = try Database.open(settings.database, log: log)
-        } catch {
-            CLI.err("bouncer serve: database: \(error)\n")
-            return 1
-        }
+        guard let database = settings.openDatabase(command: "bouncer serve", log: log) else { return 1 }
         let monitor = ReadinessMonitor(pool: database.pool)
         let verifier = SignedDataVerifier(roots: roots, chainCacheCapacity: settings.chainCacheSize)
         let metrics = ServiceMetrics(poolStatistics: { database.pool.statistics })

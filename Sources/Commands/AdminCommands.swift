@@ -92,13 +92,7 @@ public enum AdminCommands {
         }
         guard let settings = ServeSettings.fromProcessEnvironment(command: "bouncer") else { return 2 }
         let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
-        let database: Database
-        do {
-            database = try Database.open(settings.database, log: log)
-        } catch {
-            CLI.err("bouncer: database: \(error)\n")
-            return 1
-        }
+        guard let database = settings.openDatabase(command: "bouncer", log: log) else { return 1 }
         defer { database.close(log: log) }
         let administration = administration(settings, database)
         do {
@@ -125,19 +119,7 @@ public enum AdminCommands {
             guard let name = parsed.name, let bundleId = parsed.bundleId else {
                 throw UsageError(message: "--name and --bundle-id are required")
             }
-            var new = NewProject(name: name, bundleId: bundleId)
-            let changes = parsed.changes
-            if let appAppleId = changes.appAppleId { new.appAppleId = appAppleId }
-            if let environments = changes.environments { new.environments = environments }
-            if let policy = changes.transferPolicy { new.transferPolicy = policy }
-            if let allowXcode = changes.allowXcode { new.allowXcode = allowXcode }
-            if let require = changes.requireSecretKeyForReads { new.requireSecretKeyForReads = require }
-            if let tokenPolicy = changes.appAccountTokenPolicy { new.appAccountTokenPolicy = tokenPolicy }
-            new.consumption = changes.consumption.applied(to: new.consumption)
-            if let setting = changes.appPurchaseEntitlements { new.appPurchaseEntitlements = setting }
-            if let tokens = changes.entitlementTokens { new.entitlementTokens = tokens }
-            if let ttl = changes.entitlementTokenTTLSeconds { new.entitlementTokenTTLSeconds = ttl }
-            let project = new
+            let project = NewProject(name: name, bundleId: bundleId, settings: parsed.changes)
             return { admin in [Representations.project(try admin.createProject(project))] }
         case "update":
             let id = try projectId(args)

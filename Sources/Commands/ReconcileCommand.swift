@@ -47,14 +47,7 @@ public enum ReconcileCommand {
             }
         }
         guard let settings = ServeSettings.fromProcessEnvironment(command: "bouncer") else { return 2 }
-        let roots: TrustedRoots
-        do {
-            roots = settings.rootCertificatePaths.isEmpty
-                ? TrustedRoots.apple : try TrustedRoots(contentsOf: settings.rootCertificatePaths)
-        } catch {
-            CLI.err("bouncer: BOUNCER_ROOT_CERTIFICATES: \(error)\n")
-            return 2
-        }
+        guard let roots = settings.trustedRoots(command: "bouncer") else { return 2 }
         let appStore: any AppleServerAPI
         do {
             appStore = try ServeCommand.makeAppStoreClient(settings.appleAPI)
@@ -63,13 +56,7 @@ public enum ReconcileCommand {
             return 2
         }
         let log: @Sendable (String) -> Void = { CLI.err($0 + "\n") }
-        let database: Database
-        do {
-            database = try Database.open(settings.database, log: log)
-        } catch {
-            CLI.err("bouncer: database: \(error)\n")
-            return 1
-        }
+        guard let database = settings.openDatabase(command: "bouncer", log: log) else { return 1 }
         defer { database.close(log: log) }
         let projects = PostgresProjectStore(pool: database.pool)
         let reconciliation = ReconcileWiring.reconciliation(

@@ -97,24 +97,14 @@ public struct AppStoreVerifier: SignedDataVerifying {
     }
 
     public func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
-        do {
-            let verified = try verifier.verifyTransaction(jws, policy: Self.policy(for: project))
-            metrics?.verified(kind: "transaction", verified.details, notification: nil)
-            return Self.facts(verified)
-        } catch {
-            metrics?.verification(kind: "transaction", result: error.code.rawValue)
-            throw Self.failure(error)
-        }
+        Self.facts(try counted("transaction") { () throws(VerificationError) in
+            try verifier.verifyTransaction(jws, policy: Self.policy(for: project))
+        })
     }
 
     public func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
-        let verified: VerifiedAppTransaction
-        do {
-            verified = try verifier.verifyAppTransaction(jws, policy: Self.policy(for: project))
-            metrics?.verified(kind: "appTransaction", verified.details, notification: nil)
-        } catch {
-            metrics?.verification(kind: "appTransaction", result: error.code.rawValue)
-            throw Self.failure(error)
+        let verified = try counted("appTransaction") { () throws(VerificationError) in
+            try verifier.verifyAppTransaction(jws, policy: Self.policy(for: project))
         }
         guard let facts = Self.facts(verified) else {
             throw VerificationFailure(
@@ -126,13 +116,8 @@ public struct AppStoreVerifier: SignedDataVerifying {
     }
 
     public func verifyNotification(_ jws: String, for project: Project) throws -> NotificationFacts {
-        let verified: VerifiedNotification
-        do {
-            verified = try verifier.verifyNotification(jws, policy: Self.policy(for: project))
-            metrics?.verified(kind: "notification", verified.details, notification: verified.notification)
-        } catch {
-            metrics?.verification(kind: "notification", result: error.code.rawValue)
-            throw Self.failure(error)
+        let verified = try counted("notification") { () throws(VerificationError) in
+            try verifier.verifyNotification(jws, policy: Self.policy(for: project))
         }
         let n = verified.notification
         guard let uuid = UUID(uuidString: n.notificationUUID) else {
@@ -155,13 +140,8 @@ public struct AppStoreVerifier: SignedDataVerifying {
     }
 
     public func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
-        let verified: VerifiedRenewalInfo
-        do {
-            verified = try verifier.verifyRenewalInfo(jws, policy: Self.policy(for: project))
-            metrics?.verified(kind: "renewal_info", verified.details, notification: nil)
-        } catch {
-            metrics?.verification(kind: "renewal_info", result: error.code.rawValue)
-            throw Self.failure(error)
+        let verified = try counted("renewal_info") { () throws(VerificationError) in
+            try verifier.verifyRenewalInfo(jws, policy: Self.policy(for: project))
         }
         guard let facts = Self.facts(verified) else {
             throw VerificationFailure(
@@ -169,6 +149,21 @@ public struct AppStoreVerifier: SignedDataVerifying {
                 reason: "renewal info has no originalTransactionId", step: VerificationError.Step.payload.contractName)
         }
         return facts
+    }
+
+    /// Runs one verification and counts its outcome under `kind` (`ok` with the chain cache and notification type, or
+    /// the error's code); a verifier error becomes the port's `VerificationFailure`.
+    private func counted<Verified: CountedVerification>(
+        _ kind: String, _ verify: () throws(VerificationError) -> Verified
+    ) throws(VerificationFailure) -> Verified {
+        do {
+            let verified = try verify()
+            metrics?.verified(kind: kind, verified.details, notification: verified.countedNotification)
+            return verified
+        } catch {
+            metrics?.verification(kind: kind, result: error.code.rawValue)
+            throw Self.failure(error)
+        }
     }
 
     static func policy(for project: Project) -> VerificationPolicy {
@@ -264,4 +259,20 @@ public protocol VerificationMetrics: Sendable {
     func verification(kind: String, result: String)
     /// One successful verification: its result, its chain-cache use and, for a notification, its type.
     func verified(kind: String, _ details: VerificationDetails, notification payload: NotificationPayload?)
+}
+
+/// What `AppStoreVerifier.counted` reads from a verified result for the metrics.
+protocol CountedVerification {
+    /// How it was verified (the chain cache's hit or miss).
+    var details: VerificationDetails { get }
+    /// The notification whose type is counted, for a notification.
+    var countedNotification: NotificationPayload? { get }
+}
+
+extension VerifiedPayload: CountedVerification {
+    var countedNotification: NotificationPayload? { nil }
+}
+
+extension VerifiedNotification: CountedVerification {
+    var countedNotification: NotificationPayload? { notification }
 }

@@ -68,6 +68,24 @@ function showError(where, error, form) {
   where.replaceChildren(box);
 }
 
+/**
+ * The submit handler of a form that sends: no navigation, its submit button disabled while `send(form)` runs, a
+ * failure shown in `errors` (details next to the form's fields). The button is enabled again after a failure, and
+ * after a success unless `redraws` (the page then replaces the form).
+ */
+function onSubmit(errors, send, redraws = false) {
+  return async (e) => {
+    e.preventDefault();
+    const form = e.target;
+    const button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    try {
+      await send(form);
+      if (!redraws) button.disabled = false;
+    } catch (error) { showError(errors, error, form); button.disabled = false; }
+  };
+}
+
 function field(name, label, input, help) {
   return h("div", { "data-field": name }, h("label", { for: input.id || undefined }, label), input,
     help ? h("div", { class: "suggestion" }, help) : null);
@@ -125,18 +143,12 @@ function signInPage() {
   signOutEverywhereButton.hidden = true;
   const errors = h("div");
   const input = h("input", { id: "token", type: "password", autocomplete: "current-password", required: true });
-  const form = h("form", { class: "card", id: "sign-in-form", onsubmit: async (e) => {
-    e.preventDefault();
-    const button = form.querySelector("button");
-    button.disabled = true;
-    try {
-      const session = await api("POST", "/v1/admin/session", { token: input.value });
-      csrf = session.csrf_token;
-      input.value = "";
-      location.hash = "#/projects";
-    } catch (error) { showError(errors, error, form); }
-    finally { button.disabled = false; }
-  } }, field("token", "Admin token", input, "The server's BOUNCER_ADMIN_TOKEN. It is sent once; the session is a cookie."),
+  const form = h("form", { class: "card", id: "sign-in-form", onsubmit: onSubmit(errors, async () => {
+    const session = await api("POST", "/v1/admin/session", { token: input.value });
+    csrf = session.csrf_token;
+    input.value = "";
+    location.hash = "#/projects";
+  }) }, field("token", "Admin token", input, "The server's BOUNCER_ADMIN_TOKEN. It is sent once; the session is a cookie."),
   h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Sign in")));
   main.replaceChildren(h("h1", {}, "Sign in"), errors, form);
   input.focus();
@@ -191,23 +203,17 @@ async function projectsPage() {
   try { list = (await api("GET", "/v1/admin/projects")).projects; }
   catch (error) { showError(errors, error); main.replaceChildren(h("h1", {}, "Projects"), errors); return; }
   const created = h("div");
-  const form = h("form", { class: "card", id: "create-project-form", onsubmit: async (e) => {
-    e.preventDefault();
-    const button = form.querySelector("button[type=submit]");
-    button.disabled = true;
-    try {
-      const p = await api("POST", "/v1/admin/projects", readProjectForm(form));
-      errors.replaceChildren();
-      form.querySelectorAll(".field-error").forEach((n) => n.remove());
-      created.replaceChildren(h("div", { class: "alert ok", role: "status", id: "created-project" },
-        h("strong", {}, `Created ${p.name}. `), "Copy the secret key now: it is shown only once.",
-        h("div", { class: "secret" }, h("code", { id: "new-secret-key" }, p.secret_key), " ", copyButton(p.secret_key)),
-        h("div", {}, h("a", { href: `#/projects/${p.id}`, id: "open-created-project" }, "Open the project"))));
-      list.push(p);
-      table.replaceWith(table = renderList());
-    } catch (error) { showError(errors, error, form); }
-    finally { button.disabled = false; }
-  } }, h("h2", {}, "New project"), projectFields(), h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Create project")));
+  const form = h("form", { class: "card", id: "create-project-form", onsubmit: onSubmit(errors, async () => {
+    const p = await api("POST", "/v1/admin/projects", readProjectForm(form));
+    errors.replaceChildren();
+    form.querySelectorAll(".field-error").forEach((n) => n.remove());
+    created.replaceChildren(h("div", { class: "alert ok", role: "status", id: "created-project" },
+      h("strong", {}, `Created ${p.name}. `), "Copy the secret key now: it is shown only once.",
+      h("div", { class: "secret" }, h("code", { id: "new-secret-key" }, p.secret_key), " ", copyButton(p.secret_key)),
+      h("div", {}, h("a", { href: `#/projects/${p.id}`, id: "open-created-project" }, "Open the project"))));
+    list.push(p);
+    table.replaceWith(table = renderList());
+  }) }, h("h2", {}, "New project"), projectFields(), h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Create project")));
   const renderList = () => pagedTable(["Name", "Bundle id", { text: "Id", class: "hide-narrow" }, "Public key"], list, (p) =>
     h("tr", { "data-project-id": p.id }, h("td", {}, h("a", { href: `#/projects/${p.id}/dashboard` }, p.name)),
       h("td", {}, h("code", {}, p.bundle_id)), h("td", { class: "hide-narrow" }, h("code", {}, p.id)),
@@ -430,17 +436,12 @@ async function customersPage(id, query) {
   };
   const grantForm = () => {
     const errors = h("div");
-    const add = h("form", { class: "card", id: "add-grant-form", onsubmit: async (e) => {
-      e.preventDefault();
-      const button = add.querySelector("button[type=submit]");
-      button.disabled = true;
-      try {
-        const g = await api("POST", `${userPath(id, user)}/grants`, { entitlement: add.entitlement.value.trim(),
-          reason: add.reason.value.trim(), expires_at: instant(add.expires_at.value) });
-        notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "grant-added" }, `Granted ${g.entitlement}.`));
-        await draw();
-      } catch (error) { showError(errors, error, add); button.disabled = false; }
-    } }, h("h3", {}, "Grant an entitlement"), errors,
+    const add = h("form", { class: "card", id: "add-grant-form", onsubmit: onSubmit(errors, async () => {
+      const g = await api("POST", `${userPath(id, user)}/grants`, { entitlement: add.entitlement.value.trim(),
+        reason: add.reason.value.trim(), expires_at: instant(add.expires_at.value) });
+      notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "grant-added" }, `Granted ${g.entitlement}.`));
+      await draw();
+    }, true) }, h("h3", {}, "Grant an entitlement"), errors,
       field("entitlement", "Entitlement", h("input", { id: "grant-entitlement", name: "entitlement", placeholder: "pro" })),
       field("expires_at", "Expires at (your local time)", h("input", { id: "grant-expires-at", name: "expires_at", type: "datetime-local" }),
         "Empty for no end."),
@@ -540,21 +541,16 @@ async function webhooksPage(id, query) {
     const errors = h("div");
     const listed = hook ? WEBHOOK_EVENTS.filter((ev) => hook.events.includes(ev)) : [];
     const chosen = listed.length === WEBHOOK_EVENTS.length ? [] : listed;
-    const form = h("form", { class: "card", id: "webhook-form", onsubmit: async (e) => {
-      e.preventDefault();
-      const button = form.querySelector("button[type=submit]");
-      button.disabled = true;
+    const form = h("form", { class: "card", id: "webhook-form", onsubmit: onSubmit(errors, async () => {
       const events = [...form.querySelectorAll("input[name=events]:checked")].map((x) => x.value);
-      try {
-        const saved = await api("PUT", base, { url: form.url.value.trim(), events: events.length ? events : null });
-        const created = !hook;
-        hook = saved;
-        drawConfig();
-        notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "webhook-saved" }, created ? "Webhook created." : "Webhook saved."),
-          saved.secret ? secretBox(saved.secret) : null);
-        if (created) drawDeliveries();
-      } catch (error) { showError(errors, error, form); button.disabled = false; }
-    } }, h("h2", {}, hook ? "Configuration" : "Configure a webhook"), errors,
+      const saved = await api("PUT", base, { url: form.url.value.trim(), events: events.length ? events : null });
+      const created = !hook;
+      hook = saved;
+      drawConfig();
+      notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "webhook-saved" }, created ? "Webhook created." : "Webhook saved."),
+        saved.secret ? secretBox(saved.secret) : null);
+      if (created) drawDeliveries();
+    }, true) }, h("h2", {}, hook ? "Configuration" : "Configure a webhook"), errors,
       field("url", "URL", h("input", { id: "webhook-url", name: "url", value: hook ? hook.url : "", placeholder: "https://api.example.com/bouncer" }),
         "Signed POSTs of events go here (https, public address)."),
       h("fieldset", { "data-field": "events", class: "events" }, h("legend", {}, "Events (none checked: all)"),
