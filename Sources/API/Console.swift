@@ -57,13 +57,20 @@ struct ConsoleController: APIController {
         return Response.json(201, sessionBody(sessionToken, expires: expires), headers: headers)
     }
 
-    /// `GET /v1/admin/session`: the current session's CSRF token and expiry (a reloaded page asks here).
+    /// `GET /v1/admin/session`: the current session's CSRF token and expiry (a reloaded page asks here), and who it
+    /// acts as: `kind`, and for a member `account_id`, `role` and `email`; `permissions` from the role table (the
+    /// console hides what they leave out; the server refuses it anyway).
     func showSession(_ request: Request) throws -> Response {
         guard admin.digest != nil else { throw HTTPError.adminDisabled }
         guard let token = AdminAuth.sessionCookie(request), let session = try admin.liveSession(token) else {
             throw HTTPError.consoleSessionInvalid
         }
-        return Response.json(200, sessionBody(token, expires: session.expiresAt), headers: ["Cache-Control": "no-store"])
+        var email: String?
+        if case .member(let id, let accountId, _) = session.principal, let members = admin.members {
+            email = try? members.member(accountId: accountId, id: id).email
+        }
+        let body = sessionBody(token, expires: session.expiresAt, who: session.principal, email: email)
+        return Response.json(200, body, headers: ["Cache-Control": "no-store"])
     }
 
     /// `DELETE /v1/admin/session`: signs out (CSRF-checked when the session is live) and clears the cookie.
@@ -88,11 +95,21 @@ struct ConsoleController: APIController {
             + (console.secureCookie ? "; Secure" : "")
     }
 
-    private func sessionBody(_ token: String, expires: Date) -> [UInt8] {
-        var body = JSONBody(capacity: 160)
+    /// `{csrf_token, expires_at}`, and with `who` (the session route's answer) `kind`, `account_id`, `role`,
+    /// `permissions` and `email`.
+    private func sessionBody(_ token: String, expires: Date, who: Principal? = nil, email: String? = nil) -> [UInt8] {
+        var body = JSONBody(capacity: 640)
         body.beginObject()
         body.field("csrf_token", ConsoleSessionRules.csrfToken(sessionToken: token, hasher: admin.hasher))
         body.field("expires_at", expires)
+        if let who {
+            body.field("kind", who.kind)
+            if let accountId = who.accountId { body.field("account_id", accountId.uuidString.lowercased()) }
+            if let role = who.role { body.field("role", role.rawValue) }
+            if let email { body.field("email", email) }
+            let permissions = who.role?.permissions ?? Set(Permission.allCases)
+            body.field("permissions", permissions.sorted().map(\.rawValue))
+        }
         body.endObject()
         return body.bytes
     }

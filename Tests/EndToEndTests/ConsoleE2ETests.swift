@@ -255,7 +255,12 @@ final class ConsoleE2ETests: SharedServerTestCase {
                      "export downloaded", "grant removed", "public key rotated with grace",
                      "webhook configured, test delivered and signed, retried, secret rotated",
                      "user erased after typed confirmation",
-                     "dashboard numbers equal the API's", "no CSP violations", "signed out", "signed out everywhere"] {
+                     "dashboard numbers equal the API's", "no CSP violations", "signed out", "signed out everywhere",
+                     "operator: accounts page, account created, usage with quotas",
+                     "each role sees what it may do: owner, admin, developer, viewer, support",
+                     "owner invited a member, enabled TOTP, created and revoked an API key",
+                     "audit page lists the changes, filters, links the CSV", "member signed in with TOTP",
+                     "operator renamed the account, saw why it could not be deleted, deleted it"] {
             XCTAssertTrue(output.contains("STEP \(step)"), "missing step \(step):\n\(output)")
         }
         let result = try XCTUnwrap(output.split(separator: "\n").first { $0.hasPrefix("RESULT ") }, output)
@@ -264,7 +269,7 @@ final class ConsoleE2ETests: SharedServerTestCase {
         XCTAssertEqual(measured["dashboard"]?["revenue"], "9.99 USD")
         print("console measurements: \(result.dropFirst("RESULT ".count))")
         for name in ["01-sign-in", "02-projects", "03-products", "04-customer", "04b-customer-grant", "05-settings-keys", "08-dashboard",
-                     "10-webhooks", "11-customer-erased"] {
+                     "10-webhooks", "11-customer-erased", "12-operator-usage", "13-viewer-products", "14-api-keys", "15-audit"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: screenshots.appendingPathComponent("\(name).png").path), name)
         }
     }

@@ -80,6 +80,48 @@ final class MembersE2ETests: SharedServerTestCase {
         return (try XCTUnwrap(try invited.json()["id"]?.stringValue), email)
     }
 
+    /// `GET /v1/admin/session` says who the session acts as, so the console can hide what the role cannot do.
+    func testSessionInfoNamesTheMemberTheirAccountRoleAndPermissions() throws {
+        let account = try account("Session info \(E2E.uniqueId())")
+        for role in ["owner", "developer", "viewer", "support"] {
+            let (id, email) = try member(account, role)
+            let signedIn = try session(try signIn(email, from: "203.0.113.40"))
+            let r = try server.client.get("/v1/admin/session", headers: signedIn.get)
+            XCTAssertEqual(r.status, 200, r.description)
+            XCTAssertEqual(r.header("Cache-Control"), "no-store")
+            let body = try r.json()
+            XCTAssertEqual(Set(body.objectValue?.keys ?? []),
+                           ["csrf_token", "expires_at", "kind", "account_id", "role", "email", "permissions"], role)
+            XCTAssertEqual(body["kind"], "member")
+            XCTAssertEqual(body["account_id"]?.stringValue, account)
+            XCTAssertEqual(body["role"]?.stringValue, role)
+            XCTAssertEqual(body["email"]?.stringValue, email)
+            XCTAssertEqual(body["csrf_token"]?.stringValue, signedIn.csrf)
+            XCTAssertEqual(body["permissions"]?.arrayValue?.compactMap(\.stringValue), Self.permissions[role], role)
+            XCTAssertEqual(try server.client.get("/v1/admin/accounts/\(account)/members/\(id)", headers: signedIn.get).status,
+                           role == "owner" ? 200 : 403, role)
+        }
+        let operatorSession = try server.client.post("/v1/admin/session", json: ["token": .string(E2E.adminToken)])
+        let cookie = String(try XCTUnwrap(operatorSession.header("Set-Cookie")).prefix { $0 != ";" })
+        let shown = try server.client.get("/v1/admin/session", headers: ["Cookie": cookie]).json()
+        XCTAssertEqual(Set(shown.objectValue?.keys ?? []), ["csrf_token", "expires_at", "kind", "permissions"])
+        XCTAssertEqual(shown["kind"], "operator")
+        XCTAssertEqual(shown["permissions"]?.arrayValue?.count, 17)
+        XCTAssertEqual(shown["permissions"]?.arrayValue?.contains("accounts.manage"), true)
+    }
+
+    /// The README's role table, as the session route answers it (sorted).
+    static let permissions: [String: [String]] = [
+        "owner": ["api_keys.manage", "audit.read", "credentials.manage", "customers.erase", "customers.export",
+                  "customers.read", "customers.write", "keys.manage", "members.manage", "products.write", "projects.read",
+                  "projects.write", "revenue.read", "usage.read", "webhooks.manage"],
+        "developer": ["api_keys.manage", "audit.read", "credentials.manage", "customers.erase", "customers.export",
+                      "customers.read", "customers.write", "keys.manage", "products.write", "projects.read",
+                      "projects.write", "usage.read", "webhooks.manage"],
+        "viewer": ["audit.read", "customers.read", "projects.read", "revenue.read", "usage.read"],
+        "support": ["customers.export", "customers.read", "customers.write", "projects.read"],
+    ]
+
     /// Item 2 and 3 in one story: the invite (hashed, single use), the password (PBKDF2 row), sign-in as the role,
     /// another account's project unseen, role rules, the last owner kept.
     func testInviteAcceptSignInAndActAsTheRole() throws {

@@ -3,17 +3,28 @@
 import { lineChart, barChart } from "./charts.js";
 
 let csrf = null;
+/** Who is signed in: `GET /v1/admin/session`'s `{kind, account_id?, role?, email?, permissions}`. */
+let me = null;
+/** The account whose members, keys and usage the operator looks at (a member's is always their own). */
+let chosenAccount = null;
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const signOutButton = document.getElementById("sign-out");
 const signOutEverywhereButton = document.getElementById("sign-out-everywhere");
 const PAGE = 10;
 
-/** An element: h("button", {class: "primary", onclick: f}, "Save"). Text is always text, never HTML. */
+/** Whether the signed-in session may do `permission` (the server refuses it anyway). */
+const can = (permission) => !!me && me.permissions.includes(permission);
+
+/**
+ * An element: h("button", {class: "primary", onclick: f}, "Save"). Text is always text, never HTML.
+ * `needs: "products.write"` leaves the element out (an empty comment in its place) unless the session may do that.
+ */
 function h(tag, attrs = {}, ...children) {
+  if (attrs.needs && !can(attrs.needs)) return document.createComment(`needs ${attrs.needs}`);
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
+    if (v === undefined || v === null || v === false || k === "needs") continue;
     if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else if (k === "class") node.className = v;
     else node.setAttribute(k, v === true ? "" : String(v));
@@ -42,6 +53,7 @@ async function api(method, path, body) {
   if (!response.ok) {
     if (response.status === 401 && json && json.code === "CONSOLE_SESSION_INVALID" && location.hash !== "#/signin") {
       csrf = null;
+      me = null;
       location.hash = "#/signin";
     }
     throw new ApiError(response.status, json);
@@ -99,7 +111,27 @@ function copyButton(text, label = "Copy") {
   } }, label);
 }
 
+/** A destructive button: the first click arms it ("Click again to …"), the second runs `act`; a failure shows in `errors`. */
+function dangerButton(attrs, label, errors, act) {
+  return h("button", { type: "button", class: "danger", ...attrs, onclick: async (e) => {
+    const button = e.currentTarget;
+    if (button.dataset.armed !== "1") { button.dataset.armed = "1"; button.textContent = `Click again to ${label.toLowerCase()}`; return; }
+    button.disabled = true;
+    try { await act(); } catch (error) { showError(errors, error); button.disabled = false; }
+  } }, label);
+}
+
+/** An `alert ok` status line. */
+const done = (text, id) => h("div", { class: "alert ok", role: "status", id }, text);
+
 function loading(text = "Loading") { return h("p", { class: "loading" }, text); }
+
+/** A table of `rows` (already rendered `tr`s) under `headers` (a string, or `{text, class}`); "empty" when none. */
+function dataTable(headers, rows, empty = "Nothing yet.", id = undefined) {
+  return h("div", { class: "table-wrap", id }, h("table", {}, h("thead", {}, h("tr", {}, headers.map((x) =>
+    typeof x === "string" ? h("th", { scope: "col" }, x) : h("th", { scope: "col", class: x.class }, x.text)))),
+  h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, empty)))));
+}
 
 /** A paginated table: rows rendered PAGE at a time with Previous/Next. */
 function pagedTable(headers, rows, renderRow, id) {
@@ -110,9 +142,7 @@ function pagedTable(headers, rows, renderRow, id) {
     page = Math.min(page, pages - 1);
     const slice = rows.slice(page * PAGE, page * PAGE + PAGE);
     wrap.replaceChildren(...[
-      h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, headers.map((x) =>
-        typeof x === "string" ? h("th", { scope: "col" }, x) : h("th", { scope: "col", class: x.class }, x.text)))),
-      h("tbody", {}, slice.length ? slice.map(renderRow) : h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, "Nothing yet."))))),
+      dataTable(headers, slice.map(renderRow)),
       rows.length > PAGE ? h("div", { class: "pager" },
         h("button", { type: "button", disabled: page === 0, onclick: () => { page--; draw(); } }, "Previous"),
         h("span", { class: "muted" }, `Page ${page + 1} of ${pages} (${rows.length})`),
@@ -123,16 +153,43 @@ function pagedTable(headers, rows, renderRow, id) {
   return wrap;
 }
 
+/** A role that may neither change projects nor read revenue (support) works on customers only. */
+const customersOnly = () => !can("projects.write") && !can("revenue.read");
+
+/** A project's first page for this session: its dashboard, or its customers for a customers-only role. */
+function projectHome(projectId) {
+  const slug = can("revenue.read") ? "dashboard" : customersOnly() ? "customers" : "";
+  return `#/projects/${encodeURIComponent(projectId)}${slug ? "/" + slug : ""}`;
+}
+
+/** The account pages' links: the member's account, or the one the operator chose. */
+function accountLinks() {
+  const account = me && me.account_id ? me.account_id : chosenAccount;
+  const links = [];
+  if (can("accounts.manage")) links.push(["Accounts", "#/accounts", "accounts.manage"]);
+  if (account) {
+    for (const [name, slug, permission] of [["Members", "members", "members.manage"], ["API keys", "api-keys", "api_keys.manage"],
+      ["Usage", "usage", "usage.read"]]) links.push([name, `#/accounts/${account}/${slug}`, permission]);
+  }
+  links.push(["Audit log", "#/audit", "audit.read"]);
+  return links;
+}
+
 function setNav(projectId, current) {
-  const links = [["Projects", "#/projects"]];
+  const links = [["Projects", "#/projects", "projects.read"]];
   if (projectId) {
-    for (const [name, slug] of [["Dashboard", "dashboard"], ["Settings", ""], ["Products", "products"],
-      ["Customers", "customers"], ["Notifications", "notifications"], ["Webhooks", "webhooks"],
-      ["App Store", "app-store"]]) {
-      links.push([name, `#/projects/${projectId}${slug ? "/" + slug : ""}`]);
+    const settings = customersOnly() ? null : "projects.read";
+    for (const [name, slug, permission] of [["Dashboard", "dashboard", "revenue.read"], ["Settings", "", settings],
+      ["Products", "products", settings], ["Customers", "customers", "customers.read"], ["Notifications", "notifications", settings],
+      ["Webhooks", "webhooks", settings], ["App Store", "app-store", settings]]) {
+      links.push([name, `#/projects/${projectId}${slug ? "/" + slug : ""}`, permission]);
     }
   }
-  nav.replaceChildren(...links.map(([name, href]) => h("a", { href, "aria-current": href === current ? "page" : undefined }, name)));
+  links.push(...accountLinks());
+  nav.replaceChildren(...links.filter(([, , permission]) => permission && can(permission)).map(([name, href]) =>
+    h("a", { href, "aria-current": href === current ? "page" : undefined }, name)));
+  const who = me && me.kind === "member" ? `${me.email || "member"} (${me.role})` : "operator";
+  nav.append(h("span", { class: "whoami muted", id: "whoami", "data-kind": me ? me.kind : "", "data-role": me && me.role ? me.role : "" }, who));
 }
 
 // ---- Sign-in -----------------------------------------------------------------------------------------------
@@ -141,22 +198,45 @@ function signInPage() {
   nav.replaceChildren();
   signOutButton.hidden = true;
   signOutEverywhereButton.hidden = true;
+  me = null;
+  const signedIn = () => { me = null; location.hash = "#/projects"; };
   const errors = h("div");
   const input = h("input", { id: "token", type: "password", autocomplete: "current-password", required: true });
   const form = h("form", { class: "card", id: "sign-in-form", onsubmit: onSubmit(errors, async () => {
     const session = await api("POST", "/v1/admin/session", { token: input.value });
     csrf = session.csrf_token;
     input.value = "";
-    location.hash = "#/projects";
-  }) }, field("token", "Admin token", input, "The server's BOUNCER_ADMIN_TOKEN. It is sent once; the session is a cookie."),
+    signedIn();
+  }) }, h("h2", {}, "Operator"), field("token", "Admin token", input, "The server's BOUNCER_ADMIN_TOKEN. It is sent once; the session is a cookie."),
   h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Sign in")));
-  main.replaceChildren(h("h1", {}, "Sign in"), errors, form);
+  // A member: email and password; the TOTP field appears when the server answers AUTH_TOTP_REQUIRED.
+  const memberErrors = h("div");
+  const totp = field("totp", "TOTP code", h("input", { id: "member-totp", name: "totp", inputmode: "numeric", autocomplete: "one-time-code" }),
+    "The 6-digit code of your authenticator app.");
+  totp.hidden = true;
+  const member = h("form", { class: "card", id: "member-sign-in-form", onsubmit: onSubmit(memberErrors, async () => {
+    const body = { email: member.email.value.trim(), password: member.password.value };
+    if (!totp.hidden) body.totp = member.totp.value.trim();
+    try {
+      csrf = (await api("POST", "/v1/admin/session", body)).csrf_token;
+    } catch (error) {
+      if (error instanceof ApiError && error.body.code === "AUTH_TOTP_REQUIRED") { totp.hidden = false; member.totp.focus(); }
+      throw error;
+    }
+    member.password.value = "";
+    signedIn();
+  }) }, h("h2", {}, "Member"),
+  field("email", "Email", h("input", { id: "member-email", name: "email", type: "email", autocomplete: "username" })),
+  field("password", "Password", h("input", { id: "member-password", name: "password", type: "password", autocomplete: "current-password" })),
+  totp, memberErrors, h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Sign in as a member")));
+  main.replaceChildren(h("h1", {}, "Sign in"), errors, form, member);
   input.focus();
 }
 
 signOutButton.addEventListener("click", async () => {
   try { await api("DELETE", "/v1/admin/session"); } catch { /* signed out either way */ }
   csrf = null;
+  me = null;
   location.hash = "#/signin";
 });
 
@@ -164,6 +244,7 @@ signOutButton.addEventListener("click", async () => {
 signOutEverywhereButton.addEventListener("click", async () => {
   try { await api("DELETE", "/v1/admin/sessions"); } catch { /* this session ends either way: sign in again */ }
   csrf = null;
+  me = null;
   location.hash = "#/signin";
 });
 
@@ -203,7 +284,7 @@ async function projectsPage() {
   try { list = (await api("GET", "/v1/admin/projects")).projects; }
   catch (error) { showError(errors, error); main.replaceChildren(h("h1", {}, "Projects"), errors); return; }
   const created = h("div");
-  const form = h("form", { class: "card", id: "create-project-form", onsubmit: onSubmit(errors, async () => {
+  const form = h("form", { class: "card", id: "create-project-form", needs: "projects.write", onsubmit: onSubmit(errors, async () => {
     const p = await api("POST", "/v1/admin/projects", readProjectForm(form));
     errors.replaceChildren();
     form.querySelectorAll(".field-error").forEach((n) => n.remove());
@@ -215,7 +296,7 @@ async function projectsPage() {
     table.replaceWith(table = renderList());
   }) }, h("h2", {}, "New project"), projectFields(), h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Create project")));
   const renderList = () => pagedTable(["Name", "Bundle id", { text: "Id", class: "hide-narrow" }, "Public key"], list, (p) =>
-    h("tr", { "data-project-id": p.id }, h("td", {}, h("a", { href: `#/projects/${p.id}/dashboard` }, p.name)),
+    h("tr", { "data-project-id": p.id }, h("td", {}, h("a", { href: projectHome(p.id) }, p.name)),
       h("td", {}, h("code", {}, p.bundle_id)), h("td", { class: "hide-narrow" }, h("code", {}, p.id)),
       h("td", {}, h("code", {}, p.public_key), " ", copyButton(p.public_key))), "project-list");
   let table = renderList();
@@ -240,19 +321,18 @@ async function settingsPage(id) {
       errors.replaceChildren();
       saved.replaceChildren(h("div", { class: "alert ok", role: "status" }, "Saved."));
     } catch (error) { saved.replaceChildren(); showError(errors, error, form); }
-  } }, projectFields(p), h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Save")));
+  } }, projectFields(p), h("div", { class: "row", needs: "projects.write" }, h("button", { class: "primary", type: "submit" }, "Save")));
 
   const keys = h("div", { class: "card", id: "keys" });
   const drawKeys = (project, newSecret) => keys.replaceChildren(...[h("h2", {}, "Keys"),
-    h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Public key"), h("th", {}, "Created"), h("th", {}, "Expires"), h("th", {}, ""))),
-      h("tbody", {}, project.public_keys.map((k) => h("tr", {}, h("td", {}, h("code", { class: "public-key" }, k.key)),
-        h("td", {}, k.created_at), h("td", {}, k.expires_at || "—"), h("td", {}, copyButton(k.key))))))),
+    dataTable(["Public key", "Created", "Expires", ""], project.public_keys.map((k) => h("tr", {}, h("td", {}, h("code", { class: "public-key" }, k.key)),
+      h("td", {}, k.created_at), h("td", {}, k.expires_at || "—"), h("td", {}, copyButton(k.key))))),
     h("p", {}, "Secret keys (stored hashed): ", project.secret_keys.map((k) => h("span", { class: "badge" },
       `…${k.last4}${k.expires_at ? " until " + k.expires_at : ""}`))),
     newSecret ? h("div", { class: "secret", id: "rotated-secret" }, "New secret key (shown once): ", h("code", {}, newSecret), " ", copyButton(newSecret)) : null,
     rotateForm].filter(Boolean));
   const rotateErrors = h("div");
-  const rotateForm = h("form", { id: "rotate-form", onsubmit: async (e) => {
+  const rotateForm = h("form", { id: "rotate-form", needs: "keys.manage", onsubmit: async (e) => {
     e.preventDefault();
     const body = {};
     if (rotateForm.key.value) body.key = rotateForm.key.value;
@@ -274,7 +354,7 @@ async function settingsPage(id) {
   const confirmInput = h("input", { id: "delete-confirm", autocomplete: "off" });
   const deleteButton = h("button", { type: "submit", class: "danger", disabled: true }, "Delete project");
   confirmInput.addEventListener("input", () => { deleteButton.disabled = confirmInput.value !== p.name; });
-  const deleteForm = h("form", { class: "card", id: "delete-form", onsubmit: async (e) => {
+  const deleteForm = h("form", { class: "card", id: "delete-form", needs: "projects.write", onsubmit: async (e) => {
     e.preventDefault();
     if (confirmInput.value !== p.name) return;
     try { await api("DELETE", `/v1/admin/projects/${id}`); location.hash = "#/projects"; }
@@ -297,13 +377,13 @@ async function productsPage(id) {
     const ents = h("input", { name: "entitlements", value: (prod.entitlements || []).join(", "), "aria-label": `Entitlements of ${prod.product_id}` });
     const slot = h("td", { "data-field": "entitlements" }, ents);
     const tr = h("tr", { "data-product-id": prod.product_id }, h("td", {}, h("code", {}, prod.product_id)), slot,
-      h("td", {}, h("button", { type: "button", onclick: async () => {
+      h("td", {}, h("button", { type: "button", needs: "products.write", onclick: async () => {
         try {
           await api("PUT", `/v1/admin/projects/${id}/products/${encodeURIComponent(prod.product_id)}`, { entitlements: splitList(ents.value) });
           slot.querySelectorAll(".field-error").forEach((n) => n.remove());
           errors.replaceChildren(h("div", { class: "alert ok", role: "status" }, `Saved ${prod.product_id}.`));
         } catch (error) { showError(errors, error, tr); }
-      } }, "Save"), " ", h("button", { type: "button", class: "danger", onclick: async () => {
+      } }, "Save"), " ", h("button", { type: "button", class: "danger", needs: "products.write", onclick: async () => {
         try {
           await api("DELETE", `/v1/admin/projects/${id}/products/${encodeURIComponent(prod.product_id)}`);
           products = products.filter((x) => x !== prod);
@@ -315,7 +395,7 @@ async function productsPage(id) {
   const tableBox = h("div");
   const redraw = () => tableBox.replaceChildren(pagedTable(["Product id", "Entitlements (comma-separated)", ""], products, rowFor, "product-table"));
   redraw();
-  const add = h("form", { class: "card", id: "add-product-form", onsubmit: async (e) => {
+  const add = h("form", { class: "card", id: "add-product-form", needs: "products.write", onsubmit: async (e) => {
     e.preventDefault();
     const productId = add.product_id.value.trim();
     try {
@@ -418,7 +498,7 @@ async function customersPage(id, query) {
       h("h2", {}, "Grants"),
       pagedTable(["Entitlement", "Until", "Since", ""], grants, (g) =>
         h("tr", { "data-grant-id": g.id }, h("td", {}, h("code", {}, g.entitlement)), h("td", {}, g.expires_at || "no end"),
-          h("td", {}, g.created_at), h("td", {}, h("button", { type: "button", class: "danger", onclick: async (e) => {
+          h("td", {}, g.created_at), h("td", {}, h("button", { type: "button", class: "danger", needs: "customers.write", onclick: async (e) => {
             e.target.disabled = true;
             try {
               await api("DELETE", `${userPath(id, user)}/grants/${encodeURIComponent(g.id)}`);
@@ -436,7 +516,7 @@ async function customersPage(id, query) {
   };
   const grantForm = () => {
     const errors = h("div");
-    const add = h("form", { class: "card", id: "add-grant-form", onsubmit: onSubmit(errors, async () => {
+    const add = h("form", { class: "card", id: "add-grant-form", needs: "customers.write", onsubmit: onSubmit(errors, async () => {
       const g = await api("POST", `${userPath(id, user)}/grants`, { entitlement: add.entitlement.value.trim(),
         reason: add.reason.value.trim(), expires_at: instant(add.expires_at.value) });
       notice.replaceChildren(h("div", { class: "alert ok", role: "status", id: "grant-added" }, `Granted ${g.entitlement}.`));
@@ -453,7 +533,7 @@ async function customersPage(id, query) {
   const dataCard = () => {
     const out = h("div", { id: "customer-data-result" });
     const confirmInput = h("input", { id: "erase-confirm", name: "confirm", autocomplete: "off" });
-    const erase = h("form", { id: "erase-form", onsubmit: async (e) => {
+    const erase = h("form", { id: "erase-form", needs: "customers.erase", onsubmit: async (e) => {
       e.preventDefault();
       if (confirmInput.value !== user) {
         showError(out, new ApiError(400, { error: "The confirmation does not match", suggestion: `Type the user id ${user} exactly.`,
@@ -469,7 +549,7 @@ async function customersPage(id, query) {
     } }, field("confirm", `Type ${user} to erase`, confirmInput, "Erasure cannot be undone; purchases stay, unbound, for accounting."),
     h("div", { class: "row" }, h("button", { type: "submit", class: "danger", id: "erase-button" }, "Erase user")));
     return h("div", { class: "card" }, h("h2", {}, "Data"),
-      h("div", { class: "row" }, h("button", { type: "button", id: "export-button", onclick: async (e) => {
+      h("div", { class: "row" }, h("button", { type: "button", id: "export-button", needs: "customers.export", onclick: async (e) => {
         e.target.disabled = true;
         try {
           const data = await api("GET", `${userPath(id, user)}/export`);
@@ -520,10 +600,10 @@ const WEBHOOK_EVENTS = ["entitlement.granted", "entitlement.revoked", "subscript
   "subscription.renewal_failed", "subscription.grace_period_started", "subscription.expired",
   "subscription.auto_renew_changed", "transaction.refunded", "purchase.transferred"];
 
-/** The signing secret, shown once (create or rotate). */
-function secretBox(secret) {
-  return h("div", { class: "secret", id: "webhook-secret-box", role: "status" },
-    h("strong", {}, "Signing secret (shown once; store it now): "), h("code", { id: "webhook-secret" }, secret), " ", copyButton(secret));
+/** A secret shown once (a signing secret, an invite token, an API key): `id` names its code, `${id}-box` the box. */
+function secretBox(secret, label = "Signing secret", id = "webhook-secret") {
+  return h("div", { class: "secret", id: `${id}-box`, role: "status" },
+    h("strong", {}, `${label} (shown once; store it now): `), h("code", { id }, secret), " ", copyButton(secret));
 }
 
 async function webhooksPage(id, query) {
@@ -541,7 +621,7 @@ async function webhooksPage(id, query) {
     const errors = h("div");
     const listed = hook ? WEBHOOK_EVENTS.filter((ev) => hook.events.includes(ev)) : [];
     const chosen = listed.length === WEBHOOK_EVENTS.length ? [] : listed;
-    const form = h("form", { class: "card", id: "webhook-form", onsubmit: onSubmit(errors, async () => {
+    const form = h("form", { class: "card", id: "webhook-form", needs: "webhooks.manage", onsubmit: onSubmit(errors, async () => {
       const events = [...form.querySelectorAll("input[name=events]:checked")].map((x) => x.value);
       const saved = await api("PUT", base, { url: form.url.value.trim(), events: events.length ? events : null });
       const created = !hook;
@@ -557,7 +637,7 @@ async function webhooksPage(id, query) {
         WEBHOOK_EVENTS.map((ev) => h("label", { class: "inline" },
           h("input", { type: "checkbox", name: "events", value: ev, checked: chosen.includes(ev) }), h("code", {}, ev)))),
       h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, hook ? "Save" : "Create webhook")));
-    const actions = hook ? h("div", { class: "card", id: "webhook-actions" },
+    const actions = hook ? h("div", { class: "card", id: "webhook-actions", needs: "webhooks.manage" },
       h("p", {}, "Sends to ", h("code", { id: "webhook-current-url" }, hook.url), ". Events: ", hook.events.join(", ")),
       hook.previous_secret_expires_at ? h("p", { class: "muted" }, `The previous secret also signs until ${hook.previous_secret_expires_at}.`) : null,
       h("div", { class: "row" },
@@ -579,16 +659,13 @@ async function webhooksPage(id, query) {
               secretBox(hook.secret));
           } catch (error) { showError(notice, error); e.target.disabled = false; }
         } }, "Rotate secret"),
-        h("button", { type: "button", class: "danger", id: "webhook-delete", onclick: async (e) => {
-          if (e.target.dataset.armed !== "1") { e.target.dataset.armed = "1"; e.target.textContent = "Click again to remove"; return; }
-          try {
-            await api("DELETE", base);
-            hook = null;
-            drawConfig();
-            deliveries.replaceChildren();
-            notice.replaceChildren(h("div", { class: "alert ok", role: "status" }, "Webhook removed, with its undelivered events and log."));
-          } catch (error) { showError(notice, error); }
-        } }, "Remove webhook"))) : null;
+        dangerButton({ id: "webhook-delete" }, "Remove webhook", notice, async () => {
+          await api("DELETE", base);
+          hook = null;
+          drawConfig();
+          deliveries.replaceChildren();
+          notice.replaceChildren(h("div", { class: "alert ok", role: "status" }, "Webhook removed, with its undelivered events and log."));
+        }))) : null;
     config.replaceChildren(...[actions, form].filter(Boolean));
   };
 
@@ -616,7 +693,7 @@ async function webhooksPage(id, query) {
           d.next_attempt_at ? h("div", { class: "muted" }, `next ${d.next_attempt_at}`) : null),
         h("td", { class: "hide-narrow" }, `${d.attempts.length}`, a ? h("div", { class: "muted" },
           `${a.status_code ?? "no answer"}${a.error ? " · " + a.error : ""} · ${a.duration_ms} ms`) : null),
-        h("td", {}, h("button", { type: "button", class: "retry", onclick: async (e) => {
+        h("td", {}, h("button", { type: "button", class: "retry", needs: "webhooks.manage", onclick: async (e) => {
           e.target.disabled = true;
           try {
             await api("POST", `${base}/deliveries/${encodeURIComponent(d.event_id)}/retry`, {});
@@ -638,7 +715,7 @@ async function appStorePage(id) {
   setNav(id, `#/projects/${id}/app-store`);
   const status = h("div", {}, loading());
   const errors = h("div");
-  const form = h("form", { class: "card", id: "credentials-form", onsubmit: async (e) => {
+  const form = h("form", { class: "card", id: "credentials-form", needs: "credentials.manage", onsubmit: async (e) => {
     e.preventDefault();
     try {
       const c = await api("PUT", `/v1/admin/projects/${id}/app-store-credentials`,
@@ -653,7 +730,7 @@ async function appStorePage(id) {
     field("private_key", "Private key (.p8)", h("textarea", { id: "private-key", name: "private_key", spellcheck: "false" })),
     h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Save credentials")));
   const testResult = h("div", { id: "test-notification-result" });
-  const test = h("div", { class: "card" }, h("h2", {}, "Test notification"),
+  const test = h("div", { class: "card", needs: "credentials.manage" }, h("h2", {}, "Test notification"),
     h("p", {}, "Asks Apple to send a TEST notification to this project's webhook, then waits for it."),
     h("button", { type: "button", id: "test-notification", onclick: async (e) => {
       e.target.disabled = true;
@@ -673,7 +750,7 @@ async function appStorePage(id) {
     } }, "Send test notification"), testResult);
   const drawStatus = (c) => status.replaceChildren(c
     ? h("div", { class: "card" }, h("p", {}, "Connected: issuer ", h("code", {}, c.issuer_id), ", key ", h("code", {}, c.key_id)),
-      h("button", { type: "button", class: "danger", onclick: async () => {
+      h("button", { type: "button", class: "danger", needs: "credentials.manage", onclick: async () => {
         try { await api("DELETE", `/v1/admin/projects/${id}/app-store-credentials`); drawStatus(null); } catch (error) { showError(errors, error); }
       } }, "Remove credentials"))
     : h("p", { class: "muted" }, "No App Store credentials stored."));
@@ -730,19 +807,267 @@ async function dashboardPage(id, query) {
       currency ? barChart(`Revenue per day (${currency})`, labels, [{ name: currency, values: o.days.map((d) => (d.revenue[currency] || 0) / 1000) }]) : null));
 }
 
+// ---- Accounts (the operator) -------------------------------------------------------------------------------
+
+const ROLES = ["owner", "admin", "developer", "viewer", "support"];
+const roleSelect = (attrs, selected = "developer") =>
+  h("select", attrs, ROLES.map((r) => h("option", { value: r, selected: r === selected }, r)));
+const accountPath = (account) => `/v1/admin/accounts/${encodeURIComponent(account)}`;
+
+/** An account page's heading; for the operator, with a picker of the account to look at. */
+async function accountHeading(title, account, slug) {
+  if (!can("accounts.manage")) return [h("h1", {}, title)];
+  let accounts = [];
+  try { accounts = (await api("GET", "/v1/admin/accounts")).accounts; } catch { /* the page shows its own error */ }
+  return [h("h1", {}, title), h("div", { class: "row" }, h("label", { class: "inline", for: "account-picker" }, "Account"),
+    h("select", { id: "account-picker", onchange: (e) => { location.hash = `#/accounts/${e.target.value}/${slug}`; } },
+      accounts.map((a) => h("option", { value: a.id, selected: a.id === account }, a.name))))];
+}
+
+async function accountsPage() {
+  setNav(null, "#/accounts");
+  main.replaceChildren(h("h1", {}, "Accounts"), loading());
+  const errors = h("div", { id: "accounts-notice" });
+  let list;
+  try { list = (await api("GET", "/v1/admin/accounts")).accounts; }
+  catch (error) { showError(errors, error); main.replaceChildren(h("h1", {}, "Accounts"), errors); return; }
+  const table = h("div");
+  const draw = () => table.replaceChildren(pagedTable(["Name", { text: "Id", class: "hide-narrow" }, "Created", ""], list, (a) => {
+    const name = h("input", { name: "name", value: a.name, "aria-label": `Name of ${a.name}` });
+    return h("tr", { "data-account-id": a.id }, h("td", { "data-field": "name" }, name),
+      h("td", { class: "hide-narrow" }, h("code", {}, a.id)), h("td", {}, a.created_at),
+      h("td", {}, h("a", { href: `#/accounts/${a.id}/members` }, "Members"), " · ", h("a", { href: `#/accounts/${a.id}/api-keys` }, "API keys"),
+        " · ", h("a", { href: `#/accounts/${a.id}/usage` }, "Usage"), " ",
+        h("button", { type: "button", class: "rename", onclick: async () => {
+          try {
+            Object.assign(a, await api("PATCH", accountPath(a.id), { name: name.value }));
+            errors.replaceChildren(done(`Renamed to ${a.name}.`, "account-renamed"));
+          } catch (error) { showError(errors, error); }
+        } }, "Rename"), " ",
+        dangerButton({ class: "danger delete-account" }, "Delete", errors, async () => {
+          await api("DELETE", accountPath(a.id));
+          list = list.filter((x) => x !== a);
+          errors.replaceChildren(done(`Deleted ${a.name}.`, "account-deleted"));
+          draw();
+        })));
+  }, "account-list"));
+  draw();
+  const form = h("form", { class: "card", id: "create-account-form", onsubmit: onSubmit(errors, async () => {
+    const a = await api("POST", "/v1/admin/accounts", { name: form.name.value.trim() });
+    list.push(a);
+    form.reset();
+    errors.replaceChildren(done(`Created ${a.name}.`, "account-created"));
+    draw();
+  }) }, h("h2", {}, "New account"), field("name", "Name", h("input", { id: "account-name", name: "name" })),
+  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Create account")));
+  main.replaceChildren(h("h1", {}, "Accounts"), errors, table, form);
+}
+
+// ---- Members -----------------------------------------------------------------------------------------------
+
+async function membersPage(account) {
+  setNav(null, `#/accounts/${account}/members`);
+  main.replaceChildren(h("h1", {}, "Members"), loading());
+  const heading = await accountHeading("Members", account, "members");
+  const notice = h("div", { id: "members-notice" });
+  const base = `${accountPath(account)}/members`;
+  let list;
+  try { list = (await api("GET", base)).members; }
+  catch (error) { showError(notice, error); main.replaceChildren(...heading, notice); return; }
+  const table = h("div");
+  const draw = () => table.replaceChildren(pagedTable(["Email", "Role", "Status", "TOTP", ""], list, (m) => {
+    const role = roleSelect({ name: "role", "aria-label": `Role of ${m.email}` }, m.role);
+    return h("tr", { "data-member-id": m.id, "data-email": m.email }, h("td", {}, m.email),
+      h("td", { "data-field": "role" }, role, " ", h("button", { type: "button", class: "change-role", onclick: async () => {
+        try {
+          Object.assign(m, await api("PATCH", `${base}/${m.id}`, { role: role.value }));
+          notice.replaceChildren(done(`${m.email} is now ${m.role}.`, "member-role-changed"));
+        } catch (error) { showError(notice, error); }
+      } }, "Change")),
+      h("td", {}, h("span", { class: `badge ${m.status === "active" ? "active" : ""}` }, m.status)),
+      h("td", {}, m.totp_enabled ? "on" : h("button", { type: "button", class: "enable-totp", onclick: async () => {
+        try {
+          const r = await api("POST", `${base}/${m.id}/totp`, {});
+          m.totp_enabled = true;
+          draw();
+          notice.replaceChildren(done(`TOTP is on for ${m.email}; add this URI to their authenticator app.`),
+            secretBox(r.otpauth_uri, "otpauth URI", "otpauth-uri"));
+        } catch (error) { showError(notice, error); }
+      } }, "Enable TOTP")),
+      h("td", {}, dangerButton({ class: "danger remove-member" }, "Remove", notice, async () => {
+        await api("DELETE", `${base}/${m.id}`);
+        list = list.filter((x) => x !== m);
+        notice.replaceChildren(done(`Removed ${m.email}.`, "member-removed"));
+        draw();
+      })));
+  }, "member-list"));
+  draw();
+  const errors = h("div");
+  const form = h("form", { class: "card", id: "invite-form", onsubmit: onSubmit(errors, async () => {
+    const m = await api("POST", base, { email: form.email.value.trim(), role: form.role.value });
+    list.push(m);
+    form.reset();
+    draw();
+    notice.replaceChildren(done(`Invited ${m.email} as ${m.role}; the invite works once, until ${m.invite_expires_at}.`, "member-invited"),
+      secretBox(m.invite_token, "Invite token", "invite-token"));
+  }) }, h("h2", {}, "Invite a member"), errors,
+  field("email", "Email", h("input", { id: "invite-email", name: "email", type: "email" })),
+  field("role", "Role", roleSelect({ id: "invite-role", name: "role" }), "No one gives a role above their own."),
+  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Invite")));
+  main.replaceChildren(...heading, notice, table, form);
+}
+
+// ---- API keys ----------------------------------------------------------------------------------------------
+
+async function apiKeysPage(account) {
+  setNav(null, `#/accounts/${account}/api-keys`);
+  main.replaceChildren(h("h1", {}, "API keys"), loading());
+  const heading = await accountHeading("API keys", account, "api-keys");
+  const notice = h("div", { id: "api-keys-notice" });
+  const base = `${accountPath(account)}/api-keys`;
+  let list;
+  try { list = (await api("GET", base)).api_keys; }
+  catch (error) { showError(notice, error); main.replaceChildren(...heading, notice); return; }
+  const table = h("div");
+  const draw = () => table.replaceChildren(pagedTable(["Name", "Role", "Key", { text: "Projects", class: "hide-narrow" }, "Expires",
+    "Last used", ""], list, (k) => h("tr", { "data-key-id": k.id, "data-name": k.name }, h("td", {}, k.name), h("td", {}, k.role),
+    h("td", {}, h("code", {}, `bk_…${k.last4}`)), h("td", { class: "hide-narrow" }, k.project_ids ? k.project_ids.join(", ") : "all"),
+    h("td", {}, k.expires_at || "never"), h("td", { class: "last-used" }, k.last_used_at || "never"),
+    h("td", {}, dangerButton({ class: "danger revoke-key" }, "Revoke", notice, async () => {
+      await api("DELETE", `${base}/${k.id}`);
+      list = list.filter((x) => x !== k);
+      notice.replaceChildren(done(`Revoked ${k.name}.`, "api-key-revoked"));
+      draw();
+    }))), "api-key-list"));
+  draw();
+  const errors = h("div");
+  const form = h("form", { class: "card", id: "create-api-key-form", onsubmit: onSubmit(errors, async () => {
+    const body = { name: form.name.value.trim(), role: form.role.value };
+    const projects = splitList(form.project_ids.value);
+    if (projects.length) body.project_ids = projects;
+    const expires = instant(form.expires_at.value);
+    if (expires) body.expires_at = expires;
+    const k = await api("POST", base, body);
+    list.push(k);
+    form.reset();
+    draw();
+    notice.replaceChildren(done(`Created ${k.name}.`, "api-key-created"), secretBox(k.key, "API key", "new-api-key"));
+  }) }, h("h2", {}, "New API key"), errors,
+  field("name", "Name", h("input", { id: "api-key-name", name: "name", placeholder: "CI deploys" })),
+  field("role", "Role", roleSelect({ id: "api-key-role", name: "role" }), "A key may not do more than you."),
+  field("project_ids", "Project ids (comma-separated)", h("input", { id: "api-key-projects", name: "project_ids" }), "Empty: every project of the account."),
+  field("expires_at", "Expires at (your local time)", h("input", { id: "api-key-expires-at", name: "expires_at", type: "datetime-local" }), "Empty: no end."),
+  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Create key")));
+  main.replaceChildren(...heading, notice, table, form);
+}
+
+// ---- Usage -------------------------------------------------------------------------------------------------
+
+async function usagePage(account, query) {
+  setNav(null, `#/accounts/${account}/usage`);
+  main.replaceChildren(h("h1", {}, "Usage"), loading());
+  const heading = await accountHeading("Usage", account, "usage");
+  const month = /^\d{4}-\d{2}$/.test(query.get("month") || "") ? query.get("month") : new Date().toISOString().slice(0, 7);
+  const picker = h("form", { class: "row", id: "usage-month-form", onsubmit: (e) => {
+    e.preventDefault();
+    location.hash = `#/accounts/${account}/usage?month=${encodeURIComponent(picker.month.value.trim())}`;
+  } }, h("label", { class: "inline", for: "usage-month" }, "Month (UTC)"),
+  h("input", { id: "usage-month", name: "month", value: month, placeholder: "YYYY-MM", size: 8 }), h("button", { type: "submit" }, "Show"));
+  const body = h("div", {}, loading());
+  main.replaceChildren(...heading, picker, body);
+  let u;
+  try { u = await api("GET", `${accountPath(account)}/usage?month=${encodeURIComponent(month)}`); }
+  catch (error) { showError(body, error); return; }
+  const stat = (key, label, value) => h("div", { class: "stat" }, h("div", { class: "v", "data-usage": key }, value), h("div", { class: "k" }, label));
+  body.replaceChildren(h("div", { class: "stats", id: "usage-stats", "data-month": u.month },
+    stat("receipts_verified", "Receipts verified", u.receipts_verified),
+    stat("notifications_processed", "Notifications processed", u.notifications_processed),
+    stat("app_store_api_calls", "App Store API calls", u.app_store_api_calls),
+    stat("webhooks_delivered", "Webhooks delivered", u.webhooks_delivered),
+    can("revenue.read") ? stat("tracked_revenue", "Tracked revenue", money(u.tracked_revenue)) : null),
+  can("accounts.manage") ? await quotasCard(account) : null);
+}
+
+/** The operator's quotas form (`GET/PUT …/quotas`); empty fields mean no limit. */
+async function quotasCard(account) {
+  const path = `${accountPath(account)}/quotas`;
+  const errors = h("div");
+  let q;
+  try { q = await api("GET", path); } catch (error) { showError(errors, error); return errors; }
+  const limit = (text) => (text.trim() === "" ? null : /^\d+$/.test(text.trim()) ? Number(text.trim()) : text);
+  const form = h("form", { class: "card", id: "quotas-form", onsubmit: onSubmit(errors, async () => {
+    await api("PUT", path, { receipts_per_month: limit(form.receipts_per_month.value), requests_per_second: limit(form.requests_per_second.value) });
+    errors.replaceChildren(done("Quotas saved.", "quotas-saved"));
+  }) }, h("h2", {}, "Quotas"), errors,
+  field("receipts_per_month", "Receipts per month", h("input", { id: "quota-receipts", name: "receipts_per_month", value: q.receipts_per_month ?? "" }), "Empty: no limit."),
+  field("requests_per_second", "Requests per second", h("input", { id: "quota-rps", name: "requests_per_second", value: q.requests_per_second ?? "" }), "Empty: no limit."),
+  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Save quotas")));
+  return form;
+}
+
+// ---- Audit log ---------------------------------------------------------------------------------------------
+
+const AUDIT_FILTERS = [["project_id", "Project id"], ["actor", "Actor (operator, member, api_key or a label)"], ["action", "Action (e.g. member.invite)"]];
+
+async function auditPage(query) {
+  setNav(null, "#/audit");
+  const params = new URLSearchParams();
+  for (const name of ["account_id", "project_id", "actor", "action", "from", "to", "cursor"]) if (query.get(name)) params.set(name, query.get(name));
+  const go = (p) => { location.hash = `#/audit${p.toString() ? "?" + p : ""}`; };
+  const localTime = (iso) => (iso && !Number.isNaN(new Date(iso).getTime()) ? new Date(new Date(iso).getTime() - new Date(iso).getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "");
+  const form = h("form", { class: "card", id: "audit-filter-form", role: "search", onsubmit: (e) => {
+    e.preventDefault();
+    const next = new URLSearchParams();
+    for (const input of form.querySelectorAll("input")) {
+      const value = input.type === "datetime-local" ? instant(input.value) : input.value.trim();
+      if (value) next.set(input.name, value);
+    }
+    go(next);
+  } }, can("accounts.manage") ? field("account_id", "Account id", h("input", { id: "audit-account_id", name: "account_id", value: params.get("account_id") || "" })) : null,
+  AUDIT_FILTERS.map(([name, label]) => field(name, label, h("input", { id: `audit-${name}`, name, value: params.get(name) || "" }))),
+  field("from", "From (your local time)", h("input", { id: "audit-from", name: "from", type: "datetime-local", value: localTime(params.get("from")) })),
+  field("to", "To (your local time)", h("input", { id: "audit-to", name: "to", type: "datetime-local", value: localTime(params.get("to")) })),
+  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Filter")));
+  const body = h("div", {}, loading());
+  const csv = new URLSearchParams(params);
+  csv.delete("cursor");
+  csv.set("format", "csv");
+  main.replaceChildren(h("h1", {}, "Audit log"), form,
+    h("p", {}, h("a", { href: `/v1/admin/audit-log?${csv}`, download: "audit-log.csv", id: "audit-csv" }, "Download CSV"), " (this filter, newest first)"), body);
+  params.set("limit", "50");
+  let page;
+  try { page = await api("GET", `/v1/admin/audit-log?${params}`); } catch (error) { showError(body, error, form); return; }
+  params.delete("limit");
+  const changes = (c) => Object.entries(c || {}).map(([k, [before, after]]) => `${k}: ${JSON.stringify(before)} → ${JSON.stringify(after)}`).join("; ");
+  const pager = h("div", { class: "pager" },
+    params.get("cursor") ? h("button", { type: "button", id: "audit-first", onclick: () => { params.delete("cursor"); go(params); } }, "Newest") : null,
+    page.next_cursor ? h("button", { type: "button", id: "audit-next", onclick: () => { params.set("cursor", page.next_cursor); go(params); } }, "Next page") : null);
+  body.replaceChildren(dataTable(["When", "Actor", "Action", "Target", { text: "Changes", class: "hide-narrow" }],
+    page.entries.map((e) => h("tr", { "data-action": e.action, "data-actor": e.actor.label },
+      h("td", {}, e.at), h("td", {}, e.actor.label), h("td", {}, h("code", {}, e.action)), h("td", {}, e.target || "—"),
+      h("td", { class: "hide-narrow" }, changes(e.changes)))), "No entries.", "audit-list"), pager);
+}
+
 // ---- Router ------------------------------------------------------------------------------------------------
 
 async function route() {
   const [path, search] = (location.hash.slice(1) || "/projects").split("?");
   const query = new URLSearchParams(search || "");
   if (path === "/signin") return signInPage();
-  if (!csrf) {
-    try { csrf = (await api("GET", "/v1/admin/session")).csrf_token; }
+  if (!me) {
+    try { me = await api("GET", "/v1/admin/session"); csrf = me.csrf_token; }
     catch { location.hash = "#/signin"; if (path === "/signin") signInPage(); return; }
   }
   signOutButton.hidden = false;
-  signOutEverywhereButton.hidden = false;
+  signOutEverywhereButton.hidden = !can("sessions.manage");
   const parts = path.split("/").filter(Boolean);
+  if (parts[0] === "accounts") {
+    if (parts.length === 1) return accountsPage();
+    chosenAccount = decodeURIComponent(parts[1]);
+    const accountPage = { members: membersPage, "api-keys": apiKeysPage, usage: usagePage }[parts[2]];
+    return (accountPage || membersPage)(chosenAccount, query);
+  }
+  if (parts[0] === "audit") return auditPage(query);
   if (parts[0] !== "projects" || parts.length === 1) return projectsPage();
   const id = decodeURIComponent(parts[1]);
   const page = { dashboard: dashboardPage, products: productsPage, customers: customersPage,

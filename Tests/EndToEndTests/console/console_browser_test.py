@@ -126,6 +126,28 @@ def wait_for(condition, text, seconds=20):
     raise AssertionError(text)
 
 
+ROLES = ["owner", "admin", "developer", "viewer", "support"]
+PASSWORD = "console browser password 1"
+
+
+def api_json(method, path, body=None, bearer=True):
+    status, _, raw = http(method, path, body, bearer=bearer)
+    check(200 <= status < 300, f"{method} {path}: {status} {raw[:300]!r}")
+    return json.loads(raw) if raw else None
+
+
+def totp_code(secret_base32):
+    """RFC 6238: HMAC-SHA1, 6 digits, 30-second steps."""
+    key = base64.b32decode(secret_base32 + "=" * (-len(secret_base32) % 8))
+    digest = hmac.new(key, int(time.time() // 30).to_bytes(8, "big"), hashlib.sha1).digest()
+    offset = digest[-1] & 15
+    return f"{(int.from_bytes(digest[offset:offset + 4], 'big') & 0x7fffffff) % 1000000:06d}"
+
+
+def nav_links():
+    return [a.text for a in driver.find_elements(By.CSS_SELECTOR, "#nav a")]
+
+
 def shot(name):
     driver.save_screenshot(os.path.join(SHOTS, f"{name}.png"))
 
@@ -448,6 +470,179 @@ try:
     check(status == 401 and json.loads(body)["code"] == "CONSOLE_SESSION_INVALID",
           f"the other session ended: {status} {body[:200]!r}")
     step("signed out everywhere")
+
+    # Accounts, members and roles (issue 24). The operator sees the Accounts page and creates an account there.
+    stamp = str(int(time.time() * 1000))
+    field = visible("#token")
+    field.send_keys(TOKEN)
+    driver.find_element(By.CSS_SELECTOR, "#sign-in-form button[type=submit]").click()
+    visible("#create-project-form")
+    check("Accounts" in nav_links(), f"the operator's navigation: {nav_links()}")
+    go("/accounts")
+    visible("#account-name").send_keys(f"Roles {stamp}")
+    driver.find_element(By.CSS_SELECTOR, "#create-account-form button[type=submit]").click()
+    visible("#account-created")
+    account = next(a for a in api_json("GET", "/v1/admin/accounts")["accounts"] if a["name"] == f"Roles {stamp}")
+    row = visible(f'tr[data-account-id="{account["id"]}"]')
+    row.find_element(By.LINK_TEXT, "Usage").click()
+    visible("#usage-stats")
+    visible("#quotas-form")
+    check(Select(driver.find_element(By.ID, "account-picker")).first_selected_option.get_attribute("value") == account["id"],
+          "the picker shows the chosen account")
+    shot("12-operator-usage")
+    step("operator: accounts page, account created, usage with quotas")
+
+    # One member per role, invited and accepted through the API; a project in the account, one outside it.
+    project = api_json("POST", "/v1/admin/projects", {"name": "Roles app", "bundle_id": f"{BUNDLE}.roles",
+                                                      "account_id": account["id"]})
+    members = {}
+    for role in ROLES:
+        invited = api_json("POST", f"/v1/admin/accounts/{account['id']}/members",
+                           {"email": f"{role}.{stamp}@example.com", "role": role})
+        api_json("POST", "/v1/admin/invites/accept", {"invite_token": invited["invite_token"], "password": PASSWORD}, bearer=False)
+        members[role] = invited
+
+    def member_sign_in(email, role, totp_secret=None):
+        go("/signin")
+        visible("#member-email").send_keys(email)
+        driver.find_element(By.ID, "member-password").send_keys(PASSWORD)
+        driver.find_element(By.CSS_SELECTOR, "#member-sign-in-form button[type=submit]").click()
+        if totp_secret:
+            visible("#member-totp").send_keys(totp_code(totp_secret))
+            driver.find_element(By.CSS_SELECTOR, "#member-sign-in-form button[type=submit]").click()
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, f'#whoami[data-role="{role}"]'), f"{role} signed in")
+        visible("[data-project-id]")
+        ids = [r.get_attribute("data-project-id") for r in driver.find_elements(By.CSS_SELECTOR, "[data-project-id]")]
+        check(ids == [project["id"]], f"{role} sees only the account's project: {ids}")
+
+    seen = {}
+    for role in ROLES:
+        member_sign_in(members[role]["email"], role)
+        check(bool(driver.find_elements(By.ID, "create-project-form")) == (role in ("owner", "admin", "developer")),
+              f"{role}: the new-project form")
+        driver.find_element(By.CSS_SELECTOR, f'[data-project-id="{project["id"]}"] a').click()
+        wait_for(lambda: "/projects/" in driver.current_url, f"{role} opened the project")
+        time.sleep(0.3)
+        links = nav_links()
+        seen[role] = links
+        check("Accounts" not in links, f"{role} sees no Accounts page: {links}")
+        if role == "support":
+            check(links[:2] == ["Projects", "Customers"] and not {"Settings", "Products", "Dashboard", "Members", "API keys",
+                                                                    "Usage", "Audit log"} & set(links), f"support: customers only: {links}")
+            visible("#customer-user-id")
+            go(f"/projects/{project['id']}/customers?user=nobody_{stamp}")
+            visible("#add-grant-form")
+            check(not driver.find_elements(By.ID, "erase-form"), "support cannot erase")
+        if role == "viewer":
+            check({"Dashboard", "Settings", "Audit log", "Usage"} <= set(links) and not {"Members", "API keys"} & set(links),
+                  f"viewer's navigation: {links}")
+            go(f"/projects/{project['id']}")
+            visible("#edit-project-form")
+            check(not driver.find_elements(By.CSS_SELECTOR, "#edit-project-form button[type=submit], #rotate-form, #delete-form"),
+                  "viewer: no write buttons in settings")
+            go(f"/projects/{project['id']}/products")
+            visible("#product-table")
+            check(not driver.find_elements(By.ID, "add-product-form"), "viewer: no product mapping")
+            shot("13-viewer-products")
+        if role == "developer":
+            check("Dashboard" not in links and "Members" not in links and "API keys" in links, f"developer's navigation: {links}")
+            go(f"/accounts/{account['id']}/usage")
+            visible("#usage-stats")
+            check(not driver.find_elements(By.CSS_SELECTOR, '[data-usage="tracked_revenue"]'), "developer: no revenue")
+            check(not driver.find_elements(By.ID, "quotas-form"), "developer: no quotas form")
+            go(f"/accounts/{account['id']}/members")
+            alert = visible(".alert[data-code]")
+            check(alert.get_attribute("data-code") == "PERMISSION_DENIED", "the server refuses the members page too")
+        if role in ("owner", "admin"):
+            check({"Dashboard", "Members", "API keys", "Usage", "Audit log"} <= set(links), f"{role}'s navigation: {links}")
+    results["navigation"] = seen
+    step("each role sees what it may do: owner, admin, developer, viewer, support")
+
+    # The owner invites a member, turns TOTP on for them, creates an API key and revokes it, through the UI.
+    member_sign_in(members["owner"]["email"], "owner")
+    go(f"/accounts/{account['id']}/members")
+    visible("#invite-email").send_keys(f"new.{stamp}@example.com")
+    Select(driver.find_element(By.ID, "invite-role")).select_by_value("viewer")
+    driver.find_element(By.CSS_SELECTOR, "#invite-form button[type=submit]").click()
+    invite_token = visible("#invite-token").text
+    check(invite_token.startswith("iv_"), f"invite token shown once: {invite_token!r}")
+    api_json("POST", "/v1/admin/invites/accept", {"invite_token": invite_token, "password": PASSWORD}, bearer=False)
+    go(f"/accounts/{account['id']}/members?again")
+    row = visible(f'tr[data-email="new.{stamp}@example.com"]')
+    row.find_element(By.CSS_SELECTOR, "button.enable-totp").click()
+    uri = visible("#otpauth-uri").text
+    check(uri.startswith("otpauth://totp/"), f"otpauth URI shown once: {uri!r}")
+    totp_secret = uri.split("secret=")[1].split("&")[0]
+    go(f"/accounts/{account['id']}/api-keys")
+    visible("#api-key-name").send_keys(f"CI {stamp}")
+    Select(driver.find_element(By.ID, "api-key-role")).select_by_value("developer")
+    driver.find_element(By.CSS_SELECTOR, "#create-api-key-form button[type=submit]").click()
+    key = visible("#new-api-key").text
+    check(key.startswith("bk_"), f"API key shown once: {key[:6]!r}")
+    status, _, _ = http("GET", "/v1/admin/projects", bearer=False, headers={"Authorization": f"Bearer {key}"})
+    check(status == 200, f"the new key works: {status}")
+    go(f"/accounts/{account['id']}/api-keys?used")
+    row = visible(f'tr[data-name="CI {stamp}"]')
+    check(row.find_element(By.CSS_SELECTOR, ".last-used").text != "never", "last_used_at shown")
+    shot("14-api-keys")
+    button = row.find_element(By.CSS_SELECTOR, "button.revoke-key")
+    button.click()
+    button.click()
+    visible("#api-key-revoked")
+    status, _, _ = http("GET", "/v1/admin/projects", bearer=False, headers={"Authorization": f"Bearer {key}"})
+    check(status == 401, f"the revoked key fails: {status}")
+    step("owner invited a member, enabled TOTP, created and revoked an API key")
+
+    go("/audit")
+    visible("#audit-list")
+    actions = [r.get_attribute("data-action") for r in driver.find_elements(By.CSS_SELECTOR, "#audit-list tr[data-action]")]
+    for action in ["member.invite", "member.enable_totp", "api_key.create", "api_key.revoke"]:
+        check(action in actions, f"the audit page lists {action}: {actions}")
+    visible("#audit-action").send_keys("api_key.revoke")
+    driver.find_element(By.CSS_SELECTOR, "#audit-filter-form button[type=submit]").click()
+    wait_for(lambda: "action=api_key.revoke" in driver.current_url, "filtered")
+    wait_for(lambda: [r.get_attribute("data-action") for r in driver.find_elements(By.CSS_SELECTOR, "#audit-list tr[data-action]")]
+             == ["api_key.revoke"], "only the revocation after filtering")
+    csv_href = driver.find_element(By.ID, "audit-csv").get_attribute("href")
+    check("format=csv" in csv_href and "action=api_key.revoke" in csv_href, f"CSV link keeps the filter: {csv_href}")
+    shot("15-audit")
+    step("audit page lists the changes, filters, links the CSV")
+
+    # The new member has TOTP on: the sign-in form asks for the code.
+    member_sign_in(f"new.{stamp}@example.com", "viewer", totp_secret=totp_secret)
+    step("member signed in with TOTP")
+    driver.find_element(By.ID, "sign-out").click()
+    visible("#token")
+
+    # The operator renames the account, sees why it cannot be deleted while it owns a project (the error with its
+    # suggestion), and deletes it once the project is gone (the other tests of this server expect one account).
+    visible("#token").send_keys(TOKEN)
+    driver.find_element(By.CSS_SELECTOR, "#sign-in-form button[type=submit]").click()
+    visible("#create-project-form")
+    go("/accounts")
+    row = visible(f'tr[data-account-id="{account["id"]}"]')
+    name = row.find_element(By.NAME, "name")
+    name.clear()
+    name.send_keys(f"Renamed {stamp}")
+    row.find_element(By.CSS_SELECTOR, "button.rename").click()
+    visible("#account-renamed")
+    check(api_json("GET", f"/v1/admin/accounts/{account['id']}")["name"] == f"Renamed {stamp}", "renamed")
+    button = row.find_element(By.CSS_SELECTOR, "button.delete-account")
+    button.click()
+    button.click()
+    alert = visible("#accounts-notice .alert[data-code]")
+    check(alert.get_attribute("data-code") == "ACCOUNT_HAS_PROJECTS" and alert.find_elements(By.CSS_SELECTOR, ".suggestion"),
+          f"the refusal with its suggestion: {alert.text!r}")
+    api_json("DELETE", f"/v1/admin/projects/{project['id']}")
+    wait_for(lambda: button.is_enabled(), "the button is usable again")
+    button.click()
+    visible("#account-deleted")
+    check(all(a["id"] != account["id"] for a in api_json("GET", "/v1/admin/accounts")["accounts"]), "account deleted")
+    step("operator renamed the account, saw why it could not be deleted, deleted it")
+    driver.find_element(By.ID, "sign-out").click()
+    visible("#token")
+    logs = [entry for entry in driver.get_log("browser") if "Content Security Policy" in entry.get("message", "")]
+    check(not logs, f"no CSP violations on the account pages: {logs}")
 
     # Page weight: every console asset, raw and gzip -9.
     weight = {"raw": 0, "gzip": 0, "files": {}}
