@@ -560,11 +560,16 @@ try:
 
     # The owner invites a member, turns TOTP on for them, creates an API key and revokes it, through the UI.
     member_sign_in(members["owner"]["email"], "owner")
-    go(f"/accounts/{account['id']}/members")
-    visible("#invite-email").send_keys(f"new.{stamp}@example.com")
-    Select(driver.find_element(By.ID, "invite-role")).select_by_value("viewer")
-    driver.find_element(By.CSS_SELECTOR, "#invite-form button[type=submit]").click()
-    invite_token = visible("#invite-token").text
+    def create_with_role(page, form, name_field, name, role_field, role, secret):
+        """Opens the account page, fills the form's name and role, submits, and answers the secret it shows once."""
+        go(f"/accounts/{account['id']}/{page}")
+        visible(name_field).send_keys(name)
+        Select(driver.find_element(By.CSS_SELECTOR, role_field)).select_by_value(role)
+        driver.find_element(By.CSS_SELECTOR, f"{form} button[type=submit]").click()
+        return visible(secret).text
+
+    invite_token = create_with_role("members", "#invite-form", "#invite-email", f"new.{stamp}@example.com",
+                                    "#invite-role", "viewer", "#invite-token")
     check(invite_token.startswith("iv_"), f"invite token shown once: {invite_token!r}")
     api_json("POST", "/v1/admin/invites/accept", {"invite_token": invite_token, "password": PASSWORD}, bearer=False)
     go(f"/accounts/{account['id']}/members?again")
@@ -573,11 +578,8 @@ try:
     uri = visible("#otpauth-uri").text
     check(uri.startswith("otpauth://totp/"), f"otpauth URI shown once: {uri!r}")
     totp_secret = uri.split("secret=")[1].split("&")[0]
-    go(f"/accounts/{account['id']}/api-keys")
-    visible("#api-key-name").send_keys(f"CI {stamp}")
-    Select(driver.find_element(By.ID, "api-key-role")).select_by_value("developer")
-    driver.find_element(By.CSS_SELECTOR, "#create-api-key-form button[type=submit]").click()
-    key = visible("#new-api-key").text
+    key = create_with_role("api-keys", "#create-api-key-form", "#api-key-name", f"CI {stamp}", "#api-key-role", "developer",
+                           "#new-api-key")
     check(key.startswith("bk_"), f"API key shown once: {key[:6]!r}")
     status, _, _ = http("GET", "/v1/admin/projects", bearer=False, headers={"Authorization": f"Bearer {key}"})
     check(status == 200, f"the new key works: {status}")
