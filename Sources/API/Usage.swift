@@ -29,8 +29,9 @@ struct UsageController: APIController {
         try unwired(meter, "Usage is not configured.", "usage")
     }
 
-    /// `GET /v1/admin/accounts/:id/usage?month=YYYY-MM`.
-    func usage(_ request: Request) throws -> Response {
+    /// `GET /v1/admin/accounts/:id/usage?month=YYYY-MM`. `tracked_revenue` only for a caller with `revenue.read`
+    /// (a developer's or support's role counts usage, not money).
+    func usage(_ request: Request, _ principal: Principal) throws -> Response {
         let id = try PathParameters.accountId(request)
         let now = now()
         var month = UsageMonth(containing: now)
@@ -53,13 +54,15 @@ struct UsageController: APIController {
         body.field("notifications_processed", usage.counts[.notifications] ?? 0)
         body.field("app_store_api_calls", usage.counts[.appStoreCalls] ?? 0)
         body.field("webhooks_delivered", usage.counts[.webhooksDelivered] ?? 0)
-        body.key("tracked_revenue")
-        body.beginObject()
-        for currency in usage.revenue.keys.sorted() {
-            body.key(named: currency)
-            body.int(usage.revenue[currency] ?? 0)
+        if principal.may(.revenueRead) {
+            body.key("tracked_revenue")
+            body.beginObject()
+            for currency in usage.revenue.keys.sorted() {
+                body.key(named: currency)
+                body.int(usage.revenue[currency] ?? 0)
+            }
+            body.endObject()
         }
-        body.endObject()
         body.endObject()
         return Response.json(200, body.bytes)
     }

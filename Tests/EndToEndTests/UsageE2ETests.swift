@@ -81,6 +81,18 @@ final class UsageE2ETests: SharedServerTestCase {
         let otherUsage = try client.get("/v1/admin/accounts/\(other)/usage?month=\(month)", headers: E2E.admin).json()
         XCTAssertEqual(otherUsage["receipts_verified"], 1)
         XCTAssertEqual(otherUsage["tracked_revenue"], [:])
+        // A developer counts usage but sees no money (revenue.read is not theirs).
+        let created = try client.post("/v1/admin/accounts/\(acme)/api-keys", json: ["name": "dev", "role": "developer"],
+                                      headers: E2E.admin)
+        XCTAssertEqual(created.status, 201, created.description)
+        let developerKey = try XCTUnwrap(try created.json()["key"]?.stringValue)
+        let developer = try client.get("/v1/admin/accounts/\(acme)/usage?month=\(month)",
+                                       headers: ["Authorization": "Bearer \(developerKey)"])
+        XCTAssertEqual(developer.status, 200, developer.description)
+        XCTAssertEqual(try developer.json(), .object(JSONObject([
+            ("account_id", .string(acme)), ("month", .string(month)), ("receipts_verified", 2),
+            ("notifications_processed", 0), ("app_store_api_calls", 0), ("webhooks_delivered", 0),
+        ])))
         // Another month: nothing.
         let old = try client.get("/v1/admin/accounts/\(acme)/usage?month=2001-02", headers: E2E.admin).json()
         XCTAssertEqual(old["month"], "2001-02")
