@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 import Foundation
 import HTTPCore
 import JSON
@@ -47,8 +47,7 @@ struct AccountsController: APIController {
     /// `GET /v1/admin/accounts`: `{"accounts":[…]}`, oldest first.
     func listAccounts(_ request: Request, _ principal: Principal) throws -> Response {
         let accounts = try use().accounts(for: principal)
-        return Response.json(200, JSONBody.list("accounts", accounts, capacity: 64 + 160 * accounts.count,
-                                                Self.writeAccount))
+        return Response.json(200, Representations.accounts(accounts))
     }
 
     /// `GET /v1/admin/accounts/:id`.
@@ -106,17 +105,13 @@ struct AccountsController: APIController {
         let issued = try RequestBody.translating(suggestion: Self.apiKeySuggestion) {
             try use().createAPIKey(accountId: accountId, new, by: principal)
         }
-        var out = JSONBody(capacity: 512)
-        Self.writeAPIKey(issued.key, text: issued.text, into: &out)
-        return Response.json(201, out.bytes, headers: ["Cache-Control": "no-store"])
+        return Response.json(201, Representations.apiKey(issued), headers: ["Cache-Control": "no-store"])
     }
 
     /// `GET /v1/admin/accounts/:id/api-keys`: `{"api_keys":[…]}`, oldest first, without their texts.
     func listAPIKeys(_ request: Request, _ principal: Principal) throws -> Response {
         let keys = try use().apiKeys(accountId: try PathParameters.accountId(request))
-        return Response.json(200, JSONBody.list("api_keys", keys, capacity: 64 + 320 * keys.count) { key, body in
-            Self.writeAPIKey(key, text: nil, into: &body)
-        })
+        return Response.json(200, Representations.apiKeys(keys))
     }
 
     /// `DELETE /v1/admin/accounts/:id/api-keys/:keyId` → 204: the key stops working at once.
@@ -174,5 +169,29 @@ struct AccountsController: APIController {
         body.field("expires_at", key.expiresAt)
         body.field("last_used_at", key.lastUsedAt)
         body.endObject()
+    }
+}
+
+extension Representations {
+    /// An account as `GET /v1/admin/accounts/:id` returns it.
+    public static func account(_ account: Account) -> [UInt8] { AccountsController.accountBody(account) }
+
+    /// Accounts as `GET /v1/admin/accounts` lists them.
+    public static func accounts(_ accounts: [Account]) -> [UInt8] {
+        JSONBody.list("accounts", accounts, capacity: 64 + 160 * accounts.count, AccountsController.writeAccount)
+    }
+
+    /// An API key as `POST /v1/admin/accounts/:id/api-keys` returns it: with its text (`key`), shown this once.
+    public static func apiKey(_ issued: IssuedAPIKey) -> [UInt8] {
+        var body = JSONBody(capacity: 512)
+        AccountsController.writeAPIKey(issued.key, text: issued.text, into: &body)
+        return body.bytes
+    }
+
+    /// API keys as `GET /v1/admin/accounts/:id/api-keys` lists them, without their texts.
+    public static func apiKeys(_ keys: [APIKey]) -> [UInt8] {
+        JSONBody.list("api_keys", keys, capacity: 64 + 320 * keys.count) { key, body in
+            AccountsController.writeAPIKey(key, text: nil, into: &body)
+        }
     }
 }

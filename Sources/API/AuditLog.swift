@@ -1,11 +1,11 @@
-import Domain
-import Foundation
+public import Domain
+public import Foundation
 import HTTPCore
 import Primitives
 
 /// What each changing admin route is, in the audit log: its `action` and the kind of its `target`. Every admin route
 /// whose method is not GET has one (`AuditLogTests` checks it), so a new route cannot change anything unaudited.
-enum AuditActions {
+public enum AuditActions {
     /// `(method, pattern)` → `(action, target kind, the path parameter naming the target)`; a creation names no
     /// parameter (its store names the new id). A customer's routes never name the user (`user`, `grant:<id>`): an
     /// erase leaves no trace of the user id, in the audit log either.
@@ -58,6 +58,27 @@ enum AuditActions {
 
     static func key(_ method: HTTPMethod, _ pattern: String) -> String { method.rawValue + " " + pattern }
 
+    /// The entry's target: the kind, and the id the route's path names (`project:<id>`), if it names one.
+    static func target(_ declared: (action: String, target: String, parameter: String?),
+                       _ parameters: [String: String]) -> String {
+        declared.parameter.flatMap { parameters[$0] }.map { declared.target + ":" + $0 } ?? declared.target
+    }
+
+    /// The context of a change made outside HTTP that is the change of the admin route `method pattern` (the CLI's
+    /// `bouncer account create` is `POST /v1/admin/accounts`): the route's action and target, so each action has
+    /// one name whoever makes it. `parameters` are the route's path parameters. A route without an action is a
+    /// programming error.
+    public static func context(_ method: String, _ pattern: String, parameters: [String: String] = [:],
+                               actor: AuditActor, accountId: UUID?, projectId: UUID?, requestId: String,
+                               clientAddress: String, now: @escaping @Sendable () -> Date) -> AuditContext {
+        guard let declared = table[method + " " + pattern] else {
+            preconditionFailure("no audit action for \(method) \(pattern)")
+        }
+        return AuditContext(actor: actor, action: declared.action, accountId: accountId, projectId: projectId,
+                            target: target(declared, parameters), requestId: requestId, clientAddress: clientAddress,
+                            now: now)
+    }
+
     /// Whether a route of `method` changes something (and so must be audited).
     static func changes(_ method: HTTPMethod) -> Bool { method != .get && method != .head }
 }
@@ -85,8 +106,7 @@ extension RouteGate {
         case .server:
             break
         }
-        let target = declared.parameter.flatMap { request.pathParameters[$0] }.map { declared.target + ":" + $0 }
-            ?? declared.target
+        let target = AuditActions.target(declared, request.pathParameters)
         let context = AuditContext(
             actor: actor, action: declared.action, accountId: accountId, projectId: projectId, target: target,
             requestId: request.requestID, clientAddress: request.clientAddress, now: admin.now)

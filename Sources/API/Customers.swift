@@ -276,3 +276,10 @@ extension Representations {
         CustomersController.erasureBody(userId: userId, summary)
     }
 }
+
+/// How the admin API reads an instant in a body or query (RFC 3339, fractional seconds optional), for the CLI to
+/// read its options the same way.
+public enum AdminTimestamp {
+    /// The instant `text` names; nil when it is not one.
+    public static func parse(_ text: String) -> Date? { CustomersController.parseTimestamp(text) }
+}

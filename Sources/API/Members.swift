@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 import Foundation
 import HTTPCore
 import JSON
@@ -51,17 +51,13 @@ struct MembersController: APIController {
         let invited = try RequestBody.translating(suggestion: Self.inviteSuggestion) {
             try use().invite(accountId: accountId, email: email, role: role, by: principal)
         }
-        var out = JSONBody(capacity: 512)
-        Self.writeMember(invited.member, inviteToken: invited.inviteToken, into: &out)
-        return Response.json(201, out.bytes, headers: ["Cache-Control": "no-store"])
+        return Response.json(201, Representations.member(invited), headers: ["Cache-Control": "no-store"])
     }
 
     /// `GET …/members`: `{"members":[…]}`, oldest first.
     func list(_ request: Request, _ principal: Principal) throws -> Response {
         let members = try use().members(accountId: try PathParameters.accountId(request))
-        return Response.json(200, JSONBody.list("members", members, capacity: 64 + 320 * members.count) { member, body in
-            Self.writeMember(member, inviteToken: nil, into: &body)
-        })
+        return Response.json(200, Representations.members(members))
     }
 
     /// `GET …/members/:memberId`.
@@ -275,6 +271,22 @@ extension HTTPError {
             return .inviteInvalid
         default:
             return nil
+        }
+    }
+}
+
+extension Representations {
+    /// A member as `POST /v1/admin/accounts/:id/members` returns it: with the invite token, shown this once.
+    public static func member(_ invited: InvitedMember) -> [UInt8] {
+        var body = JSONBody(capacity: 512)
+        MembersController.writeMember(invited.member, inviteToken: invited.inviteToken, into: &body)
+        return body.bytes
+    }
+
+    /// Members as `GET /v1/admin/accounts/:id/members` lists them.
+    public static func members(_ members: [Member]) -> [UInt8] {
+        JSONBody.list("members", members, capacity: 64 + 320 * members.count) { member, body in
+            MembersController.writeMember(member, inviteToken: nil, into: &body)
         }
     }
 }

@@ -62,10 +62,13 @@ extension ServeCommand {
             return 2
         }
         defer { appStore.shutdown() }
+        let usage = UsageMeter(store: PostgresUsageStore(pool: database.pool))
+        // Every call to Apple counts toward its project's account (in memory, like the receipts).
+        let meteredAppStore = MeteredAppleServerAPI(appStore, meter: usage, now: { Date() })
         let signedData = AppStoreVerifier(verifier: verifier, metrics: metrics, receipts: receiptVerifier)
         let credentialStore = PostgresCredentialStore(pool: database.pool)
         let reconciliation = ReconcileWiring.reconciliation(
-            settings: settings, database: database, projects: caches.projects, appStore: appStore,
+            settings: settings, database: database, projects: caches.projects, appStore: meteredAppStore,
             verifier: signedData,
             credentials: CredentialAdministration(
                 projects: caches.projects, store: credentialStore, sealer: sealer,
@@ -74,7 +77,6 @@ extension ServeCommand {
         let entitlementTokens = SigningKeyCommands.entitlementTokens(
             settings: settings, database: database, purchases: caches.purchases, sealer: sealer)
         log(SigningKeyCommands.startupLogLine(entitlementTokens, sealer: sealer))
-        let usage = UsageMeter(store: PostgresUsageStore(pool: database.pool))
         // Native TLS means every console request arrives over HTTPS: the cookie is Secure whatever the variable says.
         var console = settings.console
         if settings.tlsCertificateFile != nil { console.secureCookie = true }
@@ -90,7 +92,7 @@ extension ServeCommand {
             sealer: sealer,
             keyInspector: P256KeyInspector(),
             offerSigner: PromotionalOfferSigner(),
-            appStore: appStore,
+            appStore: meteredAppStore,
             lookupBudget: LookupBudget(settings: settings.operations.lookupBudget),
             appTransactions: caches.appTransactions,
             appStoreActions: PostgresAppStoreActionStore(pool: database.pool),
@@ -119,7 +121,8 @@ extension ServeCommand {
         }
         if settings.webhooks.enabled {
             do {
-                services.append(try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks, log: log))
+                services.append(try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks,
+                                                       meter: usage, log: log))
             } catch {
                 CLI.err("bouncer serve: BOUNCER_WEBHOOK_CA_FILE: \(error)\n")
                 database.close(log: log)
@@ -128,7 +131,7 @@ extension ServeCommand {
         }
         services.append(AuditRetention(store: auditLog, days: settings.auditRetentionDays, log: log))
         services.append(makeConsumptionResponder(settings: settings, database: database, caches: caches,
-                                                 sealer: sealer, appStore: appStore, log: log))
+                                                 sealer: sealer, appStore: meteredAppStore, log: log))
         var router = Router()
         Routes.register(on: &router, dependencies)
         ConsoleRoutes.register(on: &router)
@@ -143,7 +146,7 @@ extension ServeCommand {
     /// The CONSUMPTION_REQUEST responder over the durable queue; its lease always outlasts one Apple call.
     static func makeConsumptionResponder(
         settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
-        appStore: AppStoreServerClient, log: @escaping @Sendable (String) -> Void
+        appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
     ) -> ConsumptionResponderService {
         let credentials = CredentialAdministration(
             projects: caches.projects, store: PostgresCredentialStore(pool: database.pool), sealer: sealer,

@@ -10,7 +10,7 @@ import Storage
 /// admin API's use cases (`ProjectAdministration`), so the rules and the JSON printed are the API's.
 public enum AdminCommands {
     static let projectUsage = """
-        usage: bouncer project create --name NAME --bundle-id ID [SETTINGS]
+        usage: bouncer project create --name NAME --bundle-id ID [--account ACCOUNT_ID] [SETTINGS]
                bouncer project update PROJECT_ID [--name NAME] [--bundle-id ID] [SETTINGS]
                bouncer project list
                bouncer project show PROJECT_ID
@@ -28,6 +28,7 @@ public enum AdminCommands {
         app_purchase_entitlements: customers whose AppTransaction originalApplicationVersion is lower than VERSION
         (dotted numeric; on iOS the build number) get the named entitlements.
 
+        create: --account names the owning account (required once there are several; bouncer account list).
         rotate-keys: without --key both keys rotate. The replaced key keeps working for --grace-seconds
         (default 2592000 = 30 days for public, 86400 = 24 h for secret; 0 retires it at once; at most 31536000).
 
@@ -96,7 +97,8 @@ public enum AdminCommands {
         defer { database.close(log: log) }
         let administration = administration(settings, database)
         do {
-            for line in try work(administration) {
+            let lines = try CLIAudit.$log.withValue(PostgresAuditLog(pool: database.pool)) { try work(administration) }
+            for line in lines {
                 let pretty = (try? JSONParser.parse(line).serializedString(pretty: true)) ?? String(decoding: line, as: UTF8.self)
                 CLI.out(pretty + "\n")
             }
@@ -115,12 +117,23 @@ public enum AdminCommands {
     private static func project(_ args: [String]) throws(UsageError) -> Work {
         switch args.first {
         case "create":
-            let parsed = try settings(args.dropFirst())
+            var rest = Array(args.dropFirst())
+            var accountId: UUID?
+            if let i = rest.firstIndex(of: "--account") {
+                guard i + 1 < rest.count else { throw UsageError(message: "--account needs a value") }
+                accountId = try AccountCommands.uuid(rest[i + 1], "--account")
+                rest.removeSubrange(i...(i + 1))
+            }
+            let parsed = try settings(rest[...])
             guard let name = parsed.name, let bundleId = parsed.bundleId else {
                 throw UsageError(message: "--name and --bundle-id are required")
             }
-            let project = NewProject(name: name, bundleId: bundleId, settings: parsed.changes)
-            return { admin in [Representations.project(try admin.createProject(project))] }
+            var project = NewProject(name: name, bundleId: bundleId, settings: parsed.changes)
+            project.accountId = accountId
+            let new = project
+            return CLIAudit.recorded("POST", "/v1/admin/projects", accountId: accountId) { admin in
+                [Representations.project(try admin.createProject(new))]
+            }
         case "update":
             let id = try projectId(args)
             let parsed = try settings(args.dropFirst(2))
@@ -129,7 +142,9 @@ public enum AdminCommands {
             changes.bundleId = parsed.bundleId
             guard changes != ProjectChanges() else { throw UsageError(message: "update needs at least one option") }
             let change = changes
-            return { admin in [Representations.project(try admin.updateProject(id: id, change))] }
+            return CLIAudit.recorded("PATCH", "/v1/admin/projects/:id", parameters: ["id": args[1]], projectId: id) {
+                admin in [Representations.project(try admin.updateProject(id: id, change))]
+            }
         case "list":
             guard args.count == 1 else { throw UsageError(message: "list takes no arguments") }
             return { admin in [Representations.projects(try admin.allProjects())] }
@@ -140,7 +155,8 @@ public enum AdminCommands {
         case "delete":
             guard args.count == 2 else { throw UsageError(message: "delete needs PROJECT_ID") }
             let id = try projectId(args)
-            return { admin in
+            return CLIAudit.recorded("DELETE", "/v1/admin/projects/:id", parameters: ["id": args[1]], projectId: id) {
+                admin in
                 try admin.deleteProject(id: id)
                 return []
             }
@@ -163,7 +179,10 @@ public enum AdminCommands {
             }
             let chosen = kind.map { ProjectAdministration.Rotation(kind: $0, graceSeconds: grace) }
                 ?? ProjectAdministration.Rotation(graceSeconds: grace)
-            return { admin in [Representations.project(try admin.rotateKeys(id: id, chosen))] }
+            return CLIAudit.recorded("POST", "/v1/admin/projects/:id/rotate-keys", parameters: ["id": args[1]],
+                                     projectId: id) { admin in
+                [Representations.project(try admin.rotateKeys(id: id, chosen))]
+            }
         default:
             throw UsageError(message: "unknown project command '\(args.first ?? "")'")
         }
@@ -265,7 +284,8 @@ public enum AdminCommands {
             let id = try projectId(args)
             let productId = args[2]
             let entitlements = Array(args.dropFirst(3))
-            return { admin in
+            return CLIAudit.recorded("PUT", "/v1/admin/projects/:id/products/:productId",
+                                     parameters: ["id": args[1], "productId": productId], projectId: id) { admin in
                 [Representations.product(try admin.setProduct(projectId: id, productId: productId, entitlements: entitlements))]
             }
         case "list":
@@ -276,7 +296,8 @@ public enum AdminCommands {
             guard args.count == 3 else { throw UsageError(message: "delete needs PROJECT_ID PRODUCT_ID") }
             let id = try projectId(args)
             let productId = args[2]
-            return { admin in
+            return CLIAudit.recorded("DELETE", "/v1/admin/projects/:id/products/:productId",
+                                     parameters: ["id": args[1], "productId": productId], projectId: id) { admin in
                 try admin.deleteProduct(projectId: id, productId: productId)
                 return []
             }

@@ -59,8 +59,14 @@ public enum ReconcileCommand {
         guard let database = settings.openDatabase(command: "bouncer", log: log) else { return 1 }
         defer { database.close(log: log) }
         let projects = PostgresProjectStore(pool: database.pool)
+        // Apple calls count toward the projects' accounts as the server's do, stored when the command ends.
+        let usage = UsageMeter(store: PostgresUsageStore(pool: database.pool))
+        defer {
+            do { try usage.flush(now: Date()) } catch { CLI.err("bouncer: usage: \(error)\n") }
+        }
         let reconciliation = ReconcileWiring.reconciliation(
-            settings: settings, database: database, projects: projects, appStore: appStore,
+            settings: settings, database: database, projects: projects,
+            appStore: MeteredAppleServerAPI(appStore, meter: usage, now: { Date() }),
             verifier: AppStoreVerifier(verifier: SignedDataVerifier(roots: roots)),
             credentials: CredentialCommands.administration(settings, database))
         let ids: [UUID]

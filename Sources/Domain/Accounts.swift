@@ -148,7 +148,7 @@ public protocol AccountStore: Sendable {
     func apiKey(hash: [UInt8], at now: Date) throws -> (key: APIKey, hash: [UInt8])?
 }
 
-/// The account and API-key use cases, shared by the admin API and (next) the CLI. The route already checked the
+/// The account and API-key use cases, shared by the admin API and the CLI. The route already checked the
 /// principal's permission and that it reaches the account in the path; these check what depends on the input:
 /// an account named in a body, a key that may not do more than its creator.
 ///

@@ -49,21 +49,27 @@ public protocol AppleServerAPI: Sendable {
         throws(AppStoreAPIError) -> RenewalExtensionResult
 }
 
-/// What signing Apple's JWT needs: the project's opened credentials and its bundle id (the `bid` claim).
+/// What signing Apple's JWT needs: the project's opened credentials and its bundle id (the `bid` claim), and the
+/// project they are of (whose account a call counts toward, `MeteredAppleServerAPI`).
 public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
     /// Issuer id, key id, fingerprint and the PKCS#8 PEM (never printed).
     public var credentials: UnsealedAppStoreCredentials
     /// The app's bundle id.
     public var bundleId: String
+    /// The project the credentials are of.
+    public var projectId: UUID
 
     /// Creates a value.
-    public init(credentials: UnsealedAppStoreCredentials, bundleId: String) {
+    public init(credentials: UnsealedAppStoreCredentials, bundleId: String, projectId: UUID) {
         self.credentials = credentials
         self.bundleId = bundleId
+        self.projectId = projectId
     }
 
     /// Metadata only (delegates to `UnsealedAppStoreCredentials`).
-    public var description: String { "AppStoreAPICredentials(\(credentials), bundleId: \(bundleId))" }
+    public var description: String {
+        "AppStoreAPICredentials(\(credentials), bundleId: \(bundleId), projectId: \(projectId.uuidString.lowercased()))"
+    }
 }
 
 /// Why a call to Apple failed. `description` is safe to log: it never contains a token, key or signed value.

@@ -98,7 +98,7 @@ public struct Reconciliation: Sendable {
             throw DomainError(.appStoreCredentialsMissing,
                               "Project \(projectId.uuidString.lowercased()) has no App Store credentials.")
         }
-        let apiCredentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId)
+        let apiCredentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId, projectId: project.id)
         let result = try store.withProjectLock(projectId: projectId) {
             try run(project: project, credentials: apiCredentials, trigger: trigger, progress: progress)
         }
@@ -123,7 +123,7 @@ public struct Reconciliation: Sendable {
             do {
                 guard let project = try projects.project(id: projectId) else { continue }
                 let opened = try credentials.unsealedCredentials(projectId: projectId)
-                let apiCredentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId)
+                let apiCredentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId, projectId: project.id)
                 let report = try store.withProjectLock(projectId: projectId) { () throws -> ReconcileReport? in
                     if let last = try store.lastRunStart(projectId: projectId, trigger: .schedule),
                        now().timeIntervalSince(last) < interval {

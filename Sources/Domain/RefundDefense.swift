@@ -359,7 +359,7 @@ extension CredentialAdministration {
     public func appStoreAPICredentials(for project: Project) throws -> AppStoreAPICredentials {
         do {
             return AppStoreAPICredentials(credentials: try unsealedCredentials(projectId: project.id),
-                                          bundleId: project.bundleId)
+                                          bundleId: project.bundleId, projectId: project.id)
         } catch let error as DomainError where error.code == .appStoreCredentialsNotFound {
             throw DomainError(.appStoreCredentialsMissing, "The project has no App Store Server API credentials.",
                               underlying: error.message)

@@ -60,7 +60,7 @@ public struct TransactionLookup: Sendable {
         guard !environments.isEmpty else {
             throw AppStoreAPIError(.notFound, reason: "the project accepts neither Production nor Sandbox transactions")
         }
-        let credentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId)
+        let credentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId, projectId: project.id)
         for (index, environment) in environments.enumerated() {
             let answer = try ask(appStore, transactionId, environment, credentials, project: project, budget: budget)
             let signed: String

@@ -78,6 +78,8 @@ public final class WebhookDispatcher: Service {
     private let settings: WebhookSettings
     private let instance: String
     private let log: @Sendable (String) -> Void
+    /// Counts each delivered event toward its project's account; nil: not counted.
+    private let meter: UsageMeter?
     private let listener: NotificationListener
     /// The coordinator's: an event was written (NOTIFY), a delivery finished, or shutdown.
     private let wake = DispatchSemaphore(value: 0)
@@ -109,7 +111,8 @@ public final class WebhookDispatcher: Service {
 
     /// A dispatcher over `database`; throws when `settings.caFile` does not load. `start` starts its threads.
     public init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
-                log: @escaping @Sendable (String) -> Void) throws {
+                meter: UsageMeter? = nil, log: @escaping @Sendable (String) -> Void) throws {
+        self.meter = meter
         self.store = PostgresWebhookStore(pool: database.pool)
         self.sealer = sealer
         self.settings = settings
@@ -313,6 +316,7 @@ public final class WebhookDispatcher: Service {
             outcome = .notDelivered(status: statusCode, error: problem, retryAt: retryAt, failed: failed)
         } else {
             outcome = .delivered(status: statusCode ?? 200)
+            meter?.count(.webhooksDelivered, project: event.projectId, at: at)
         }
         return PostgresWebhookStore.Completion(event: event, at: startedAt, durationMs: durationMs, outcome: outcome)
     }

@@ -1,17 +1,10 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// Accounts and their API keys, in PostgreSQL (schema/0050). Keys are stored as the SHA-256 of their text only.
 /// Errors: see `StorageErrors`, plus `.accountNotFound` and `.accountHasProjects` from `deleteAccount`.
-public final class PostgresAccountStore: AccountStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresAccountStore: PostgresStore, @unchecked Sendable, AccountStore {
     private static let accountColumns = "id, name, created_at, updated_at"
     /// `project_ids` as text so the driver reads it as `[String]` (NULL: every project of the account).
     private static let keyColumns = """

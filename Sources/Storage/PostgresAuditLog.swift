@@ -1,17 +1,10 @@
 public import Domain
 public import Foundation
 import JSON
-public import Postgres
+import Postgres
 
 /// The audit log in PostgreSQL (schema/0053): reads, appends outside a change, and the retention deletes.
-public final class PostgresAuditLog: AuditLogStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresAuditLog: PostgresStore, @unchecked Sendable, AuditLogStore {
     private static let columns = """
         id, at, actor_type, actor_id, actor_label, action, account_id, project_id, target, changes::text AS changes,
         request_id, client_address

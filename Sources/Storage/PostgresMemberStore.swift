@@ -1,18 +1,11 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// Members of accounts, in `members` (schema/0051). Invite tokens are stored as their SHA-256, passwords as
 /// PBKDF2 digests with salt and iteration count, TOTP secrets sealed. Errors: see `StorageErrors`, plus
 /// `.accountNotFound`, `.memberEmailTaken` and `.lastOwner`.
-public final class PostgresMemberStore: MemberStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresMemberStore: PostgresStore, @unchecked Sendable, MemberStore {
     private static let columns = """
         account_id, id, email, role, password_hash IS NOT NULL AS active, totp_sealed IS NOT NULL AS totp_enabled,
         invite_expires_at, created_at, updated_at

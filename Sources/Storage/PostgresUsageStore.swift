@@ -1,17 +1,10 @@
 public import Domain
 public import Foundation
-public import Postgres
+import Postgres
 
 /// Usage per account and month, and quotas, in PostgreSQL (schema/0054). Tracked revenue is derived from the
 /// overview's rollups (`PostgresOverviewMetricsStore.days`: `overview_days` plus the log rows not derived yet).
-public final class PostgresUsageStore: UsageStore {
-    private let pool: ConnectionPool
-
-    /// A store over `pool`; the pool's lifetime is the caller's.
-    public init(pool: ConnectionPool) {
-        self.pool = pool
-    }
-
+public final class PostgresUsageStore: PostgresStore, @unchecked Sendable, UsageStore {
     /// `YYYY-MM-01`, bound as text and cast to `date`.
     private static func day(_ month: UsageMonth) -> String { month.description + "-01" }
 

@@ -28,7 +28,7 @@ final class AppStoreServerClientTests: XCTestCase {
         let meta = AppStoreCredentials(issuerId: key.issuerId, keyId: key.keyId, keyFingerprint: fingerprint,
                                        createdAt: Date(), updatedAt: Date())
         return AppStoreAPICredentials(credentials: UnsealedAppStoreCredentials(credentials: meta, privateKeyPEM: key.privateKeyPEM),
-                                      bundleId: bundleId)
+                                      bundleId: bundleId, projectId: UUID())
     }
 
     private func client(caFile: String? = nil, trust: Bool = true, budget: Duration = .seconds(10), maxAttempts: Int = 3,

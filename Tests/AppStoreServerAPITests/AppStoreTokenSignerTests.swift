@@ -14,7 +14,7 @@ final class AppStoreTokenSignerTests: XCTestCase {
         let key = try XCTUnwrap(key)
         let meta = AppStoreCredentials(issuerId: issuer, keyId: keyId, keyFingerprint: key.fingerprint, createdAt: Date(), updatedAt: Date())
         return AppStoreAPICredentials(credentials: UnsealedAppStoreCredentials(credentials: meta, privateKeyPEM: try pem ?? key.pkcs8PEM()),
-                                      bundleId: bundleId)
+                                      bundleId: bundleId, projectId: UUID())
     }
 
     private func decode(_ token: String) throws -> (header: JSONObject, claims: JSONObject, input: [UInt8], signature: [UInt8]) {

@@ -5,12 +5,6 @@ import XCTest
 /// The `bouncer project|product` CLI against the database a running server uses: same JSON as the admin API,
 /// changes visible to the server at once, failures as non-zero exits with nothing changed.
 extension ContractE2ETests {
-    func cli(_ arguments: [String]) throws -> CLIRun {
-        var env = try server.environment
-        env["BOUNCER_PORT"] = nil
-        return try CLIRun.run(arguments, environment: env)
-    }
-
     func testCLIPrintsWhatTheAdminAPIReturnsAndRotatesKeys() throws {
         let api = try api
         let db = try db

@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import XCTest
 
 /// A test class whose tests share one `bouncer serve` on a fresh database (`SharedServer`), started on first use and
@@ -31,4 +32,11 @@ class SharedServerTestCase: XCTestCase {
     var server: BouncerProcess { get throws { try Self.shared.get().server } }
     var db: E2EDatabase { get throws { try Self.shared.get().db } }
     var api: API { get throws { API(client: try server.client) } }
+
+    /// `bouncer ARGUMENTS` against the shared server's database.
+    func cli(_ arguments: [String]) throws -> CLIRun {
+        var env = try server.environment
+        env["BOUNCER_PORT"] = nil
+        return try CLIRun.run(arguments, environment: env)
+    }
 }
