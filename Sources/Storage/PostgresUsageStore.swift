@@ -114,6 +114,14 @@ public final class PostgresUsageStore: UsageStore {
             try pool.transaction { connection in
                 guard try connection.query("SELECT 1 FROM accounts WHERE id = \(accountId) FOR KEY SHARE").first != nil
                 else { throw AccountAdministration.notFound(accountId) }
+                let before = try connection.query("""
+                    SELECT receipts_per_month, requests_per_second FROM account_quotas
+                    WHERE account_id = \(accountId) FOR UPDATE
+                    """).first
+                func value(_ column: String) throws -> AuditValue {
+                    try before?.decode(column, as: Int64?.self).flatMap { Int(exactly: $0) }.map { .int($0) } ?? .null
+                }
+                func value(_ limit: Int64?) -> AuditValue { limit.flatMap { Int(exactly: $0) }.map { .int($0) } ?? .null }
                 if quotas.isUnlimited {
                     try connection.execute("DELETE FROM account_quotas WHERE account_id = \(accountId)")
                 } else {
@@ -125,6 +133,10 @@ public final class PostgresUsageStore: UsageStore {
                             requests_per_second = EXCLUDED.requests_per_second, updated_at = EXCLUDED.updated_at
                         """)
                 }
+                try AuditRows.write(connection, changes: [
+                    AuditChange("receipts_per_month", try value("receipts_per_month"), value(quotas.receiptsPerMonth)),
+                    AuditChange("requests_per_second", try value("requests_per_second"), value(quotas.requestsPerSecond)),
+                ])
                 return quotas
             }
         }
