@@ -190,7 +190,7 @@ public final class PostgresMemberStore: MemberStore {
                     RETURNING old.enabled
                     """).first else { return false }
                 try AuditRows.write(connection, changes: [
-                    AuditChange("totp_enabled", .bool(try row.decode("enabled", as: Bool.self)), .bool(true)),
+                    AuditChange("two_factor_enabled", .bool(try row.decode("enabled", as: Bool.self)), .bool(true)),
                     AuditChange("totp_secret", .string("old"), .string("new")),
                 ])
                 return true

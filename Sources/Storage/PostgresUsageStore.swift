@@ -133,10 +133,11 @@ public final class PostgresUsageStore: UsageStore {
                             requests_per_second = EXCLUDED.requests_per_second, updated_at = EXCLUDED.updated_at
                         """)
                 }
-                try AuditRows.write(connection, changes: [
-                    AuditChange("receipts_per_month", try value("receipts_per_month"), value(quotas.receiptsPerMonth)),
-                    AuditChange("requests_per_second", try value("requests_per_second"), value(quotas.requestsPerSecond)),
-                ])
+                try AuditRows.write(connection, changes: AuditRows.diff(
+                    [("receipts_per_month", try value("receipts_per_month")),
+                     ("requests_per_second", try value("requests_per_second"))],
+                    [("receipts_per_month", value(quotas.receiptsPerMonth)),
+                     ("requests_per_second", value(quotas.requestsPerSecond))]))
                 return quotas
             }
         }

@@ -60,14 +60,16 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         try StorageErrors.mapping("delete webhook endpoint") {
             try pool.transaction { connection in
                 try Self.lockDeriver(projectId, on: connection)
-                let deleted = try connection.execute("DELETE FROM webhook_endpoints WHERE project_id = \(projectId)")
-                if deleted > 0 {
+                let deleted = try connection.query("""
+                    DELETE FROM webhook_endpoints WHERE project_id = \(projectId) RETURNING url, events
+                    """).first
+                if let deleted {
                     _ = try connection.execute("DELETE FROM webhook_events WHERE project_id = \(projectId)")
                     _ = try connection.execute("DELETE FROM webhook_purchase_states WHERE project_id = \(projectId)")
                     _ = try connection.execute("DELETE FROM webhook_entitlement_states WHERE project_id = \(projectId)")
-                    try AuditRows.write(connection, changes: [AuditChange("url", .string("set"), .null)])
+                    try AuditRows.write(connection, changes: AuditRows.diff(try Self.auditFields(from: deleted), nil))
                 }
-                return deleted > 0
+                return deleted != nil
             }
         }
     }
