@@ -225,7 +225,7 @@ public struct AuditQuery: Sendable, Equatable {
 }
 
 /// The audit log's storage. Entries of changes are written by the changing store itself (`AuditContext`); this
-/// port appends the rest (changes outside the database, failed sign-ins) and reads.
+/// port appends failed sign-ins and reads.
 public protocol AuditLogStore: Sendable {
     /// Appends one entry in its own transaction.
     func append(_ entry: AuditEntry) throws

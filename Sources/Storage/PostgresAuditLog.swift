@@ -3,7 +3,7 @@ public import Foundation
 import JSON
 public import Postgres
 
-/// The audit log in PostgreSQL (schema/0053): reads, appends outside a change, and the retention deletes.
+/// The audit log in PostgreSQL (schema/0053): reads, failed sign-ins' appends, and the retention deletes.
 public final class PostgresAuditLog: AuditLogStore {
     private let pool: ConnectionPool
 
