@@ -75,10 +75,10 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
             """)
     }
 
-    /// A grant as the audit log shows it: never its user.
+    /// A grant as the audit log shows it: never its user, nor its reason (free text that may name the user, which
+    /// an erase replaces: the log keeps nothing an erase removes).
     static func auditFields(_ grant: Grant) -> [(String, AuditValue)] {
-        [("entitlement", .string(grant.entitlement)), ("expires_at", .date(grant.expiresAt)),
-         ("reason", .string(grant.reason))]
+        [("entitlement", .string(grant.entitlement)), ("expires_at", .date(grant.expiresAt))]
     }
 
     static let grantColumns = "id, user_id, entitlement, expires_at, reason, created_at, revoked_at"
