@@ -73,9 +73,12 @@ public struct APIDependencies: Sendable {
     /// Members (people with a password, `/v1/admin/accounts/:id/members`) and the cryptography they need; nil: the
     /// member routes answer 503 and sign-in takes only the admin token.
     public let members: (store: any MemberStore, crypto: any MemberCryptography)?
-    /// The audit log (`GET /v1/admin/audit-log`, and the entries of changes made outside a store's transaction and of
-    /// failed sign-ins); nil: the route answers 503 and only the stores' own entries are written.
+    /// The audit log (`GET /v1/admin/audit-log`, and the entries of failed sign-ins); nil: the route answers 503
+    /// and only the stores' own entries (each in its change's transaction) are written.
     public let auditLog: (any AuditLogStore)?
+    /// Changing admin requests answered 2xx whose store wrote no audit entry: a bug, logged and counted here
+    /// (`bouncer_audit_missing_total`).
+    public let auditGaps: AuditGaps
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -102,7 +105,7 @@ public struct APIDependencies: Sendable {
         console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
         accounts: (any AccountStore)? = nil, usage: UsageMeter? = nil,
         members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
-        auditLog: (any AuditLogStore)? = nil,
+        auditLog: (any AuditLogStore)? = nil, auditGaps: AuditGaps = AuditGaps(),
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -133,6 +136,7 @@ public struct APIDependencies: Sendable {
         self.usage = usage
         self.members = members
         self.auditLog = auditLog
+        self.auditGaps = auditGaps
         self.now = now
         self.log = log
     }
@@ -229,6 +233,7 @@ struct UnconfiguredAppStoreActionStore: AppStoreActionStore {
     }
     func startRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
     func completeRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
+    func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws { throw Self.unavailable }
 }
 
 /// Stands in when no offer signer was wired: nothing is signed ("unavailable"), never a verdict.

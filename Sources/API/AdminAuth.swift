@@ -25,8 +25,10 @@ struct AdminAuth: Sendable {
     let projects: any ProjectStore
     /// Members: invites, sign-in with email and password; nil when the executable wired no member store.
     let members: MemberAdministration?
-    /// Failed sign-ins and the entries of changes no store wrote (`RouteGate.audited`); nil: not recorded.
+    /// Failed sign-ins; nil: not recorded.
     let auditLog: (any AuditLogStore)?
+    /// Successful changes no store audited (`RouteGate.audited`).
+    let auditGaps: AuditGaps
     let logLine: @Sendable (String) -> Void
 
     /// The admin side of `deps`, digests derived once at start-up.
@@ -40,6 +42,7 @@ struct AdminAuth: Sendable {
             MemberAdministration(store: $0.store, crypto: $0.crypto, hasher: deps.hasher, sealer: deps.sealer, now: deps.now)
         }
         auditLog = deps.auditLog
+        auditGaps = deps.auditGaps
         logLine = deps.log
         if let token = deps.adminToken, !token.isEmpty {
             digest = deps.hasher.hash(token)

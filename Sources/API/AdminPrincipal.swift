@@ -51,6 +51,9 @@ extension AdminAuth {
         case .server:
             break
         }
+        if let parameter = route.selfParameter, principal.isMember(request.pathParameters[parameter]) {
+            return principal
+        }
         try principal.require(permission)
         return principal
     }

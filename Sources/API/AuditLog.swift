@@ -83,10 +83,26 @@ public enum AuditActions {
     static func changes(_ method: HTTPMethod) -> Bool { method != .get && method != .head }
 }
 
+/// How many changing admin requests answered 2xx without their store writing the audit entry (a route whose store
+/// call forgot `AuditRows.write`): each is a bug, logged as `audit_entry_missing` and exposed as
+/// `bouncer_audit_missing_total`. No entry is made up afterwards: an entry is written in its change's transaction
+/// or not at all.
+public final class AuditGaps: Sendable {
+    private let count = Locked(0)
+
+    /// A counter at zero.
+    public init() {}
+
+    /// The count so far.
+    public var total: Int { count.withLock { $0 } }
+
+    func record() { count.withLock { $0 += 1 } }
+}
+
 extension RouteGate {
     /// Runs a changing admin route's handler inside its `AuditContext`, so the store making the change writes the
-    /// entry in its own transaction (`AuditRows.write`); a successful answer whose handler reached no such store
-    /// (a change outside the database: a test webhook, a reconcile run's start) gets its entry appended here.
+    /// entry in its own transaction (`AuditRows.write`). A successful answer whose handler reached no such store is
+    /// a bug: logged and counted (`AuditGaps`), never patched up with an entry outside the change's transaction.
     func audited(_ route: APIRoute, _ request: Request, actor: AuditActor, principal: Principal?,
                  _ handler: () throws -> Response) throws -> Response {
         guard AuditActions.changes(route.method),
@@ -111,8 +127,10 @@ extension RouteGate {
             actor: actor, action: declared.action, accountId: accountId, projectId: projectId, target: target,
             requestId: request.requestID, clientAddress: request.clientAddress, now: admin.now)
         let response = try AuditContext.$current.withValue(context) { try handler() }
-        if response.status < 400, !context.isClaimed, let log = admin.auditLog {
-            try log.append(context.entry())
+        if (200..<300).contains(response.status), !context.isClaimed {
+            admin.auditGaps.record()
+            admin.logLine("{\"event\":\"audit_entry_missing\",\"action\":\"\(declared.action)\","
+                + "\"request_id\":\"\(request.requestID)\"}")
         }
         return response
     }

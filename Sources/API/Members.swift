@@ -18,7 +18,7 @@ struct MembersController: APIController {
             APIRoute(.patch, members + "/:memberId", .adminAPI, access: .admin(.membersManage), changeRole),
             APIRoute(.delete, members + "/:memberId", .adminAPI, access: .admin(.membersManage), remove),
             APIRoute(.post, members + "/:memberId/totp", .adminAPI, access: .admin(.membersManage),
-                     errors: ErrorContext(encryptionKey: .storeMemberSecret), enableTOTP),
+                     errors: ErrorContext(encryptionKey: .storeMemberSecret), enableTOTP).forSelf("memberId"),
             // Public (the invitee has no credential yet), behind the same lockout as sign-in.
             APIRoute(.post, "/v1/admin/invites/accept", .adminAPI, access: .consoleSession, acceptInvite),
         ]
@@ -86,7 +86,7 @@ struct MembersController: APIController {
     }
 
     /// `POST …/members/:memberId/totp` → 200 `{otpauth_uri}`: the secret's only appearance; sign-in asks for a code
-    /// from then on.
+    /// from then on. A signed-in member may call it for themself without `members.manage` (`forSelf`).
     func enableTOTP(_ request: Request, _ principal: Principal) throws -> Response {
         let (accountId, id) = try Self.ids(request)
         let enabled = try use().enableTOTP(accountId: accountId, id: id, by: principal)

@@ -177,12 +177,23 @@ struct APIRoute: Sendable {
     private(set) var counts: UsageKind?
     /// Whether the account's quotas stop this public-key route (`UsageGate`).
     private(set) var underQuota = true
+    /// The path parameter naming a member who may call this admin route for themself without its permission
+    /// (`forSelf`); nil: everyone needs the permission.
+    private(set) var selfParameter: String?
 
     /// This route, counting each success as `kind`; `quota: false` exempts it from the account's quotas.
     func counting(_ kind: UsageKind, quota: Bool = true) -> APIRoute {
         var route = self
         route.counts = kind
         route.underQuota = quota
+        return route
+    }
+
+    /// This admin route, open to the member whom the path parameter `parameter` names without the route's
+    /// permission (their own TOTP); anyone else still needs it.
+    func forSelf(_ parameter: String) -> APIRoute {
+        var route = self
+        route.selfParameter = parameter
         return route
     }
 

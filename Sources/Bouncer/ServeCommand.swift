@@ -81,6 +81,8 @@ extension ServeCommand {
         var console = settings.console
         if settings.tlsCertificateFile != nil { console.secureCookie = true }
         let auditLog = PostgresAuditLog(pool: database.pool)
+        let auditGaps = AuditGaps()
+        metrics.attach(auditGaps: { auditGaps.total })
         let dependencies = APIDependencies(
             projects: caches.projects,
             purchases: caches.purchases,
@@ -112,6 +114,7 @@ extension ServeCommand {
             usage: usage,
             members: (PostgresMemberStore(pool: database.pool), OpenSSLMemberCryptography()),
             auditLog: auditLog,
+            auditGaps: auditGaps,
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
         var services: [any Service] = [monitor, caches, deriver,

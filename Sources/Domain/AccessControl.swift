@@ -126,6 +126,12 @@ public enum Principal: Sendable, Equatable {
         return role.permissions.contains(permission)
     }
 
+    /// Whether the principal is the member whose id `text` spells (a UUID; case-insensitive).
+    public func isMember(_ text: String?) -> Bool {
+        guard case .member(let id, _, _) = self, let text, let asked = UUID(uuidString: text) else { return false }
+        return asked == id
+    }
+
     /// Whether the principal may see the account `accountId` at all.
     public func reaches(account accountId: UUID) -> Bool {
         guard let own = self.accountId else { return true }

@@ -12,6 +12,8 @@ public protocol AppStoreActionStore: Sendable {
     func startRenewalExtension(_ record: RenewalExtensionRecord) throws
     /// Records its result (by project and request identifier).
     func completeRenewalExtension(_ record: RenewalExtensionRecord) throws
+    /// Records that Apple was asked for a test notification in `environment` (its audit entry: nothing else is kept).
+    func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws
 }
 
 /// One call of Extend a Subscription Renewal Date, as recorded.
@@ -160,6 +162,7 @@ public struct AppStoreActions: Sendable {
         let environment = try Self.testEnvironment(asked, project: project)
         let signing = try credentials.appStoreAPICredentials(for: project)
         let token = try client().requestTestNotification(environment: environment, credentials: signing)
+        try store.recordTestNotificationRequest(projectId: project.id, environment: environment)
         return (token, environment)
     }
 

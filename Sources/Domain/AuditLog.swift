@@ -135,8 +135,8 @@ public struct AuditEntry: Sendable, Equatable {
 /// The audit seam: the admin request being served, set by the API's gate around a changing admin route's handler
 /// (`AuditContext.$current.withValue`). A store method that makes an admin change calls `AuditRows.write` inside its
 /// transaction, which turns this context (plus the store's target and changes) into the one entry of the request, in
-/// the same transaction. A request whose handler reached no such store call gets its entry from the gate afterwards
-/// (`AuditLogStore.append`), so each successful change has exactly one.
+/// the same transaction. Every changing admin route reaches such a store call when it succeeds; a 2xx answer that
+/// reached none is a bug the gate logs and counts (`audit_missing_total`).
 public final class AuditContext: Sendable {
     /// The request in progress on this thread, if it is an audited admin change.
     @TaskLocal public static var current: AuditContext?
@@ -165,28 +165,29 @@ public final class AuditContext: Sendable {
         self.now = now
     }
 
-    /// The request's entry, unless one was already claimed: a store writing it calls this inside its transaction
-    /// (the first store call of the request wins; its transaction carries the entry). `accountId`, `projectId` and
-    /// `target` override the route's when the store knows better (a created project's id and account).
+    /// The one id of the request's entry: every store call writing it inserts this id (`ON CONFLICT DO NOTHING`), so
+    /// the first transaction to commit one keeps it, and a transaction that rolled back (and was retried, or was
+    /// followed by another store call) left nothing behind to block the next.
+    public let entryId = UUID()
+
+    /// The request's entry with the store's target and changes, for a store to insert inside its transaction.
+    /// `accountId`, `projectId` and `target` override the route's when the store knows better (a created project's
+    /// id and account).
     public func claimEntry(accountId: UUID? = nil, projectId: UUID? = nil, target: String? = nil,
-                           changes: [AuditChange]) -> AuditEntry? {
-        let first = written.withLock { written -> Bool in
-            defer { written = true }
-            return !written
-        }
-        guard first else { return nil }
+                           changes: [AuditChange]) -> AuditEntry {
+        written.withLock { $0 = true }
         return entry(accountId: accountId, projectId: projectId, target: target, changes: changes)
     }
 
-    /// Whether a store already wrote (or is writing) the entry.
+    /// Whether a store wrote (or tried to write) the entry.
     public var isClaimed: Bool { written.withLock { $0 } }
 
     /// The entry with this context's fields.
     public func entry(accountId: UUID? = nil, projectId: UUID? = nil, target: String? = nil,
                       changes: [AuditChange] = []) -> AuditEntry {
-        AuditEntry(at: AuditEntry.instant(now()), actor: actor, action: action, accountId: accountId ?? self.accountId,
-                   projectId: projectId ?? self.projectId, target: target ?? self.target, changes: changes,
-                   requestId: requestId, clientAddress: clientAddress)
+        AuditEntry(id: entryId, at: AuditEntry.instant(now()), actor: actor, action: action,
+                   accountId: accountId ?? self.accountId, projectId: projectId ?? self.projectId,
+                   target: target ?? self.target, changes: changes, requestId: requestId, clientAddress: clientAddress)
     }
 }
 
@@ -224,7 +225,7 @@ public struct AuditQuery: Sendable, Equatable {
 }
 
 /// The audit log's storage. Entries of changes are written by the changing store itself (`AuditContext`); this
-/// port appends the rest (changes outside the database, failed sign-ins) and reads.
+/// port appends failed sign-ins and reads.
 public protocol AuditLogStore: Sendable {
     /// Appends one entry in its own transaction.
     func append(_ entry: AuditEntry) throws

@@ -294,10 +294,13 @@ public struct MemberAdministration: Sendable {
         return member
     }
 
-    /// Turns TOTP on (or replaces its secret) and returns the `otpauth://` URI, the secret's only appearance.
+    /// Turns TOTP on (or replaces its secret) and returns the `otpauth://` URI, the secret's only appearance. A
+    /// member may do it for themself; anyone else needs `members.manage` and a role at least the member's.
     public func enableTOTP(accountId: UUID, id: UUID, by principal: Principal) throws -> (member: Member, uri: String) {
+        let isSelf = principal.isMember(id.uuidString)
+        if !isSelf { try principal.require(.membersManage) }
         let current = try member(accountId: accountId, id: id)
-        try Self.requireAssignable(current.role, by: principal)
+        if !isSelf { try Self.requireAssignable(current.role, by: principal) }
         guard let sealer else {
             throw DomainError(.encryptionKeyMissing, "TOTP secrets are stored encrypted: the server has no encryption key.")
         }

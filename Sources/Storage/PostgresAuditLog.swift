@@ -3,7 +3,7 @@ public import Foundation
 import JSON
 import Postgres
 
-/// The audit log in PostgreSQL (schema/0053): reads, appends outside a change, and the retention deletes.
+/// The audit log in PostgreSQL (schema/0053): reads, failed sign-ins' appends, and the retention deletes.
 public final class PostgresAuditLog: PostgresStore, @unchecked Sendable, AuditLogStore {
     private static let columns = """
         id, at, actor_type, actor_id, actor_label, action, account_id, project_id, target, changes::text AS changes,
@@ -75,19 +75,20 @@ public final class PostgresAuditLog: PostgresStore, @unchecked Sendable, AuditLo
 
 /// The one way an audit row is written. A store method that makes an admin change calls `write` inside its
 /// transaction, after the change: when an admin request is being served (`AuditContext.current`, set by the API's
-/// gate) and its entry is not written yet, the entry joins the change's transaction. Outside a request (the CLI,
-/// jobs, tests of the store) it writes nothing.
+/// gate), the request's entry joins the change's transaction, so both commit or neither does. Every write of a
+/// request inserts the same entry id, and only the first to commit stays (a retried or second transaction adds none).
+/// Outside a request (the CLI, jobs, tests of the store) it writes nothing.
 enum AuditRows {
     /// Writes the current request's entry in `connection`'s transaction; `accountId`, `projectId` and `target`
     /// refine the route's when the store knows them (a new project's id, the account of a deleted project).
     static func write(_ connection: Connection, accountId: UUID? = nil, projectId: UUID? = nil, target: String? = nil,
                       changes: [AuditChange]) throws {
-        guard let context = AuditContext.current,
-              let entry = context.claimEntry(accountId: accountId, projectId: projectId, target: target,
-                                             changes: changes) else { return }
+        guard let context = AuditContext.current else { return }
+        let entry = context.claimEntry(accountId: accountId, projectId: projectId, target: target, changes: changes)
         try insert(entry, connection)
     }
 
+    /// Inserts `entry`; an entry of that id already committed stays as it was.
     static func insert(_ entry: AuditEntry, _ connection: Connection) throws {
         try connection.execute("""
             INSERT INTO audit_log (id, at, actor_type, actor_id, actor_label, action, account_id, project_id, target,
@@ -95,6 +96,7 @@ enum AuditRows {
             VALUES (\(entry.id), \(entry.at), \(entry.actor.type), \(Bind.uuid(entry.actor.id)), \(entry.actor.label),
                 \(entry.action), \(Bind.uuid(entry.accountId)), \(Bind.uuid(entry.projectId)), \(entry.target),
                 \(changesJSON(entry.changes))::jsonb, \(entry.requestId), \(entry.clientAddress))
+            ON CONFLICT (id) DO NOTHING
             """)
     }
 

@@ -71,8 +71,10 @@ public final class PostgresConsoleSessionStore: PostgresStore, @unchecked Sendab
     /// Deletes every session (not a tenant table: sessions belong to the operator, not to a project).
     public func deleteAllSessions() throws -> Int {
         try StorageErrors.mapping("delete console sessions") {
-            try pool.withConnection { connection in
-                try connection.execute("DELETE FROM console_sessions")
+            try pool.transaction { connection in
+                let deleted = try connection.execute("DELETE FROM console_sessions")
+                try AuditRows.write(connection, changes: [AuditChange("sessions", .int(deleted), .int(0))])
+                return deleted
             }
         }
     }

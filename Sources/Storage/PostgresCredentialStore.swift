@@ -27,7 +27,10 @@ public final class PostgresCredentialStore: PostgresStore, @unchecked Sendable, 
     {
         let c = stored.publicHalf
         return try StorageErrors.mapping("set app store credentials") {
-            try pool.withConnection { connection in
+            try pool.transaction { connection in
+                let before = try connection.query("""
+                    SELECT \(unsafeSQL: Self.columns) FROM app_store_credentials WHERE project_id = \(projectId) FOR UPDATE
+                    """).first.map { Self.auditFields(try Self.credentials(from: $0)) }
                 let rows = try connection.query("""
                     INSERT INTO app_store_credentials (project_id, issuer_id, key_id, key_fingerprint,
                         sealed_private_key, encryption_key_id, created_at, updated_at)
@@ -41,7 +44,10 @@ public final class PostgresCredentialStore: PostgresStore, @unchecked Sendable, 
                 guard let row = rows.first else {
                     throw PGError(code: .decoding, message: "INSERT … RETURNING app_store_credentials returned no row")
                 }
-                return try Self.credentials(from: row)
+                let saved = try Self.credentials(from: row)
+                try AuditRows.write(connection, changes: AuditRows.diff(before, Self.auditFields(saved))
+                    + [AuditChange("private_key", before == nil ? .null : .string("old"), .string("new"))])
+                return saved
             }
         }
     }
@@ -49,10 +55,23 @@ public final class PostgresCredentialStore: PostgresStore, @unchecked Sendable, 
     /// Deletes the row; false when there was none.
     public func deleteCredentials(projectId: UUID) throws -> Bool {
         try StorageErrors.mapping("delete app store credentials") {
-            try pool.withConnection { connection in
-                try connection.execute("DELETE FROM app_store_credentials WHERE project_id = \(projectId)") > 0
+            try pool.transaction { connection in
+                guard let row = try connection.query("""
+                    DELETE FROM app_store_credentials WHERE project_id = \(projectId) RETURNING \(unsafeSQL: Self.columns)
+                    """).first else { return false }
+                try AuditRows.write(connection, changes: AuditRows.diff(
+                    Self.auditFields(try Self.credentials(from: row)), nil)
+                    + [AuditChange("private_key", .string("old"), .null)])
+                return true
             }
         }
+    }
+
+    /// Credentials as the audit log shows them: the identifiers and the key's fingerprint, never the key.
+    static func auditFields(_ stored: StoredAppStoreCredentials) -> [(String, AuditValue)] {
+        let c = stored.publicHalf
+        return [("issuer_id", .string(c.issuerId)), ("key_id", .string(c.keyId)),
+                ("fingerprint", .string(c.keyFingerprint))]
     }
 
     /// Every sealed private key, ordered by project id (a few rows per tenant at most: one statement).

@@ -26,6 +26,8 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
                 let stored = try Self.grant(from: row)
                 try Self.emit(on: connection, projectId: projectId, userId: grant.userId, type: "entitlement.granted",
                               grant: stored, reason: nil)
+                try AuditRows.write(connection, target: "grant:" + stored.id.uuidString.lowercased(),
+                                    changes: AuditRows.diff(nil, Self.auditFields(stored)))
                 return stored
             }
         }
@@ -44,13 +46,17 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
                     let grant = try Self.grant(from: row)
                     try Self.emit(on: connection, projectId: projectId, userId: userId, type: "entitlement.revoked",
                                   grant: grant, reason: "grant removed")
+                    try AuditRows.write(connection, changes: [AuditChange("revoked_at", .null, .date(grant.revokedAt))])
                     return grant
                 }
                 let existing = try connection.query("""
                     SELECT \(unsafeSQL: Self.grantColumns) FROM grants
                     WHERE project_id = \(projectId) AND id = \(grantId) AND user_id = \(userId)::text
                     """)
-                return try existing.first.map(Self.grant(from:))
+                guard let grant = try existing.first.map(Self.grant(from:)) else { return nil }
+                // Already removed: answered as a success, so recorded as one, without changes.
+                try AuditRows.write(connection, changes: [])
+                return grant
             }
         }
     }
@@ -67,6 +73,12 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
                 'reason', \(Bind.text(reason))::text)) || jsonb_build_object(
                 'expires_at', bouncer_webhook_time(\(Bind.date(grant.expiresAt))))) AS id
             """)
+    }
+
+    /// A grant as the audit log shows it: never its user, nor its reason (free text that may name the user, which
+    /// an erase replaces: the log keeps nothing an erase removes).
+    static func auditFields(_ grant: Grant) -> [(String, AuditValue)] {
+        [("entitlement", .string(grant.entitlement)), ("expires_at", .date(grant.expiresAt))]
     }
 
     static let grantColumns = "id, user_id, entitlement, expires_at, reason, created_at, revoked_at"
@@ -294,6 +306,14 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
                     WHERE project_id = \(projectId) AND (from_user_id = \(userId)::text OR to_user_id = \(userId)::text)
                     """)
                 try Self.eraseEvents(on: connection, projectId: projectId, userId: userId, into: &summary)
+                // The entry counts what went, never naming the user (its target is `user`).
+                try AuditRows.write(connection, changes: [
+                    ("bindings_deleted", summary.bindingsDeleted), ("grants_anonymised", summary.grantsAnonymised),
+                    ("app_transactions_unbound", summary.appTransactionsUnbound),
+                    ("ownership_events_anonymised", summary.ownershipEventsAnonymised),
+                    ("app_account_tokens_cleared", summary.appAccountTokensCleared),
+                    ("events_dropped", summary.eventsDropped), ("events_anonymised", summary.eventsAnonymised),
+                ].map { AuditChange($0.0, .null, .int($0.1)) })
                 return summary
             }
         }

@@ -28,7 +28,13 @@ public final class PostgresMemberStore: PostgresStore, @unchecked Sendable, Memb
                 guard let row = rows.first else {
                     throw DomainError(.memberEmailTaken, "The account already has a member with this email.")
                 }
-                return try Self.member(from: row)
+                let created = try Self.member(from: row)
+                try AuditRows.write(connection, target: "member:" + created.id.uuidString.lowercased(), changes: [
+                    AuditChange("email", .null, .string(created.email)),
+                    AuditChange("role", .null, .string(created.role.rawValue)),
+                    AuditChange("invite_token", .null, .string("issued")),
+                ])
+                return created
             }
         }
     }
@@ -59,6 +65,9 @@ public final class PostgresMemberStore: PostgresStore, @unchecked Sendable, Memb
             try pool.transaction { connection in
                 guard try Self.lockForOwnerChange(connection, accountId: accountId, id: id, leavingOwner: role != .owner)
                 else { return nil }
+                let before = try connection.query("""
+                    SELECT role FROM members WHERE account_id = \(accountId) AND id = \(id)
+                    """).first?.decode("role", as: String.self)
                 let rows = try connection.query("""
                     UPDATE members SET role = \(role.rawValue), updated_at = \(now)
                     WHERE account_id = \(accountId) AND id = \(id)
@@ -67,7 +76,10 @@ public final class PostgresMemberStore: PostgresStore, @unchecked Sendable, Memb
                 _ = try connection.execute("""
                     DELETE FROM console_sessions WHERE account_id = \(accountId) AND member_id = \(id)
                     """)
-                return try rows.first.map(Self.member(from:))
+                guard let updated = try rows.first.map(Self.member(from:)) else { return nil }
+                try AuditRows.write(connection, changes: AuditRows.diff(
+                    [("role", .text(before))], [("role", .string(updated.role.rawValue))]))
+                return updated
             }
         }
     }
@@ -79,7 +91,14 @@ public final class PostgresMemberStore: PostgresStore, @unchecked Sendable, Memb
                 guard try Self.lockForOwnerChange(connection, accountId: accountId, id: id, leavingOwner: true) else {
                     return false
                 }
-                return try connection.execute("DELETE FROM members WHERE account_id = \(accountId) AND id = \(id)") > 0
+                guard let row = try connection.query("""
+                    DELETE FROM members WHERE account_id = \(accountId) AND id = \(id) RETURNING email, role
+                    """).first else { return false }
+                try AuditRows.write(connection, changes: [
+                    AuditChange("email", .string(try row.decode("email", as: String.self)), .null),
+                    AuditChange("role", .string(try row.decode("role", as: String.self)), .null),
+                ])
+                return true
             }
         }
     }
@@ -154,12 +173,20 @@ public final class PostgresMemberStore: PostgresStore, @unchecked Sendable, Memb
 
     public func setTOTPSecret(accountId: UUID, id: UUID, sealed: SealedSecret, now: Date) throws -> Bool {
         try StorageErrors.mapping("set member TOTP") {
-            try pool.withConnection { connection in
-                try connection.execute("""
-                    UPDATE members SET totp_key_id = \(sealed.keyId), totp_sealed = \(sealed.bytes),
+            try pool.transaction { connection in
+                guard let row = try connection.query("""
+                    UPDATE members m SET totp_key_id = \(sealed.keyId), totp_sealed = \(sealed.bytes),
                         totp_last_step = NULL, updated_at = \(now)
-                    WHERE account_id = \(accountId) AND id = \(id)
-                    """) > 0
+                    FROM (SELECT totp_sealed IS NOT NULL AS enabled FROM members
+                          WHERE account_id = \(accountId) AND id = \(id) FOR UPDATE) old
+                    WHERE m.account_id = \(accountId) AND m.id = \(id)
+                    RETURNING old.enabled
+                    """).first else { return false }
+                try AuditRows.write(connection, changes: [
+                    AuditChange("two_factor_enabled", .bool(try row.decode("enabled", as: Bool.self)), .bool(true)),
+                    AuditChange("totp_secret", .string("old"), .string("new")),
+                ])
+                return true
             }
         }
     }

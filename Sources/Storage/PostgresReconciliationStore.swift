@@ -77,8 +77,8 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
     public func finishRun(_ report: ReconcileReport) throws {
         let errors = Self.errorsJSON(report.errors)
         _ = try StorageErrors.mapping("reconcile finish run") {
-            try pool.autocommit { connection in
-                try connection.execute("""
+            try pool.transaction { connection in
+                let updated = try connection.execute("""
                     UPDATE reconcile_runs SET finished_at = \(Bind.date(report.finishedAt)),
                         outcome = \(report.outcome.rawValue), checked = \(Int64(report.checked))::int,
                         changed = \(Int64(report.changed))::int,
@@ -87,6 +87,16 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
                         errors = \(errors)::jsonb
                     WHERE project_id = \(report.projectId) AND id = \(report.runId)
                     """)
+                // An admin's run is audited when it finishes (a failed run answers an error, and leaves no entry).
+                if updated > 0, report.outcome != .failed {
+                    try AuditRows.write(connection, target: "reconcile_run:\(report.runId)", changes: [
+                        AuditChange("outcome", .null, .string(report.outcome.rawValue)),
+                        AuditChange("checked", .null, .int(report.checked)),
+                        AuditChange("changed", .null, .int(report.changed)),
+                        AuditChange("notifications_applied", .null, .int(report.notificationsApplied)),
+                    ])
+                }
+                return updated
             }
         }
     }

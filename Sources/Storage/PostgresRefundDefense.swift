@@ -139,11 +139,12 @@ public final class PostgresAppStoreActionStore: PostgresStore, @unchecked Sendab
         }
     }
 
-    /// Writes Apple's answer (or the failure) into the record.
+    /// Writes Apple's answer (or the failure) into the record; an answer (no `error`) is the admin's change, audited
+    /// in this transaction.
     public func completeRenewalExtension(_ r: RenewalExtensionRecord) throws {
         try StorageErrors.mapping("complete renewal extension") {
-            try pool.autocommit { connection in
-                _ = try connection.execute("""
+            try pool.transaction { connection in
+                let updated = try connection.execute("""
                     UPDATE renewal_extensions SET success = \(Bind.bool(r.success)),
                         effective_date = \(Bind.date(r.effectiveDate)),
                         web_order_line_item_id = \(Bind.text(r.webOrderLineItemId))::text,
@@ -152,6 +153,24 @@ public final class PostgresAppStoreActionStore: PostgresStore, @unchecked Sendab
                         completed_at = \(Bind.date(r.completedAt))
                     WHERE project_id = \(r.projectId) AND request_identifier = \(r.requestIdentifier)
                     """)
+                if updated > 0, r.error == nil {
+                    try AuditRows.write(connection, changes: [
+                        AuditChange("environment", .null, .string(r.environment.rawValue)),
+                        AuditChange("extend_by_days", .null, .int(r.extendByDays)),
+                        AuditChange("reason_code", .null, .int(r.reasonCode)),
+                        AuditChange("success", .null, r.success.map { .bool($0) } ?? .null),
+                        AuditChange("effective_date", .null, .date(r.effectiveDate)),
+                    ])
+                }
+            }
+        }
+    }
+
+    /// Nothing is stored about a test notification request but its audit entry, in a transaction of its own.
+    public func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws {
+        try StorageErrors.mapping("record test notification request") {
+            try pool.transaction { connection in
+                try AuditRows.write(connection, changes: [AuditChange("environment", .null, .string(environment.rawValue))])
             }
         }
     }

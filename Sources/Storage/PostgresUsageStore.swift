@@ -107,6 +107,14 @@ public final class PostgresUsageStore: PostgresStore, @unchecked Sendable, Usage
             try pool.transaction { connection in
                 guard try connection.query("SELECT 1 FROM accounts WHERE id = \(accountId) FOR KEY SHARE").first != nil
                 else { throw AccountAdministration.notFound(accountId) }
+                let before = try connection.query("""
+                    SELECT receipts_per_month, requests_per_second FROM account_quotas
+                    WHERE account_id = \(accountId) FOR UPDATE
+                    """).first
+                func value(_ column: String) throws -> AuditValue {
+                    try before?.decode(column, as: Int64?.self).flatMap { Int(exactly: $0) }.map { .int($0) } ?? .null
+                }
+                func value(_ limit: Int64?) -> AuditValue { limit.flatMap { Int(exactly: $0) }.map { .int($0) } ?? .null }
                 if quotas.isUnlimited {
                     try connection.execute("DELETE FROM account_quotas WHERE account_id = \(accountId)")
                 } else {
@@ -118,6 +126,11 @@ public final class PostgresUsageStore: PostgresStore, @unchecked Sendable, Usage
                             requests_per_second = EXCLUDED.requests_per_second, updated_at = EXCLUDED.updated_at
                         """)
                 }
+                try AuditRows.write(connection, changes: AuditRows.diff(
+                    [("receipts_per_month", try value("receipts_per_month")),
+                     ("requests_per_second", try value("requests_per_second"))],
+                    [("receipts_per_month", value(quotas.receiptsPerMonth)),
+                     ("requests_per_second", value(quotas.requestsPerSecond))]))
                 return quotas
             }
         }

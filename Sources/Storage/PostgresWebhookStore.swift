@@ -31,6 +31,9 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         try StorageErrors.mapping("set webhook endpoint") {
             try pool.transaction { connection in
                 try Self.lockDeriver(projectId, on: connection)
+                let before = try connection.query("""
+                    SELECT url, events FROM webhook_endpoints WHERE project_id = \(projectId) FOR UPDATE
+                    """).first.map(Self.auditFields(from:))
                 guard let row = try connection.query("""
                     INSERT INTO webhook_endpoints AS w (project_id, url, events, sealed_secret, encryption_key_id,
                         created_at, updated_at)
@@ -43,6 +46,9 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
                 }
                 let created = try row.decode("created", as: Bool.self)
                 if created { _ = try connection.query("SELECT bouncer_webhook_seed(\(projectId))") }
+                var after = try Self.auditFields(from: row)
+                if created { after.append(("secret", .string("set"))) }
+                try AuditRows.write(connection, changes: AuditRows.diff(before, after))
                 return (try Self.endpoint(from: row).endpoint, created)
             }
         }
@@ -54,15 +60,24 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         try StorageErrors.mapping("delete webhook endpoint") {
             try pool.transaction { connection in
                 try Self.lockDeriver(projectId, on: connection)
-                let deleted = try connection.execute("DELETE FROM webhook_endpoints WHERE project_id = \(projectId)")
-                if deleted > 0 {
+                let deleted = try connection.query("""
+                    DELETE FROM webhook_endpoints WHERE project_id = \(projectId) RETURNING url, events
+                    """).first
+                if let deleted {
                     _ = try connection.execute("DELETE FROM webhook_events WHERE project_id = \(projectId)")
                     _ = try connection.execute("DELETE FROM webhook_purchase_states WHERE project_id = \(projectId)")
                     _ = try connection.execute("DELETE FROM webhook_entitlement_states WHERE project_id = \(projectId)")
+                    try AuditRows.write(connection, changes: AuditRows.diff(try Self.auditFields(from: deleted), nil))
                 }
-                return deleted > 0
+                return deleted != nil
             }
         }
+    }
+
+    /// An endpoint's settings as the audit log shows them (its secret never).
+    static func auditFields(from row: Row) throws -> [(String, AuditValue)] {
+        [("url", .string(try row.decode("url", as: String.self))),
+         ("events", try row.decode("events", as: [String]?.self).map { .list($0.map { .string($0) }) } ?? .null)]
     }
 
     /// Waits for the project's deriver (`bouncer_derive_changes`) and keeps it out until the transaction ends.
@@ -74,24 +89,36 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         -> WebhookEndpoint?
     {
         try StorageErrors.mapping("rotate webhook secret") {
-            try pool.withConnection { connection in
-                try connection.query("""
+            try pool.transaction { connection in
+                let rotated = try connection.query("""
                     UPDATE webhook_endpoints SET sealed_previous_secret = sealed_secret,
                         previous_encryption_key_id = encryption_key_id, previous_secret_expires_at = \(previousExpiresAt),
                         sealed_secret = \(secret.bytes), encryption_key_id = \(secret.keyId), updated_at = \(now)
                     WHERE project_id = \(projectId)
                     RETURNING \(unsafeSQL: Self.endpointColumns)
                     """).first.map { try Self.endpoint(from: $0).endpoint }
+                if rotated != nil {
+                    try AuditRows.write(connection, changes: [
+                        AuditChange("secret", .string("old"), .string("new")),
+                        AuditChange("previous_secret_expires_at", .null, .date(previousExpiresAt)),
+                    ])
+                }
+                return rotated
             }
         }
     }
 
     public func emit(projectId: UUID, userId: String?, type: String, dataJSON: String) throws -> String? {
         try StorageErrors.mapping("emit webhook event") {
-            try pool.withConnection { connection in
-                try connection.query("""
+            try pool.transaction { connection in
+                let id = try connection.query("""
                     SELECT bouncer_emit_event(\(projectId), \(userId)::text, \(type), \(dataJSON)::jsonb) AS id
                     """).first?.decode("id", as: String?.self)
+                if let id {
+                    try AuditRows.write(connection, target: "webhook_event:" + id,
+                                        changes: [AuditChange("type", .null, .string(type))])
+                }
+                return id
             }
         }
     }
@@ -123,14 +150,20 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
 
     public func retry(projectId: UUID, eventId: String, now: Date) throws -> WebhookDelivery? {
         try StorageErrors.mapping("retry webhook event") {
-            try pool.withConnection { connection in
+            try pool.transaction { connection in
+                let before = try connection.query("""
+                    SELECT status FROM webhook_events WHERE project_id = \(projectId) AND id = \(eventId) FOR UPDATE
+                    """).first?.decode("status", as: String.self)
                 let rows = try connection.query("""
                     UPDATE webhook_events e SET status = 'pending', next_attempt_at = \(now),
                         retry_window_start = \(now), delivered_at = NULL
                     WHERE e.project_id = \(projectId) AND e.id = \(eventId)
                     RETURNING \(unsafeSQL: Self.deliveryColumns)
                     """)
-                if !rows.isEmpty { _ = try connection.execute("SELECT pg_notify('bouncer_webhook_events', '')") }
+                if !rows.isEmpty {
+                    _ = try connection.execute("SELECT pg_notify('bouncer_webhook_events', '')")
+                    try AuditRows.write(connection, changes: [AuditChange("status", .text(before), .string("pending"))])
+                }
                 return try Self.deliveries(rows, projectId: projectId, connection: connection).first
             }
         }

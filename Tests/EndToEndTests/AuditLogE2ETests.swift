@@ -7,6 +7,11 @@ import XCTest
 /// The audit log against the real `bouncer serve` and PostgreSQL (issue 24, item 5).
 final class AuditLogE2ETests: SharedServerTestCase {
     override class var serverLabel: String { "audit" }
+    /// An encryption key seals webhook secrets, credentials and TOTP secrets; webhooks may point at this machine.
+    override class var serverOverrides: [String: String?] {
+        ["BOUNCER_ENCRYPTION_KEY": Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString(),
+         "BOUNCER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "1"]
+    }
 
     /// The action each changing admin operation records (the API's `AuditActions`, stated again here).
     static let actions: [String: String] = [
@@ -35,6 +40,11 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "POST /v1/admin/projects/{id}/webhook/test": "webhook.test",
         "POST /v1/admin/projects/{id}/webhook/deliveries/{eventId}/retry": "webhook.retry_delivery",
         "DELETE /v1/admin/sessions": "sessions.sign_out_everywhere",
+        "POST /v1/admin/accounts/{id}/members": "member.invite",
+        "PATCH /v1/admin/accounts/{id}/members/{memberId}": "member.update",
+        "DELETE /v1/admin/accounts/{id}/members/{memberId}": "member.remove",
+        "POST /v1/admin/accounts/{id}/members/{memberId}/totp": "member.enable_totp",
+        "PUT /v1/admin/accounts/{id}/quotas": "account.set_quotas",
     ]
 
     /// The count: a successful change (2xx, not GET) has exactly one entry, with its operation's action, under the
@@ -137,6 +147,92 @@ final class AuditLogE2ETests: SharedServerTestCase {
         for secret in [key, secretKey, newSecret ?? secretKey, wrongKey, E2E.adminToken] {
             XCTAssertFalse(dump.contains(secret), "a secret reached the audit log")
         }
+    }
+
+    /// Webhooks, credentials, grants, erase, members, quotas and sessions: each store writes its entry in the
+    /// change's transaction (the gate makes none up: `bouncer_audit_missing_total` stays 0), with before and after,
+    /// never a secret, and a customer's entries never name the user.
+    func testEveryOtherChangeWritesItsEntryInItsStore() throws {
+        let account = try XCTUnwrap(try send("POST", "/v1/admin/accounts", "/v1/admin/accounts", ["name": "Stores"],
+                                             expect: 201).json()["id"]?.stringValue)
+        let project = try XCTUnwrap(try send("POST", "/v1/admin/projects", "/v1/admin/projects", [
+            "name": "S", "bundle_id": .string(E2E.uniqueBundle()), "account_id": .string(account),
+        ], expect: 201).json()["id"]?.stringValue)
+        let a = "/v1/admin/accounts/\(account)", p = "/v1/admin/projects/\(project)"
+        let aT = "/v1/admin/accounts/{id}", pT = "/v1/admin/projects/{id}"
+        func changes(_ r: HTTPResponse) throws -> String { try entry(r).changes }
+
+        let quotas = try send("PUT", aT + "/quotas", a + "/quotas", ["receipts_per_month": 100, "requests_per_second": .null], expect: 200)
+        XCTAssertEqual(try changes(quotas), #"{"receipts_per_month": [null, 100]}"#)
+
+        let url = "http://127.0.0.1:9/hook"
+        let hook = try send("PUT", pT + "/webhook", p + "/webhook", ["url": .string(url)], expect: 200)
+        let hookSecret = try XCTUnwrap(try hook.json()["secret"]?.stringValue)
+        XCTAssertEqual(try changes(hook), #"{"url": [null, "http://127.0.0.1:9/hook"], "secret": [null, "[redacted]"]}"#)
+        let moved = try send("PUT", pT + "/webhook", p + "/webhook", ["url": "http://127.0.0.1:9/other"], expect: 200)
+        XCTAssertEqual(try changes(moved), #"{"url": ["http://127.0.0.1:9/hook", "http://127.0.0.1:9/other"]}"#)
+        let rotated = try send("POST", pT + "/webhook/rotate-secret", p + "/webhook/rotate-secret", expect: 200)
+        let rotatedSecret = try XCTUnwrap(try rotated.json()["secret"]?.stringValue)
+        XCTAssertTrue(try changes(rotated).hasPrefix(#"{"secret": ["[redacted]", "[redacted]"], "#))
+        let ping = try send("POST", pT + "/webhook/test", p + "/webhook/test", expect: 202)
+        let eventId = try XCTUnwrap(try ping.json()["event_id"]?.stringValue, ping.text)
+        XCTAssertEqual(try changes(ping), #"{"type": [null, "ping"]}"#)
+        let retried = try send("POST", pT + "/webhook/deliveries/{eventId}/retry",
+                               p + "/webhook/deliveries/\(eventId)/retry", expect: 202)
+        XCTAssertTrue(try changes(retried).hasPrefix(#"{"status": ["#))
+        let unhooked = try send("DELETE", pT + "/webhook", p + "/webhook", expect: 204)
+        XCTAssertEqual(try changes(unhooked), #"{"url": ["http://127.0.0.1:9/other", null]}"#)
+
+        let dir = try AppStoreCredentialsE2ETests.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let pem = try AppStoreCredentialsE2ETests.generate("audit.p8", in: dir).pem
+        let credentials = try send("PUT", pT + "/app-store-credentials", p + "/app-store-credentials", [
+            "issuer_id": .string(AppStoreCredentialsE2ETests.issuerId), "key_id": "AUDIT12345", "private_key": .string(pem),
+        ], expect: 200)
+        let fingerprint = try XCTUnwrap(try credentials.json()["key_fingerprint"]?.stringValue, credentials.text)
+        XCTAssertEqual(try changes(credentials), """
+            {"key_id": [null, "AUDIT12345"], "issuer_id": [null, "\(AppStoreCredentialsE2ETests.issuerId)"], \
+            "fingerprint": [null, "\(fingerprint)"], "private_key": [null, "[redacted]"]}
+            """)
+        _ = try send("DELETE", pT + "/app-store-credentials", p + "/app-store-credentials", expect: 204)
+
+        let user = "audit-user-\(E2E.uniqueId())"
+        let uT = pT + "/users/{userId}", u = p + "/users/\(user)"
+        let grant = try send("POST", uT + "/grants", u + "/grants", ["entitlement": "pro", "reason": "ticket 7"],
+                             expect: 201)
+        let grantId = try XCTUnwrap(try grant.json()["id"]?.stringValue)
+        XCTAssertEqual(try changes(grant), #"{"entitlement": [null, "pro"]}"#, "never the reason (free text an erase replaces)")
+        _ = try send("DELETE", uT + "/grants/{grantId}", u + "/grants/\(grantId)", expect: 200)
+        let erased = try send("DELETE", uT, u, expect: 200)
+        XCTAssertTrue(try changes(erased).contains(#""grants_anonymised": [null, 1]"#))
+        XCTAssertEqual(try db.query("""
+            SELECT count(*)::int8 AS n FROM audit_log WHERE project_id = \(project)::uuid AND audit_log::text LIKE \("%" + user + "%")
+            """).first?.decode("n", as: Int64.self), 0, "the user id is in no entry")
+
+        let email = "audit\(E2E.uniqueId())@example.com"
+        let invited = try send("POST", aT + "/members", a + "/members", ["email": .string(email), "role": "viewer"],
+                               expect: 201)
+        let memberId = try XCTUnwrap(try invited.json()["id"]?.stringValue)
+        let inviteToken = try XCTUnwrap(try invited.json()["invite_token"]?.stringValue)
+        XCTAssertEqual(try changes(invited), """
+            {"role": [null, "viewer"], "email": [null, "\(email)"], "invite_token": [null, "[redacted]"]}
+            """)
+        let promoted = try send("PATCH", aT + "/members/{memberId}", a + "/members/\(memberId)", ["role": "developer"],
+                                expect: 200)
+        XCTAssertEqual(try changes(promoted), #"{"role": ["viewer", "developer"]}"#)
+        let totp = try send("POST", aT + "/members/{memberId}/totp", a + "/members/\(memberId)/totp", expect: 200)
+        let otpauth = try XCTUnwrap(try totp.json()["otpauth_uri"]?.stringValue)
+        _ = try send("DELETE", aT + "/members/{memberId}", a + "/members/\(memberId)", expect: 204)
+        _ = try send("DELETE", "/v1/admin/sessions", "/v1/admin/sessions", expect: 204)
+
+        let dump = try db.query("SELECT string_agg(audit_log::text, ' ') AS t FROM audit_log").first?
+            .decode("t", as: String?.self) ?? ""
+        let totpSecret = String(otpauth.split(separator: "secret=").last?.prefix(32) ?? "")
+        for secret in [hookSecret, rotatedSecret, inviteToken, totpSecret, String(pem.split(separator: "\n")[1])] {
+            XCTAssertFalse(dump.contains(secret), "a secret reached the audit log")
+        }
+        let metrics = String(decoding: try server.client.get("/metrics").body, as: UTF8.self)
+        XCTAssertTrue(metrics.split(separator: "\n").contains("bouncer_audit_missing_total 0"), metrics)
     }
 
     /// The list: the operator sees every account's entries; a key sees only its account's, another account's id

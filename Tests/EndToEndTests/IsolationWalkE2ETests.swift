@@ -3,14 +3,17 @@ import JSON
 import TestSupport
 import XCTest
 
-/// Issue 24, item 8 for what exists now: EVERY admin operation (read from `openapi.yaml`, which
-/// `OpenAPIRoutesTests` holds equal to the route table and `AccessControlTests` to each route's permission, so a new
-/// route cannot be left out) called by the operator, a key of each role of the owning account, a key of another
-/// account and a key limited to another project of the same account.
+/// Issue 24, item 8: EVERY admin operation (read from `openapi.yaml`, which `OpenAPIRoutesTests` holds equal to the
+/// route table and `AccessControlTests` to each route's permission, so a new route cannot be left out) called by the
+/// operator, a key and a signed-in member (console cookie and CSRF token) of each role of the owning account, a key
+/// and a member of another account, and a key limited to another project of the same account.
 ///
 /// Each call gets a project of its own (the same state for every caller), so a caller that may do what it asks
 /// answers exactly what the operator does; one that may not answers 403 PERMISSION_DENIED naming the permission; and
-/// another tenant's resource answers the very body of a nonexistent one.
+/// another tenant's resource answers the very body of a nonexistent one. A member answers exactly what a key of the
+/// same role and account does (no exception today: a member's own TOTP is the one route open to them without its
+/// permission, and the walk's `{memberId}` is nobody). Every successful change left exactly one audit entry, and
+/// none was missing (`bouncer_audit_missing_total` stays 0).
 final class IsolationWalkE2ETests: SharedServerTestCase {
     override class var serverLabel: String { "walk" }
 
@@ -94,6 +97,15 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         var role: String?
         var ownAccount: Bool
         var limited: Bool
+        /// A member's email and session (nil: the operator or a key).
+        var email: String?
+        var session: MemberSession?
+
+        /// The headers of a request with `method`: a member's changes carry the CSRF token.
+        func headers(_ method: String) -> [String: String] {
+            guard let session else { return headers }
+            return method == "GET" ? session.get : session.write
+        }
     }
 
     func testEveryAdminRouteWithEveryKindOfCaller() throws {
@@ -101,6 +113,8 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         let text = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         let operations = OpenAPIPermissions.permissions(inOpenAPI: text).sorted { $0.key < $1.key }
         XCTAssertEqual(operations.count, 51, "every admin operation but the console's sign-in and the invite's acceptance")
+        XCTAssertEqual(Set(operations.map(\.key).filter { !$0.hasPrefix("GET ") }), Set(AuditLogE2ETests.actions.keys),
+                       "every changing operation has its audit action")
         let roles = try Self.rolePermissions()
         XCTAssertEqual(Set(roles.keys), Set(Self.roles))
 
@@ -131,6 +145,14 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
                               ownAccount: false, limited: false))
         callers.append(Caller(name: "owner limited to another project", headers: try key(owning, "owner", projects: [elsewhere]),
                               role: "owner", ownAccount: true, limited: true))
+        func signedIn(_ email: String) throws -> MemberSession { try session(try signIn(email)) }
+        for (account, own) in [(owning, true), (other, false)] {
+            for role in own ? Self.roles : ["owner"] {
+                let email = try member(account, role).email
+                callers.append(Caller(name: (own ? "" : "other account's ") + "member " + role, headers: [:], role: role,
+                                      ownAccount: own, limited: false, email: email, session: try signedIn(email)))
+            }
+        }
 
         // What a nonexistent project and account answer, without request_id.
         let noProject = try client.get("/v1/admin/projects/\(UUID().uuidString.lowercased())", headers: E2E.admin).errorFields()
@@ -143,12 +165,14 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
             let scope = template.hasPrefix("/v1/admin/projects/{id}") ? "project"
                 : template.hasPrefix("/v1/admin/accounts/{id}") ? "account" : "server"
             var operatorStatus: Int?
-            for caller in callers {
+            var keyStatus: [String: Int] = [:]
+            for index in callers.indices {
+                let caller = callers[index]
                 // Each call on a project of its own, so every caller meets the same state.
                 let id = scope == "project" ? try project(owning) : owning
                 let path = Self.fill(template, id: id)
                 let body: [UInt8]? = ["POST", "PUT", "PATCH"].contains(method) ? Array("{}".utf8) : nil
-                var headers = caller.headers
+                var headers = caller.headers(method)
                 if body != nil { headers["Content-Type"] = "application/json" }
                 let r = try client.request(method, path, headers: headers, body: body)
                 cells += 1
@@ -157,7 +181,17 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
                 guard let role = caller.role else {
                     XCTAssertEqual(r.status, Self.operatorStatus[operation], "\(label): add or correct its operatorStatus")
                     operatorStatus = r.status
+                    if operation == "DELETE /v1/admin/sessions", r.status == 204 {
+                        // Signed out everywhere: the members sign in again before their turn.
+                        for i in callers.indices { if let email = callers[i].email { callers[i].session = try signedIn(email) } }
+                    }
                     continue
+                }
+                let kind = "\(caller.ownAccount) \(caller.limited) \(role)"
+                if caller.session == nil {
+                    keyStatus[kind] = r.status
+                } else {
+                    XCTAssertEqual(r.status, keyStatus[kind], "\(label): a member answers what a key of the role does")
                 }
                 let may = roles[role]?.contains(permission) ?? false
                 if scope == "project" && (!caller.ownAccount || caller.limited) {
@@ -183,6 +217,9 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
             }
         }
         XCTAssertEqual(cells, operations.count * callers.count)
+        XCTAssertEqual(callers.count, 14)
+        let metrics = String(decoding: try client.get("/metrics").body, as: UTF8.self)
+        XCTAssertTrue(metrics.split(separator: "\n").contains("bouncer_audit_missing_total 0"), metrics)
     }
 
     /// A concrete path for a template: `{id}` is the project or account, other parameters plausible values.

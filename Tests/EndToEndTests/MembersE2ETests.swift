@@ -17,14 +17,7 @@ final class MembersE2ETests: SharedServerTestCase {
          "BOUNCER_ENCRYPTION_KEY": Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()]
     }
 
-    static let password = "correct horse battery"
-
-    struct Session {
-        var cookie: String
-        var csrf: String
-        var get: [String: String] { ["Cookie": cookie] }
-        var write: [String: String] { ["Cookie": cookie, "X-CSRF-Token": csrf] }
-    }
+    static let password = MemberSession.password
 
     func post(_ path: String, _ json: JSONValue, _ headers: [String: String] = E2E.admin,
               file: StaticString = #filePath, line: UInt = #line) throws -> JSONValue {
@@ -40,44 +33,6 @@ final class MembersE2ETests: SharedServerTestCase {
     func project(_ account: String) throws -> String {
         try XCTUnwrap(try post("/v1/admin/projects", ["name": "App", "bundle_id": .string(E2E.uniqueBundle()),
                                                       "account_id": .string(account)])["id"]?.stringValue)
-    }
-
-    func invite(_ account: String, _ email: String, _ role: String, _ headers: [String: String] = E2E.admin) throws
-        -> HTTPResponse {
-        try server.client.post("/v1/admin/accounts/\(account)/members",
-                               json: ["email": .string(email), "role": .string(role)], headers: headers)
-    }
-
-    func accept(_ token: String, password: String = MembersE2ETests.password, from address: String = "203.0.113.1")
-        throws -> HTTPResponse {
-        try server.client.post("/v1/admin/invites/accept",
-                               json: ["invite_token": .string(token), "password": .string(password)],
-                               headers: ["X-Forwarded-For": address])
-    }
-
-    func signIn(_ email: String, password: String = MembersE2ETests.password, totp: String? = nil,
-                from address: String = "203.0.113.2") throws -> HTTPResponse {
-        var body: [(String, JSONValue)] = [("email", .string(email)), ("password", .string(password))]
-        if let totp { body.append(("totp", .string(totp))) }
-        return try server.client.post("/v1/admin/session", json: .object(JSONObject(body)),
-                                      headers: ["X-Forwarded-For": address])
-    }
-
-    func session(_ r: HTTPResponse, file: StaticString = #filePath, line: UInt = #line) throws -> Session {
-        XCTAssertEqual(r.status, 201, r.description, file: file, line: line)
-        let setCookie = try XCTUnwrap(r.header("Set-Cookie"), file: file, line: line)
-        return Session(cookie: String(setCookie.prefix { $0 != ";" }),
-                       csrf: try XCTUnwrap(try r.json()["csrf_token"]?.stringValue, file: file, line: line))
-    }
-
-    /// A member of `account` with `role` who accepted the invite: `(id, email)`.
-    func member(_ account: String, _ role: String) throws -> (id: String, email: String) {
-        let email = "m\(E2E.uniqueId())@example.com"
-        let invited = try invite(account, email, role)
-        XCTAssertEqual(invited.status, 201, invited.description)
-        let token = try XCTUnwrap(try invited.json()["invite_token"]?.stringValue)
-        XCTAssertEqual(try accept(token).status, 200)
-        return (try XCTUnwrap(try invited.json()["id"]?.stringValue), email)
     }
 
     /// `GET /v1/admin/session` says who the session acts as, so the console can hide what the role cannot do.
@@ -278,6 +233,52 @@ final class MembersE2ETests: SharedServerTestCase {
         let signedIn = try session(try signIn(member.email, totp: code))
         XCTAssertEqual(try client.get("/v1/admin/projects", headers: signedIn.get).status, 200)
         assertError(try signIn(member.email, totp: code), 401, "AUTH_TOTP_INVALID")
+    }
+
+    /// Issue 24, item 2: a member turns TOTP on for themself without `members.manage` (and alone sees the secret);
+    /// for anyone else it takes `members.manage`. Each success leaves one audit entry, the secret redacted.
+    func testAMemberEnablesTheirOwnTOTPAndOnlyAManagerAnothers() throws {
+        let client = try server.client
+        let a = try account("S")
+        let viewer = try member(a, "viewer"), developer = try member(a, "developer"), admin = try member(a, "admin")
+        let viewerSession = try session(try signIn(viewer.email, from: "203.0.113.30"))
+        let adminSession = try session(try signIn(admin.email, from: "203.0.113.31"))
+        let template = "/v1/admin/accounts/{id}/members/{memberId}/totp"
+        func enable(_ id: String, _ headers: [String: String]) throws -> HTTPResponse {
+            let r = try client.request("POST", "/v1/admin/accounts/\(a)/members/\(id)/totp", headers: headers)
+            try AuditLogE2ETests.assertAudited(db, method: "POST", template: template, r)
+            return r
+        }
+
+        let own = try enable(viewer.id, viewerSession.write)
+        XCTAssertEqual(own.status, 200, own.description)
+        XCTAssertEqual(try own.json()["member_id"]?.stringValue, viewer.id)
+        XCTAssertTrue(try XCTUnwrap(try own.json()["otpauth_uri"]?.stringValue)
+            .hasPrefix("otpauth://totp/Bouncer:\(viewer.email)?secret="))
+        let row = try XCTUnwrap(try db.query("""
+            SELECT actor_label, target, changes::text AS changes FROM audit_log
+            WHERE request_id = \(try XCTUnwrap(own.header("X-Request-Id")))
+            """).first)
+        XCTAssertEqual(try row.decode("actor_label", as: String.self), "member:" + viewer.id)
+        XCTAssertEqual(try row.decode("target", as: String.self), "member:" + viewer.id)
+        XCTAssertEqual(try row.decode("changes", as: String.self),
+                       #"{"totp_secret": ["[redacted]", "[redacted]"], "two_factor_enabled": [false, true]}"#)
+
+        // Someone else's TOTP needs members.manage: refused to the viewer (and to a viewer's key), not to an admin.
+        assertError(try enable(developer.id, viewerSession.write), 403, "PERMISSION_DENIED")
+        let viewerKey = try post("/v1/admin/accounts/\(a)/api-keys", ["name": "v", "role": "viewer"])
+        let keyHeaders = ["Authorization": "Bearer " + (try XCTUnwrap(viewerKey["key"]?.stringValue))]
+        let byKey = try enable(viewer.id, keyHeaders)
+        XCTAssertEqual(byKey.status, 403)
+        XCTAssertEqual(try byKey.json()["details"], [["path": ["permission"], "message": "members.manage"]])
+        XCTAssertEqual(try enable(developer.id, adminSession.write).status, 200)
+        XCTAssertEqual(try client.get("/v1/admin/accounts/\(a)/members/\(developer.id)", headers: E2E.admin)
+            .json()["totp_enabled"], .bool(true))
+        // A member of another account naming themself under this account's path: the account is not theirs.
+        let b = try account("S2")
+        let outsider = try member(b, "viewer")
+        let outsiderSession = try session(try signIn(outsider.email, from: "203.0.113.32"))
+        assertError(try enable(outsider.id, outsiderSession.write), 404, "ACCOUNT_NOT_FOUND")
     }
 
     /// Wrong passwords for one email from ten addresses lock the email out everywhere; another email from the same

@@ -26,6 +26,7 @@ public final class ServiceMetrics: VerificationMetrics {
     private let accessLogDropped = Mutex<(@Sendable () -> Int)?>(nil)
     private let caches = Mutex<(@Sendable () -> CacheStatistics)?>(nil)
     private let deriveLag = Mutex<(@Sendable () -> Double)?>(nil)
+    private let auditGaps = Mutex<(@Sendable () -> Int)?>(nil)
 
     /// What the caches report at scrape time (`Sources/Jobs/Caches.swift`).
     public typealias CacheStatistics = Caches.Statistics
@@ -132,6 +133,17 @@ public final class ServiceMetrics: VerificationMetrics {
                 [weak self] in
                 self?.accessLogDropped.withLock { $0 }.map { [MetricSample([], Double($0()))] } ?? []
             }
+        registry.callback(
+            "bouncer_audit_missing_total",
+            help: "Changing admin requests answered 2xx whose store wrote no audit entry (a bug; should stay 0).",
+            type: .counter) { [weak self] in
+                self?.auditGaps.withLock { $0 }.map { [MetricSample([], Double($0()))] } ?? []
+            }
+    }
+
+    /// Where `bouncer_audit_missing_total` reads from (the API's `AuditGaps`).
+    public func attach(auditGaps source: @escaping @Sendable () -> Int) {
+        auditGaps.withLock { $0 = source }
     }
 
     /// Where `bouncer_access_log_dropped_lines_total` reads from (the access-log writer's count).
