@@ -107,7 +107,7 @@ extension AccountsE2ETests {
                        ["account.create", "project.create", "member.invite", "api_key.create", "api_key.revoke",
                         "member.remove"])
         XCTAssertEqual(try entries.map { try $0.decode("target", as: String.self) },
-                       ["account:\(accountId)", "project:\(projectId)", "member", "api_key:\(keyId)",
+                       ["account:\(accountId)", "project:\(projectId)", "member:\(memberId)", "api_key:\(keyId)",
                         "api_key:\(keyId)", "member:\(memberId)"])
         XCTAssertEqual(try entries.map { try $0.decode("project_id", as: String?.self) },
                        [nil, projectId, nil, nil, nil, nil])
