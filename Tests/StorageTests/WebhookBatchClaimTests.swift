@@ -191,6 +191,51 @@ final class WebhookBatchClaimTests: XCTestCase {
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
     }
 
+    /// A pipelined batch (the dispatcher claims up to 4 events per delivery thread): 48 users' heads and a user-less
+    /// event finished in one call, delivered, failed and retried; each finished head's user moves on to its next event
+    /// (the set-based move in bouncer_webhook_complete), a retried head stays, and the queue is exactly the heads.
+    func testABatchOfManyUsersOutcomesMovesEachFinishedHeadsUserOnInOneCall() throws {
+        let (s, store, project) = try hooked("whpipeline")
+        defer { s.close() }
+        let users = (0..<48).map { "u\($0)" }
+        for round in 0..<3 {
+            for user in users {
+                _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{\"n\":\(round)}")
+            }
+        }
+        _ = try store.emit(projectId: project, userId: nil, type: "ping", dataJSON: "{}")
+        let heads = try store.claim(owner: "one", limit: 100, leaseSeconds: 60)
+        XCTAssertEqual(heads.count, 49, "each user's head and the user-less event")
+        XCTAssertEqual(Set(heads.map(\.dataJSON)), [#"{"n": 0}"#, "{}"])
+        let outcomes: [PostgresWebhookStore.Completion] = heads.enumerated().map { i, e in
+            switch i % 3 {
+            case 0: return .init(event: e, at: Date(), durationMs: 1, outcome: .delivered(status: 200))
+            case 1: return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                status: nil, error: "refused", retryAt: Date(), failed: true))
+            default: return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                status: 503, error: "HTTP 503", retryAt: Date() - 1, failed: false))
+            }
+        }
+        let (later, next) = try store.completeAndClaim(outcomes, owner: "one", limit: 100, leaseSeconds: 60)
+        XCTAssertTrue(later.isEmpty)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_attempts"), 49)
+        XCTAssertEqual(try s.count("SELECT count(DISTINCT xmin::text) FROM webhook_attempts"), 1, "one transaction")
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+        // Claimed in the same transaction: the finished heads' users' second events, the retried heads again.
+        let retried = Set(heads.enumerated().filter { $0.offset % 3 == 2 }.map(\.element.seq))
+        XCTAssertEqual(next.count, 48, "every user once; the user-less event was finished or is retried")
+        for e in next {
+            let user = try XCTUnwrap(e.userId)
+            let head = try XCTUnwrap(heads.first { $0.userId == user })
+            if retried.contains(head.seq) {
+                XCTAssertEqual(e.seq, head.seq, user)
+                XCTAssertEqual(e.attempt, 2, user)
+            } else {
+                XCTAssertEqual(e.dataJSON, #"{"n": 1}"#, user)
+            }
+        }
+    }
+
     /// A deriver writing events for a user holds the user's lock until it commits; the batch records the others at
     /// once and leaves that user's outcome for its next round instead of waiting (it may hold a user the deriver
     /// waits for). Once the deriver commits, the outcome is recorded and the deriver's event is the user's next.
