@@ -236,6 +236,46 @@ final class WebhookBatchClaimTests: XCTestCase {
         }
     }
 
+    /// The deliveries list by status (0041: pending from the queue's heads, failed from its partial index, delivered
+    /// from the primary key) is exactly the newest events of that status, whatever the mix and the limit.
+    func testTheDeliveriesListByStatusIsTheNewestEventsOfThatStatus() throws {
+        let (s, store, project) = try hooked("whlist")
+        defer { s.close() }
+        for round in 0..<4 {
+            for user in ["a", "b", "c", nil] as [String?] {
+                _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{\"n\":\(round)}")
+            }
+        }
+        // Two rounds: a's heads delivered, b's failed (its next becomes the head), c's retried; user-less ones mixed.
+        for _ in 0..<2 {
+            let heads = try store.claim(owner: "one", limit: 100, leaseSeconds: 60)
+            let outcomes: [PostgresWebhookStore.Completion] = heads.map { e in
+                switch e.userId {
+                case "a", nil: return .init(event: e, at: Date(), durationMs: 1, outcome: .delivered(status: 200))
+                case "b": return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                    status: nil, error: "refused", retryAt: Date(), failed: true))
+                default: return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                    status: 503, error: "HTTP 503", retryAt: Date() + 60, failed: false))
+                }
+            }
+            XCTAssertTrue(try store.completeAndClaim(outcomes, owner: "one", limit: 0, leaseSeconds: 60).later.isEmpty)
+        }
+        // A manual retry of a's delivered first event: pending again, ahead of a's head.
+        let first = try XCTUnwrap(try s.rows("SELECT id FROM webhook_events WHERE user_id = 'a' ORDER BY seq LIMIT 1")
+            .first).decode("id", as: String.self)
+        XCTAssertNotNil(try store.retry(projectId: project, eventId: first, now: Date()))
+        for status in [WebhookDeliveryStatus.pending, .failed, .delivered] {
+            let all = try s.rows("""
+                SELECT id FROM webhook_events WHERE status = \(status.rawValue) ORDER BY seq DESC
+                """).map { try $0.decode("id", as: String.self) }
+            XCTAssertGreaterThan(all.count, 1, status.rawValue)
+            for limit in [1, all.count - 1, all.count, 100] {
+                XCTAssertEqual(try store.deliveries(projectId: project, status: status, limit: limit).map(\.eventId),
+                               Array(all.prefix(limit)), "\(status.rawValue), limit \(limit)")
+            }
+        }
+    }
+
     /// A deriver writing events for a user holds the user's lock until it commits; the batch records the others at
     /// once and leaves that user's outcome for its next round instead of waiting (it may hold a user the deriver
     /// waits for). Once the deriver commits, the outcome is recorded and the deriver's event is the user's next.
