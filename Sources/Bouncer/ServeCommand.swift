@@ -126,7 +126,8 @@ extension ServeCommand {
         }
         if settings.webhooks.enabled {
             do {
-                services.append(try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks, log: log))
+                services.append(try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks,
+                                                      receiptCommits: { deriver.commits }, log: log))
             } catch {
                 CLI.err("bouncer serve: BOUNCER_WEBHOOK_CA_FILE: \(error)\n")
                 database.close(log: log)

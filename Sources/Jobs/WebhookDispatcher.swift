@@ -70,7 +70,10 @@ public enum WebhookSignature {
 /// which POST them signed, one at a time each. An event that waited for a thread until its lease has less than one
 /// attempt left is not sent (its lease ends and it is claimed again), so an attempt always ends within its lease.
 /// Finished attempts are recorded together: the coordinator waits for the rest of the batch (at most
-/// `batchWindow`), then records them and claims the next events in one transaction, one commit per batch. One more
+/// `batchWindow`), then records them and claims the next events in one transaction, one commit per batch. Like the
+/// deriver it yields to receipts: after a round during which this instance's receipts kept committing, the coordinator
+/// rests `yieldFactor` times that round's transaction (at most `maxRest`) before the next, so in a burst the outbox
+/// waits (events are late, not lost: their leases outlast the rest) and the receipts keep PostgreSQL. One more
 /// thread runs the expiry sweep. An idle coordinator wakes on `NOTIFY bouncer_webhook_events` (written with each
 /// event) or when the next retry is due.
 public final class WebhookDispatcher: Service {
@@ -88,6 +91,8 @@ public final class WebhookDispatcher: Service {
     private let flight = Mutex(Flight())
     private let stopping = Atomic<Bool>(false)
     private let threads: Int
+    /// This instance's receipt commits so far (`WebhookDeriver.commits`); nil: never yield.
+    private let receiptCommits: (@Sendable () -> Int)?
     private let jobs = Mutex<[Job]>([])
 
     /// Between the coordinator and the delivery threads.
@@ -111,12 +116,17 @@ public final class WebhookDispatcher: Service {
     static let sendWindow = Double(leaseSeconds) - 10
     /// How long finished attempts wait for the rest of their batch before they are recorded.
     static let batchWindow = 0.005
+    /// How many times a round's transaction the coordinator rests when receipts committed during it.
+    static let yieldFactor = 3.0
+    /// The longest rest (well within the lease: an event waits at most this long more to be recorded).
+    static let maxRest = 1.0
     /// How soon outcomes left for later (their user's lock held by a deriver) are tried again.
     static let laterRetry = 0.05
 
     /// A dispatcher over `database`; throws when `settings.caFile` does not load. `start` starts its threads.
     public init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
-                log: @escaping @Sendable (String) -> Void) throws {
+                receiptCommits: (@Sendable () -> Int)? = nil, log: @escaping @Sendable (String) -> Void) throws {
+        self.receiptCommits = receiptCommits
         self.store = PostgresWebhookStore(pool: database.pool)
         self.sealer = sealer
         self.settings = settings
@@ -216,9 +226,16 @@ public final class WebhookDispatcher: Service {
             if !batch.isEmpty || free > 0 {
                 do {
                     // Before the claim's transaction starts, so before the lease's start (its now()).
-                    let sendBy = DispatchTime.now() + Self.sendWindow
+                    let started = DispatchTime.now()
+                    let sendBy = started + Self.sendWindow
+                    let commits = receiptCommits?()
                     let (notYet, claimed) = try store.completeAndClaim(batch, owner: instance, limit: free,
                                                                        leaseSeconds: Self.leaseSeconds)
+                    if let commits, receiptCommits?() != commits {
+                        // Receipts committed meanwhile: a burst.
+                        let took = Double(DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds) / 1e9
+                        rest(min(took * Self.yieldFactor, Self.maxRest))
+                    }
                     later = notYet
                     if !claimed.isEmpty {
                         claimedAny = true
@@ -245,6 +262,14 @@ public final class WebhookDispatcher: Service {
                 // Outcomes a deriver holds back are tried again soon (it commits within a batch's time).
                 _ = wake.wait(timeout: .now() + (later.isEmpty ? idle : Self.laterRetry))
             }
+        }
+    }
+
+    /// Sleeps `seconds` (a yield), ended early only by stop; wakes meanwhile stay for the next round.
+    private func rest(_ seconds: Double) {
+        let deadline = DispatchTime.now() + seconds
+        while !isStopping, DispatchTime.now() < deadline {
+            Thread.sleep(forTimeInterval: min(seconds, 0.02))
         }
     }
 
