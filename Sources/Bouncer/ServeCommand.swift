@@ -125,7 +125,7 @@ extension ServeCommand {
         if settings.webhooks.enabled {
             do {
                 services.append(try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks,
-                                                       meter: usage, log: log))
+                                                       meter: usage, receiptCommits: { deriver.commits }, log: log))
             } catch {
                 CLI.err("bouncer serve: BOUNCER_WEBHOOK_CA_FILE: \(error)\n")
                 database.close(log: log)

@@ -81,6 +81,9 @@ public final class WebhookDeriver: Service {
         job.wake()
     }
 
+    /// How many commits of this instance have been announced (`wake`) so far: the dispatcher yields to receipts by it.
+    public var commits: Int { progress.state.withLock { $0.wakes } }
+
     /// Seconds since the oldest of this instance's commits not yet derived (0 when caught up); other instances'
     /// commits are not counted (their own deriver's gauge covers them).
     public var lag: Double {

@@ -64,11 +64,16 @@ public enum WebhookSignature {
     }
 }
 
-/// Delivers the outbox. A coordinator thread leases as many due events as there are free delivery threads
-/// (`PostgresWebhookStore.completeAndClaim`: each user's head event only, `FOR UPDATE SKIP LOCKED` plus a 20 s lease,
-/// so instances never send one event at once) and hands them to `concurrency` delivery threads, which POST them signed.
+/// Delivers the outbox. A coordinator thread leases up to `pipelineDepth` due events per delivery thread, less those
+/// not finished yet (`PostgresWebhookStore.completeAndClaim`: each user's head event only, `FOR UPDATE SKIP LOCKED`
+/// plus a 20 s lease, so instances never send one event at once) and hands them to `concurrency` delivery threads,
+/// which POST them signed, one at a time each. An event that waited for a thread until its lease has less than one
+/// attempt left is not sent (its lease ends and it is claimed again), so an attempt always ends within its lease.
 /// Finished attempts are recorded together: the coordinator waits for the rest of the batch (at most
-/// `batchWindow`), then records them and claims the next events in one transaction, one commit per batch. One more
+/// `batchWindow`), then records them and claims the next events in one transaction, one commit per batch. Like the
+/// deriver it yields to receipts: after a round during which this instance's receipts kept committing, the coordinator
+/// rests `yieldFactor` times that round's transaction (at most `maxRest`) before the next, so in a burst the outbox
+/// waits (events are late, not lost: their leases outlast the rest) and the receipts keep PostgreSQL. One more
 /// thread runs the expiry sweep. An idle coordinator wakes on `NOTIFY bouncer_webhook_events` (written with each
 /// event) or when the next retry is due.
 public final class WebhookDispatcher: Service {
@@ -88,12 +93,14 @@ public final class WebhookDispatcher: Service {
     private let flight = Mutex(Flight())
     private let stopping = Atomic<Bool>(false)
     private let threads: Int
+    /// This instance's receipt commits so far (`WebhookDeriver.commits`); nil: never yield.
+    private let receiptCommits: (@Sendable () -> Int)?
     private let jobs = Mutex<[Job]>([])
 
     /// Between the coordinator and the delivery threads.
     private struct Flight {
-        /// Claimed, waiting for a delivery thread.
-        var todo: [PostgresWebhookStore.ClaimedEvent] = []
+        /// Claimed, waiting for a delivery thread; each to be sent before its time (`sendWindow` after the claim).
+        var todo: [(event: PostgresWebhookStore.ClaimedEvent, sendBy: DispatchTime)] = []
         /// Claimed and not yet finished (in `todo` or being sent).
         var busy = 0
         /// Finished, not yet recorded.
@@ -104,15 +111,26 @@ public final class WebhookDispatcher: Service {
     static let leaseSeconds = 20
     /// Bound on one attempt, connect and TLS included.
     static let attemptTimeout: Duration = .seconds(10)
+    /// Claimed events per delivery thread (being sent or waiting): a batch records up to `concurrency` × this many
+    /// attempts in one call and one commit, instead of `concurrency`.
+    static let pipelineDepth = 4
+    /// How long after its claim an event may still be sent: its lease less one attempt.
+    static let sendWindow = Double(leaseSeconds) - 10
     /// How long finished attempts wait for the rest of their batch before they are recorded.
     static let batchWindow = 0.005
+    /// How many times a round's transaction the coordinator rests when receipts committed during it.
+    static let yieldFactor = 3.0
+    /// The longest rest (well within the lease: an event waits at most this long more to be recorded).
+    static let maxRest = 1.0
     /// How soon outcomes left for later (their user's lock held by a deriver) are tried again.
     static let laterRetry = 0.05
 
     /// A dispatcher over `database`; throws when `settings.caFile` does not load. `start` starts its threads.
     public init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
-                meter: UsageMeter? = nil, log: @escaping @Sendable (String) -> Void) throws {
+                meter: UsageMeter? = nil, receiptCommits: (@Sendable () -> Int)? = nil,
+                log: @escaping @Sendable (String) -> Void) throws {
         self.meter = meter
+        self.receiptCommits = receiptCommits
         self.store = PostgresWebhookStore(pool: database.pool)
         self.sealer = sealer
         self.settings = settings
@@ -204,20 +222,29 @@ public final class WebhookDispatcher: Service {
                 return (f.finished, f.busy)
             }
             let batch = later + finished
-            let free = stop ? 0 : threads - busy
+            let free = stop ? 0 : max(0, threads * Self.pipelineDepth - busy)
             if stop, busy == 0, batch.isEmpty { return }
             var claimedAny = false
             var failed = false
             var idle = 5.0
             if !batch.isEmpty || free > 0 {
                 do {
+                    // Before the claim's transaction starts, so before the lease's start (its now()).
+                    let started = DispatchTime.now()
+                    let sendBy = started + Self.sendWindow
+                    let commits = receiptCommits?()
                     let (notYet, claimed) = try store.completeAndClaim(batch, owner: instance, limit: free,
                                                                        leaseSeconds: Self.leaseSeconds)
+                    if let commits, receiptCommits?() != commits {
+                        // Receipts committed meanwhile: a burst.
+                        let took = Double(DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds) / 1e9
+                        rest(min(took * Self.yieldFactor, Self.maxRest))
+                    }
                     later = notYet
                     if !claimed.isEmpty {
                         claimedAny = true
                         flight.withLock { f in
-                            f.todo.append(contentsOf: claimed)
+                            f.todo.append(contentsOf: claimed.map { (event: $0, sendBy: sendBy) })
                             f.busy += claimed.count
                         }
                         for _ in claimed { work.signal() }
@@ -242,6 +269,14 @@ public final class WebhookDispatcher: Service {
         }
     }
 
+    /// Sleeps `seconds` (a yield), ended early only by stop; wakes meanwhile stay for the next round.
+    private func rest(_ seconds: Double) {
+        let deadline = DispatchTime.now() + seconds
+        while !isStopping, DispatchTime.now() < deadline {
+            Thread.sleep(forTimeInterval: min(seconds, 0.02))
+        }
+    }
+
     /// Waits up to `longest` for a delivery to finish, then up to `batchWindow` more for the others in flight.
     private func awaitBatch(longest: Double) {
         guard wake.wait(timeout: .now() + longest) == .success else { return }
@@ -254,8 +289,15 @@ public final class WebhookDispatcher: Service {
     private func deliveryLoop() {
         while true {
             work.wait()
-            guard let event = flight.withLock({ f in f.todo.isEmpty ? nil : f.todo.removeFirst() }) else {
+            guard let next = flight.withLock({ f in f.todo.isEmpty ? nil : f.todo.removeFirst() }) else {
                 if isStopping { return }
+                continue
+            }
+            let event = next.event
+            guard DispatchTime.now() < next.sendBy else {
+                // Its lease could end mid-attempt: not sent, nothing recorded; claimed again when the lease ends.
+                flight.withLock { $0.busy -= 1 }
+                wake.signal()
                 continue
             }
             let completion = deliver(event)

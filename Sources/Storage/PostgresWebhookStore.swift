@@ -131,7 +131,25 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         try StorageErrors.mapping("webhook deliveries") {
             try pool.withConnection { connection in
                 let rows: Rows
-                if let status {
+                if status == .pending {
+                    // Every pending event is at or after its user's head (webhook_queue; a user-less event is its
+                    // own head), so the queue and webhook_events_user_seq_idx find them, however many were delivered.
+                    rows = try connection.query("""
+                        SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_queue q
+                        CROSS JOIN LATERAL (
+                            SELECT e.* FROM webhook_events e
+                            WHERE e.project_id = q.project_id AND e.user_id = q.user_id AND e.seq >= q.seq
+                              AND e.status = 'pending'
+                            ORDER BY e.project_id DESC, e.user_id DESC, e.seq DESC LIMIT \(limit)::int) e
+                        WHERE q.project_id = \(projectId)::uuid AND q.user_id IS NOT NULL
+                        UNION ALL
+                        SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_queue q
+                        JOIN webhook_events e ON e.project_id = q.project_id AND e.seq = q.seq
+                        WHERE q.project_id = \(projectId)::uuid AND q.user_id IS NULL AND e.status = 'pending'
+                        ORDER BY seq DESC LIMIT \(limit)::int
+                        """)
+                } else if let status {
+                    // Failed: webhook_events_failed_idx (0041); delivered: the primary key, newest first.
                     rows = try connection.query("""
                         SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_events e
                         WHERE e.project_id = \(projectId) AND e.status = \(status.rawValue)

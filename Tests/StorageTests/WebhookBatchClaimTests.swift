@@ -191,6 +191,91 @@ final class WebhookBatchClaimTests: XCTestCase {
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
     }
 
+    /// A pipelined batch (the dispatcher claims up to 4 events per delivery thread): 48 users' heads and a user-less
+    /// event finished in one call, delivered, failed and retried; each finished head's user moves on to its next event
+    /// (the set-based move in bouncer_webhook_complete), a retried head stays, and the queue is exactly the heads.
+    func testABatchOfManyUsersOutcomesMovesEachFinishedHeadsUserOnInOneCall() throws {
+        let (s, store, project) = try hooked("whpipeline")
+        defer { s.close() }
+        let users = (0..<48).map { "u\($0)" }
+        for round in 0..<3 {
+            for user in users {
+                _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{\"n\":\(round)}")
+            }
+        }
+        _ = try store.emit(projectId: project, userId: nil, type: "ping", dataJSON: "{}")
+        let heads = try store.claim(owner: "one", limit: 100, leaseSeconds: 60)
+        XCTAssertEqual(heads.count, 49, "each user's head and the user-less event")
+        XCTAssertEqual(Set(heads.map(\.dataJSON)), [#"{"n": 0}"#, "{}"])
+        let outcomes: [PostgresWebhookStore.Completion] = heads.enumerated().map { i, e in
+            switch i % 3 {
+            case 0: return .init(event: e, at: Date(), durationMs: 1, outcome: .delivered(status: 200))
+            case 1: return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                status: nil, error: "refused", retryAt: Date(), failed: true))
+            default: return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                status: 503, error: "HTTP 503", retryAt: Date() - 1, failed: false))
+            }
+        }
+        let (later, next) = try store.completeAndClaim(outcomes, owner: "one", limit: 100, leaseSeconds: 60)
+        XCTAssertTrue(later.isEmpty)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_attempts"), 49)
+        XCTAssertEqual(try s.count("SELECT count(DISTINCT xmin::text) FROM webhook_attempts"), 1, "one transaction")
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+        // Claimed in the same transaction: the finished heads' users' second events, the retried heads again.
+        let retried = Set(heads.enumerated().filter { $0.offset % 3 == 2 }.map(\.element.seq))
+        XCTAssertEqual(next.count, 48, "every user once; the user-less event was finished or is retried")
+        for e in next {
+            let user = try XCTUnwrap(e.userId)
+            let head = try XCTUnwrap(heads.first { $0.userId == user })
+            if retried.contains(head.seq) {
+                XCTAssertEqual(e.seq, head.seq, user)
+                XCTAssertEqual(e.attempt, 2, user)
+            } else {
+                XCTAssertEqual(e.dataJSON, #"{"n": 1}"#, user)
+            }
+        }
+    }
+
+    /// The deliveries list by status (0041: pending from the queue's heads, failed from its partial index, delivered
+    /// from the primary key) is exactly the newest events of that status, whatever the mix and the limit.
+    func testTheDeliveriesListByStatusIsTheNewestEventsOfThatStatus() throws {
+        let (s, store, project) = try hooked("whlist")
+        defer { s.close() }
+        for round in 0..<4 {
+            for user in ["a", "b", "c", nil] as [String?] {
+                _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{\"n\":\(round)}")
+            }
+        }
+        // Two rounds: a's heads delivered, b's failed (its next becomes the head), c's retried; user-less ones mixed.
+        for _ in 0..<2 {
+            let heads = try store.claim(owner: "one", limit: 100, leaseSeconds: 60)
+            let outcomes: [PostgresWebhookStore.Completion] = heads.map { e in
+                switch e.userId {
+                case "a", nil: return .init(event: e, at: Date(), durationMs: 1, outcome: .delivered(status: 200))
+                case "b": return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                    status: nil, error: "refused", retryAt: Date(), failed: true))
+                default: return .init(event: e, at: Date(), durationMs: 1, outcome: .notDelivered(
+                    status: 503, error: "HTTP 503", retryAt: Date() + 60, failed: false))
+                }
+            }
+            XCTAssertTrue(try store.completeAndClaim(outcomes, owner: "one", limit: 0, leaseSeconds: 60).later.isEmpty)
+        }
+        // A manual retry of a's delivered first event: pending again, ahead of a's head.
+        let first = try XCTUnwrap(try s.rows("SELECT id FROM webhook_events WHERE user_id = 'a' ORDER BY seq LIMIT 1")
+            .first).decode("id", as: String.self)
+        XCTAssertNotNil(try store.retry(projectId: project, eventId: first, now: Date()))
+        for status in [WebhookDeliveryStatus.pending, .failed, .delivered] {
+            let all = try s.rows("""
+                SELECT id FROM webhook_events WHERE status = \(status.rawValue) ORDER BY seq DESC
+                """).map { try $0.decode("id", as: String.self) }
+            XCTAssertGreaterThan(all.count, 1, status.rawValue)
+            for limit in [1, all.count - 1, all.count, 100] {
+                XCTAssertEqual(try store.deliveries(projectId: project, status: status, limit: limit).map(\.eventId),
+                               Array(all.prefix(limit)), "\(status.rawValue), limit \(limit)")
+            }
+        }
+    }
+
     /// A deriver writing events for a user holds the user's lock until it commits; the batch records the others at
     /// once and leaves that user's outcome for its next round instead of waiting (it may hold a user the deriver
     /// waits for). Once the deriver commits, the outcome is recorded and the deriver's event is the user's next.

@@ -1,7 +1,8 @@
 -- Records a batch of finished delivery attempts in the caller's transaction (the dispatcher's one commit per batch):
 -- each attempt's row, and its event moved on (delivered, pending again at its retry time, or failed) while p_owner
--- still holds its lease (webhook_queue.lease_owner); the queue's trigger then moves each finished head's user on
--- to the next event.
+-- still holds its lease (webhook_queue.lease_owner). The finished heads (delivered or failed) leave the queue and
+-- their users' next pending events enter here, in two statements for the whole batch; the queue's row trigger
+-- (bouncer_webhook_queue_sync) then finds no queue row to move for them.
 -- Element i of the arrays is one attempt; times are microseconds since 1970.
 --
 -- Returns the attempts left for later: their user's lock (16979) is held by a transaction writing events for that
@@ -18,6 +19,9 @@ DECLARE
     v_ready bigint[] := '{}';
     v_later bigint[] := '{}';
     v_mine bigint[];
+    v_gone_projects uuid[];
+    v_gone_seqs bigint[];
+    v_gone_users text[];
     r record;
 BEGIN
     FOR r IN
@@ -43,6 +47,30 @@ BEGIN
     UPDATE webhook_queue q SET lease_owner = NULL
     FROM unnest(p_project_ids, p_seqs, p_statuses) AS o(project_id, seq, status)
     WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status = 'pending' AND q.seq = ANY (v_mine);
+
+    -- Delivered and failed heads leave the queue; each one's user (whose lock this transaction holds: v_ready) gets
+    -- its next pending event, looked for in a later statement than the lock (a new snapshot; see
+    -- bouncer_webhook_queue_sync). The probe's ORDER BY is the index's (webhook_events_user_seq_idx), so any plan
+    -- reads one entry per user.
+    WITH gone AS (
+        DELETE FROM webhook_queue q
+        USING unnest(p_project_ids, p_seqs, p_statuses) AS o(project_id, seq, status)
+        WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status <> 'pending' AND q.seq = ANY (v_mine)
+        RETURNING q.project_id, q.seq, q.user_id)
+    SELECT array_agg(g.project_id), array_agg(g.seq), array_agg(g.user_id)
+    INTO v_gone_projects, v_gone_seqs, v_gone_users
+    FROM gone g WHERE g.user_id IS NOT NULL;
+    IF v_gone_seqs IS NOT NULL THEN
+        INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at, attempts)
+        SELECT n.project_id, n.seq, n.user_id, n.next_attempt_at, n.attempts
+        FROM unnest(v_gone_projects, v_gone_users, v_gone_seqs) AS g(project_id, user_id, seq)
+        CROSS JOIN LATERAL (
+            SELECT e.project_id, e.seq, e.user_id, e.next_attempt_at, e.attempts FROM webhook_events e
+            WHERE e.project_id = g.project_id AND e.user_id = g.user_id AND e.seq > g.seq AND e.status = 'pending'
+            ORDER BY e.project_id, e.user_id, e.seq
+            LIMIT 1) n
+        ON CONFLICT DO NOTHING;
+    END IF;
 
     WITH o AS (
         SELECT o.project_id, o.seq, o.attempt, timestamptz 'epoch' + o.at_us * interval '1 microsecond' AS at,

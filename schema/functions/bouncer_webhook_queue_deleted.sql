@@ -16,7 +16,7 @@ BEGIN
         SELECT e.project_id, e.seq, e.user_id, e.next_attempt_at, e.attempts FROM webhook_events e
         WHERE e.project_id = r.project_id AND e.user_id = r.user_id AND e.seq > r.seq AND e.status = 'pending'
           AND NOT EXISTS (SELECT 1 FROM webhook_queue q WHERE q.project_id = r.project_id AND q.user_id = r.user_id)
-        ORDER BY e.seq LIMIT 1
+        ORDER BY e.project_id, e.user_id, e.seq LIMIT 1
         ON CONFLICT DO NOTHING;
     END LOOP;
     RETURN NULL;

@@ -30,7 +30,7 @@ BEGIN
             SELECT e.project_id, e.seq, e.user_id, e.next_attempt_at, e.attempts FROM webhook_events e
             WHERE e.project_id = OLD.project_id AND e.user_id = OLD.user_id AND e.seq > OLD.seq
               AND e.status = 'pending'
-            ORDER BY e.seq LIMIT 1
+            ORDER BY e.project_id, e.user_id, e.seq LIMIT 1
             ON CONFLICT DO NOTHING;
         END IF;
     END IF;
