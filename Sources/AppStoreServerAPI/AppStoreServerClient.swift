@@ -15,10 +15,11 @@ public import Primitives
 public final class AppStoreServerClient: AppleServerAPI, Sendable {
     /// Settings, gathered in one place.
     public struct Configuration: Sendable {
-        /// Apple's documented production host.
-        public static let defaultProductionURL = "https://api.storekit.itunes.apple.com"
-        /// Apple's documented sandbox host.
-        public static let defaultSandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+        /// Apple's documented production host (the recommended domain; `api.storekit.itunes.apple.com` still
+        /// answers and can be set through BOUNCER_APPLE_API_PRODUCTION_URL).
+        public static let defaultProductionURL = "https://api.storekit.apple.com"
+        /// Apple's documented sandbox host (`api.storekit-sandbox.itunes.apple.com` still answers).
+        public static let defaultSandboxURL = "https://api.storekit-sandbox.apple.com"
 
         /// Base URL for `.production` (BOUNCER_APPLE_API_PRODUCTION_URL).
         public var productionURL: String
