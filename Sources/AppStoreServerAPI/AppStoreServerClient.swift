@@ -186,6 +186,18 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
             webOrderLineItemId: try Self.optionalString(object, "webOrderLineItemId"))
     }
 
+    public func lookUpOrder(orderId: String, environment: StoreEnvironment,
+                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> SignedOrderLookup {
+        let body = try call("GET", "/inApps/v1/lookup/\(Self.pathSegment(orderId))", environment, credentials)
+        let object = try Self.object(body, limit: configuration.maxResponseBytes)
+        // Apple leaves signedTransactions out for an invalid order id.
+        let signed = try Self.array(object, "signedTransactions", optional: true).map { value throws(AppStoreAPIError) -> String in
+            guard let text = value.stringValue else { throw Self.invalid("signedTransactions[] is not a string") }
+            return text
+        }
+        return SignedOrderLookup(status: try Self.int(object, "status"), signedTransactions: signed)
+    }
+
     // MARK: - One call: token, attempts, budget, mapping
 
     private func baseURL(_ environment: StoreEnvironment) throws(AppStoreAPIError) -> String {
