@@ -184,6 +184,12 @@ struct UnconfiguredCustomerStore: CustomerStore {
     func transactionHolders(projectId: UUID, transactionId: String) throws -> TransactionHolders? {
         throw Self.unavailable
     }
+
+    func purchaseHolders(projectId: UUID, environment: StoreEnvironment, originalTransactionIds: [String]) throws
+        -> [String: [String]]
+    {
+        throw Self.unavailable
+    }
 }
 
 /// Stands in when no credential store was wired: every call is "unavailable, retry", never a verdict.

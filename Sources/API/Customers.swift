@@ -9,6 +9,8 @@ struct CustomersController: APIController {
     let projects: any ProjectStore
     /// The support use cases, at this server's clock.
     let support: CustomerSupport
+    /// Support's search by an App Store order id (Apple's Look Up Order ID).
+    let orders: OrderLookup
     let now: @Sendable () -> Date
 
     var routes: [APIRoute] {
@@ -23,6 +25,7 @@ struct CustomersController: APIController {
             APIRoute(.delete, user, .adminAPI, access: .adminOrSecretKey(.customersErase), eraseUser),
             APIRoute(.get, "/v1/admin/projects/:id/transactions/:transactionId", .adminAPI, access: .adminOrSecretKey(.customersRead),
                      getTransactionHolders),
+            APIRoute(.get, "/v1/admin/projects/:id/orders/:orderId", .adminAPI, access: .admin(.customersRead), getOrder),
         ]
     }
 
@@ -30,6 +33,8 @@ struct CustomersController: APIController {
         + "characters); optional expires_at (ISO 8601, in the future; omit for no end), e.g. "
         + "{\"entitlement\": \"pro\", \"reason\": \"support ticket 42\", \"expires_at\": \"2027-01-01T00:00:00Z\"}."
     static let userIdSuggestion = "Put the user id (1 to 256 characters) in the URL path."
+    static let orderIdSuggestion = "Put the order id from the customer's App Store email receipt or purchase history "
+        + "(letters and digits, at most \(OrderLookup.maxOrderIdLength), e.g. MK5TTTVWJH) in the URL path."
     static let grantIdSuggestion = "Use the grant's id (a UUID) from the grant's 201 answer or the user's export."
 
     /// `POST /v1/admin/projects/:id/users/:userId/grants` → 201 with the grant.
@@ -100,6 +105,32 @@ struct CustomersController: APIController {
         let projectId = try PathParameters.projectId(request)
         let found = try support.holders(projectId: projectId, transactionId: request.pathParameters["transactionId"] ?? "")
         return Response.json(200, Self.holdersBody(found))
+    }
+
+    /// `GET /v1/admin/projects/:id/orders/:orderId`: Apple's Look Up Order ID, verified, and the users holding each
+    /// of the order's purchases here. Nothing is recorded.
+    func getOrder(_ request: Request) throws -> Response {
+        let projectId = try PathParameters.projectId(request)
+        let orderId = request.pathParameters["orderId"] ?? ""
+        let problems = OrderLookup.problems(orderId: orderId)
+        guard problems.isEmpty else {
+            throw HTTPError.validation(problems.map(ErrorDetail.init), suggestion: Self.orderIdSuggestion)
+        }
+        let found = try orders.lookUp(orderId: orderId, projectId: projectId)
+        let at = now()
+        var out = JSONBody(capacity: 128 + 256 * found.transactions.count)
+        out.beginObject()
+        out.field("order_id", found.orderId)
+        out.field("status", found.isValid ? "valid" : "invalid")
+        out.objects("transactions", found.transactions) { transaction, body in
+            ReceiptRepresentation.writeTransaction(transaction, status: StatusRules.evaluate(transaction, at: at), into: &body)
+        }
+        out.objects("holders", found.holders) { holder, body in
+            body.field("original_transaction_id", holder.originalTransactionId)
+            body.field("user_ids", holder.userIds)
+        }
+        out.endObject()
+        return Response.json(200, out.bytes)
     }
 
     // MARK: - Parsing

@@ -47,15 +47,21 @@ struct ReceiptRepresentation {
         }
         if let transactions {
             body.objects("transactions", transactions) { record, body in
-                body.field("transaction_id", record.transaction.transactionId)
-                body.field("original_transaction_id", record.transaction.originalTransactionId)
-                body.field("product_id", record.transaction.productId)
-                body.field("purchase_date", record.transaction.purchaseDate)
-                body.field("expires_date", record.transaction.expiresDate)
-                body.field("status", record.status.rawValue)
+                Self.writeTransaction(record.transaction, status: record.status, into: &body)
             }
         }
         if let entitlementToken { body.field("entitlement_token", entitlementToken) }
         body.endObject()
+    }
+
+    /// One transaction's members, as a receipt's `transactions` and an order lookup list them: ids, product, dates
+    /// and its status now.
+    static func writeTransaction(_ transaction: TransactionFacts, status: EntitlementStatus, into body: inout JSONBody) {
+        body.field("transaction_id", transaction.transactionId)
+        body.field("original_transaction_id", transaction.originalTransactionId)
+        body.field("product_id", transaction.productId)
+        body.field("purchase_date", transaction.purchaseDate)
+        body.field("expires_date", transaction.expiresDate)
+        body.field("status", status.rawValue)
     }
 }

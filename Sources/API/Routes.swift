@@ -63,6 +63,8 @@ public enum Routes {
             CustomersController(
                 projects: deps.projects,
                 support: CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now),
+                orders: OrderLookup(projects: deps.projects, credentials: credentials, appStore: deps.appStore,
+                                    verifier: deps.verifier, holders: deps.customers),
                 now: deps.now),
             WebhooksController(administration: deps.webhooks),
             AccountsController(administration: admin.accounts),

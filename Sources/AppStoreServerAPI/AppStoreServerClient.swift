@@ -15,10 +15,11 @@ public import Primitives
 public final class AppStoreServerClient: AppleServerAPI, Sendable {
     /// Settings, gathered in one place.
     public struct Configuration: Sendable {
-        /// Apple's documented production host.
-        public static let defaultProductionURL = "https://api.storekit.itunes.apple.com"
-        /// Apple's documented sandbox host.
-        public static let defaultSandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+        /// Apple's documented production host (the recommended domain; `api.storekit.itunes.apple.com` still
+        /// answers and can be set through BOUNCER_APPLE_API_PRODUCTION_URL).
+        public static let defaultProductionURL = "https://api.storekit.apple.com"
+        /// Apple's documented sandbox host (`api.storekit-sandbox.itunes.apple.com` still answers).
+        public static let defaultSandboxURL = "https://api.storekit-sandbox.apple.com"
 
         /// Base URL for `.production` (BOUNCER_APPLE_API_PRODUCTION_URL).
         public var productionURL: String
@@ -183,6 +184,18 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
             originalTransactionId: try Self.string(object, "originalTransactionId"),
             success: try Self.bool(object, "success"),
             webOrderLineItemId: try Self.optionalString(object, "webOrderLineItemId"))
+    }
+
+    public func lookUpOrder(orderId: String, environment: StoreEnvironment,
+                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> SignedOrderLookup {
+        let body = try call("GET", "/inApps/v1/lookup/\(Self.pathSegment(orderId))", environment, credentials)
+        let object = try Self.object(body, limit: configuration.maxResponseBytes)
+        // Apple leaves signedTransactions out for an invalid order id.
+        let signed = try Self.array(object, "signedTransactions", optional: true).map { value throws(AppStoreAPIError) -> String in
+            guard let text = value.stringValue else { throw Self.invalid("signedTransactions[] is not a string") }
+            return text
+        }
+        return SignedOrderLookup(status: try Self.int(object, "status"), signedTransactions: signed)
     }
 
     // MARK: - One call: token, attempts, budget, mapping

@@ -1,4 +1,5 @@
 public import Jobs
+import AppStoreServerAPI
 import Crypto
 import Foundation
 public import API
@@ -409,8 +410,8 @@ public struct ServeSettings: Sendable {
 
 /// How `bouncer serve` reaches Apple's App Store Server API.
 public struct AppleAPISettings: Sendable {
-    static let defaultProductionURL = "https://api.storekit.itunes.apple.com"
-    static let defaultSandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+    static let defaultProductionURL = AppStoreServerClient.Configuration.defaultProductionURL
+    static let defaultSandboxURL = AppStoreServerClient.Configuration.defaultSandboxURL
     /// Production base URL.
     var productionURL = defaultProductionURL
     /// Sandbox base URL.

@@ -47,6 +47,26 @@ public protocol AppleServerAPI: Sendable {
     func extendRenewalDate(originalTransactionId: String, _ request: RenewalExtensionRequest,
                            environment: StoreEnvironment, credentials: AppStoreAPICredentials)
         throws(AppStoreAPIError) -> RenewalExtensionResult
+
+    /// Look Up Order ID (`GET /inApps/v1/lookup/{orderId}`): whether the order id of a customer's emailed receipt
+    /// is one of this app's, and its signed transactions. Apple serves it in Production only.
+    func lookUpOrder(orderId: String, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> SignedOrderLookup
+}
+
+/// Apple's `OrderLookupResponse`, unverified: `status` 0 (the order is the app's) with at least one signed
+/// transaction, or 1 (not a valid order id for the app) with none.
+public struct SignedOrderLookup: Sendable, Equatable {
+    /// Apple's `OrderLookupStatus`: 0 valid, 1 invalid (other values are passed on as Apple sent them).
+    public var status: Int
+    /// The order's transactions (JWS), empty when Apple sent none.
+    public var signedTransactions: [String]
+
+    /// Creates a value.
+    public init(status: Int, signedTransactions: [String]) {
+        self.status = status
+        self.signedTransactions = signedTransactions
+    }
 }
 
 /// What signing Apple's JWT needs: the project's opened credentials and its bundle id (the `bid` claim), and the

@@ -20,6 +20,10 @@ public protocol CustomerStore: Sendable {
     /// transaction. An id recorded in several environments answers the first of Production, Sandbox, Xcode,
     /// LocalTesting.
     func transactionHolders(projectId: UUID, transactionId: String) throws -> TransactionHolders?
+    /// The users currently bound to each of the project's purchases `originalTransactionIds` in `environment` (at
+    /// most `TransactionHolders.maxUserIds` each, sorted), in one indexed read; a purchase nobody holds is absent.
+    func purchaseHolders(projectId: UUID, environment: StoreEnvironment, originalTransactionIds: [String]) throws
+        -> [String: [String]]
 }
 
 /// A recorded transaction and who holds its purchase: support's search by transaction id.

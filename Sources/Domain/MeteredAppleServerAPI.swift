@@ -100,4 +100,12 @@ public struct MeteredAppleServerAPI: AppleServerAPI {
                                         environment: environment, credentials: credentials)
         }
     }
+
+    public func lookUpOrder(orderId: String, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> SignedOrderLookup
+    {
+        try counted(credentials) { () throws(AppStoreAPIError) in
+            try inner.lookUpOrder(orderId: orderId, environment: environment, credentials: credentials)
+        }
+    }
 }

@@ -121,6 +121,29 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
         }
     }
 
+    public func purchaseHolders(projectId: UUID, environment: StoreEnvironment, originalTransactionIds: [String]) throws
+        -> [String: [String]]
+    {
+        guard !originalTransactionIds.isEmpty else { return [:] }
+        return try StorageErrors.mapping("purchase holders") {
+            // One probe of subscriptions_original_idx per id; the bound per purchase as in transactionHolders.
+            let rows = try pool.withConnection { connection in try connection.query("""
+                SELECT o.id AS original_transaction_id,
+                    ARRAY(SELECT s.user_id FROM subscriptions s
+                          WHERE s.project_id = \(projectId) AND s.environment = \(environment.rawValue)
+                            AND s.original_transaction_id = o.id AND s.revoked_at IS NULL
+                          ORDER BY s.user_id LIMIT \(Int64(TransactionHolders.maxUserIds))) AS user_ids
+                FROM unnest(\(originalTransactionIds)::text[]) AS o(id)
+                """) }
+            var holders: [String: [String]] = [:]
+            for row in rows {
+                let userIds = try row.decode("user_ids", as: [String].self)
+                if !userIds.isEmpty { holders[try row.decode("original_transaction_id", as: String.self)] = userIds }
+            }
+            return holders
+        }
+    }
+
     // MARK: - Facts
 
     public func facts(projectId: UUID, userId: String) throws -> CustomerFacts {

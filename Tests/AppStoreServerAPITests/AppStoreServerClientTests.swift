@@ -53,6 +53,13 @@ final class AppStoreServerClientTests: XCTestCase {
 
     // MARK: - Endpoints
 
+    /// Apple's recommended domain (since 2026-05-05) is the default; the variables override it (ServeSettingsTests).
+    func testDefaultBaseURLsAreApplesStoreKitDomain() {
+        let configuration = AppStoreServerClient.Configuration()
+        XCTAssertEqual(configuration.productionURL, "https://api.storekit.apple.com")
+        XCTAssertEqual(configuration.sandboxURL, "https://api.storekit-sandbox.apple.com")
+    }
+
     func testTransactionInfoReturnsTheSignedTransactionAndSendsAValidJWT() throws {
         apple.setTransaction("2000000000000001", signed: "header.payload.sig", environment: .production)
         apple.setTransaction("2000000000000001", signed: "sandbox.payload.sig", environment: .sandbox)

@@ -9,6 +9,19 @@ final class ServeSettingsTests: XCTestCase {
         XCTAssertEqual(settings.server.port, 8080)
         XCTAssertNil(settings.server.tls)
         XCTAssertNil(settings.adminToken)
+        // Apple's recommended App Store Server API domain (since 2026-05-05).
+        XCTAssertEqual(settings.appleAPI.productionURL, "https://api.storekit.apple.com")
+        XCTAssertEqual(settings.appleAPI.sandboxURL, "https://api.storekit-sandbox.apple.com")
+    }
+
+    /// The variables still override the defaults, the former `itunes` hosts included.
+    func testAppleAPIURLsOverrideTheDefaults() throws {
+        let settings = try ServeSettings.fromEnvironment([
+            "BOUNCER_APPLE_API_PRODUCTION_URL": "https://api.storekit.itunes.apple.com/",
+            "BOUNCER_APPLE_API_SANDBOX_URL": "https://api.storekit-sandbox.itunes.apple.com",
+        ]).get()
+        XCTAssertEqual(settings.appleAPI.productionURL, "https://api.storekit.itunes.apple.com")
+        XCTAssertEqual(settings.appleAPI.sandboxURL, "https://api.storekit-sandbox.itunes.apple.com")
     }
 
     func testEveryProblemIsReportedTogetherAndSecretsAreRedacted() {

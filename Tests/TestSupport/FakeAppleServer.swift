@@ -51,6 +51,8 @@ public final class FakeAppleServer: Sendable {
         case testNotificationStatus
         /// `PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`
         case extendRenewalDate
+        /// `GET /inApps/v1/lookup/{orderId}` (Production only, as Apple documents)
+        case lookUpOrder
     }
 
     /// A failure to answer instead of the scenario's data.
@@ -250,6 +252,7 @@ public final class FakeAppleServer: Sendable {
         var notifications: [Environment: [[String]]] = [:]
         var testNotification: [Environment: (token: String, signedPayload: String, attempts: [SendAttempt])] = [:]
         var extendResults: [Environment: [String: ExtendResult]] = [:]
+        var orders: [String: [String]] = [:]
         var rules: [Rule] = []
         var requests: [ReceivedRequest] = []
     }
@@ -337,6 +340,12 @@ public final class FakeAppleServer: Sendable {
     /// Extend a Subscription Renewal Date answers `result` for `originalTransactionId` (unset ids: `404` 4040005).
     public func setExtendResult(_ originalTransactionId: String, _ result: ExtendResult, environment: Environment) {
         store.mutex.withLock { $0.extendResults[environment, default: [:]][originalTransactionId] = result }
+    }
+
+    /// Look Up Order ID answers `status` 0 with `signedTransactions` for `orderId` in Production; any other order id
+    /// answers `status` 1 without transactions, and Sandbox has no such endpoint (`404`), as Apple documents.
+    public func setOrder(_ orderId: String, signedTransactions: [String]) {
+        store.mutex.withLock { $0.orders[orderId] = signedTransactions }
     }
 
     /// Answers `failure` instead of the scenario: on `endpoint` (nil: any) in `environment` (nil: both), for the
@@ -501,6 +510,10 @@ public final class FakeAppleServer: Sendable {
             if let date = result.effectiveDate { body["effectiveDate"] = JSONValue(date) }
             if let line = result.webOrderLineItemId { body["webOrderLineItemId"] = .string(line) }
             return ok(.object(body))
+        case .lookUpOrder:
+            guard environment == .production else { return .respond(status: 404) }
+            guard let signed = state.orders[id] else { return ok(["status": JSONValue(1)]) }
+            return ok(["status": JSONValue(0), "signedTransactions": .array(signed.map { .string($0) })])
         }
     }
 
@@ -528,6 +541,8 @@ public final class FakeAppleServer: Sendable {
             endpoint = .subscriptionStatuses; id = decoded(segments[4])
         case ("GET", 5) where segments[1] == "inApps" && segments[2] == "v2" && segments[3] == "history":
             endpoint = .transactionHistory; id = decoded(segments[4])
+        case ("GET", 5) where segments[1] == "inApps" && segments[2] == "v1" && segments[3] == "lookup":
+            endpoint = .lookUpOrder; id = decoded(segments[4])
         case ("POST", 5) where path == "/inApps/v1/notifications/history":
             endpoint = .notificationHistory
         case ("POST", 5) where path == "/inApps/v1/notifications/test":

@@ -23,6 +23,13 @@ public final class AnnouncingCustomerStore: AnnouncingStore<any CustomerStore>, 
         try inner.transactionHolders(projectId: projectId, transactionId: transactionId)
     }
 
+    public func purchaseHolders(projectId: UUID, environment: StoreEnvironment, originalTransactionIds: [String]) throws
+        -> [String: [String]]
+    {
+        try inner.purchaseHolders(projectId: projectId, environment: environment,
+                                  originalTransactionIds: originalTransactionIds)
+    }
+
     public func erase(projectId: UUID, userId: String, now: Date) throws -> ErasureSummary {
         try announcing(projectId, userId) { try inner.erase(projectId: projectId, userId: userId, now: now) }
     }
