@@ -123,6 +123,20 @@ public struct FieldProblem: Sendable, Equatable {
         self.path = path
         self.message = message
     }
+
+    /// The rule of an identifier Apple issues (a transaction id, an order id): at most `maxLength` UTF-8 bytes, not
+    /// empty, every byte `allowed`; `kind` names it in the message (e.g. "an App Store order id (letters and digits
+    /// only)"). Empty: fine.
+    public static func identifier(_ value: String, path: [String], maxLength: Int, kind: String,
+                                  allowed: (UInt8) -> Bool) -> [FieldProblem] {
+        guard value.utf8.count <= maxLength else {
+            return [FieldProblem(path: path, message: "String must contain at most \(maxLength) character(s)")]
+        }
+        guard !value.isEmpty, value.utf8.allSatisfy(allowed) else {
+            return [FieldProblem(path: path, message: "Must be \(kind)")]
+        }
+        return []
+    }
 }
 
 /// Signed data that was not accepted: forged, malformed, or not for this project.

@@ -33,17 +33,11 @@ public struct OrderLookup: Sendable {
 
     /// The rule an order id must follow, as field problems (empty: fine).
     public static func problems(orderId: String, path: [String] = ["orderId"]) -> [FieldProblem] {
-        guard orderId.utf8.count <= maxOrderIdLength else {
-            return [FieldProblem(path: path, message: "String must contain at most \(maxOrderIdLength) character(s)")]
-        }
-        let isAlphanumeric = orderId.utf8.allSatisfy { byte in
+        FieldProblem.identifier(orderId, path: path, maxLength: maxOrderIdLength,
+                                kind: "an App Store order id (letters and digits only)") { byte in
             (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                 || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
         }
-        guard !orderId.isEmpty, isAlphanumeric else {
-            return [FieldProblem(path: path, message: "Must be an App Store order id (letters and digits only)")]
-        }
-        return []
     }
 
     /// What Apple says about `orderId`, verified, with the holders of its purchases.

@@ -26,13 +26,10 @@ public struct TransactionLookup: Sendable {
 
     /// The rule a `transaction_id` must follow, as field problems (empty: fine).
     public static func problems(transactionId: String, path: [String] = ["transaction_id"]) -> [FieldProblem] {
-        guard transactionId.utf8.count <= maxTransactionIdLength else {
-            return [FieldProblem(path: path, message: "String must contain at most \(maxTransactionIdLength) character(s)")]
+        FieldProblem.identifier(transactionId, path: path, maxLength: maxTransactionIdLength,
+                                kind: "an App Store transaction id (digits only)") { byte in
+            byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
         }
-        guard !transactionId.isEmpty, transactionId.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-            return [FieldProblem(path: path, message: "Must be an App Store transaction id (digits only)")]
-        }
-        return []
     }
 
     /// The environments asked, in order: Production first, then Sandbox, each only when the project accepts it.
