@@ -47,18 +47,11 @@ public struct OrderLookup: Sendable {
         guard let project = try projects.project(id: projectId) else {
             throw DomainError(.projectNotFound, "No project with that id.")
         }
-        let opened: UnsealedAppStoreCredentials
-        do {
-            opened = try credentials.unsealedCredentials(projectId: project.id)
-        } catch let error as DomainError where error.code == .appStoreCredentialsNotFound {
-            throw DomainError(.appStoreCredentialsMissing, "The project has no App Store Server API credentials.",
-                              underlying: error.message)
-        }
+        let apiCredentials = try credentials.appStoreAPICredentials(for: project)
         guard let appStore else {
             throw AppStoreAPIError(.unavailable, reason: "the App Store Server API client is not configured",
                                    retryAfterSeconds: 60)
         }
-        let apiCredentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId, projectId: project.id)
         let asked = Result { () throws(AppStoreAPIError) -> SignedOrderLookup in
             try appStore.lookUpOrder(orderId: orderId, environment: .production, credentials: apiCredentials)
         }

@@ -42,13 +42,7 @@ public struct TransactionLookup: Sendable {
     public func lookUp(transactionId: String, for project: Project, budget: (any LookupBudgeting)? = nil) throws -> TransactionFacts {
         let problems = Self.problems(transactionId: transactionId)
         guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid transaction id.", details: problems) }
-        let opened: UnsealedAppStoreCredentials
-        do {
-            opened = try credentials.unsealedCredentials(projectId: project.id)
-        } catch let error as DomainError where error.code == .appStoreCredentialsNotFound {
-            throw DomainError(.appStoreCredentialsMissing, "The project has no App Store Server API credentials.",
-                              underlying: error.message)
-        }
+        let credentials = try self.credentials.appStoreAPICredentials(for: project)
         guard let appStore else {
             throw AppStoreAPIError(.unavailable, reason: "the App Store Server API client is not configured",
                                    retryAfterSeconds: 60)
@@ -57,7 +51,6 @@ public struct TransactionLookup: Sendable {
         guard !environments.isEmpty else {
             throw AppStoreAPIError(.notFound, reason: "the project accepts neither Production nor Sandbox transactions")
         }
-        let credentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId, projectId: project.id)
         for (index, environment) in environments.enumerated() {
             let answer = try ask(appStore, transactionId, environment, credentials, project: project, budget: budget)
             let signed: String
