@@ -33,7 +33,7 @@ public struct ReceiptVerifier: Sendable {
     /// Trusts the embedded Apple Inc. Root only (the default).
     public static let apple: ReceiptVerifier = {
         // The embedded bytes are covered by a unit test; the empty fallback rejects everything rather than crash.
-        ReceiptVerifier(rootDERs: [AppleIncRootCertificate.der]) ?? ReceiptVerifier(store: CertificateStore(certificates: []), fingerprints: [])
+        ReceiptVerifier(rootDERs: [AppleRootCertificates.appleIncRoot]) ?? ReceiptVerifier(store: CertificateStore(certificates: []), fingerprints: [])
     }()
 
     private init(store: CertificateStore, fingerprints: [[UInt8]]) {

@@ -54,7 +54,7 @@ final class RealReceiptTests: XCTestCase {
 
     func testEmbeddedAppleIncRootIsTheSharedFile() throws {
         let shared = try Data(contentsOf: TestPaths.vectors.deletingLastPathComponent().appendingPathComponent("apple-certs/AppleIncRootCertificate.cer"))
-        XCTAssertEqual(AppleIncRootCertificate.der, [UInt8](shared))
+        XCTAssertEqual(AppleRootCertificates.appleIncRoot, [UInt8](shared))
         XCTAssertEqual(ReceiptVerifier.apple.rootFingerprints, [Self.hex("b0b1730ecbc7ff4505142c49f1295e6eda6bcaed7e2c68c5be91b5a11001f024")])
     }
 
