@@ -4,9 +4,9 @@ import Primitives
 /// binary needs no resource files. Byte-exact copies of https://www.apple.com/certificateauthority/ (see
 /// `Tests/Fixtures/apple/apple-certs/README.md`); unit tests compare them with those files. StoreKit 2 signed data
 /// chains to G3 (or G2); StoreKit 1 receipts (`AppReceipt`) to Apple Inc. Root.
-package enum AppleRootCertificates {
+public enum AppleRootCertificates {
     /// Apple Root CA - G3 (EC P-384, 583 bytes), SHA-256 63:34:3A:BF:…:3E:91:79. Every StoreKit 2 JWS chains here.
-    package static let g3 = der("""
+    public static let g3 = der("""
         MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwS
         QXBwbGUgUm9vdCBDQSAtIEczMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0aW9u
         IEF1dGhvcml0eTETMBEGA1UECgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMwHhcN
@@ -24,7 +24,7 @@ package enum AppleRootCertificates {
 
     /// Apple Root CA - G2 (RSA 4096, 1430 bytes), SHA-256 C2:B9:B0:42:…:44:A0:50. Loaded as Apple's docs
     /// suggest; the marker-OID checks still pin the leaf and intermediate.
-    package static let g2 = der("""
+    public static let g2 = der("""
         MIIFkjCCA3qgAwIBAgIIAeDltYNno+AwDQYJKoZIhvcNAQEMBQAwZzEbMBkGA1UE
         AwwSQXBwbGUgUm9vdCBDQSAtIEcyMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0
         aW9uIEF1dGhvcml0eTETMBEGA1UECgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMw
@@ -59,7 +59,7 @@ package enum AppleRootCertificates {
 
     /// Apple Inc. Root (RSA 2048, 1215 bytes), SHA-256 B0:B1:73:…:01:F0:24: the root of every StoreKit 1 receipt's
     /// signer chain. It does not sign StoreKit 2 data.
-    package static let appleIncRoot = der("""
+    public static let appleIncRoot = der("""
         MIIEuzCCA6OgAwIBAgIBAjANBgkqhkiG9w0BAQUFADBiMQswCQYDVQQGEwJVUzET
         MBEGA1UEChMKQXBwbGUgSW5jLjEmMCQGA1UECxMdQXBwbGUgQ2VydGlmaWNhdGlv
         biBBdXRob3JpdHkxFjAUBgNVBAMTDUFwcGxlIFJvb3QgQ0EwHhcNMDYwNDI1MjE0
