@@ -91,38 +91,3 @@ extension PathParameters {
         return id
     }
 }
-
-extension HTTPError {
-    /// A `bk_…` bearer that is no live key: unknown, expired or revoked (one answer for all three).
-    static let invalidAPIKey = HTTPError(
-        status: 401, code: "AUTH_INVALID_API_KEY", message: "Invalid API key.",
-        suggestion: "The key is unknown, expired or revoked. Send Authorization: Bearer <bk_… key>; an owner or admin "
-            + "of the account creates keys with POST /v1/admin/accounts/{id}/api-keys.")
-
-    /// The rendering of the access-control `DomainError`s (`ErrorMapping` hands them here).
-    static func accessError(_ error: DomainError) -> HTTPError? {
-        switch error.code {
-        case .permissionDenied:
-            return HTTPError(
-                status: 403, code: error.code.rawValue, message: error.message,
-                suggestion: "Use a credential whose role has the permission named in details (the README's "
-                    + "\"Accounts, roles and API keys\" lists each role's), or ask an owner of the account for one.",
-                details: error.details.map { ErrorDetail(path: $0.path, message: $0.message) })
-        case .accountNotFound:
-            return HTTPError(
-                status: 404, code: error.code.rawValue, message: "Account not found.",
-                suggestion: "Check the account id; GET /v1/admin/accounts lists them.")
-        case .accountHasProjects:
-            return HTTPError(
-                status: 409, code: error.code.rawValue, message: error.message,
-                suggestion: "Delete the account's projects first (DELETE /v1/admin/projects/{id}; "
-                    + "GET /v1/admin/projects lists them with their account_id), then delete the account.")
-        case .apiKeyNotFound:
-            return HTTPError(
-                status: 404, code: error.code.rawValue, message: "API key not found.",
-                suggestion: "Check the key id; GET /v1/admin/accounts/{id}/api-keys lists the account's keys.")
-        default:
-            return nil
-        }
-    }
-}

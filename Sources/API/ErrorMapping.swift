@@ -67,6 +67,35 @@ extension HTTPError {
             headers: ["Retry-After": String(retryAfterSeconds)])
     }
 
+    /// A `bk_…` bearer that is no live key: unknown, expired or revoked (one answer for all three).
+    static let invalidAPIKey = HTTPError(
+        status: 401, code: "AUTH_INVALID_API_KEY", message: "Invalid API key.",
+        suggestion: "The key is unknown, expired or revoked. Send Authorization: Bearer <bk_… key>; an owner or admin "
+            + "of the account creates keys with POST /v1/admin/accounts/{id}/api-keys.")
+
+    /// Unknown email, wrong password, or an invite not accepted yet: one answer.
+    static let memberSignInFailed = HTTPError(
+        status: 401, code: "AUTH_INVALID_CREDENTIALS", message: "Invalid email or password.",
+        suggestion: "Check the email and password. A new member sets a password with POST /v1/admin/invites/accept "
+            + "first; repeated failures lock the address and the email out for a while (429 with Retry-After).")
+
+    /// The password was right; TOTP is on and no code came.
+    static let totpRequired = HTTPError(
+        status: 401, code: "AUTH_TOTP_REQUIRED", message: "A TOTP code is required.",
+        suggestion: "Send the same email and password again with \"totp\": the 6-digit code of your authenticator app.")
+
+    /// The code was wrong, outside ±1 step of 30 s, or already used.
+    static let totpInvalid = HTTPError(
+        status: 401, code: "AUTH_TOTP_INVALID", message: "Invalid TOTP code.",
+        suggestion: "Send the current 6-digit code of your authenticator app (each code works once; check the "
+            + "device's clock).")
+
+    /// Unknown, used or expired invite: one answer for the three.
+    static let inviteInvalid = HTTPError(
+        status: 400, code: "INVITE_INVALID", message: "Invalid invite token.",
+        suggestion: "The invite is unknown, already used or expired (invites last 7 days). Ask an owner or admin of "
+            + "the account to invite you again (POST /v1/admin/accounts/{id}/members).")
+
     static let consoleSignInFailed = HTTPError(
         status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
         suggestion: "Enter the server's BOUNCER_ADMIN_TOKEN.")
@@ -222,7 +251,7 @@ enum ErrorMapping {
     /// The answer to a domain error, or nil (a 500) for a code without one.
     static func domainError(_ error: DomainError, context: ErrorContext) -> HTTPError? {
         if let answer = domainAnswers[error.code] {
-            return HTTPError(status: answer.status, code: error.code.rawValue, message: answer.message,
+            return HTTPError(status: answer.status, code: error.code.rawValue, message: answer.message ?? error.message,
                              suggestion: answer.suggestion)
         }
         switch error.code {
@@ -236,13 +265,14 @@ enum ErrorMapping {
             case .offer: return .offerProductNotFound
             case .mapping: return .productNotFound
             }
-        case .permissionDenied, .accountNotFound, .accountHasProjects, .apiKeyNotFound:
-            return HTTPError.accessError(error)
-        case .memberNotFound, .memberEmailTaken, .lastOwner, .inviteInvalid:
-            return HTTPError.memberError(error)
-        case .appAccountTokenMismatch:
+        case .permissionDenied:
             return HTTPError(
-                status: 403, code: error.code.rawValue, message: error.message, suggestion: appAccountTokenSuggestion)
+                status: 403, code: error.code.rawValue, message: error.message,
+                suggestion: "Use a credential whose role has the permission named in details (the README's "
+                    + "\"Accounts, roles and API keys\" lists each role's), or ask an owner of the account for one.",
+                details: error.details.map(ErrorDetail.init))
+        case .inviteInvalid:
+            return .inviteInvalid
         case .invalidInput:
             return .validation(error.details.map(ErrorDetail.init), suggestion: "Correct the fields named in details and retry.")
         case .appStoreCredentialsNotFound:
@@ -290,8 +320,8 @@ enum ErrorMapping {
     }
 
     /// The answers of the domain error codes whose status and wording are the same on every route (the code is the
-    /// error's own).
-    static let domainAnswers: [DomainError.Code: (status: Int, message: String, suggestion: String)] = [
+    /// error's own; a `nil` message is the error's own too, which names what it is about).
+    static let domainAnswers: [DomainError.Code: (status: Int, message: String?, suggestion: String)] = [
         .purchaseOwnedByAnotherUser: (
             409, "This purchase belongs to another user.",
             "The project's transfer_policy is block: the first user keeps the purchase. "
@@ -343,6 +373,25 @@ enum ErrorMapping {
             409, "This subscription was already extended as often as Apple allows.",
             "Apple allows two extensions per subscription in a 365-day period. The attempt is "
                 + "recorded; nothing changed."),
+        .appAccountTokenMismatch: (403, nil, appAccountTokenSuggestion),
+        .accountNotFound: (404, "Account not found.", "Check the account id; GET /v1/admin/accounts lists them."),
+        .accountHasProjects: (
+            409, nil,
+            "Delete the account's projects first (DELETE /v1/admin/projects/{id}; "
+                + "GET /v1/admin/projects lists them with their account_id), then delete the account."),
+        .apiKeyNotFound: (
+            404, "API key not found.",
+            "Check the key id; GET /v1/admin/accounts/{id}/api-keys lists the account's keys."),
+        .memberNotFound: (
+            404, "Member not found.", "Check the member id; GET /v1/admin/accounts/{id}/members lists them."),
+        .memberEmailTaken: (
+            409, nil,
+            "Emails are unique per account (compared trimmed and lower-case); change "
+                + "the existing member's role with PATCH instead, or remove them first."),
+        .lastOwner: (
+            409, nil,
+            "An account keeps at least one active owner: make another member owner "
+                + "(PATCH /v1/admin/accounts/{id}/members/{memberId} {\"role\": \"owner\"}) first."),
     ]
 
     /// A call to Apple's App Store Server API that did not give an answer to act on. Never a verdict on the purchase

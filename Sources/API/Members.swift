@@ -229,52 +229,6 @@ extension ConsoleController {
     }
 }
 
-extension HTTPError {
-    /// Unknown email, wrong password, or an invite not accepted yet: one answer.
-    static let memberSignInFailed = HTTPError(
-        status: 401, code: "AUTH_INVALID_CREDENTIALS", message: "Invalid email or password.",
-        suggestion: "Check the email and password. A new member sets a password with POST /v1/admin/invites/accept "
-            + "first; repeated failures lock the address and the email out for a while (429 with Retry-After).")
-
-    /// The password was right; TOTP is on and no code came.
-    static let totpRequired = HTTPError(
-        status: 401, code: "AUTH_TOTP_REQUIRED", message: "A TOTP code is required.",
-        suggestion: "Send the same email and password again with \"totp\": the 6-digit code of your authenticator app.")
-
-    /// The code was wrong, outside ±1 step of 30 s, or already used.
-    static let totpInvalid = HTTPError(
-        status: 401, code: "AUTH_TOTP_INVALID", message: "Invalid TOTP code.",
-        suggestion: "Send the current 6-digit code of your authenticator app (each code works once; check the "
-            + "device's clock).")
-
-    /// Unknown, used or expired invite: one answer for the three.
-    static let inviteInvalid = HTTPError(
-        status: 400, code: "INVITE_INVALID", message: "Invalid invite token.",
-        suggestion: "The invite is unknown, already used or expired (invites last 7 days). Ask an owner or admin of "
-            + "the account to invite you again (POST /v1/admin/accounts/{id}/members).")
-
-    /// The rendering of the member `DomainError`s (`ErrorMapping` hands them here).
-    static func memberError(_ error: DomainError) -> HTTPError? {
-        switch error.code {
-        case .memberNotFound:
-            return HTTPError(status: 404, code: error.code.rawValue, message: "Member not found.",
-                             suggestion: "Check the member id; GET /v1/admin/accounts/{id}/members lists them.")
-        case .memberEmailTaken:
-            return HTTPError(status: 409, code: error.code.rawValue, message: error.message,
-                             suggestion: "Emails are unique per account (compared trimmed and lower-case); change "
-                                + "the existing member's role with PATCH instead, or remove them first.")
-        case .lastOwner:
-            return HTTPError(status: 409, code: error.code.rawValue, message: error.message,
-                             suggestion: "An account keeps at least one active owner: make another member owner "
-                                + "(PATCH /v1/admin/accounts/{id}/members/{memberId} {\"role\": \"owner\"}) first.")
-        case .inviteInvalid:
-            return .inviteInvalid
-        default:
-            return nil
-        }
-    }
-}
-
 extension Representations {
     /// A member as `POST /v1/admin/accounts/:id/members` returns it: with the invite token, shown this once.
     public static func member(_ invited: InvitedMember) -> [UInt8] {

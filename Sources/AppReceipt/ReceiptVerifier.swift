@@ -33,7 +33,7 @@ public struct ReceiptVerifier: Sendable {
     /// Trusts the embedded Apple Inc. Root only (the default).
     public static let apple: ReceiptVerifier = {
         // The embedded bytes are covered by a unit test; the empty fallback rejects everything rather than crash.
-        ReceiptVerifier(rootDERs: [AppleIncRootCertificate.der]) ?? ReceiptVerifier(store: CertificateStore(certificates: []), fingerprints: [])
+        ReceiptVerifier(rootDERs: [AppleRootCertificates.appleIncRoot]) ?? ReceiptVerifier(store: CertificateStore(certificates: []), fingerprints: [])
     }()
 
     private init(store: CertificateStore, fingerprints: [[UInt8]]) {
@@ -54,14 +54,14 @@ public struct ReceiptVerifier: Sendable {
     }
 
     /// Verifies a base64 receipt as StoreKit 1 SDKs send it (`receipt-data`); whitespace and line breaks are ignored.
-    public func verify(base64 text: String, policy: VerificationPolicy, at date: Date? = nil) throws(ReceiptVerificationError) -> VerifiedReceipt {
+    public func verify(base64 text: String, policy: VerificationPolicy, at date: Date? = nil) throws(VerificationError) -> VerifiedReceipt {
         try verify(der: Self.decodeBase64(text), policy: policy, at: date)
     }
 
     /// Verifies a DER receipt. `date` replaces the creation date as the instant the chain is judged at.
-    public func verify(der: [UInt8], policy: VerificationPolicy, at date: Date? = nil) throws(ReceiptVerificationError) -> VerifiedReceipt {
-        guard !der.isEmpty else { throw .format(.encoding, "the receipt is empty") }
-        guard der.count <= Self.maxReceiptBytes else { throw .format(.encoding, "the receipt exceeds \(Self.maxReceiptBytes) bytes") }
+    public func verify(der: [UInt8], policy: VerificationPolicy, at date: Date? = nil) throws(VerificationError) -> VerifiedReceipt {
+        guard !der.isEmpty else { throw .receiptFormat(.encoding, "the receipt is empty") }
+        guard der.count <= Self.maxReceiptBytes else { throw .receiptFormat(.encoding, "the receipt exceeds \(Self.maxReceiptBytes) bytes") }
         let message = try Self.parsePKCS7(der)
         let signer = try Self.checkSignature(message)
         let payload = try Self.decodePayload(message.content)
@@ -93,34 +93,34 @@ public struct ReceiptVerifier: Sendable {
 
     // MARK: Steps
 
-    static func parsePKCS7(_ der: [UInt8]) throws(ReceiptVerificationError) -> PKCS7SignedData {
+    static func parsePKCS7(_ der: [UInt8]) throws(VerificationError) -> PKCS7SignedData {
         do {
             return try PKCS7SignedData(der: der)
         } catch {
-            throw .format(.pkcs7, "not a PKCS#7 SignedData receipt: \(error.reason)", debug: error.debugDetail)
+            throw .receiptFormat(.pkcs7, "not a PKCS#7 SignedData receipt: \(error.reason)", debug: error.debugDetail)
         }
     }
 
-    static func checkSignature(_ message: PKCS7SignedData) throws(ReceiptVerificationError) -> Certificate {
+    static func checkSignature(_ message: PKCS7SignedData) throws(VerificationError) -> Certificate {
         guard message.digestAlgorithm == .sha1 || message.digestAlgorithm == .sha256 else {
-            throw .failed(.signature, "digest algorithm \(message.digestAlgorithm) is not SHA-1 or SHA-256")
+            throw .receiptFailed(.signature, "digest algorithm \(message.digestAlgorithm) is not SHA-1 or SHA-256")
         }
         guard let signer = message.signer else {
-            throw .failed(.signature, "the receipt does not carry the certificate its SignerInfo names")
+            throw .receiptFailed(.signature, "the receipt does not carry the certificate its SignerInfo names")
         }
         do {
             try message.verifySignature()
         } catch {
-            throw .failed(.signature, "the receipt's signature does not verify", debug: error.debugDetail)
+            throw .receiptFailed(.signature, "the receipt's signature does not verify", debug: error.debugDetail)
         }
         return signer
     }
 
-    static func decodePayload(_ content: [UInt8]) throws(ReceiptVerificationError) -> AppReceiptPayload {
+    static func decodePayload(_ content: [UInt8]) throws(VerificationError) -> AppReceiptPayload {
         do {
             return try ReceiptPayloadDecoder.decode(content)
         } catch {
-            var failure = ReceiptVerificationError.format(.payload, "malformed receipt payload: \(error.reason)")
+            var failure = VerificationError.receiptFormat(.payload, "malformed receipt payload: \(error.reason)")
             failure.field = error.field
             throw failure
         }
@@ -138,26 +138,26 @@ public struct ReceiptVerifier: Sendable {
 
     @discardableResult
     static func checkEnvironment(_ payload: AppReceiptPayload, _ claimed: AppStoreEnvironment?,
-                                 policy: VerificationPolicy) throws(ReceiptVerificationError) -> AppStoreEnvironment {
+                                 policy: VerificationPolicy) throws(VerificationError) -> AppStoreEnvironment {
         guard let environment = claimed else {
-            throw ReceiptVerificationError(code: .environmentNotAllowed, step: .claims, reason: "unknown receipt type \"\(payload.receiptType)\"")
+            throw VerificationError(code: .environmentNotAllowed, step: .claims, reason: "unknown receipt type \"\(payload.receiptType)\"")
         }
         if environment == .xcode {
             // Same rule as the JWS path: test data needs the explicit flag AND Sandbox among the environments.
             guard policy.allowXcode, policy.environments.contains(.sandbox) else {
-                throw ReceiptVerificationError(code: .environmentNotAllowed, step: .claims,
+                throw VerificationError(code: .environmentNotAllowed, step: .claims,
                                                reason: "Xcode (StoreKit Testing) receipts need allow_xcode and Sandbox among the project's environments")
             }
         } else {
             guard policy.environments.contains(environment) else {
-                throw ReceiptVerificationError(code: .environmentNotAllowed, step: .claims,
+                throw VerificationError(code: .environmentNotAllowed, step: .claims,
                                                reason: "\(environment.rawValue) receipts (type \(payload.receiptType)) are not allowed for this project")
             }
         }
         return environment
     }
 
-    func validateChain(signer: Certificate, certificates: [Certificate], at date: Date) throws(ReceiptVerificationError) -> [String] {
+    func validateChain(signer: Certificate, certificates: [Certificate], at date: Date) throws(VerificationError) -> [String] {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
         let intermediates = certificates.filter { $0 != signer }
         let built: [Certificate]
@@ -166,28 +166,28 @@ public struct ReceiptVerifier: Sendable {
         case .failure(let failure):
             switch failure.code {
             case .expired, .notYetValid, .unreadableValidity:
-                throw .failed(.validity, "\(failure.reason) at \(Self.iso8601(date)) (depth \(failure.depth))", debug: failure.debugDetail)
+                throw .receiptFailed(.validity, "\(failure.reason) at \(Self.iso8601(date)) (depth \(failure.depth))", debug: failure.debugDetail)
             default:
-                throw .failed(.chain, "the signer does not chain to Apple Inc. Root: \(failure.reason)", debug: failure.debugDetail)
+                throw .receiptFailed(.chain, "the signer does not chain to Apple Inc. Root: \(failure.reason)", debug: failure.debugDetail)
             }
         }
         // Apple's shape: leaf → WWDR intermediate → root.
-        guard built.count == 3 else { throw .failed(.chain, "expected leaf → WWDR intermediate → root; the path has \(built.count) certificates") }
+        guard built.count == 3 else { throw .receiptFailed(.chain, "expected leaf → WWDR intermediate → root; the path has \(built.count) certificates") }
         let leaf = built[0], intermediate = built[1]
         guard leaf.hasNonCriticalExtension(oidContent: Self.leafMarkerOID) else {
-            throw .failed(.oid, "signer certificate lacks Apple's receipt-signing marker OID 1.2.840.113635.100.6.11.1")
+            throw .receiptFailed(.oid, "signer certificate lacks Apple's receipt-signing marker OID 1.2.840.113635.100.6.11.1")
         }
         guard intermediate.hasNonCriticalExtension(oidContent: Self.intermediateMarkerOID) else {
-            throw .failed(.oid, "intermediate certificate lacks Apple's WWDR marker OID 1.2.840.113635.100.6.2.1")
+            throw .receiptFailed(.oid, "intermediate certificate lacks Apple's WWDR marker OID 1.2.840.113635.100.6.2.1")
         }
-        guard !leaf.isCA else { throw .failed(.oid, "signer certificate is a CA certificate") }
-        guard leaf.allowsDigitalSignature else { throw .failed(.oid, "signer certificate keyUsage does not allow digitalSignature") }
+        guard !leaf.isCA else { throw .receiptFailed(.oid, "signer certificate is a CA certificate") }
+        guard leaf.allowsDigitalSignature else { throw .receiptFailed(.oid, "signer certificate keyUsage does not allow digitalSignature") }
         return built.map(\.subjectDescription)
     }
 
-    static func checkBundleId(_ payload: AppReceiptPayload, policy: VerificationPolicy) throws(ReceiptVerificationError) {
+    static func checkBundleId(_ payload: AppReceiptPayload, policy: VerificationPolicy) throws(VerificationError) {
         guard payload.bundleId == policy.bundleId else {
-            throw ReceiptVerificationError(code: .bundleIdMismatch, step: .claims,
+            throw VerificationError(code: .bundleIdMismatch, step: .claims,
                                            reason: "receipt bundle id \(payload.bundleId) is not the project's \(policy.bundleId)")
         }
     }
@@ -196,35 +196,35 @@ public struct ReceiptVerifier: Sendable {
 
     /// Standard base64 (RFC 4648 §4) with ASCII whitespace ignored (receipts are often wrapped at 64 or 76
     /// columns); padding optional, at the end only. Bounded by `maxReceiptBytes`.
-    static func decodeBase64(_ text: String) throws(ReceiptVerificationError) -> [UInt8] {
+    static func decodeBase64(_ text: String) throws(VerificationError) -> [UInt8] {
         var text = text
         // withUTF8 rethrows untyped errors: carry the typed one out in a Result.
-        return try text.withUTF8 { bytes in Result { () throws(ReceiptVerificationError) in try decodeBase64(bytes) } }.get()
+        return try text.withUTF8 { bytes in Result { () throws(VerificationError) in try decodeBase64(bytes) } }.get()
     }
 
     /// `Base64.decodeWrapped`, its refusals named for the receipt.
-    static func decodeBase64(_ input: UnsafeBufferPointer<UInt8>) throws(ReceiptVerificationError) -> [UInt8] {
+    static func decodeBase64(_ input: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> [UInt8] {
         let output: [UInt8]
         do throws(Base64.WrappedFailure) {
             output = try Base64.decodeWrapped(input, maxBytes: maxReceiptBytes)
         } catch {
             switch error {
-            case .unexpectedCharacter: throw .format(.encoding, "receipt is not base64: unexpected character")
-            case .tooMuchPadding: throw .format(.encoding, "receipt is not base64: too much padding")
-            case .dataAfterPadding: throw .format(.encoding, "receipt is not base64: data after padding")
-            case .truncated: throw .format(.encoding, "receipt is not base64: truncated")
-            case .wrongPadding: throw .format(.encoding, "receipt is not base64: wrong padding")
-            case .tooLong: throw .format(.encoding, "the receipt exceeds \(maxReceiptBytes) bytes")
+            case .unexpectedCharacter: throw .receiptFormat(.encoding, "receipt is not base64: unexpected character")
+            case .tooMuchPadding: throw .receiptFormat(.encoding, "receipt is not base64: too much padding")
+            case .dataAfterPadding: throw .receiptFormat(.encoding, "receipt is not base64: data after padding")
+            case .truncated: throw .receiptFormat(.encoding, "receipt is not base64: truncated")
+            case .wrongPadding: throw .receiptFormat(.encoding, "receipt is not base64: wrong padding")
+            case .tooLong: throw .receiptFormat(.encoding, "the receipt exceeds \(maxReceiptBytes) bytes")
             }
         }
-        guard !output.isEmpty else { throw .format(.encoding, "the receipt is empty") }
+        guard !output.isEmpty else { throw .receiptFormat(.encoding, "the receipt is empty") }
         return output
     }
 
     /// A receipt file's bytes as DER: raw DER (starts with a SEQUENCE tag) as is, anything else as base64 text.
-    public static func der(fromFileBytes bytes: [UInt8]) throws(ReceiptVerificationError) -> [UInt8] {
+    public static func der(fromFileBytes bytes: [UInt8]) throws(VerificationError) -> [UInt8] {
         if bytes.first == DERTag.sequence { return bytes }
-        return try bytes.withUnsafeBufferPointer { buffer in Result { () throws(ReceiptVerificationError) in try decodeBase64(buffer) } }.get()
+        return try bytes.withUnsafeBufferPointer { buffer in Result { () throws(VerificationError) in try decodeBase64(buffer) } }.get()
     }
 
     static func iso8601(_ date: Date) -> String {
@@ -258,4 +258,16 @@ public struct VerifiedReceipt: Sendable {
     public var signerSubject: String
     /// The validated path's subjects, leaf first (empty for Xcode receipts).
     public var chainSubjects: [String]
+}
+
+extension VerificationError {
+    /// A receipt that is not what StoreKit 1 writes (`invalidReceiptFormat`), refused at `step`.
+    static func receiptFormat(_ step: Step, _ reason: String, debug: String = "") -> VerificationError {
+        VerificationError(code: .invalidReceiptFormat, step: step, reason: reason, debugDetail: debug)
+    }
+
+    /// A receipt whose signature or chain does not verify (`receiptVerificationFailed`), refused at `step`.
+    static func receiptFailed(_ step: Step, _ reason: String, debug: String = "") -> VerificationError {
+        VerificationError(code: .receiptVerificationFailed, step: step, reason: reason, debugDetail: debug)
+    }
 }

@@ -1,7 +1,8 @@
 public import Primitives
 
-/// Why a signed-data verification failed: a stable `code` for clients, the pipeline `step` that
-/// failed, and a human `reason` that is safe to return (no secrets, no OpenSSL internals).
+/// Why a signed-data verification failed, for a StoreKit 2 JWS and a StoreKit 1 receipt (`AppReceipt`) alike: a
+/// stable `code` for clients, the pipeline `step` that failed, and a human `reason` that is safe to return (no
+/// secrets, no OpenSSL internals).
 public struct VerificationError: DetailedError, Sendable {
     /// A stable, machine-readable error code; extensible (static members), compare by `rawValue`.
     public typealias Code = OpenValue<VerificationErrorCodeTag, String>
@@ -19,8 +20,9 @@ public struct VerificationError: DetailedError, Sendable {
     public var isRetryable: Bool
     /// Internal detail (OpenSSL error queue), for logs only, never for responses.
     public var debugDetail: String
-    /// The payload field at fault, when one is (e.g. `expiresDate`, `data.signedDate`): the API names it in
-    /// `details[].path` after the request field.
+    /// The payload field at fault, when one is (e.g. `expiresDate`, `data.signedDate`; a receipt's under
+    /// verifyReceipt's JSON names, `in_app[3].expires_date`): the API names it in `details[].path` after the request
+    /// field.
     public var field: String?
 
     /// Creates an error; `debugDetail` is for logs only.
@@ -68,6 +70,11 @@ extension VerificationError.Code {
     public static let environmentNotAllowed = VerificationError.Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
     /// The payload's appAppleId is not the tenant's.
     public static let appAppleIdMismatch = VerificationError.Code(rawValue: "APP_APPLE_ID_MISMATCH")
+    /// A StoreKit 1 receipt that is not base64, not PKCS#7 SignedData, or a malformed receipt payload (ASN.1).
+    public static let invalidReceiptFormat = VerificationError.Code(rawValue: "INVALID_RECEIPT_FORMAT")
+    /// A StoreKit 1 receipt with a bad signature, an unsupported digest, a missing signer, an untrusted or expired
+    /// chain, or a missing Apple marker OID.
+    public static let receiptVerificationFailed = VerificationError.Code(rawValue: "RECEIPT_VERIFICATION_FAILED")
 }
 
 /// Tells `VerificationError.Step` apart from the other open vocabularies.
@@ -76,21 +83,27 @@ public enum VerificationErrorStepTag {}
 extension VerificationError.Step {
     /// Splitting into three base64url segments, size limits.
     public static let split = VerificationError.Step(rawValue: "split")
+    /// A receipt's base64 text, size limit.
+    public static let encoding = VerificationError.Step(rawValue: "encoding")
+    /// A receipt's PKCS#7 ContentInfo / SignedData structure.
+    public static let pkcs7 = VerificationError.Step(rawValue: "pkcs7")
     /// Decoding the header JSON.
     public static let header = VerificationError.Step(rawValue: "header")
     /// The `alg` header parameter.
     public static let algorithm = VerificationError.Step(rawValue: "algorithm")
     /// The `x5c` header parameter: count, base64, DER.
     public static let x5c = VerificationError.Step(rawValue: "x5c")
-    /// Path validation to a configured root (untrusted root, constraints, critical extensions).
+    /// Path validation to a configured root (untrusted root, constraints, critical extensions): Apple Root CA G3 or
+    /// G2 for a JWS, Apple Inc. Root for a receipt.
     public static let chain = VerificationError.Step(rawValue: "chain")
     /// A certificate outside its validity period at the effective date.
     public static let validity = VerificationError.Step(rawValue: "validity")
     /// Apple's marker OIDs, leaf key usage and key type.
     public static let oid = VerificationError.Step(rawValue: "oid")
-    /// The ES256 signature over `header.payload`.
+    /// The ES256 signature over `header.payload`; a receipt signer's signature over the content, and its digest
+    /// algorithm.
     public static let signature = VerificationError.Step(rawValue: "signature")
-    /// Decoding the payload JSON into its typed model.
+    /// Decoding the payload JSON into its typed model (a receipt's: its ASN.1, with our DER reader).
     public static let payload = VerificationError.Step(rawValue: "payload")
     /// bundleId, appAppleId and environment against the policy.
     public static let claims = VerificationError.Step(rawValue: "claims")
@@ -99,7 +112,7 @@ extension VerificationError.Step {
     /// `header`, `chain`, `signature`, `claims`. The finer internal steps stay in logs and metrics.
     public var contractName: String {
         switch self {
-        case .split, .payload: return "format"
+        case .split, .encoding, .pkcs7, .payload: return "format"
         case .header, .algorithm, .x5c: return "header"
         case .chain, .validity, .oid: return "chain"
         case .signature: return "signature"

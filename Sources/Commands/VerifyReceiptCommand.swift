@@ -72,7 +72,7 @@ public enum VerifyReceiptCommand {
         }
     }
 
-    private static func reject(_ error: ReceiptVerificationError, payload: AppReceiptPayload?) -> Int32 {
+    private static func reject(_ error: VerificationError, payload: AppReceiptPayload?) -> Int32 {
         var object = JSONObject()
         object["kind"] = "receipt"
         object["verdict"] = .object(JSONObject([

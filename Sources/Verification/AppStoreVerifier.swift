@@ -30,8 +30,7 @@ public struct AppStoreVerifier: SignedDataVerifying {
             metrics?.verification(kind: "receipt", result: "ok")
         } catch {
             metrics?.verification(kind: "receipt", result: error.code.rawValue)
-            throw VerificationFailure(code: .init(rawValue: error.code.rawValue), reason: error.reason,
-                                      step: error.step.contractName, field: "receipt_data", payloadField: error.field)
+            throw Self.failure(error, field: "receipt_data")
         }
         return Self.facts(verified)
     }
@@ -174,10 +173,12 @@ public struct AppStoreVerifier: SignedDataVerifying {
             allowXcode: project.allowXcode)
     }
 
-    static func failure(_ error: VerificationError) -> VerificationFailure {
+    /// The port's `VerificationFailure` for a JWS's or a receipt's `VerificationError`; `field` is the request field
+    /// the signed data came in, when the route does not imply it.
+    static func failure(_ error: VerificationError, field: String? = nil) -> VerificationFailure {
         VerificationFailure(
             code: .init(rawValue: error.code.rawValue), reason: error.reason, isRetryable: error.isRetryable,
-            step: error.step.contractName, payloadField: error.field)
+            step: error.step.contractName, field: field, payloadField: error.field)
     }
 
     static func facts(_ v: VerifiedTransaction) -> TransactionFacts {

@@ -104,7 +104,7 @@ final class ErrorMappingTests: XCTestCase {
         XCTAssertEqual(response.json?["error"]?.stringValue, "JWS signature verification failed: bad \"x5c\"\n\\ chain")
     }
 
-    /// StoreKit 1 receipt codes (AppReceipt's `ReceiptVerificationError`) have their own title and suggestion.
+    /// StoreKit 1 receipt codes (AppReceipt's `VerificationError`s) have their own title and suggestion.
     func testReceiptVerificationCodesHaveTheirOwnTitleAndSuggestion() {
         let expected = [
             ("INVALID_RECEIPT_FORMAT", "Invalid receipt format: not a PKCS#7 SignedData receipt", "appStoreReceiptURL"),

@@ -1,3 +1,4 @@
+import AppStoreJWS
 import XCTest
 @testable import AppReceipt
 
@@ -130,7 +131,7 @@ final class DERReaderTests: XCTestCase {
         XCTAssertEqual(try ReceiptVerifier.decodeBase64("+/+/"), [0xFB, 0xFF, 0xBF])
         for bad in ["", "  ", "Q", "QQ=A", "QQ===", "QUJD=", "QU-D", "QU_D", "QUJDé"] {
             XCTAssertThrowsError(try ReceiptVerifier.decodeBase64(bad), bad) {
-                XCTAssertEqual(($0 as? ReceiptVerificationError)?.code, .invalidReceiptFormat, bad)
+                XCTAssertEqual(($0 as? VerificationError)?.code, .invalidReceiptFormat, bad)
             }
         }
         XCTAssertEqual(try ReceiptVerifier.der(fromFileBytes: [0x30, 0x00]), [0x30, 0x00])   // DER passes through

@@ -38,12 +38,12 @@ final class RealReceiptTests: XCTestCase {
     }
 
     /// Expects `body` to throw `code` at `step`.
-    func assertRejected(_ code: ReceiptVerificationError.Code, _ step: ReceiptVerificationError.Step,
+    func assertRejected(_ code: VerificationError.Code, _ step: VerificationError.Step,
                         file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> VerifiedReceipt) {
         do {
             let verified = try body()
             XCTFail("accepted: \(verified.payload.bundleId)", file: file, line: line)
-        } catch let error as ReceiptVerificationError {
+        } catch let error as VerificationError {
             XCTAssertEqual(error.code, code, "\(error)", file: file, line: line)
             XCTAssertEqual(error.step, step, "\(error)", file: file, line: line)
             XCTAssertFalse(error.reason.isEmpty, file: file, line: line)
@@ -54,7 +54,7 @@ final class RealReceiptTests: XCTestCase {
 
     func testEmbeddedAppleIncRootIsTheSharedFile() throws {
         let shared = try Data(contentsOf: TestPaths.vectors.deletingLastPathComponent().appendingPathComponent("apple-certs/AppleIncRootCertificate.cer"))
-        XCTAssertEqual(AppleIncRootCertificate.der, [UInt8](shared))
+        XCTAssertEqual(AppleRootCertificates.appleIncRoot, [UInt8](shared))
         XCTAssertEqual(ReceiptVerifier.apple.rootFingerprints, [Self.hex("b0b1730ecbc7ff4505142c49f1295e6eda6bcaed7e2c68c5be91b5a11001f024")])
     }
 
@@ -150,10 +150,10 @@ final class RealReceiptTests: XCTestCase {
     }
 
     func testBothReceiptsFailAtNowWithTheExpiredChain() throws {
-        assertRejected(.verificationFailed, .validity) {
+        assertRejected(.receiptVerificationFailed, .validity) {
             try ReceiptVerifier.apple.verify(base64: Self.base64(Self.receipt2025), policy: Self.policy("dev.bonzer.weeka.app"), at: Self.now)
         }
-        assertRejected(.verificationFailed, .validity) {
+        assertRejected(.receiptVerificationFailed, .validity) {
             try ReceiptVerifier.apple.verify(base64: Self.base64(Self.receipt2020), policy: Self.policy("com.nutcall.alert"), at: Self.now)
         }
         // An explicit date inside the validity window is reported as an override.
@@ -167,27 +167,27 @@ final class RealReceiptTests: XCTestCase {
         let needle = Array("dev.bonzer.weeka.app".utf8)
         let offset = try XCTUnwrap((0...(der.count - needle.count)).first { Array(der[$0..<($0 + needle.count)]) == needle })
         der[offset + 4] ^= 0x01   // "dev.bonzer" → "dev/bonzer": still well-formed DER, no longer what Apple signed
-        assertRejected(.verificationFailed, .signature) {
+        assertRejected(.receiptVerificationFailed, .signature) {
             try ReceiptVerifier.apple.verify(der: der, policy: Self.policy("dev.bonzer.weeka.app"))
         }
     }
 
     func testSwappedSignerCertificateIsRefused() throws {
-        assertRejected(.verificationFailed, .signature) {
+        assertRejected(.receiptVerificationFailed, .signature) {
             try ReceiptVerifier.apple.verify(der: Self.fixture("receipt-2025-signer-cert-swapped.der"), policy: Self.policy("dev.bonzer.weeka.app"))
         }
-        assertRejected(.verificationFailed, .signature) {
+        assertRejected(.receiptVerificationFailed, .signature) {
             try ReceiptVerifier.apple.verify(der: Self.fixture("receipt-2025-signer-cert-swapped-and-named.der"), policy: Self.policy("dev.bonzer.weeka.app"))
         }
     }
 
     func testReceiptResignedByAnotherPKIIsUntrustedUnlessItsRootIsConfigured() throws {
         let resigned = try Self.fixture("receipt-2025-resigned-test-pki.der")
-        assertRejected(.verificationFailed, .chain) {
+        assertRejected(.receiptVerificationFailed, .chain) {
             try ReceiptVerifier.apple.verify(der: resigned, policy: Self.policy("dev.bonzer.weeka.app"))
         }
         // Its claims are not believed before the chain: a Production-only project still hears "verification failed".
-        assertRejected(.verificationFailed, .chain) {
+        assertRejected(.receiptVerificationFailed, .chain) {
             try ReceiptVerifier.apple.verify(der: resigned, policy: Self.policy("com.example.other", [.production]))
         }
         let testRoot = try [UInt8](Data(contentsOf: TestPaths.pki.appendingPathComponent("root.der")))
@@ -196,7 +196,7 @@ final class RealReceiptTests: XCTestCase {
         XCTAssertEqual(verified.digestAlgorithm, "SHA256")
         XCTAssertEqual(verified.payload.inAppPurchases.count, 2)
         // Same PKI, a digest receipts never use.
-        assertRejected(.verificationFailed, .signature) {
+        assertRejected(.receiptVerificationFailed, .signature) {
             try verifier.verify(der: Self.fixture("receipt-2025-resigned-test-pki-sha384.der"), policy: Self.policy("dev.bonzer.weeka.app"))
         }
     }

@@ -12,11 +12,11 @@ internal import Crypto
 private let fuzzVerifier: ReceiptVerifier = {
     let testRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../Tests/Fixtures/pki/root.der")
     let extra = (try? Data(contentsOf: testRoot)).map { [UInt8]($0) }
-    return ReceiptVerifier(rootDERs: [AppleIncRootCertificate.der] + (extra.map { [$0] } ?? [])) ?? .apple
+    return ReceiptVerifier(rootDERs: [AppleRootCertificates.appleIncRoot] + (extra.map { [$0] } ?? [])) ?? .apple
 }()
 private let policy = VerificationPolicy(bundleId: "dev.bonzer.weeka.app", environments: [.sandbox, .production], allowXcode: true)
 
-private func check(_ error: ReceiptVerificationError) {
+private func check(_ error: VerificationError) {
     guard !error.reason.isEmpty, !error.code.rawValue.isEmpty else { fatalError("malformed error \(error)") }
 }
 
