@@ -36,8 +36,9 @@ BEGIN
         WITH consumed AS (
             DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.seq IN (
                 SELECT c1.seq FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit)
-            RETURNING c.environment, c.data -> 'tx' AS tx)
-        SELECT count(*), jsonb_agg(jsonb_build_object('environment', environment, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
+            RETURNING c.environment, c.original_transaction_id, c.data -> 'tx' AS tx)
+        SELECT count(*), jsonb_agg(jsonb_build_object('environment', environment,
+            'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
         INTO v_count, v_tx FROM consumed;
         PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
         RETURN v_count;
@@ -156,8 +157,9 @@ BEGIN
     END IF;
     WITH consumed AS (
         DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
-        RETURNING c.environment, c.data -> 'tx' AS tx)
-    SELECT jsonb_agg(jsonb_build_object('environment', environment, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
+        RETURNING c.environment, c.original_transaction_id, c.data -> 'tx' AS tx)
+    SELECT jsonb_agg(jsonb_build_object('environment', environment,
+            'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
     INTO v_tx FROM consumed;
     PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
     RETURN v_count;
