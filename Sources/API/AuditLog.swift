@@ -45,6 +45,8 @@ public enum AuditActions {
             (.post, project + "/webhook/test", "webhook.test", "webhook", "id"),
             (.post, project + "/webhook/deliveries/:eventId/retry", "webhook.retry_delivery", "webhook_event", "eventId"),
             (.delete, "/v1/admin/sessions", "sessions.sign_out_everywhere", "sessions", nil),
+            (.put, project + "/revenue-settings", "revenue_settings.update", "project", "id"),
+            (.put, "/v1/admin/exchange-rates", "exchange_rates.update", "exchange_rates", nil),
         ]
         var table: [String: (action: String, target: String, parameter: String?)] = [:]
         for (method, pattern, action, target, parameter) in entries {

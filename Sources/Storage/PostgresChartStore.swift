@@ -124,7 +124,8 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
                     ON CONFLICT (currency, day, base) DO UPDATE SET rate = EXCLUDED.rate
                     """)
                 let days = Set(rates.map { RFC3339.day(secondsSince1970: $0.day.timeIntervalSince1970) }).sorted()
-                try AuditRows.write(c, target: "exchange-rates", changes: [
+                let target = days.count == 1 ? days[0] : (days.first ?? "") + ".." + (days.last ?? "")
+                try AuditRows.write(c, target: "exchange_rates:" + target, changes: [
                     AuditChange("days", .null, .list(days.map { .string($0) })),
                     AuditChange("bases", .null, .list(Set(rates.map(\.base)).sorted().map { .string($0) })),
                     AuditChange("currencies", .null, .list(Set(rates.map(\.currency)).sorted().map { .string($0) })),

@@ -74,6 +74,7 @@ final class ChartsE2ETests: SharedServerTestCase {
                                         headers: E2E.admin)
             XCTAssertEqual(r.status, 200, r.description)
             XCTAssertEqual(try r.json(), ["date": .string(date), "base": "EUR", "stored": 1])
+            try AuditLogE2ETests.assertAudited(db, method: "PUT", template: "/v1/admin/exchange-rates", r)
         }
         // A: USD monthly, renewed twice; the third period fully refunded on 03-10.
         try post(api, tenant, "a", [
@@ -200,6 +201,7 @@ final class ChartsE2ETests: SharedServerTestCase {
                                            json: ["small_business_program": true, "reporting_currency": "USD"],
                                            headers: E2E.admin)
         XCTAssertEqual(settings.status, 200, settings.description)
+        try AuditLogE2ETests.assertAudited(db, method: "PUT", template: "/v1/admin/projects/{id}/revenue-settings", settings)
         XCTAssertEqual(try settings.json(), ["project_id": .string(tenant.id), "small_business_program": true,
                                              "reporting_currency": "USD"])
         XCTAssertEqual(table(try chart(tenant, "revenue", range), ["proceeds_milli"])[0], ["23347"])
@@ -233,5 +235,57 @@ final class ChartsE2ETests: SharedServerTestCase {
                                            json: ["reporting_currency": "usd"], headers: E2E.admin)
         XCTAssertEqual(try settings.json()["details"]?.arrayValue?.compactMap { $0["path"]?[0]?.stringValue },
                        ["small_business_program", "reporting_currency"])
+    }
+}
+
+/// `bouncer fx import FILE` with a small file in the European Central Bank's history format (its own server: the
+/// rates are the operator's, shared by every project).
+final class FXImportE2ETests: SharedServerTestCase {
+    override class var serverLabel: String { "fx" }
+
+    func testImportsTheECBHistoryFormatAndChartsConvertWithIt() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("eurofxref-hist.csv")
+        try "Date,USD,JPY,GBP,CYP,\n2025-01-03,1.0299,162.88,0.8301,N/A,\n2025-01-02,1.0321,163.22,0.82880,N/A,\n"
+            .write(to: file, atomically: true, encoding: .utf8)
+        let run = try cli(["fx", "import", file.path])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(try JSONParser.parse(Array(run.stdout.utf8)),
+                       ["imported": 6, "days": 2, "from": "2025-01-02", "to": "2025-01-03"])
+        let rows = try db.query("""
+            SELECT day::text AS d, base, currency, rate::text AS r FROM exchange_rates ORDER BY 1, 3
+            """).map { "\(try $0.decode("d", as: String.self)) \(try $0.decode("base", as: String.self)) "
+                + "\(try $0.decode("currency", as: String.self)) \(try $0.decode("r", as: String.self))" }
+        XCTAssertEqual(rows, ["2025-01-02 EUR GBP 0.82880", "2025-01-02 EUR JPY 163.22", "2025-01-02 EUR USD 1.0321",
+                              "2025-01-03 EUR GBP 0.8301", "2025-01-03 EUR JPY 162.88", "2025-01-03 EUR USD 1.0299"])
+        let audit = try db.query("SELECT actor_label, action FROM audit_log WHERE action = 'exchange_rates.update'")
+        XCTAssertEqual(try audit.map { try $0.decode("actor_label", as: String.self) }, ["cli"])
+
+        // A malformed file stores nothing: exit 2.
+        let bad = dir.appendingPathComponent("bad.csv")
+        try "Date,USD\n2025-01-06,1,0321\n".write(to: bad, atomically: true, encoding: .utf8)
+        let refused = try cli(["fx", "import", bad.path])
+        XCTAssertEqual(refused.status, 2, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("line 2: more cells than the header"), refused.stderr)
+        XCTAssertEqual(try db.count("exchange_rates"), 6)
+
+        // 3.990 GBP bought on 2025-01-04 converts at the latest rates before it (01-03): USD per GBP
+        // 1.0299 / 0.8301, × 3990 = 4950.3 → 4950 USD milli-units.
+        let api = try api
+        let tenant = try api.createProject()
+        var p = TransactionPayload(bundleId: tenant.bundleId)
+        p.purchaseDate = ChartsE2ETests.at("2025-01-04T12:00:00Z")
+        p.originalPurchaseDate = p.purchaseDate
+        p.expiresDate = ChartsE2ETests.at("2025-02-04T12:00:00Z")
+        p.extra = [("price", 3990), ("currency", "GBP")]
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try p.mint(), user: "g").status, 201)
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        let r = try api.client.get("/v1/admin/projects/\(tenant.id)/charts/revenue?from=2025-01-04&to=2025-01-04",
+                                   headers: E2E.admin)
+        XCTAssertEqual(r.status, 200, r.description)
+        XCTAssertEqual(try r.json()["points"]?[0]?["gross_milli"], 4950)
+        XCTAssertEqual(try r.json()["points"]?[0]?["unconverted"], .object([:]))
     }
 }
