@@ -81,14 +81,7 @@ struct ChartsController: APIController {
                     details.append(ErrorDetail(path: ["interval"], message: "Invalid enum value. Expected 'day' | 'week' | 'month'"))
                 }
             case "environment":
-                let known: [StoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
-                if let match = known.first(where: { $0.rawValue == item.value }) {
-                    environment = match
-                } else {
-                    details.append(ErrorDetail(
-                        path: ["environment"],
-                        message: "Invalid enum value. Expected 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting'"))
-                }
+                environment = MetricsController.environment(item.value, &details) ?? environment
             case "product_id":
                 if item.value.isEmpty || item.value.utf8.count > 200 || item.value.utf8.contains(0) {
                     details.append(ErrorDetail(path: ["product_id"], message: "String must contain 1 to 200 characters, no NUL"))
@@ -102,25 +95,12 @@ struct ChartsController: APIController {
                     details.append(ErrorDetail(path: ["country"], message: "Expected ISO 3166-1 alpha-3, e.g. USA"))
                 }
             case "format":
-                switch item.value {
-                case "json": csv = false
-                case "csv": csv = true
-                default: details.append(ErrorDetail(path: ["format"], message: "Expected json or csv"))
-                }
+                csv = AuditLogController.csvFormat(item.value, &details) ?? csv
             default:
                 continue
             }
         }
-        let today = Int64((now.timeIntervalSince1970 / 86_400).rounded(.down))
-        let last = to ?? today
-        let first = from ?? (last - 29)
-        if details.isEmpty {
-            if first > last {
-                details.append(ErrorDetail(path: ["from"], message: "from must not be after to"))
-            } else if last - first + 1 > Int64(ChartQuery.maxDays) {
-                details.append(ErrorDetail(path: ["to"], message: "At most \(ChartQuery.maxDays) days"))
-            }
-        }
+        let (first, last) = MetricsController.days(from: from, to: to, now: now, maxDays: ChartQuery.maxDays, &details)
         guard details.isEmpty, let chart else { throw HTTPError.validation(details, suggestion: chartSuggestion) }
         return (ChartQuery(projectId: projectId, chart: chart, from: Date(timeIntervalSince1970: Double(first) * 86_400),
                            to: Date(timeIntervalSince1970: Double(last + 1) * 86_400), interval: interval,
