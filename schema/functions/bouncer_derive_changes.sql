@@ -53,7 +53,7 @@ BEGIN
     -- The money facts of the batch's purchases first (revenue_transactions, schema/0062): its events show them.
     PERFORM bouncer_revenue_roll_up(p_project_id, (
         SELECT jsonb_agg(jsonb_build_object('environment', c.environment,
-            'original_transaction_id', c.original_transaction_id))
+            'original_transaction_id', c.original_transaction_id, 'tx', c.data -> 'tx'))
         FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts) AND c.data ? 'tx'));
     -- Transaction by transaction (by first row), each one's rows in seq order.
     FOR r IN
