@@ -113,6 +113,25 @@ final class ChartsE2ETests: SharedServerTestCase {
         let stored = try db.count("revenue_transactions", project: tenant.id)
         XCTAssertEqual(stored, 3 + 2 + 3 + 1 + 1 + 13)
 
+        // 0062's backfill path (a log row asking for all of a purchase) rebuilds exactly the rows the receipts'
+        // incremental roll-ups wrote.
+        let snapshot = """
+            SELECT string_agg(v::text, E'\\n' ORDER BY v.transaction_id) AS rows FROM revenue_transactions v
+            WHERE v.project_id = 
+            """
+        func rows() throws -> String {
+            try XCTUnwrap(try db.query("\(unsafeSQL: snapshot) \(tenant.id)::uuid").first?.decode("rows", as: String.self))
+        }
+        let incremental = try rows()
+        _ = try db.query("DELETE FROM revenue_transactions WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        _ = try db.query("""
+            INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
+            SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
+            FROM transactions t WHERE t.project_id = \(tenant.id)::uuid RETURNING 1
+            """)
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        XCTAssertEqual(try rows(), incremental)
+
         let range = "from=2025-01-01&to=2025-03-31&interval=month"
         // Revenue. Proceeds at 30 % (F's February renewal at 15 %), EUR at its day's rate, each amount rounded once:
         // Jan: gross 9990 + 4990×1.1 (5489) + 9990 + 2000 = 27469; proceeds 6993 + 3493×1.1 (3842) + 6993 + 1400.
