@@ -64,6 +64,8 @@ public struct APIDependencies: Sendable {
     public let console: ConsoleSettings
     /// The dashboard's overview (`GET /v1/admin/projects/:id/metrics/overview`); `nil` answers 503.
     public let overview: (any OverviewMetricsStore)?
+    /// The charts, money settings and exchange rates (issue 26); `nil` answers 503 there.
+    public let charts: (any ChartStore)?
     /// The clock; status is always evaluated at this instant.
     /// Accounts and their API keys (`bk_…` on the admin routes); nil: the admin token only, and the account routes
     /// answer 503.
@@ -103,6 +105,7 @@ public struct APIDependencies: Sendable {
         maxReceiptBodyBytes: Int = 1024 * 1024, maxReceiptRecords: Int = 2_000,
         adminAuthFailures: FailureLockout = FailureLockout(), consoleSessions: (any ConsoleSessionStore)? = nil,
         console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
+        charts: (any ChartStore)? = nil,
         accounts: (any AccountStore)? = nil, usage: UsageMeter? = nil,
         members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
         auditLog: (any AuditLogStore)? = nil, auditGaps: AuditGaps = AuditGaps(),
@@ -132,6 +135,7 @@ public struct APIDependencies: Sendable {
         self.consoleSessions = consoleSessions
         self.console = console
         self.overview = overview
+        self.charts = charts
         self.accounts = accounts
         self.usage = usage
         self.members = members

@@ -45,6 +45,8 @@ public enum AuditActions {
             (.post, project + "/webhook/test", "webhook.test", "webhook", "id"),
             (.post, project + "/webhook/deliveries/:eventId/retry", "webhook.retry_delivery", "webhook_event", "eventId"),
             (.delete, "/v1/admin/sessions", "sessions.sign_out_everywhere", "sessions", nil),
+            (.put, project + "/revenue-settings", "revenue_settings.update", "project", "id"),
+            (.put, "/v1/admin/exchange-rates", "exchange_rates.update", "exchange_rates", nil),
         ]
         var table: [String: (action: String, target: String, parameter: String?)] = [:]
         for (method, pattern, action, target, parameter) in entries {
@@ -241,17 +243,24 @@ struct AuditLogController: APIController {
                 }
                 query.limit = value
             case "format":
-                switch item.value {
-                case "json": csv = false
-                case "csv": csv = true
-                default: details.append(ErrorDetail(path: ["format"], message: "Expected json or csv"))
-                }
+                csv = csvFormat(item.value, &details) ?? csv
             default:
                 continue
             }
         }
         if !details.isEmpty { throw HTTPError.validation(details, suggestion: suggestion) }
         return (query, csv)
+    }
+
+    /// `format=`: json (false) or csv (true), else nil and a detail.
+    static func csvFormat(_ value: String, _ details: inout [ErrorDetail]) -> Bool? {
+        switch value {
+        case "json": return false
+        case "csv": return true
+        default:
+            details.append(ErrorDetail(path: ["format"], message: "Expected json or csv"))
+            return nil
+        }
     }
 
     /// The opaque cursor after `entry`: base64url of `<milliseconds>.<id>`.

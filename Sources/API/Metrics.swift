@@ -103,31 +103,42 @@ struct MetricsController: APIController {
                     details.append(ErrorDetail(path: ["interval"], message: "Invalid enum value. Expected 'day'"))
                 }
             case "environment":
-                let known: [StoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
-                if let match = known.first(where: { $0.rawValue == item.value }) {
-                    environment = match
-                } else {
-                    details.append(ErrorDetail(
-                        path: ["environment"],
-                        message: "Invalid enum value. Expected 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting'"))
-                }
+                environment = Self.environment(item.value, &details) ?? environment
             default:
                 continue
             }
         }
+        let (first, last) = days(from: from, to: to, now: now, maxDays: OverviewRange.maxDays, &details)
+        if !details.isEmpty { throw HTTPError.validation(details, suggestion: overviewSuggestion) }
+        return (OverviewRange(from: Date(timeIntervalSince1970: Double(first) * 86_400),
+                              to: Date(timeIntervalSince1970: Double(last + 1) * 86_400)), environment)
+    }
+
+    /// `environment=`: one of Apple's environments, else nil and a detail.
+    static func environment(_ value: String, _ details: inout [ErrorDetail]) -> StoreEnvironment? {
+        let known: [StoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
+        if let match = known.first(where: { $0.rawValue == value }) { return match }
+        details.append(ErrorDetail(
+            path: ["environment"], message: "Invalid enum value. Expected 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting'"))
+        return nil
+    }
+
+    /// The days asked, `[first, last]` since 1970: `to` (default today) and `from` (default 29 days before it), at
+    /// most `maxDays`; a problem adds a detail (only when the parameters themselves parsed).
+    static func days(from: Int64?, to: Int64?, now: Date, maxDays: Int, _ details: inout [ErrorDetail])
+        -> (first: Int64, last: Int64)
+    {
         let today = Int64((now.timeIntervalSince1970 / 86_400).rounded(.down))
         let last = to ?? today
         let first = from ?? (last - 29)
         if details.isEmpty {
             if first > last {
                 details.append(ErrorDetail(path: ["from"], message: "from must not be after to"))
-            } else if last - first + 1 > Int64(OverviewRange.maxDays) {
-                details.append(ErrorDetail(path: ["to"], message: "At most \(OverviewRange.maxDays) days"))
+            } else if last - first + 1 > Int64(maxDays) {
+                details.append(ErrorDetail(path: ["to"], message: "At most \(maxDays) days"))
             }
         }
-        if !details.isEmpty { throw HTTPError.validation(details, suggestion: overviewSuggestion) }
-        return (OverviewRange(from: Date(timeIntervalSince1970: Double(first) * 86_400),
-                              to: Date(timeIntervalSince1970: Double(last + 1) * 86_400)), environment)
+        return (first, last)
     }
 
     /// Days since 1970-01-01 of a `YYYY-MM-DD` date in 1970…9999 (a real calendar date), else nil.

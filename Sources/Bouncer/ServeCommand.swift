@@ -110,6 +110,7 @@ extension ServeCommand {
             consoleSessions: PostgresConsoleSessionStore(pool: database.pool),
             console: console,
             overview: PostgresOverviewMetricsStore(pool: database.pool),
+            charts: PostgresChartStore(pool: database.pool),
             accounts: PostgresAccountStore(pool: database.pool),
             usage: usage,
             members: (PostgresMemberStore(pool: database.pool), OpenSSLMemberCryptography()),

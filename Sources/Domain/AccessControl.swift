@@ -23,7 +23,7 @@ public enum Permission: String, Sendable, CaseIterable, Comparable {
     case customersExport = "customers.export"
     /// Erase a customer.
     case customersErase = "customers.erase"
-    /// Revenue figures: the dashboard's overview.
+    /// Revenue figures: the dashboard's overview and the charts.
     case revenueRead = "revenue.read"
     /// Invite, change and remove an account's members (the next wave's routes).
     case membersManage = "members.manage"
@@ -37,9 +37,11 @@ public enum Permission: String, Sendable, CaseIterable, Comparable {
     case accountsManage = "accounts.manage"
     /// End every console session on the server: the operator only.
     case sessionsManage = "sessions.manage"
+    /// Publish the exchange rates every project's charts convert with: the operator only.
+    case exchangeRatesManage = "exchange_rates.manage"
 
     /// What only the operator may do: no role grants these.
-    public static let operatorOnly: Set<Permission> = [.accountsManage, .sessionsManage]
+    public static let operatorOnly: Set<Permission> = [.accountsManage, .sessionsManage, .exchangeRatesManage]
 
     public static func < (a: Permission, b: Permission) -> Bool { a.rawValue < b.rawValue }
 }

@@ -45,6 +45,8 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "DELETE /v1/admin/accounts/{id}/members/{memberId}": "member.remove",
         "POST /v1/admin/accounts/{id}/members/{memberId}/totp": "member.enable_totp",
         "PUT /v1/admin/accounts/{id}/quotas": "account.set_quotas",
+        "PUT /v1/admin/projects/{id}/revenue-settings": "revenue_settings.update",
+        "PUT /v1/admin/exchange-rates": "exchange_rates.update",
     ]
 
     /// The count: a successful change (2xx, not GET) has exactly one entry, with its operation's action, under the

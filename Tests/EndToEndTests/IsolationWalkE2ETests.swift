@@ -60,6 +60,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "GET /v1/admin/projects/{id}/app-store-credentials": 404,
         "GET /v1/admin/projects/{id}/app-store/test-notification/{token}": 400,
         "GET /v1/admin/projects/{id}/metrics/overview": 200,
+        "GET /v1/admin/projects/{id}/charts/{chart}": 200,
         "GET /v1/admin/projects/{id}/notifications": 200,
         "GET /v1/admin/projects/{id}/orders/{orderId}": 400,
         "GET /v1/admin/projects/{id}/products": 200,
@@ -89,6 +90,8 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "PUT /v1/admin/projects/{id}/app-store-credentials": 400,
         "PUT /v1/admin/projects/{id}/products/{productId}": 400,
         "PUT /v1/admin/projects/{id}/webhook": 400,
+        "PUT /v1/admin/projects/{id}/revenue-settings": 400,
+        "PUT /v1/admin/exchange-rates": 400,
     ]
 
     struct Caller {
@@ -113,7 +116,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         let client = try server.client
         let text = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         let operations = OpenAPIPermissions.permissions(inOpenAPI: text).sorted { $0.key < $1.key }
-        XCTAssertEqual(operations.count, 52, "every admin operation but the console's sign-in and the invite's acceptance")
+        XCTAssertEqual(operations.count, 55, "every admin operation but the console's sign-in and the invite's acceptance")
         XCTAssertEqual(Set(operations.map(\.key).filter { !$0.hasPrefix("GET ") }), Set(AuditLogE2ETests.actions.keys),
                        "every changing operation has its audit action")
         let roles = try Self.rolePermissions()
@@ -233,6 +236,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
             case "{grantId}", "{keyId}", "{memberId}": return UUID().uuidString.lowercased()
             case "{eventId}": return "evt_00000000000000000000000000"
             case "{token}": return "walk-token"
+            case "{chart}": return "revenue"
             case "{orderId}": return "MK5TTTVWJH"
             case "{transactionId}", "{originalTransactionId}": return "1000000000"
             default: return String(segment)

@@ -61,7 +61,7 @@ final class MembersE2ETests: SharedServerTestCase {
         let shown = try server.client.get("/v1/admin/session", headers: ["Cookie": cookie]).json()
         XCTAssertEqual(Set(shown.objectValue?.keys ?? []), ["csrf_token", "expires_at", "kind", "permissions"])
         XCTAssertEqual(shown["kind"], "operator")
-        XCTAssertEqual(shown["permissions"]?.arrayValue?.count, 17)
+        XCTAssertEqual(shown["permissions"]?.arrayValue?.count, 18)
         XCTAssertEqual(shown["permissions"]?.arrayValue?.contains("accounts.manage"), true)
     }
 

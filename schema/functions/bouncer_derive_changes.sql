@@ -6,7 +6,8 @@
 -- Each recording transaction is replayed as 0021's triggers ran in it, from its rows alone and the copy: per row
 -- in seq order transaction.refunded and the transition events (the row's holders, its before/after facts); then
 -- its deferred effects (bouncer_derive_commit). So a batch gives exactly the events of one derive per transaction.
--- With or without a webhook, the consumed rows' tx entries are added to overview_days (0035) as they are deleted.
+-- With or without a webhook, the consumed rows' tx entries are added to overview_days (0035) as they are deleted,
+-- and their purchases' money facts to revenue_transactions (0062; before the events, which show them).
 CREATE OR REPLACE FUNCTION bouncer_derive_changes(p_project_id uuid, p_limit int, p_wait boolean DEFAULT false) RETURNS int
 -- Its statements (and those of the functions it calls) are planned once per session: custom plans re-planned
 -- the per-row statements at every call.
@@ -36,8 +37,9 @@ BEGIN
         WITH consumed AS (
             DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.seq IN (
                 SELECT c1.seq FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit)
-            RETURNING c.environment, c.data -> 'tx' AS tx)
-        SELECT count(*), jsonb_agg(jsonb_build_object('environment', environment, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
+            RETURNING c.environment, c.original_transaction_id, c.data -> 'tx' AS tx)
+        SELECT count(*), jsonb_agg(jsonb_build_object('environment', environment,
+            'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
         INTO v_count, v_tx FROM consumed;
         PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
         RETURN v_count;
@@ -48,6 +50,11 @@ BEGIN
     IF v_xacts IS NULL THEN
         RETURN 0;
     END IF;
+    -- The money facts of the batch's purchases first (revenue_transactions, schema/0062): its events show them.
+    PERFORM bouncer_revenue_roll_up(p_project_id, (
+        SELECT jsonb_agg(jsonb_build_object('environment', c.environment,
+            'original_transaction_id', c.original_transaction_id, 'tx', c.data -> 'tx'))
+        FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts) AND c.data ? 'tx'));
     -- Transaction by transaction (by first row), each one's rows in seq order.
     FOR r IN
         SELECT c.*, min(c.seq) OVER (PARTITION BY c.xact) AS first_seq FROM purchase_changes c
@@ -79,7 +86,8 @@ BEGIN
                     'revocation_date', bouncer_webhook_time((d -> 'refund' ->> 'revocation_date')::timestamptz),
                     'revocation_reason', d -> 'refund' -> 'revocation_reason',
                     'revocation_type', d -> 'refund' -> 'revocation_type',
-                    'revocation_percentage', d -> 'refund' -> 'revocation_percentage'));
+                    'revocation_percentage', d -> 'refund' -> 'revocation_percentage')
+                    || bouncer_webhook_money(p_project_id, r.environment, d -> 'refund' ->> 'transaction_id'));
             END LOOP;
         END IF;
 
@@ -96,7 +104,8 @@ BEGIN
                 IF v_new.latest_transaction_id IS DISTINCT FROM v_old.latest_transaction_id
                    AND v_new.expires_date > COALESCE(v_old.expires_date, '-infinity') AND v_new.revocation_date IS NULL THEN
                     PERFORM bouncer_emit_event(p_project_id, v_user, 'subscription.renewed',
-                        bouncer_webhook_purchase_data(v_new));
+                        bouncer_webhook_purchase_data(v_new)
+                        || bouncer_webhook_money(p_project_id, r.environment, v_new.latest_transaction_id));
                 END IF;
                 IF v_new.is_in_billing_retry AND NOT COALESCE(v_old.is_in_billing_retry, false) THEN
                     PERFORM bouncer_emit_event(p_project_id, v_user, 'subscription.renewal_failed',
@@ -154,6 +163,7 @@ BEGIN
     IF v_xact IS NOT NULL THEN
         PERFORM bouncer_derive_commit(p_project_id, v_at, v_steps);
     END IF;
+    -- (Without the original ids: their money facts were rolled up above.)
     WITH consumed AS (
         DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
         RETURNING c.environment, c.data -> 'tx' AS tx)

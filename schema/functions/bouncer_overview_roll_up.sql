@@ -1,12 +1,14 @@
 -- Adds consumed log rows to the overview's rollups (schema/0035): p_changes as bouncer_overview_events takes it
 -- (rows without tx omitted). Called in the transaction that deletes the rows, so each change counts once. Instants
--- are kept from yesterday's midnight (UTC) on; older ones are pruned here, project by project.
+-- are kept from yesterday's midnight (UTC) on; older ones are pruned here, project by project. The same rows bring
+-- the money facts of their purchases up to date (bouncer_revenue_roll_up, schema/0062).
 CREATE OR REPLACE FUNCTION bouncer_overview_roll_up(p_project_id uuid, p_changes jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_kept timestamptz := (date_trunc('day', now() AT TIME ZONE 'UTC') - interval '1 day') AT TIME ZONE 'UTC';
 BEGIN
     DELETE FROM overview_instants o WHERE o.project_id = p_project_id AND o.at < v_kept;
+    PERFORM bouncer_revenue_roll_up(p_project_id, p_changes);
     IF p_changes IS NULL THEN
         RETURN;
     END IF;

@@ -73,7 +73,8 @@ BEGIN
             CASE WHEN c.known THEN 'subscription.expired' ELSE 'subscription.started' END AS type,
             bouncer_webhook_purchase_data(jsonb_populate_record(NULL::purchases, to_jsonb(c.state)))
                 || CASE WHEN c.known THEN jsonb_build_object('expired_at',
-                       bouncer_webhook_time((c.state).access_ends_at)) ELSE '{}'::jsonb END AS data
+                       bouncer_webhook_time((c.state).access_ends_at))
+                   ELSE bouncer_webhook_money(p_project_id, c.environment, (c.state).latest_transaction_id) END AS data
         FROM c
         WHERE c.holds AND (c.state).type = 'Auto-Renewable Subscription'
           AND ((NOT c.known AND (c.state).status = 'active')

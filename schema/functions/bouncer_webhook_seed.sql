@@ -10,7 +10,7 @@ BEGIN
     -- The consumed rows' tx entries still count in the overview (schema/0035), as the deriver's do.
     WITH consumed AS (
         DELETE FROM purchase_changes c WHERE c.project_id = p_project_id
-        RETURNING c.environment, c.data -> 'tx' AS tx
+        RETURNING c.environment, c.original_transaction_id, c.data -> 'tx' AS tx
     ), copied AS (
         INSERT INTO webhook_purchase_states
         SELECT st.* FROM subscriptions s
@@ -22,7 +22,8 @@ BEGIN
         WHERE s.project_id = p_project_id AND s.revoked_at IS NULL
         ON CONFLICT DO NOTHING
     )
-    SELECT jsonb_agg(jsonb_build_object('environment', environment, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
+    SELECT jsonb_agg(jsonb_build_object('environment', environment,
+            'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
     INTO v_tx FROM consumed;
     PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
     INSERT INTO webhook_entitlement_states (project_id, user_id, entitlement, environment, original_transaction_id,
