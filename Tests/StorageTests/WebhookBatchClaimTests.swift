@@ -59,6 +59,18 @@ final class WebhookBatchClaimTests: XCTestCase {
         return (s, store, project.id)
     }
 
+    /// Two pings for each of users a, b and c; their heads, claimed by "one".
+    private func twoPingsEachClaimed(_ store: PostgresWebhookStore, _ project: UUID) throws
+        -> [PostgresWebhookStore.ClaimedEvent]
+    {
+        for user in ["a", "b", "c", "a", "b", "c"] {
+            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
+        }
+        let heads = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(heads.map { $0.userId ?? "-" }, ["a", "b", "c"])
+        return heads
+    }
+
     private static func delivered(_ events: [PostgresWebhookStore.ClaimedEvent]) -> [PostgresWebhookStore.Completion] {
         events.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) }
     }
@@ -148,11 +160,7 @@ final class WebhookBatchClaimTests: XCTestCase {
     func testABatchOfOutcomesCommitsTogetherAndAnUncommittedOneIsDeliveredAgain() throws {
         let (s, store, project) = try hooked("whcommit")
         defer { s.close() }
-        for user in ["a", "b", "c", "a", "b", "c"] {
-            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
-        }
-        let first = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
-        XCTAssertEqual(first.map { $0.userId ?? "-" }, ["a", "b", "c"])
+        let first = try twoPingsEachClaimed(store, project)
         let (later, next) = try store.completeAndClaim(Self.delivered(first), owner: "one", limit: 10, leaseSeconds: 60)
         XCTAssertTrue(later.isEmpty)
         XCTAssertEqual(next.map { $0.userId ?? "-" }, ["a", "b", "c"], "each user's next event, claimed in the same transaction")
@@ -196,11 +204,7 @@ final class WebhookBatchClaimTests: XCTestCase {
     func testTheQueueTriggerRunsOnlyForTheCompletesRetries() throws {
         let (s, store, project) = try hooked("whwhen")
         defer { s.close() }
-        for user in ["a", "b", "c", "a", "b", "c"] {
-            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
-        }
-        let heads = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
-        XCTAssertEqual(heads.map { $0.userId ?? "-" }, ["a", "b", "c"])
+        let heads = try twoPingsEachClaimed(store, project)
         let projects = heads.map { $0.projectId.uuidString.lowercased() }
         let retryAt = Int64((Date().timeIntervalSince1970 + 60) * 1e6)
         let calls = try s.pool.withConnection { c in

@@ -202,19 +202,20 @@ BEGIN
         FROM ordered o JOIN (SELECT DISTINCT c1.x, c1.at FROM c c1) c ON c.x = o.x
         ORDER BY o.pos
     LOOP
+        -- A group ends when the kind changes, and a refresh group before a user it holds already.
+        IF cardinality(v_users) > 0 AND (r.kind <> 'refresh' OR r.prior >= v_from) THEN
+            PERFORM bouncer_webhook_refresh_users(p_project_id, v_ats, v_users, v_targets);
+            v_users := '{}';
+            v_ats := '{}';
+            v_targets := '{}';
+        END IF;
+        IF cardinality(v_types) > 0 AND r.kind = 'refresh' THEN
+            PERFORM bouncer_emit_events(p_project_id, v_event_users, v_types, v_data);
+            v_event_users := '{}';
+            v_types := '{}';
+            v_data := '{}';
+        END IF;
         IF r.kind = 'refresh' THEN
-            IF cardinality(v_types) > 0 THEN
-                PERFORM bouncer_emit_events(p_project_id, v_event_users, v_types, v_data);
-                v_event_users := '{}';
-                v_types := '{}';
-                v_data := '{}';
-            END IF;
-            IF cardinality(v_users) > 0 AND r.prior >= v_from THEN
-                PERFORM bouncer_webhook_refresh_users(p_project_id, v_ats, v_users, v_targets);
-                v_users := '{}';
-                v_ats := '{}';
-                v_targets := '{}';
-            END IF;
             IF cardinality(v_users) = 0 THEN
                 v_from := r.pos;
             END IF;
@@ -222,12 +223,6 @@ BEGIN
             v_ats := array_append(v_ats, r.at);
             v_targets := array_append(v_targets, r.targets);
         ELSE
-            IF cardinality(v_users) > 0 THEN
-                PERFORM bouncer_webhook_refresh_users(p_project_id, v_ats, v_users, v_targets);
-                v_users := '{}';
-                v_ats := '{}';
-                v_targets := '{}';
-            END IF;
             v_event_users := array_append(v_event_users, r.user_id);
             v_types := array_append(v_types, r.type);
             v_data := array_append(v_data, r.data);
