@@ -169,6 +169,26 @@ final class PurchaseChangesTests: XCTestCase {
         XCTAssertEqual(batch, each, "one derive of the four changes announces what four derives did")
     }
 
+    /// A batch refreshes the users of consecutive transactions together (0042), but a user met again starts a new
+    /// group: alice's second purchase must be compared with the copy her first one left (else her entitlement would be
+    /// granted twice).
+    func testABatchRefreshesSeveralTransactionsTogetherAndAUserMetAgainAfterTheFirst() throws {
+        let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let buy = { (user: String, original: String) -> (PostgresPurchaseStore, Project) throws -> Void in
+            { try _ = $0.recordTransaction(self.facts(original, original: original, base: base, start: -60, days: 30),
+                                           userId: user, deviceId: nil, project: $1, now: base) }
+        }
+        let (each, batch, types) = try replayed("groups", [
+            buy("alice", "a1"), buy("bob", "b1"), buy("alice", "a2"), buy("carol", "c1"), buy("bob", "b2"),
+        ])
+        XCTAssertEqual(types, [
+            "alice subscription.started", "alice entitlement.granted", "bob subscription.started",
+            "bob entitlement.granted", "alice subscription.started", "carol subscription.started",
+            "carol entitlement.granted", "bob subscription.started",
+        ])
+        XCTAssertEqual(batch, each, "one derive of the five receipts announces what five derives did")
+    }
+
     func testAPurchaseRefundedBeforeTheDeriverRanIsAnnouncedBeforeItsRefund() throws {
         let base = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
         let (each, batch, types) = try replayed("refundfirst", [
