@@ -42,9 +42,12 @@ BEGIN
     END IF;
     -- A new statement after the lock: sees a webhook created (and seeded) by the lock's previous holder.
     IF NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = p_project_id) THEN
+        -- The batch's seqs as an array (one InitPlan, then one primary-key probe per row): as `seq IN (SELECT …
+        -- LIMIT)` the generic plan was a nested-loop semi join rerunning the LIMIT scan for every one of the
+        -- project's rows, O(backlog x batch): 254,783 buffers for 500 of 5,500 rows, 1,076 this way.
         WITH consumed AS (
-            DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.seq IN (
-                SELECT c1.seq FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit)
+            DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.seq = ANY (ARRAY(
+                SELECT c1.seq FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit))
             RETURNING c.environment, c.original_transaction_id, c.data -> 'tx' AS tx)
         SELECT count(*), jsonb_agg(jsonb_build_object('environment', environment,
             'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
