@@ -339,6 +339,18 @@ enum ErrorMapping {
             422, "Apple says this subscription cannot be extended.",
             "Apple extends only active, paid subscription periods (not free trials, offer periods, "
                 + "billing retry or grace, nor Family Sharing purchases). The attempt is recorded; nothing changed."),
+        .retentionRequestStale: (
+            401, "The retention request's signedDate is outside the freshness window.",
+            "Apple's real-time requests are answered only within 5 minutes of their signedDate (1 minute ahead for "
+                + "clock skew). The App Store shows the default message; check the server's clock."),
+        .retentionRequestReplayed: (
+            409, "This retention request (requestIdentifier) was already answered.",
+            "Each real-time request is answered once; a replay gets no offer and the App Store shows the default "
+                + "message."),
+        .retentionNoMatchingRule: (
+            404, "No retention rule matched.",
+            "The App Store shows the product's default message. Add a rule with PUT "
+                + "/v1/admin/projects/{id}/retention/rules, or try one with POST …/retention/simulate."),
         .subscriptionExtensionLimitReached: (
             409, "This subscription was already extended as often as Apple allows.",
             "Apple allows two extensions per subscription in a 365-day period. The attempt is "

@@ -70,6 +70,11 @@ public enum Routes {
             AccountsController(administration: admin.accounts),
             UsageController(meter: deps.usage, now: deps.now),
             AuditLogController(log: deps.auditLog.map { AuditLog(store: $0) }),
+            RetentionController(projects: deps.projects, verifier: deps.verifier, retention: deps.retention.map {
+                RetentionMessaging(store: $0, projects: deps.projects, offers: OfferSignatures(
+                    projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now),
+                    now: deps.now)
+            }),
         ]
     }
 }
