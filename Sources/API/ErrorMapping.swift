@@ -186,10 +186,12 @@ enum ErrorMapping {
             if isWebhook {
                 // Only Apple calls the webhook: point the operator at App Store Connect, not at StoreKit.
                 suggestion = notificationVerificationSuggestion(failure.code)
+            } else if context.signedData == .retentionRequest {
+                suggestion = retentionVerificationSuggestion(failure.code)
             }
             let signedField: String
             switch context.signedData {
-            case .notification: signedField = "signedPayload"
+            case .notification, .retentionRequest: signedField = "signedPayload"
             case .appTransaction: signedField = "signed_app_transaction"
             case .transaction: signedField = "signed_transaction_info"
             }
@@ -466,6 +468,20 @@ enum ErrorMapping {
 
     /// The webhook's suggestion per verifier code: the caller is Apple (or someone pretending to be), and the
     /// person reading the error is the operator who configured App Store Connect.
+    /// Only the App Store calls the Get Retention Message endpoint; any refusal makes it show the default message.
+    static func retentionVerificationSuggestion(_ code: VerificationFailure.Code) -> String {
+        switch code {
+        case .bundleIdMismatch, .appAppleIdMismatch, .environmentNotAllowed:
+            return "This retention request is for another app or environment (the App Store shows the default "
+                + "message): configure the Realtime URL with the public key of the project whose app_apple_id and "
+                + "environments match the app (a Production request needs app_apple_id)."
+        case .invalidJWSFormat, .unsupportedAlgorithm, .jwsVerificationFailed, .invalidReceiptFormat,
+             .receiptVerificationFailed, .unrecognized:
+            return "Only real-time retention requests signed by Apple are answered (the App Store shows the default "
+                + "message otherwise): send Apple's body {\"signedPayload\": \"...\"} unchanged."
+        }
+    }
+
     static func notificationVerificationSuggestion(_ code: VerificationFailure.Code) -> String {
         switch code {
         case .bundleIdMismatch, .appAppleIdMismatch, .environmentNotAllowed:

@@ -14,7 +14,7 @@ struct RetentionController: APIController {
         [
             // Apple is the only caller; it waits about 700 ms and shows the default message on any failure.
             APIRoute(.post, "/v1/retention/:publicKey", .client, publicKey: Self.keySuggestion,
-                     errors: ErrorContext(signedData: .notification), postRealtimeRequest),
+                     errors: ErrorContext(signedData: .retentionRequest), postRealtimeRequest),
             APIRoute(.get, "/v1/admin/projects/:id/retention/rules", .adminAPI, access: .admin(.projectsRead), getRules),
             APIRoute(.put, "/v1/admin/projects/:id/retention/rules", .adminAPI, access: .admin(.projectsWrite), putRules),
             APIRoute(.post, "/v1/admin/projects/:id/retention/simulate", .adminAPI, access: .admin(.customersRead),

@@ -124,6 +124,8 @@ struct ErrorContext: Sendable {
         case appTransaction
         /// `signedPayload` of Apple's notification webhook: the reader is the operator of App Store Connect.
         case notification
+        /// `signedPayload` of Apple's real-time retention request (Retention Messaging): the same reader.
+        case retentionRequest
     }
 
     /// What a missing `BOUNCER_ENCRYPTION_KEY` stops on this route.

@@ -64,7 +64,8 @@ public final class PostgresRetentionStore: PostgresStore, @unchecked Sendable, R
                         productId: String, locale: String) throws -> (rules: [RetentionRule], facts: RetentionFacts) {
         try StorageErrors.mapping("retention context") {
             try pool.withConnection { connection in
-                // One statement: the purchase's facts (one row, f) beside each rule in order (none: one row of NULLs).
+                // One statement: the purchase's facts (one row, f; its columns named apart from the rules') beside each rule
+                // in order (no rule: one row of NULLs).
                 let rows = try connection.query("""
                     WITH p AS (
                         SELECT p.environment, p.original_transaction_id, p.is_in_billing_retry FROM purchases p
@@ -87,16 +88,16 @@ public final class PostgresRetentionStore: PostgresStore, @unchecked Sendable, R
                         WHERE t.project_id = \(projectId)
                     ), f AS (
                         SELECT EXISTS (SELECT 1 FROM p) AS known, (SELECT user_id FROM u) AS user_id,
-                            COALESCE((SELECT is_in_billing_retry FROM p), false) AS in_billing_retry,
+                            COALESCE((SELECT is_in_billing_retry FROM p), false) AS f_in_billing_retry,
                             (SELECT min(purchase_date) FROM t) AS first_purchase,
                             (SELECT count(*) FROM t) AS transaction_count,
                             EXISTS (SELECT 1 FROM transactions x JOIN held h ON x.environment = h.environment
                                      AND x.original_transaction_id = h.original_transaction_id
                                     WHERE x.project_id = \(projectId) AND x.revocation_date IS NOT NULL
-                                      AND x.revocation_reason IS NOT NULL) AS refunded,
+                                      AND x.revocation_reason IS NOT NULL) AS f_refunded,
                             (SELECT count(DISTINCT offer_identifier) FROM t WHERE offer_type = '2') AS offers_used
                     )
-                    SELECT f.known, f.user_id, f.in_billing_retry, f.first_purchase, f.transaction_count, f.refunded,
+                    SELECT f.known, f.user_id, f.f_in_billing_retry, f.first_purchase, f.transaction_count, f.f_refunded,
                         f.offers_used, \(unsafeSQL: Self.ruleColumns)
                     FROM f LEFT JOIN retention_rules r ON r.project_id = \(projectId)
                     ORDER BY r.position
@@ -107,11 +108,11 @@ public final class PostgresRetentionStore: PostgresStore, @unchecked Sendable, R
                     if index == 0 {
                         facts.purchaseKnown = try row.decode("known", as: Bool.self)
                         facts.userId = try row.decode("user_id", as: String?.self)
-                        facts.inBillingRetry = try row.decode("in_billing_retry", as: Bool.self)
+                        facts.inBillingRetry = try row.decode("f_in_billing_retry", as: Bool.self)
                         facts.firstPurchaseDate = try row.decode("first_purchase", as: Date?.self)
                         let count = try row.decode("transaction_count", as: Int64.self)
                         facts.renewals = facts.purchaseKnown && count > 0 ? Int(count - 1) : nil
-                        facts.refunded = try row.decode("refunded", as: Bool.self)
+                        facts.refunded = try row.decode("f_refunded", as: Bool.self)
                         facts.offersUsed = Int(try row.decode("offers_used", as: Int64.self))
                     }
                     if let rule = try Self.rule(row) { rules.append(rule) }
