@@ -45,7 +45,10 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "DELETE /v1/admin/accounts/{id}/members/{memberId}": "member.remove",
         "POST /v1/admin/accounts/{id}/members/{memberId}/totp": "member.enable_totp",
         "PUT /v1/admin/accounts/{id}/quotas": "account.set_quotas",
+        "PUT /v1/admin/projects/{id}/retention/rules": "retention.put_rules",
     ]
+    /// Changing methods that change nothing (a simulation): never audited.
+    static let readOnly: Set<String> = ["POST /v1/admin/projects/{id}/retention/simulate"]
 
     /// The count: a successful change (2xx, not GET) has exactly one entry, with its operation's action, under the
     /// response's request id; a refused one has none. Called for every request of the isolation walk too.
