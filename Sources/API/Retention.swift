@@ -38,13 +38,7 @@ struct RetentionController: APIController {
     /// `alternateProduct`, `promotionalOffer`; any failure is a non-200 structured error, on which the App Store
     /// shows the product's default message (nothing unverified is recorded; a replay or stale request gets nothing).
     func postRealtimeRequest(_ request: Request, _ project: Project) throws -> Response {
-        let body = try RequestBody.object(request, suggestion: Self.requestSuggestion)
-        var fields = FieldValidator(body)
-        let payload = fields.string("signedPayload", required: true)
-        try fields.check(suggestion: Self.requestSuggestion)
-        guard let payload, ReceiptsController.hasThreeParts(payload) else {
-            throw VerificationFailure(code: .invalidJWSFormat, reason: "expected 3 dot-separated parts", step: "format")
-        }
+        let payload = try RequestBody.signedPayload(request, suggestion: Self.requestSuggestion)
         let verified = try verifier.verifyRetentionRequest(payload, for: project)
         let answer = try service().answer(verified, for: project)
         return Response.json(200, Self.realtimeResponse(answer))

@@ -59,18 +59,29 @@ public struct RetentionMessaging: Sendable {
         let (rules, facts) = try store.context(
             projectId: project.id, environment: request.environment, originalTransactionId: request.originalTransactionId,
             productId: request.productId, locale: request.userLocale)
-        let decision = RetentionRules.decide(rules, facts: facts, at: at)
+        var decision = RetentionRules.decide(rules, facts: facts, at: at)
         var signature: String?
+        var signingFailure: (any Error)?
         if case .promotionalOffer(let offerId, _) = decision.action {
-            let signed = try offers.sign(OfferSignatureRequest(
-                productId: request.productId, offerId: offerId, format: .jws,
-                transactionId: request.originalTransactionId), for: project)
-            if case .jws(let jws) = signed { signature = jws }
+            do {
+                let signed = try offers.sign(OfferSignatureRequest(
+                    productId: request.productId, offerId: offerId, format: .jws,
+                    transactionId: request.originalTransactionId), for: project)
+                if case .jws(let jws) = signed { signature = jws }
+            } catch {
+                // Recorded as what Apple gets: the default message, and why.
+                signingFailure = error
+                let code = (error as? DomainError)?.code.rawValue ?? "an internal error"
+                decision = RetentionDecision(
+                    ruleIndex: decision.ruleIndex, ruleName: decision.ruleName, action: nil,
+                    reason: decision.reason + " The offer could not be signed (\(code)): Apple shows the default message.")
+            }
         }
         let recorded = RecordedRetentionDecision(projectId: project.id, request: request, decision: decision, decidedAt: at)
         guard try store.record(recorded) else {
             throw DomainError(.retentionRequestReplayed, "The retention request was already answered.")
         }
+        if let signingFailure { throw signingFailure }
         guard let action = decision.action else {
             throw DomainError(.retentionNoMatchingRule, decision.reason)
         }

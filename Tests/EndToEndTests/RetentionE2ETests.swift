@@ -235,6 +235,22 @@ final class RetentionE2ETests: XCTestCase {
         XCTAssertEqual(try post(f, Self.payload(otid: f.otid), key: "pk_unknown").status, 401)
         let garbage = try f.server.client.post("/v1/retention/\(f.tenant.publicKey)", json: ["signedPayload": "a.b"])
         XCTAssertEqual(garbage.status, 400, garbage.description)
+        // An offer the project cannot sign (no App Store credentials): the default message, and the decision says why.
+        let unsigned = try f.api.createProject(extra: [("app_apple_id", JSONValue(Self.appAppleId)),
+                                                       ("environments", ["Sandbox"])])
+        try f.api.mapProduct(unsigned, "com.e2e.pro.monthly", ["pro"])
+        let offerRule = try f.server.client.send(
+            "PUT", "/v1/admin/projects/\(unsigned.id)/retention/rules", json: ["rules": [
+                ["name": "offer", "action": ["message_id": .string(Self.m1), "promotional_offer_id": "RETAIN50"]],
+            ]], headers: E2E.admin)
+        XCTAssertEqual(offerRule.status, 200, offerRule.description)
+        try assertRefused(try post(f, Self.payload(otid: "999"), key: unsigned.publicKey), 400,
+                          "APP_STORE_CREDENTIALS_MISSING", "offer without credentials")
+        let unsignedReason = try f.db.query("""
+            SELECT action || ': ' || reason AS r FROM retention_decisions WHERE project_id = \(unsigned.id)::uuid
+            """).map { try $0.decode("r", as: String.self) }
+        XCTAssertEqual(unsignedReason, ["default: Rule 1 \"offer\" matched: any subscriber. The offer could not be "
+            + "signed (APP_STORE_CREDENTIALS_MISSING): Apple shows the default message."])
         // No rule matches: not a 200, so Apple shows the default message; the decision is still recorded.
         XCTAssertEqual(try putRules(f, [["name": "only yearly", "when": ["product_ids": ["com.e2e.pro.yearly"]],
                                          "action": ["message_id": .string(Self.m3)]]]).status, 200)
