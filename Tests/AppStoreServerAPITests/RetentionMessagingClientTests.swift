@@ -6,40 +6,11 @@ import HTTPClient
 import TestSupport
 import XCTest
 
-/// The Retention Messaging API through the App Store client against the fake Apple over TLS: every endpoint's
-/// request (method, path, body, JWT) and answer, review states per environment, Apple's errors mapped.
-final class RetentionMessagingClientTests: XCTestCase {
-    private static let bundleId = "com.example.bouncer"
-    private var apple: FakeAppleServer!
-    private var key: FakeAppleServer.Key!
-
-    override func setUpWithError() throws {
-        apple = try FakeAppleServer()
-        key = try FakeAppleServer.Key.generate()
-        apple.expect(key: key, bundleId: Self.bundleId)
-    }
-
-    override func tearDown() { apple.stop() }
-
-    private func credentials() throws -> AppStoreAPICredentials {
-        let fingerprint = try P256.PrivateKey(pem: key.privateKeyPEM).fingerprint
-        let meta = AppStoreCredentials(issuerId: key.issuerId, keyId: key.keyId, keyFingerprint: fingerprint,
-                                       createdAt: Date(), updatedAt: Date())
-        return AppStoreAPICredentials(credentials: UnsealedAppStoreCredentials(credentials: meta, privateKeyPEM: key.privateKeyPEM),
-                                      bundleId: Self.bundleId, projectId: UUID())
-    }
-
-    private func client() throws -> AppStoreServerClient {
-        let http = try HTTPClient(configuration: HTTPClient.Configuration(
-            tls: TLSClientConfiguration(trustsSystemRoots: false, additionalCAFile: apple.caFile),
-            connectTimeout: .seconds(5), readTimeout: .seconds(5)))
-        return AppStoreServerClient(http: http, configuration: AppStoreServerClient.Configuration(
-            productionURL: apple.productionURL, sandboxURL: apple.sandboxURL, callBudget: .seconds(10),
-            retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20),
-                               maxRetryAfter: .seconds(1))))
-    }
-
-    func testMessagesImagesDefaultsRealtimeURLAndPerformanceTest() throws {
+/// The Retention Messaging API through the App Store client against the fake Apple over TLS (the client tests'
+/// fake and helpers): every endpoint's request (method, path, body, JWT) and answer, review states per environment,
+/// Apple's errors mapped.
+extension AppStoreServerClientTests {
+    func testRetentionMessagingMessagesImagesDefaultsRealtimeURLAndPerformanceTest() throws {
         let client = try client(), creds = try credentials()
         let image = UUID(uuidString: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa") ?? UUID()
         let message = UUID(uuidString: "11111111-1111-4111-8111-111111111111") ?? UUID()
