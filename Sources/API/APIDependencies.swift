@@ -81,6 +81,8 @@ public struct APIDependencies: Sendable {
     /// Changing admin requests answered 2xx whose store wrote no audit entry: a bug, logged and counted here
     /// (`bouncer_audit_missing_total`).
     public let auditGaps: AuditGaps
+    /// Retention Messaging's rules and decisions; `nil` answers 503 on its routes.
+    public let retention: (any RetentionStore)?
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -109,6 +111,7 @@ public struct APIDependencies: Sendable {
         accounts: (any AccountStore)? = nil, usage: UsageMeter? = nil,
         members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
         auditLog: (any AuditLogStore)? = nil, auditGaps: AuditGaps = AuditGaps(),
+        retention: (any RetentionStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -141,6 +144,7 @@ public struct APIDependencies: Sendable {
         self.members = members
         self.auditLog = auditLog
         self.auditGaps = auditGaps
+        self.retention = retention
         self.now = now
         self.log = log
     }

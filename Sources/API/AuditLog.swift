@@ -47,6 +47,7 @@ public enum AuditActions {
             (.delete, "/v1/admin/sessions", "sessions.sign_out_everywhere", "sessions", nil),
             (.put, project + "/revenue-settings", "revenue_settings.update", "project", "id"),
             (.put, "/v1/admin/exchange-rates", "exchange_rates.update", "exchange_rates", nil),
+            (.put, project + "/retention/rules", "retention.put_rules", "project", "id"),
         ]
         var table: [String: (action: String, target: String, parameter: String?)] = [:]
         for (method, pattern, action, target, parameter) in entries {
@@ -83,6 +84,9 @@ public enum AuditActions {
 
     /// Whether a route of `method` changes something (and so must be audited).
     static func changes(_ method: HTTPMethod) -> Bool { method != .get && method != .head }
+
+    /// POST routes that change nothing (a simulation): no audit entry.
+    static let readOnlyPosts: Set<String> = [key(.post, "/v1/admin/projects/:id/retention/simulate")]
 }
 
 /// How many changing admin requests answered 2xx without their store writing the audit entry (a route whose store

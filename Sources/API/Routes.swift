@@ -71,6 +71,11 @@ public enum Routes {
             AccountsController(administration: admin.accounts),
             UsageController(meter: deps.usage, now: deps.now),
             AuditLogController(log: deps.auditLog.map { AuditLog(store: $0) }),
+            RetentionController(projects: deps.projects, verifier: deps.verifier, retention: deps.retention.map {
+                RetentionMessaging(store: $0, projects: deps.projects, offers: OfferSignatures(
+                    projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now),
+                    now: deps.now)
+            }),
         ]
     }
 }
@@ -120,6 +125,8 @@ struct ErrorContext: Sendable {
         case appTransaction
         /// `signedPayload` of Apple's notification webhook: the reader is the operator of App Store Connect.
         case notification
+        /// `signedPayload` of Apple's real-time retention request (Retention Messaging): the same reader.
+        case retentionRequest
     }
 
     /// What a missing `BOUNCER_ENCRYPTION_KEY` stops on this route.

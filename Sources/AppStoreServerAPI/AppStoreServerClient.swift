@@ -209,9 +209,11 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
         }
     }
 
-    /// Sends one logical request and returns the 2xx body, or throws the mapped error.
-    private func call(_ method: String, _ path: String, _ environment: StoreEnvironment, _ credentials: AppStoreAPICredentials,
-                      body: [UInt8] = [], idempotent: Bool? = nil) throws(AppStoreAPIError) -> [UInt8] {
+    /// Sends one logical request and returns the 2xx body, or throws the mapped error (also the Retention Messaging
+    /// API's, RetentionMessagingClient.swift).
+    func call(_ method: String, _ path: String, _ environment: StoreEnvironment, _ credentials: AppStoreAPICredentials,
+              body: [UInt8] = [], contentType: String = "application/json",
+              idempotent: Bool? = nil) throws(AppStoreAPIError) -> [UInt8] {
         let base = try baseURL(environment)
         let url = (base.hasSuffix("/") ? String(base.dropLast()) : base) + path
         let deadline = ContinuousClock.now + configuration.callBudget
@@ -222,7 +224,7 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
             attempt += 1
             let token = try tokens.token(for: credentials, now: now())
             var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(token)"), ("Accept", "application/json")]
-            if !body.isEmpty { headers.append(("Content-Type", "application/json")) }
+            if !body.isEmpty { headers.append(("Content-Type", contentType)) }
             let request = HTTPClientRequest(method: method, url: url, headers: headers, body: body, idempotent: idempotent)
             let outcome: RetryPolicy.Outcome
             let failure: AppStoreAPIError

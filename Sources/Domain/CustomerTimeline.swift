@@ -24,11 +24,11 @@ public struct TimelineEvent: Sendable, Equatable {
     /// When it happened.
     public var at: Date
     /// Where the fact came from: `receipt`, `lookup`, `notification`, `reconcile`, `transaction` (a transaction
-    /// stored before sources were recorded), `ownership`, `admin`, `app_transaction`.
+    /// stored before sources were recorded), `ownership`, `admin`, `app_transaction`, `retention`.
     public var source: String
     /// What happened: `purchase`, `renewal`, `refund`, `partial_refund`, `revocation`, `expiration`,
     /// `notification`, `reconcile`, `binding`, `transfer_out`, `transfer_in`, `grant`, `grant_removed`,
-    /// `grant_expired`, `app_purchase`.
+    /// `grant_expired`, `app_purchase`, `retention_decision`.
     public var type: String
     /// The transaction (or app transaction) it is about, if any.
     public var transactionId: String?
@@ -312,6 +312,15 @@ public enum TimelineRules {
                 summary: "App transaction \(app.appTransactionId) (first installed at version "
                     + "\(app.originalApplicationVersion ?? "unknown")) bound to this user.",
                 effect: entitlements.isEmpty ? "None." : "Gives \(names(entitlements))."))
+        }
+
+        for d in facts.retentionDecisions {
+            out.append(TimelineEvent(
+                at: d.at, source: "retention", type: "retention_decision", transactionId: d.originalTransactionId,
+                summary: "The App Store asked what to show before a possible cancellation of \(d.productId): "
+                    + (d.action == "default" ? "the default message." : "\(d.action.replacingOccurrences(of: "_", with: " ")).")
+                    + " \(d.reason)",
+                effect: "None."))
         }
 
         // Stable: equal instants keep the order above.

@@ -82,6 +82,12 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let lastOwner = Code("LAST_OWNER")
         /// An invite token that is unknown, used or expired (one answer for the three).
         public static let inviteInvalid = Code("INVITE_INVALID")
+        /// A real-time retention request signed too long ago (or too far ahead of our clock): no offer.
+        public static let retentionRequestStale = Code("RETENTION_REQUEST_STALE")
+        /// A real-time retention request whose requestIdentifier was answered before: no offer.
+        public static let retentionRequestReplayed = Code("RETENTION_REQUEST_REPLAYED")
+        /// No retention rule of the project matched: Apple shows the default message.
+        public static let retentionNoMatchingRule = Code("RETENTION_NO_MATCHING_RULE")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

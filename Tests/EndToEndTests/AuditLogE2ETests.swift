@@ -47,7 +47,10 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "PUT /v1/admin/accounts/{id}/quotas": "account.set_quotas",
         "PUT /v1/admin/projects/{id}/revenue-settings": "revenue_settings.update",
         "PUT /v1/admin/exchange-rates": "exchange_rates.update",
+        "PUT /v1/admin/projects/{id}/retention/rules": "retention.put_rules",
     ]
+    /// Changing methods that change nothing (a simulation): never audited.
+    static let readOnly: Set<String> = ["POST /v1/admin/projects/{id}/retention/simulate"]
 
     /// The count: a successful change (2xx, not GET) has exactly one entry, with its operation's action, under the
     /// response's request id; a refused one has none. Called for every request of the isolation walk too.

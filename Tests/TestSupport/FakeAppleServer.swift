@@ -33,7 +33,7 @@ public final class FakeAppleServer: Sendable {
         var pathPrefix: String { self == .production ? "/production" : "/sandbox" }
     }
 
-    /// The eight endpoints served.
+    /// The endpoints served.
     public enum Endpoint: String, Sendable, CaseIterable {
         /// `GET /inApps/v1/transactions/{transactionId}`
         case transactionInfo
@@ -53,6 +53,11 @@ public final class FakeAppleServer: Sendable {
         case extendRenewalDate
         /// `GET /inApps/v1/lookup/{orderId}` (Production only, as Apple documents)
         case lookUpOrder
+        /// Retention Messaging API (FakeAppleRetention.swift): `PUT|DELETE /inApps/v1/messaging/message/{id}`,
+        /// `GET …/message/list`, the same for `image`, `PUT|DELETE …/default/{productId}/{locale}`,
+        /// `PUT …/realtime/url`, `POST …/performanceTest` (Sandbox only).
+        case uploadMessage, messageList, deleteMessage, uploadImage, imageList, deleteImage
+        case configureDefaultMessage, deleteDefaultMessage, configureRealtimeURL, initiatePerformanceTest
     }
 
     /// A failure to answer instead of the scenario's data.
@@ -253,6 +258,7 @@ public final class FakeAppleServer: Sendable {
         var testNotification: [Environment: (token: String, signedPayload: String, attempts: [SendAttempt])] = [:]
         var extendResults: [Environment: [String: ExtendResult]] = [:]
         var orders: [String: [String]] = [:]
+        var retention: [Environment: RetentionScenario] = [:]
         var rules: [Rule] = []
         var requests: [ReceivedRequest] = []
     }
@@ -307,6 +313,11 @@ public final class FakeAppleServer: Sendable {
         } catch {
             preconditionFailure("FakeAppleServer.expect: the key's public PEM does not load: \(error)")
         }
+    }
+
+    /// The Retention Messaging state the fake holds for `environment` (FakeAppleRetention.swift).
+    public func retention(_ environment: Environment) -> RetentionScenario {
+        store.mutex.withLock { $0.retention[environment] ?? RetentionScenario() }
     }
 
     /// Get Transaction Info answers `signed` for `transactionId` in `environment`.
@@ -432,12 +443,12 @@ public final class FakeAppleServer: Sendable {
         }
     }
 
-    private static func appleError(_ status: Int, _ code: Int, _ message: String) -> LocalHTTPSServer.Action {
+    static func appleError(_ status: Int, _ code: Int, _ message: String) -> LocalHTTPSServer.Action {
         let body: JSONValue = ["errorCode": JSONValue(code), "errorMessage": .string(message)]
         return .respond(status: status, headers: [("Content-Type", "application/json")], body: body.serializedString())
     }
 
-    private static func ok(_ body: JSONValue, status: Int = 200) -> LocalHTTPSServer.Action {
+    static func ok(_ body: JSONValue, status: Int = 200) -> LocalHTTPSServer.Action {
         .respond(status: status, headers: [("Content-Type", "application/json")], body: body.serializedString())
     }
 
@@ -510,6 +521,9 @@ public final class FakeAppleServer: Sendable {
             if let date = result.effectiveDate { body["effectiveDate"] = JSONValue(date) }
             if let line = result.webOrderLineItemId { body["webOrderLineItemId"] = .string(line) }
             return ok(.object(body))
+        case .uploadMessage, .messageList, .deleteMessage, .uploadImage, .imageList, .deleteImage,
+             .configureDefaultMessage, .deleteDefaultMessage, .configureRealtimeURL, .initiatePerformanceTest:
+            return retentionAnswer(endpoint, request, environment, &state.retention[environment, default: RetentionScenario()])
         case .lookUpOrder:
             guard environment == .production else { return .respond(status: 404) }
             guard let signed = state.orders[id] else { return ok(["status": JSONValue(1)]) }
@@ -553,6 +567,8 @@ public final class FakeAppleServer: Sendable {
             endpoint = .consumption; id = decoded(segments[5])
         case ("PUT", 6) where segments[1...4] == ["inApps", "v1", "subscriptions", "extend"]:
             endpoint = .extendRenewalDate; id = decoded(segments[5])
+        case (_, 5...7) where segments[1...3] == ["inApps", "v1", "messaging"]:
+            (endpoint, id) = retentionEndpoint(raw.method, Array(segments.dropFirst(4)).map(decoded))
         default:
             break
         }
