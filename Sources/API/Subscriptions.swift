@@ -78,6 +78,21 @@ extension EvaluatedPurchase {
             body.field("revocation_percentage", purchase.revocationPercentage)
             body.field("partial_refund", type == .refundProrated)
         }
+        // Only for billing plans Apple names (commitment plans, API 1.21): other answers keep their shape.
+        if purchase.billingPlan != nil || purchase.commitment != nil {
+            body.field("billing_plan", purchase.billingPlan)
+            if let commitment = purchase.commitment {
+                body.key("commitment")
+                body.beginObject()
+                body.field("billing_period", commitment.billingPeriod)
+                body.field("total_billing_periods", commitment.totalBillingPeriods)
+                body.field("commitment_expires_date", commitment.expiresDate)
+                body.field("will_renew", commitment.willRenew)
+                body.endObject()
+            } else {
+                body.null("commitment")
+            }
+        }
         body.endObject()
     }
 }
