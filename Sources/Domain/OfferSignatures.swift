@@ -103,6 +103,9 @@ public protocol PromotionalOfferSigning: Sendable {
     func signLegacy(_ payload: String, with credentials: UnsealedAppStoreCredentials) throws -> [UInt8]
     /// The compact ES256 JWS of `claims`, its header naming `credentials.credentials.keyId`.
     func signJWS(_ claims: PromotionalOfferClaims, with credentials: UnsealedAppStoreCredentials) throws -> String
+    /// The compact ES256 JWS of introductory-offer eligibility `claims`, with the same header.
+    func signEligibility(_ claims: IntroductoryOfferEligibilityClaims, with credentials: UnsealedAppStoreCredentials)
+        throws -> String
 }
 
 /// The input rules of offer signing, shared by every front end.
