@@ -16,7 +16,7 @@ struct MetricsController: APIController {
 
     static let overviewSuggestion = "Query: from and to as YYYY-MM-DD (UTC days, inclusive, at most "
         + "\(OverviewRange.maxDays) days; default the last 30 days), interval=day, optional environment "
-        + "(Production, Sandbox, Xcode, LocalTesting)."
+        + "(Production, the default; Sandbox, Xcode, LocalTesting; or all)."
 
     func overview(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
@@ -32,7 +32,7 @@ struct MetricsController: APIController {
         body.field("from", Self.dayString(range.from))
         body.field("to", Self.dayString(range.to.addingTimeInterval(-86_400)))
         body.field("interval", "day")
-        body.field("environment", environment?.rawValue)
+        body.field("environment", environment?.rawValue ?? "all")
         body.key("days")
         body.beginArray()
         var totals = OverviewDay(day: range.from)
@@ -84,11 +84,12 @@ struct MetricsController: APIController {
         body.endObject()
     }
 
-    /// The validated query: unknown parameters are ignored, a repeated one is the last.
+    /// The validated query: unknown parameters are ignored, a repeated one is the last. The environment is
+    /// Production unless asked (test purchases stay out of the revenue figures); `all` (nil) sums every environment.
     static func overviewQuery(_ request: Request, now: Date) throws(HTTPError) -> (OverviewRange, StoreEnvironment?) {
         var from: Int64?
         var to: Int64?
-        var environment: StoreEnvironment?
+        var environment: StoreEnvironment? = .production
         var details: [ErrorDetail] = []
         for item in request.queryItems() {
             switch item.name {
@@ -104,12 +105,14 @@ struct MetricsController: APIController {
                 }
             case "environment":
                 let known: [StoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
-                if let match = known.first(where: { $0.rawValue == item.value }) {
+                if item.value == "all" {
+                    environment = nil
+                } else if let match = known.first(where: { $0.rawValue == item.value }) {
                     environment = match
                 } else {
                     details.append(ErrorDetail(
                         path: ["environment"],
-                        message: "Invalid enum value. Expected 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting'"))
+                        message: "Invalid enum value. Expected 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting' | 'all'"))
                 }
             default:
                 continue
