@@ -216,20 +216,12 @@ public struct IntroductoryOfferEligibility: Sendable {
         guard try projects.products(projectId: project.id).contains(where: { $0.productId == request.productId }) else {
             throw DomainError(.productNotFound, "Product \(request.productId) is not mapped in the project.")
         }
-        let opened: UnsealedAppStoreCredentials
-        do {
-            opened = try credentials.unsealedCredentials(projectId: project.id)
-        } catch let error as DomainError where error.code == .appStoreCredentialsNotFound {
-            throw DomainError(.appStoreCredentialsMissing, "Project \(project.id.uuidString.lowercased()) has no "
-                + "App Store credentials to sign introductory offer eligibility with.")
-        }
+        let opened = try OfferSignatures.unsealedCredentials(project, credentials)
         let known = try facts.introductoryOfferFacts(projectId: project.id, userId: request.userId,
                                                      transactionId: request.transactionId, productId: request.productId)
         let decision = IntroductoryOfferRules.decide(productId: request.productId, facts: known)
         let at = now().timeIntervalSince1970
-        guard let issuedAt = Int64(exactly: at.rounded(.down)) else {
-            throw DomainError(.serviceUnavailable, "The server clock is out of range.", underlying: "now = \(at) s")
-        }
+        guard let issuedAt = Int64(exactly: at.rounded(.down)) else { throw OfferSignatures.clockOutOfRange(at) }
         let claims = IntroductoryOfferEligibilityClaims(
             issuerId: opened.credentials.issuerId, issuedAt: issuedAt, bundleId: project.bundleId,
             nonce: newNonce().uuidString.lowercased(), productId: request.productId,

@@ -87,9 +87,11 @@ BEGIN
         -- transaction's.
         IF d ? 'old' THEN
             v_old := jsonb_populate_record(NULL::purchases, (d -> 'old') || jsonb_build_object(
-                'environment', r.environment, 'original_transaction_id', r.original_transaction_id));
+                'environment', r.environment, 'original_transaction_id', r.original_transaction_id,
+                'project_id', p_project_id));
             v_new := jsonb_populate_record(NULL::purchases, (d -> 'new') || jsonb_build_object(
-                'environment', r.environment, 'original_transaction_id', r.original_transaction_id));
+                'environment', r.environment, 'original_transaction_id', r.original_transaction_id,
+                'project_id', p_project_id));
             FOREACH v_user IN ARRAY CASE WHEN v_new.type = 'Auto-Renewable Subscription' THEN v_holders
                                          ELSE '{}'::text[] END LOOP
                 PERFORM pg_advisory_xact_lock(16979, hashtext(p_project_id::text || '/' || v_user));
