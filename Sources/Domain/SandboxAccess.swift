@@ -37,7 +37,7 @@ public enum SandboxAccessRules {
     /// `allowlist`, only for users not on the list. Production, Xcode and LocalTesting are never withheld here
     /// (Xcode data has its own switch, `allow_xcode`).
     public static func withholds(_ environment: StoreEnvironment, userId: String, policy: SandboxAccessPolicy) -> Bool {
-        guard environment == .sandbox, policy.access == .allowlist else { return false }
+        guard policy.access == .allowlist, environment == .sandbox else { return false }
         return !policy.allowedUserIds.contains(userId)
     }
 

@@ -59,8 +59,13 @@ public struct UserEntitlementSummary: Sendable, Equatable {
     public static func summarize(_ holdings: UserHoldings, for project: Project, userId: String, at now: Date)
         -> UserEntitlementSummary
     {
-        summarize(holdings, setting: project.appPurchaseEntitlements, withholding: {
-            SandboxAccessRules.withholds($0.environment, userId: userId, policy: project.sandbox)
+        // The common case (everyone's Sandbox purchases grant) asks nothing per purchase.
+        guard project.sandbox.access == .allowlist else {
+            return summarize(holdings, setting: project.appPurchaseEntitlements, at: now)
+        }
+        let policy = project.sandbox
+        return summarize(holdings, setting: project.appPurchaseEntitlements, withholding: {
+            SandboxAccessRules.withholds($0.environment, userId: userId, policy: policy)
         }, at: now)
     }
 
