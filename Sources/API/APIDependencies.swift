@@ -23,6 +23,9 @@ public struct APIDependencies: Sendable {
     public let keyInspector: any PrivateKeyInspecting
     /// Signs promotional offers with a project's In-App Purchase key (`POST /v1/offers/:publicKey/signatures`).
     public let offerSigner: any PromotionalOfferSigning
+    /// The person's redeemed introductory offers (`POST /v1/offers/:publicKey/introductory-eligibility`); unwired
+    /// answers 503.
+    public let introductoryOffers: any IntroductoryOfferFactsStore
     /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
     /// `APPLE_UNAVAILABLE`.
     public let appStore: (any AppleServerAPI)?
@@ -112,6 +115,7 @@ public struct APIDependencies: Sendable {
         members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
         auditLog: (any AuditLogStore)? = nil, auditGaps: AuditGaps = AuditGaps(),
         retention: (any RetentionStore)? = nil,
+        introductoryOffers: (any IntroductoryOfferFactsStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -123,6 +127,7 @@ public struct APIDependencies: Sendable {
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
         self.offerSigner = offerSigner ?? UnconfiguredOfferSigner()
+        self.introductoryOffers = introductoryOffers ?? UnconfiguredIntroductoryOfferStore()
         self.appStore = appStore
         self.lookupBudget = lookupBudget
         self.appStoreActions = appStoreActions ?? UnconfiguredAppStoreActionStore()
@@ -263,5 +268,21 @@ struct UnconfiguredOfferSigner: PromotionalOfferSigning {
 
     func signJWS(_ claims: PromotionalOfferClaims, with credentials: UnsealedAppStoreCredentials) throws -> String {
         throw Self.unavailable
+    }
+
+    func signEligibility(_ claims: IntroductoryOfferEligibilityClaims, with credentials: UnsealedAppStoreCredentials)
+        throws -> String
+    {
+        throw Self.unavailable
+    }
+}
+
+/// Stands in when no introductory-offer store was wired: no decision ("unavailable"), never a verdict.
+struct UnconfiguredIntroductoryOfferStore: IntroductoryOfferFactsStore {
+    func introductoryOfferFacts(projectId: UUID, userId: String, transactionId: String?, productId: String) throws
+        -> IntroductoryOfferFacts
+    {
+        throw DomainError(.serviceUnavailable, "Introductory offer eligibility is not configured.",
+                          underlying: "APIDependencies.introductoryOffers was not wired")
     }
 }

@@ -47,6 +47,9 @@ public enum Routes {
             AppTransactionsController(verifier: deps.verifier, store: deps.appTransactions, now: deps.now),
             OffersController(offerSignatures: OfferSignatures(
                 projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now)),
+            IntroductoryOffersController(keys: keys, eligibility: IntroductoryOfferEligibility(
+                projects: deps.projects, credentials: credentials, signer: deps.offerSigner,
+                facts: deps.introductoryOffers, now: deps.now)),
             EntitlementTokensController(keys: keys, tokens: deps.entitlementTokens),
             NotificationsController(
                 projects: deps.projects, verifier: deps.verifier, store: deps.notifications, now: deps.now),

@@ -28,6 +28,12 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
         ("auto_renew_enabled", [.subscription("auto_renew_enabled")]),
     ]
 
+    /// The members only a commitment plan's purchase has (in SQL and in the API alike).
+    static let commitmentMembers: [(sql: String, swift: [SwiftMember])] = [
+        ("billing_plan", [.subscription("billing_plan")]),
+        ("commitment", [.subscription("commitment")]),
+    ]
+
     func testWebhookPurchasePayloadAgreesWithTheAPIsRepresentationsMemberByMember() throws {
         let api = try api
         let tenant = try api.createProject()
@@ -40,8 +46,16 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
         lifetime.productId = "com.e2e.lifetime"
         lifetime.type = "Non-Consumable"
         lifetime.expiresDate = nil
+        var committed = TransactionPayload(bundleId: tenant.bundleId)
+        committed.extra = [
+            ("billingPlanType", "MONTHLY"),
+            ("commitmentInfo", .object(JSONObject([
+                ("billingPeriodNumber", 2), ("totalBillingPeriods", 12),
+                ("commitmentExpiresDate", JSONValue(E2E.ms(330 * 86_400))), ("commitmentPrice", 9990),
+            ]))),
+        ]
         var receipts: [String: JSONValue] = [:]
-        for payload in [subscription, lifetime] {
+        for payload in [subscription, lifetime, committed] {
             let posted = try api.postReceipt(tenant.publicKey, try payload.mint(), user: user)
             XCTAssertEqual(posted.status, 201, posted.description)
             receipts[payload.originalTransactionId] = try posted.json()
@@ -51,8 +65,10 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
         let listed = try read.json()["subscriptions"]?.arrayValue ?? []
 
         var compared = 0
-        for payload in [subscription, lifetime] {
+        for payload in [subscription, lifetime, committed] {
             let original = payload.originalTransactionId
+            let members = Self.members + (payload.originalTransactionId == committed.originalTransactionId
+                ? Self.commitmentMembers : [])
             let rows = try db.query("""
                 SELECT bouncer_webhook_purchase_data(p)::text AS data FROM purchases p
                 WHERE p.project_id = \(tenant.id)::uuid AND p.original_transaction_id = \(original)
@@ -61,11 +77,11 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
             guard case .object(let sql) = try JSONParser.parse(Array(text.utf8)) else {
                 return XCTFail("not an object: \(text)")
             }
-            XCTAssertEqual(sql.map(\.key).sorted(), Self.members.map(\.sql).sorted(),
+            XCTAssertEqual(sql.map(\.key).sorted(), members.map(\.sql).sorted(),
                            "every member of the SQL payload has a row in the table")
             let receipt = try XCTUnwrap(receipts[original])
             let entry = try XCTUnwrap(listed.first { $0["original_transaction_id"]?.stringValue == original }, original)
-            for (name, counterparts) in Self.members {
+            for (name, counterparts) in members {
                 let value = sql[name]
                 for counterpart in counterparts {
                     switch counterpart {
@@ -78,6 +94,7 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
                 }
             }
         }
-        XCTAssertEqual(compared, 2 * Self.members.map(\.swift.count).reduce(0, +))
+        XCTAssertEqual(compared, 3 * Self.members.map(\.swift.count).reduce(0, +)
+            + Self.commitmentMembers.map(\.swift.count).reduce(0, +))
     }
 }

@@ -74,10 +74,12 @@ BEGIN
                 min(c.seq) OVER w AS x, first_value(c.created_at) OVER (w ORDER BY c.seq) AS at,
                 CASE WHEN c.data ? 'old' THEN jsonb_populate_record(NULL::purchases, (c.data -> 'old')
                     || jsonb_build_object('environment', c.environment,
-                                          'original_transaction_id', c.original_transaction_id)) END AS was,
+                                          'original_transaction_id', c.original_transaction_id,
+                                          'project_id', p_project_id)) END AS was,
                 CASE WHEN c.data ? 'old' THEN jsonb_populate_record(NULL::purchases, (c.data -> 'new')
                     || jsonb_build_object('environment', c.environment,
-                                          'original_transaction_id', c.original_transaction_id)) END AS became
+                                          'original_transaction_id', c.original_transaction_id,
+                                          'project_id', p_project_id)) END AS became
             FROM purchase_changes c
             WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
             WINDOW w AS (PARTITION BY c.xact)
