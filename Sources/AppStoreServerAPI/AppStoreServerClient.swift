@@ -210,7 +210,7 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
     }
 
     /// Sends one logical request and returns the 2xx body, or throws the mapped error.
-    private func call(_ method: String, _ path: String, _ environment: StoreEnvironment, _ credentials: AppStoreAPICredentials,
+    func call(_ method: String, _ path: String, _ environment: StoreEnvironment, _ credentials: AppStoreAPICredentials,
                       body: [UInt8] = [], idempotent: Bool? = nil) throws(AppStoreAPIError) -> [UInt8] {
         let base = try baseURL(environment)
         let url = (base.hasSuffix("/") ? String(base.dropLast()) : base) + path

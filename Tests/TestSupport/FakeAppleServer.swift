@@ -53,6 +53,19 @@ public final class FakeAppleServer: Sendable {
         case extendRenewalDate
         /// `GET /inApps/v1/lookup/{orderId}` (Production only, as Apple documents)
         case lookUpOrder
+        // The newer endpoints (issue 25), served by FakeAppleServer+Newer.swift.
+        /// `GET /inApps/v1/transactions/appTransactions/{transactionId}`
+        case appTransactionInfo
+        /// `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
+        case setAppAccountToken
+        /// `GET /inApps/v2/refund/lookup/{transactionId}[?revision=]`
+        case refundHistory
+        /// `POST /inApps/v1/subscriptions/extend/mass`
+        case massExtendRenewalDate
+        /// `GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}` (the id is the request's)
+        case massExtendRenewalDateStatus
+        /// `POST /inApps/v1/transactions/{transactionId}/finish`
+        case finishTransaction
     }
 
     /// A failure to answer instead of the scenario's data.
@@ -230,22 +243,23 @@ public final class FakeAppleServer: Sendable {
         }
     }
 
-    private struct Rule {
+    struct Rule {
         var failure: Failure
         var endpoint: Endpoint?
         var environment: Environment?
         var remaining: Int?   // nil: always
     }
 
-    private struct Expected {
+    struct Expected {
         var issuerId: String
         var keyId: String
         var bundleId: String
         var publicKey: P256.PublicKey
     }
 
-    private struct Scenario {
+    struct Scenario {
         var expected: Expected?
+        var newer = NewerScenario()
         var transactions: [Environment: [String: String]] = [:]
         var statuses: [Environment: [String: [SubscriptionGroup]]] = [:]
         var history: [Environment: [String: [[String]]]] = [:]
@@ -262,8 +276,8 @@ public final class FakeAppleServer: Sendable {
     /// The server underneath (connection and request counts).
     public let server: LocalHTTPSServer
     /// The scenario behind a lock, in a class so the server's handler and `self` share it.
-    private final class Store: Sendable { let mutex = Mutex(Scenario()) }
-    private let store: Store
+    final class Store: Sendable { let mutex = Mutex(Scenario()) }
+    let store: Store
 
     /// Starts on 127.0.0.1 (port 0) with a fresh CA. Call `expect(key:bundleId:)` before any request, or every
     /// request is refused with `401`.
@@ -432,28 +446,31 @@ public final class FakeAppleServer: Sendable {
         }
     }
 
-    private static func appleError(_ status: Int, _ code: Int, _ message: String) -> LocalHTTPSServer.Action {
+    static func appleError(_ status: Int, _ code: Int, _ message: String) -> LocalHTTPSServer.Action {
         let body: JSONValue = ["errorCode": JSONValue(code), "errorMessage": .string(message)]
         return .respond(status: status, headers: [("Content-Type", "application/json")], body: body.serializedString())
     }
 
-    private static func ok(_ body: JSONValue, status: Int = 200) -> LocalHTTPSServer.Action {
+    static func ok(_ body: JSONValue, status: Int = 200) -> LocalHTTPSServer.Action {
         .respond(status: status, headers: [("Content-Type", "application/json")], body: body.serializedString())
+    }
+
+    /// Page n of `pages` for a continuation token "`prefix`n" (nil: the first page), the next token and whether more
+    /// follow; nil for a token the fake never gave.
+    static func page(_ pages: [[String]], token: String?, prefix: String) -> (items: [String], next: String, hasMore: Bool)? {
+        var index = 0
+        if let token {
+            guard token.hasPrefix(prefix), let n = Int(token.dropFirst(prefix.count)), n >= 1, n < pages.count else { return nil }
+            index = n
+        }
+        let items = index < pages.count ? pages[index] : []
+        return (items, "\(prefix)\(index + 1)", index + 1 < pages.count)
     }
 
     private static func answer(_ endpoint: Endpoint, _ request: ReceivedRequest, _ environment: Environment,
                                _ state: inout Scenario) -> LocalHTTPSServer.Action {
         let id = request.id ?? ""
         let bundleId = state.expected?.bundleId ?? ""
-        func page(_ pages: [[String]], token: String?, prefix: String) -> (items: [String], next: String, hasMore: Bool)? {
-            var index = 0
-            if let token {
-                guard token.hasPrefix(prefix), let n = Int(token.dropFirst(prefix.count)), n >= 1, n < pages.count else { return nil }
-                index = n
-            }
-            let items = index < pages.count ? pages[index] : []
-            return (items, "\(prefix)\(index + 1)", index + 1 < pages.count)
-        }
         switch endpoint {
         case .transactionInfo:
             guard let signed = state.transactions[environment]?[id] else { return appleError(404, 4040010, "Transaction id not found.") }
@@ -514,6 +531,9 @@ public final class FakeAppleServer: Sendable {
             guard environment == .production else { return .respond(status: 404) }
             guard let signed = state.orders[id] else { return ok(["status": JSONValue(1)]) }
             return ok(["status": JSONValue(0), "signedTransactions": .array(signed.map { .string($0) })])
+        case .appTransactionInfo, .setAppAccountToken, .refundHistory, .massExtendRenewalDate, .massExtendRenewalDateStatus,
+             .finishTransaction:
+            return answerNewer(endpoint, request, environment, &state.newer)
         }
     }
 
@@ -554,7 +574,7 @@ public final class FakeAppleServer: Sendable {
         case ("PUT", 6) where segments[1...4] == ["inApps", "v1", "subscriptions", "extend"]:
             endpoint = .extendRenewalDate; id = decoded(segments[5])
         default:
-            break
+            (endpoint, id) = parseNewer(raw.method, path, segments)
         }
         if id?.isEmpty == true { endpoint = nil }
         return ReceivedRequest(method: raw.method, path: path, query: query, environment: environment, endpoint: endpoint, id: id,
