@@ -117,6 +117,13 @@ extension HTTPError {
         suggestion: "An admin can enable them: PATCH /v1/admin/projects/{id} with {\"entitlement_tokens\": true} "
             + "(or `bouncer project update PROJECT_ID --entitlement-tokens on`).")
 
+    /// `POST /v1/app-transactions` with `transaction_id` and `user_id` but only the public key: Apple is not asked.
+    static let appTransactionLookupSecretKeyRequired = HTTPError(
+        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
+        suggestion: "A transaction id does not prove who the customer is: to bind user_id to the app transaction Apple "
+            + "returns, call from your backend with Authorization: Bearer sk_... (or post signed_app_transaction from "
+            + "the device).")
+
     static let tokenSecretKeyRequired = HTTPError(
         status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
         suggestion: "Entitlement tokens are issued to backends: send the project's secret key as "

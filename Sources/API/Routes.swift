@@ -44,7 +44,10 @@ public enum Routes {
                 maxReceiptBodyBytes: deps.maxReceiptBodyBytes, maxReceiptRecords: deps.maxReceiptRecords,
                 now: deps.now, log: deps.log),
             SubscriptionsController(keys: keys, purchases: deps.purchases, now: deps.now),
-            AppTransactionsController(verifier: deps.verifier, store: deps.appTransactions, now: deps.now),
+            AppTransactionsController(
+                verifier: deps.verifier, store: deps.appTransactions, now: deps.now, keys: keys,
+                transactionLookup: TransactionLookup(credentials: credentials, appStore: deps.appStore, verifier: deps.verifier),
+                lookupBudget: deps.lookupBudget),
             OffersController(offerSignatures: OfferSignatures(
                 projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now)),
             EntitlementTokensController(keys: keys, tokens: deps.entitlementTokens),
