@@ -240,6 +240,8 @@ struct UnconfiguredAppStoreActionStore: AppStoreActionStore {
     func startRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
     func completeRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
     func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws { throw Self.unavailable }
+    func recordAppAccountTokenSet(projectId: UUID, environment: StoreEnvironment, originalTransactionId: String,
+                                  token: UUID) throws { throw Self.unavailable }
 }
 
 /// Stands in when no offer signer was wired: nothing is signed ("unavailable"), never a verdict.

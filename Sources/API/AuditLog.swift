@@ -36,6 +36,8 @@ public enum AuditActions {
             (.post, project + "/app-store/test-notification", "app_store.test_notification", "project", "id"),
             (.post, project + "/subscriptions/:originalTransactionId/extend", "subscription.extend", "subscription",
              "originalTransactionId"),
+            (.put, project + "/purchases/:originalTransactionId/app-account-token", "purchase.set_app_account_token",
+             "purchase", "originalTransactionId"),
             (.post, user + "/grants", "grant.create", "user", nil),
             (.delete, user + "/grants/:grantId", "grant.delete", "grant", "grantId"),
             (.delete, user, "customer.erase", "user", nil),

@@ -36,6 +36,9 @@ public enum Routes {
             projects: deps.projects, store: deps.credentials, sealer: deps.sealer, inspector: deps.keyInspector,
             now: deps.now)
         let projects = ProjectAdministration(store: deps.projects, hasher: deps.hasher, now: deps.now)
+        let appStoreActions = AppStoreActions(
+            projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
+            store: deps.appStoreActions, now: deps.now)
         return [
             ReceiptsController(
                 keys: keys, purchases: deps.purchases, verifier: deps.verifier,
@@ -56,9 +59,8 @@ public enum Routes {
             ProjectsController(administration: projects),
             ProductsController(administration: projects),
             AppStoreCredentialsController(administration: credentials),
-            AppStoreActionsController(actions: AppStoreActions(
-                projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
-                store: deps.appStoreActions, now: deps.now)),
+            AppStoreActionsController(actions: appStoreActions),
+            AppAccountTokensController(tokens: AppAccountTokens(actions: appStoreActions, purchases: deps.purchases)),
             ReconciliationController(reconciler: deps.reconciliation),
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
             ConsoleController(admin: admin, console: deps.console),

@@ -14,6 +14,9 @@ public protocol AppStoreActionStore: Sendable {
     func completeRenewalExtension(_ record: RenewalExtensionRecord) throws
     /// Records that Apple was asked for a test notification in `environment` (its audit entry: nothing else is kept).
     func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws
+    /// Records that Apple set `token` on the purchase (its audit entry, in a transaction of its own).
+    func recordAppAccountTokenSet(projectId: UUID, environment: StoreEnvironment, originalTransactionId: String,
+                                  token: UUID) throws
 }
 
 /// One call of Extend a Subscription Renewal Date, as recorded.
@@ -97,12 +100,12 @@ public struct TestNotificationReport: Sendable, Equatable {
 /// `.testNotificationNotFound`, `.subscriptionExtensionIneligible`, `.subscriptionExtensionLimitReached`, the
 /// stores'), `AppStoreAPIError` and `VerificationFailure` (Apple's signed test notification did not verify).
 public struct AppStoreActions: Sendable {
-    private let projects: any ProjectStore
-    private let credentials: CredentialAdministration
-    private let appStore: (any AppleServerAPI)?
-    private let verifier: any SignedDataVerifying
-    private let store: any AppStoreActionStore
-    private let now: @Sendable () -> Date
+    let projects: any ProjectStore
+    let credentials: CredentialAdministration
+    let appStore: (any AppleServerAPI)?
+    let verifier: any SignedDataVerifying
+    let store: any AppStoreActionStore
+    let now: @Sendable () -> Date
     private let newIdentifier: @Sendable () -> UUID
 
     /// The use cases.
@@ -273,14 +276,14 @@ public struct AppStoreActions: Sendable {
         }
     }
 
-    private func project(_ id: UUID) throws -> Project {
+    func project(_ id: UUID) throws -> Project {
         guard let project = try projects.project(id: id) else {
             throw DomainError(.projectNotFound, "No project \(id.uuidString.lowercased()).")
         }
         return project
     }
 
-    private func client() throws -> any AppleServerAPI {
+    func client() throws -> any AppleServerAPI {
         guard let appStore else {
             throw AppStoreAPIError(.unavailable, reason: "the App Store Server API client is not configured",
                                    retryAfterSeconds: 60)
