@@ -38,6 +38,7 @@ public enum AuditActions {
              "originalTransactionId"),
             (.put, project + "/purchases/:originalTransactionId/app-account-token", "purchase.set_app_account_token",
              "purchase", "originalTransactionId"),
+            (.post, project + "/products/:productId/extend", "product.extend_renewals", "product", "productId"),
             (.post, user + "/grants", "grant.create", "user", nil),
             (.delete, user + "/grants/:grantId", "grant.delete", "grant", "grantId"),
             (.delete, user, "customer.erase", "user", nil),

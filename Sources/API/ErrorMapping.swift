@@ -338,6 +338,10 @@ enum ErrorMapping {
             404, "No such purchase in this project.",
             "Use the original transaction id of a Production or Sandbox purchase Bouncer has "
                 + "recorded for this project (posted to /v1/receipts or received in a notification)."),
+        .renewalExtensionNotFound: (
+            404, "No such renewal extension in this project.",
+            "Use the request_identifier that POST /v1/admin/projects/{id}/products/{productId}/extend returned "
+                + "(with status 200) for this project and product."),
         .testNotificationNotFound: (
             404, "Apple does not know this test notification token.",
             "Use the token POST /v1/admin/projects/{id}/app-store/test-notification returned, with "

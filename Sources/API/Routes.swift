@@ -61,6 +61,7 @@ public enum Routes {
             AppStoreCredentialsController(administration: credentials),
             AppStoreActionsController(actions: appStoreActions),
             AppAccountTokensController(tokens: AppAccountTokens(actions: appStoreActions, purchases: deps.purchases)),
+            MassRenewalExtensionsController(extensions: MassRenewalExtensions(actions: appStoreActions)),
             ReconciliationController(reconciler: deps.reconciliation),
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
             ConsoleController(admin: admin, console: deps.console),

@@ -17,6 +17,14 @@ public protocol AppStoreActionStore: Sendable {
     /// Records that Apple set `token` on the purchase (its audit entry, in a transaction of its own).
     func recordAppAccountTokenSet(projectId: UUID, environment: StoreEnvironment, originalTransactionId: String,
                                   token: UUID) throws
+    /// Records a mass renewal extension about to be asked.
+    func startMassRenewalExtension(_ record: MassRenewalExtensionRecord) throws
+    /// Records Apple's acceptance (audited) or the failure.
+    func completeMassRenewalExtension(_ record: MassRenewalExtensionRecord) throws
+    /// Records Apple's latest status.
+    func updateMassRenewalExtensionStatus(_ record: MassRenewalExtensionRecord) throws
+    /// The project's record of `requestIdentifier`, or nil.
+    func massRenewalExtension(projectId: UUID, requestIdentifier: UUID) throws -> MassRenewalExtensionRecord?
 }
 
 /// One call of Extend a Subscription Renewal Date, as recorded.
@@ -106,7 +114,7 @@ public struct AppStoreActions: Sendable {
     let verifier: any SignedDataVerifying
     let store: any AppStoreActionStore
     let now: @Sendable () -> Date
-    private let newIdentifier: @Sendable () -> UUID
+    let newIdentifier: @Sendable () -> UUID
 
     /// The use cases.
     public init(projects: any ProjectStore, credentials: CredentialAdministration, appStore: (any AppleServerAPI)?,
