@@ -26,10 +26,7 @@ struct MassRenewalExtensionsController: APIController {
         let productId = request.pathParameters["productId"] ?? ""
         let object = try RequestBody.object(request, suggestion: Self.suggestion)
         var fields = FieldValidator(object)
-        let days = fields.int("extend_by_days")
-        let reason = fields.int("reason_code")
-        if !fields.has("extend_by_days") { fields.fail(["extend_by_days"], "Required") }
-        if !fields.has("reason_code") { fields.fail(["reason_code"], "Required") }
+        let (days, reason) = AppStoreActionsController.extensionFields(&fields)
         let storefronts = fields.array("storefronts", required: false, minItems: 1,
                                        maxItems: MassRenewalExtensions.maxStorefronts) { fields, value, path in
             guard let text = value.stringValue else {

@@ -39,6 +39,7 @@ public enum Routes {
         let appStoreActions = AppStoreActions(
             projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
             store: deps.appStoreActions, now: deps.now)
+        let appAccountTokens = AppAccountTokens(actions: appStoreActions, purchases: deps.purchases)
         return [
             ReceiptsController(
                 keys: keys, purchases: deps.purchases, verifier: deps.verifier,
@@ -60,7 +61,7 @@ public enum Routes {
             ProductsController(administration: projects),
             AppStoreCredentialsController(administration: credentials),
             AppStoreActionsController(actions: appStoreActions),
-            AppAccountTokensController(tokens: AppAccountTokens(actions: appStoreActions, purchases: deps.purchases)),
+            AppAccountTokensController(tokens: appAccountTokens),
             MassRenewalExtensionsController(extensions: MassRenewalExtensions(actions: appStoreActions)),
             ReconciliationController(reconciler: deps.reconciliation),
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
@@ -71,6 +72,7 @@ public enum Routes {
                 support: CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now),
                 orders: OrderLookup(projects: deps.projects, credentials: credentials, appStore: deps.appStore,
                                     verifier: deps.verifier, holders: deps.customers),
+                appAccountTokens: appAccountTokens,
                 now: deps.now),
             WebhooksController(administration: deps.webhooks),
             AccountsController(administration: admin.accounts),

@@ -23,13 +23,7 @@ extension AppStoreServerClient {
                               credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> TransactionHistoryPage {
         var path = "/inApps/v2/refund/lookup/\(Self.pathSegment(transactionId))"
         if let revision { path += "?revision=\(Self.queryValue(revision))" }
-        let object = try Self.object(try call("GET", path, environment, credentials), limit: configuration.maxResponseBytes)
-        let signed = try Self.array(object, "signedTransactions", optional: true).map { value throws(AppStoreAPIError) -> String in
-            guard let text = value.stringValue else { throw Self.invalid("signedTransactions[] is not a string") }
-            return text
-        }
-        return TransactionHistoryPage(signedItems: signed, next: try Self.optionalString(object, "revision"),
-                                      hasMore: try Self.bool(object, "hasMore"))
+        return try Self.historyPage(try call("GET", path, environment, credentials), limit: configuration.maxResponseBytes)
     }
 
     public func extendRenewalDatesForAll(_ request: MassRenewalExtensionRequest, environment: StoreEnvironment,

@@ -67,4 +67,27 @@ public struct AppAccountTokens: Sendable {
         outcome.userId = bound.userId
         return outcome
     }
+
+    /// Re-keys at Apple every Production and Sandbox purchase `userId` holds (erase's `reset_app_account_token`): each
+    /// gets a fresh random token that names nobody, so Apple's future signed data no longer carries the account's.
+    /// Runs before the erase (which clears the tokens stored here): Apple's first failure stops it, and the caller
+    /// erases nothing, so a retry re-keys what is left. Answers how many purchases were re-keyed.
+    public func reset(projectId: UUID, userId: String) throws -> Int {
+        let project = try actions.project(projectId)
+        var held: [(environment: StoreEnvironment, originalTransactionId: String)] = []
+        for owned in try purchases.holdings(userId: userId, project: project).purchases {
+            let purchase = owned.purchase
+            guard purchase.environment == .production || purchase.environment == .sandbox,
+                  !held.contains(where: { $0 == (purchase.environment, purchase.originalTransactionId) }) else { continue }
+            held.append((purchase.environment, purchase.originalTransactionId))
+        }
+        guard !held.isEmpty else { return 0 }
+        let signing = try actions.credentials.appStoreAPICredentials(for: project)
+        let client = try actions.client()
+        for (environment, originalTransactionId) in held {
+            try client.setAppAccountToken(originalTransactionId: originalTransactionId, token: actions.newIdentifier(),
+                                          environment: environment, credentials: signing)
+        }
+        return held.count
+    }
 }

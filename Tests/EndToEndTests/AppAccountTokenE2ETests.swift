@@ -109,4 +109,36 @@ final class AppAccountTokenE2ETests: AppleConnectedTestCase {
         XCTAssertEqual(try bad.json()["details"], [["path": ["app_account_token"], "message": "Must be a UUID"]])
         XCTAssertEqual(try apple.requests.filter { $0.endpoint == .setAppAccountToken && $0.id == unknown }.count, 0)
     }
+
+    private func erase(_ t: Tenant, _ user: String, reset: Bool) throws -> HTTPResponse {
+        try api.client.send("DELETE", "/v1/admin/projects/\(t.id)/users/\(user)",
+                            json: ["reset_app_account_token": .bool(reset)], headers: E2E.admin)
+    }
+
+    func testEraseWithResetReKeysThePurchasesAtAppleFirst() throws {
+        let t = try tenant()
+        let bought = try purchase(t, user: "leaving")
+        try apple.allowAppAccountToken(bought.originalTransactionId, environment: .production)
+        let r = try erase(t, "leaving", reset: true)
+        XCTAssertEqual(r.status, 200, r.description)
+        XCTAssertEqual(try r.json()["app_account_tokens_reset"], 1)
+        XCTAssertEqual(try r.json()["bindings_deleted"], 1)
+        let token = try XCTUnwrap(try apple.appAccountTokens(environment: .production)[bought.originalTransactionId])
+        XCTAssertNotNil(UUID(uuidString: token))
+        XCTAssertEqual(try holders(t, bought.originalTransactionId), [])
+        // Without the flag Apple is not asked and the answer has no such member.
+        let plain = try erase(t, "leaving", reset: false)
+        XCTAssertEqual(plain.status, 200, plain.description)
+        XCTAssertNil(try plain.json()["app_account_tokens_reset"])
+    }
+
+    func testEraseWithResetErasesNothingWhenAppleRefuses() throws {
+        let t = try tenant()
+        let bought = try purchase(t, user: "family-leaving")
+        try apple.allowAppAccountToken(bought.originalTransactionId, family: true, environment: .production)
+        let r = try erase(t, "family-leaving", reset: true)
+        XCTAssertEqual(r.status, 502, r.description)
+        XCTAssertEqual(try r.json()["code"], "APPLE_REQUEST_REJECTED")
+        XCTAssertEqual(try holders(t, bought.originalTransactionId), ["family-leaving"])
+    }
 }
