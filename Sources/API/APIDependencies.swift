@@ -253,6 +253,14 @@ struct UnconfiguredAppStoreActionStore: AppStoreActionStore {
     func startRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
     func completeRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
     func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws { throw Self.unavailable }
+    func recordAppAccountTokenSet(projectId: UUID, environment: StoreEnvironment, originalTransactionId: String,
+                                  token: UUID) throws { throw Self.unavailable }
+    func startMassRenewalExtension(_ record: MassRenewalExtensionRecord) throws { throw Self.unavailable }
+    func completeMassRenewalExtension(_ record: MassRenewalExtensionRecord) throws { throw Self.unavailable }
+    func updateMassRenewalExtensionStatus(_ record: MassRenewalExtensionRecord) throws { throw Self.unavailable }
+    func massRenewalExtension(projectId: UUID, requestIdentifier: UUID) throws -> MassRenewalExtensionRecord? {
+        throw Self.unavailable
+    }
 }
 
 /// Stands in when no offer signer was wired: nothing is signed ("unavailable"), never a verdict.

@@ -146,6 +146,13 @@ extension HTTPError {
         suggestion: "An admin can enable them: PATCH /v1/admin/projects/{id} with {\"entitlement_tokens\": true} "
             + "(or `bouncer project update PROJECT_ID --entitlement-tokens on`).")
 
+    /// `POST /v1/app-transactions` with `transaction_id` and `user_id` but only the public key: Apple is not asked.
+    static let appTransactionLookupSecretKeyRequired = HTTPError(
+        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
+        suggestion: "A transaction id does not prove who the customer is: to bind user_id to the app transaction Apple "
+            + "returns, call from your backend with Authorization: Bearer sk_... (or post signed_app_transaction from "
+            + "the device).")
+
     static let tokenSecretKeyRequired = HTTPError(
         status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
         suggestion: "Entitlement tokens are issued to backends: send the project's secret key as "
@@ -363,6 +370,10 @@ enum ErrorMapping {
             404, "No such purchase in this project.",
             "Use the original transaction id of a Production or Sandbox purchase Bouncer has "
                 + "recorded for this project (posted to /v1/receipts or received in a notification)."),
+        .renewalExtensionNotFound: (
+            404, "No such renewal extension in this project.",
+            "Use the request_identifier that POST /v1/admin/projects/{id}/products/{productId}/extend returned "
+                + "(with status 200) for this project and product."),
         .testNotificationNotFound: (
             404, "Apple does not know this test notification token.",
             "Use the token POST /v1/admin/projects/{id}/app-store/test-notification returned, with "

@@ -36,6 +36,10 @@ public enum Routes {
             projects: deps.projects, store: deps.credentials, sealer: deps.sealer, inspector: deps.keyInspector,
             now: deps.now)
         let projects = ProjectAdministration(store: deps.projects, hasher: deps.hasher, now: deps.now)
+        let appStoreActions = AppStoreActions(
+            projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
+            store: deps.appStoreActions, now: deps.now)
+        let appAccountTokens = AppAccountTokens(actions: appStoreActions, purchases: deps.purchases)
         return [
             ReceiptsController(
                 keys: keys, purchases: deps.purchases, verifier: deps.verifier,
@@ -44,7 +48,10 @@ public enum Routes {
                 maxReceiptBodyBytes: deps.maxReceiptBodyBytes, maxReceiptRecords: deps.maxReceiptRecords,
                 now: deps.now, log: deps.log),
             SubscriptionsController(keys: keys, purchases: deps.purchases, now: deps.now),
-            AppTransactionsController(verifier: deps.verifier, store: deps.appTransactions, now: deps.now),
+            AppTransactionsController(
+                verifier: deps.verifier, store: deps.appTransactions, now: deps.now, keys: keys,
+                transactionLookup: TransactionLookup(credentials: credentials, appStore: deps.appStore, verifier: deps.verifier),
+                lookupBudget: deps.lookupBudget),
             OffersController(offerSignatures: OfferSignatures(
                 projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now)),
             IntroductoryOffersController(keys: keys, eligibility: IntroductoryOfferEligibility(
@@ -56,9 +63,9 @@ public enum Routes {
             ProjectsController(administration: projects),
             ProductsController(administration: projects),
             AppStoreCredentialsController(administration: credentials),
-            AppStoreActionsController(actions: AppStoreActions(
-                projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
-                store: deps.appStoreActions, now: deps.now)),
+            AppStoreActionsController(actions: appStoreActions),
+            AppAccountTokensController(tokens: appAccountTokens),
+            MassRenewalExtensionsController(extensions: MassRenewalExtensions(actions: appStoreActions)),
             ReconciliationController(reconciler: deps.reconciliation),
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
             ChartsController(projects: deps.projects, store: deps.charts, now: deps.now),
@@ -69,6 +76,7 @@ public enum Routes {
                 support: CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now),
                 orders: OrderLookup(projects: deps.projects, credentials: credentials, appStore: deps.appStore,
                                     verifier: deps.verifier, holders: deps.customers),
+                appAccountTokens: appAccountTokens,
                 now: deps.now),
             WebhooksController(administration: deps.webhooks),
             AccountsController(administration: admin.accounts),

@@ -69,6 +69,7 @@ extension EvaluatedPurchase {
         body.field("grace_period_expires_date", renewal?.gracePeriodExpiresDate)
         body.field("expiration_intent", renewal?.expirationIntent.map(Int64.init))
         body.field("auto_renew_product_id", renewal?.autoRenewProductId)
+        body.field("eligible_win_back_offer_ids", renewal?.eligibleWinBackOfferIds ?? [])
         body.field("ownership_type", purchase.ownershipType?.rawValue)
         body.field("revocation_date", purchase.revocationDate)
         if let type = purchase.revocationType {

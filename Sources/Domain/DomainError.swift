@@ -50,6 +50,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let subscriptionExtensionIneligible = Code("SUBSCRIPTION_EXTENSION_INELIGIBLE")
         /// Apple refused to extend the subscription: already extended twice in the past year (errorCode 4030005).
         public static let subscriptionExtensionLimitReached = Code("SUBSCRIPTION_EXTENSION_LIMIT_REACHED")
+        /// No accepted mass renewal extension with that request identifier in the project.
+        public static let renewalExtensionNotFound = Code("RENEWAL_EXTENSION_NOT_FOUND")
         /// A reconciliation of the project is already running (on this or another instance): try again when it
         /// has finished.
         public static let reconcileInProgress = Code("RECONCILE_IN_PROGRESS")

@@ -495,7 +495,8 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                 \(Bind.int(r.expirationIntent))::int, \(Bind.date(r.gracePeriodExpiresDate)),
                 \(Bind.bool(r.isInBillingRetryPeriod)), \(Bind.int(r.priceIncreaseStatus))::int,
                 \(Bind.int(r.offerType))::int, \(Bind.text(r.offerIdentifier))::text, \(Bind.date(r.renewalDate)),
-                \(r.environment.rawValue)::text, \(r.signedDate), \(r.payloadJSON)::jsonb, \(now)) r
+                \(r.environment.rawValue)::text, \(r.signedDate), \(r.payloadJSON)::jsonb,
+                \(r.eligibleWinBackOfferIds)::text[], \(now)) r
             """)
         guard let row = rows.first else {
             throw PGError(code: .decoding, message: "bouncer_record_renewal returned no row")

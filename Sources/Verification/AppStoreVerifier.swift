@@ -254,7 +254,8 @@ public struct AppStoreVerifier: SignedDataVerifying {
             appTransactionId: r.appTransactionId,
             offerPeriod: r.offerPeriod,
             offerDiscountType: r.offerDiscountType,
-            advancedCommerceInfoJSON: r.advancedCommerceInfo.map { $0.serializedString() })
+            advancedCommerceInfoJSON: r.advancedCommerceInfo.map { $0.serializedString() },
+            eligibleWinBackOfferIds: r.eligibleWinBackOfferIds ?? [])
     }
 
     /// An app transaction without `appTransactionId` (StoreKit before iOS 18.4) cannot be keyed; `nil`.

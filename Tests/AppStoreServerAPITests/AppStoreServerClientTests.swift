@@ -42,7 +42,7 @@ final class AppStoreServerClientTests: XCTestCase {
                                maxRetryAfter: maxRetryAfter)))
     }
 
-    private func assertAPIError(_ kind: AppStoreAPIError.Kind, file: StaticString = #filePath, line: UInt = #line,
+    func assertAPIError(_ kind: AppStoreAPIError.Kind, file: StaticString = #filePath, line: UInt = #line,
                                 _ body: () throws -> Void, check: (AppStoreAPIError) -> Void = { _ in }) {
         XCTAssertThrowsError(try body(), file: file, line: line) { error in
             guard let error = error as? AppStoreAPIError else { return XCTFail("not an AppStoreAPIError: \(error)", file: file, line: line) }

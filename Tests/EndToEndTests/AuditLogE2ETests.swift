@@ -31,6 +31,8 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "DELETE /v1/admin/projects/{id}/app-store-credentials": "credentials.delete",
         "POST /v1/admin/projects/{id}/app-store/test-notification": "app_store.test_notification",
         "POST /v1/admin/projects/{id}/subscriptions/{originalTransactionId}/extend": "subscription.extend",
+        "PUT /v1/admin/projects/{id}/purchases/{originalTransactionId}/app-account-token": "purchase.set_app_account_token",
+        "POST /v1/admin/projects/{id}/products/{productId}/extend": "product.extend_renewals",
         "POST /v1/admin/projects/{id}/users/{userId}/grants": "grant.create",
         "DELETE /v1/admin/projects/{id}/users/{userId}/grants/{grantId}": "grant.delete",
         "DELETE /v1/admin/projects/{id}/users/{userId}": "customer.erase",

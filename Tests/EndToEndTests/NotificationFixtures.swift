@@ -17,7 +17,8 @@ struct RenewalPayload {
     var renewalDate: Int64?
     var signedDate = E2E.ms(0)
     var environment = "Sandbox"
-    /// More members (e.g. `renewalBillingPlanType`, `commitmentInfo`).
+    /// More members, signed as given (`renewalBillingPlanType`, `commitmentInfo`, `eligibleWinBackOfferIds`,
+    /// hostile values).
     var extra: [(String, JSONValue)] = []
 
     var json: JSONValue {

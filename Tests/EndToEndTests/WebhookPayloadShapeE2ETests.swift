@@ -26,6 +26,7 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
         ("product_id", [.receipt("product_id"), .subscription("product_id")]),
         ("expires_at", [.receipt("expires_date"), .subscription("current_period_end")]),
         ("auto_renew_enabled", [.subscription("auto_renew_enabled")]),
+        ("eligible_win_back_offer_ids", [.subscription("eligible_win_back_offer_ids")]),
     ]
 
     /// The members only a commitment plan's purchase has (in SQL and in the API alike).
@@ -60,6 +61,12 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
             XCTAssertEqual(posted.status, 201, posted.description)
             receipts[payload.originalTransactionId] = try posted.json()
         }
+        // Renewal info listing win-back offers, so the member compared is not only the empty default.
+        var renewal = RenewalPayload(originalTransactionId: subscription.originalTransactionId)
+        renewal.extra = [("eligibleWinBackOfferIds", ["winback-shape-a", "winback-shape-b"])]
+        try api.deliver(tenant.publicKey, NotificationPayload(
+            "DID_CHANGE_RENEWAL_PREF", nil, bundleId: tenant.bundleId, renewal: renewal, signedDate: E2E.ms(0)))
+
         let read = try api.user(tenant.publicKey, user)
         XCTAssertEqual(read.status, 200, read.description)
         let listed = try read.json()["subscriptions"]?.arrayValue ?? []
@@ -96,5 +103,9 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
         }
         XCTAssertEqual(compared, 3 * Self.members.map(\.swift.count).reduce(0, +)
             + Self.commitmentMembers.map(\.swift.count).reduce(0, +))
+        let winBack = listed.first { $0["original_transaction_id"]?.stringValue == subscription.originalTransactionId }
+        XCTAssertEqual(winBack?["eligible_win_back_offer_ids"], ["winback-shape-a", "winback-shape-b"])
+        let lifetimeEntry = listed.first { $0["original_transaction_id"]?.stringValue == lifetime.originalTransactionId }
+        XCTAssertEqual(lifetimeEntry?["eligible_win_back_offer_ids"], [])
     }
 }

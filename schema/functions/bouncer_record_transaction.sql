@@ -175,7 +175,7 @@ BEGIN
                 offer_identifier = v_pending.offer_identifier, renewal_signed_date = v_pending.signed_date,
                 renewal_payload = v_pending.payload, renewal_product_id = v_pending.product_id,
                 renewal_date = v_pending.renewal_date, renewal_environment = v_pending.environment,
-                updated_at = p_now
+                eligible_win_back_offer_ids = v_pending.eligible_win_back_offer_ids, updated_at = p_now
             WHERE project_id = p_project_id AND environment = p_environment
               AND original_transaction_id = p_original_transaction_id
             RETURNING * INTO v_purchase;

@@ -2,7 +2,7 @@
 -- is not revoked; StorageTests.RuleTableTests compares them). For a commitment plan (App Store Server API 1.21), also
 -- billing_plan and commitment as GET /v1/subscriptions shows them (Storage's CommitmentRows): read from the latest
 -- transaction's stored payload and the purchase's renewal payload, by key, only when p names its project (every
--- caller's row does); absent for ordinary plans, as in the API.
+-- caller's row does); absent for ordinary plans, as in the API. eligible_win_back_offer_ids: [] when none is known.
 --
 -- PL/pgSQL, not SQL: a sub-select keeps an SQL function from being inlined and would be planned again at every call
 -- (see bouncer_change_snapshot).
@@ -24,7 +24,8 @@ BEGIN
         'product_id', p.product_id,
         'expires_at', bouncer_webhook_time(p.expires_date),
         'auto_renew_enabled', CASE WHEN p.type = 'Auto-Renewable Subscription'
-            THEN COALESCE(p.auto_renew_status = 1, true) ELSE false END);
+            THEN COALESCE(p.auto_renew_status = 1, true) ELSE false END,
+        'eligible_win_back_offer_ids', to_jsonb(COALESCE(p.eligible_win_back_offer_ids, '{}')));
     IF p.project_id IS NULL OR p.latest_transaction_id IS NULL THEN
         RETURN v_data;
     END IF;

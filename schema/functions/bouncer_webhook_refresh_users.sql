@@ -64,7 +64,8 @@ BEGIN
             type = EXCLUDED.type, purchase_date = EXCLUDED.purchase_date, expires_date = EXCLUDED.expires_date,
             grace_period_expires_date = EXCLUDED.grace_period_expires_date,
             revocation_date = EXCLUDED.revocation_date, revocation_reason = EXCLUDED.revocation_reason,
-            revocation_type = EXCLUDED.revocation_type, auto_renew_status = EXCLUDED.auto_renew_status
+            revocation_type = EXCLUDED.revocation_type, auto_renew_status = EXCLUDED.auto_renew_status,
+            eligible_win_back_offer_ids = EXCLUDED.eligible_win_back_offer_ids
     )
     SELECT array_agg(e.nth), array_agg(e.k), array_agg(e.user_id), array_agg(e.type), array_agg(e.data)
     INTO v_nths, v_ks, v_users, v_types, v_data
