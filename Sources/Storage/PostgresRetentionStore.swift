@@ -167,6 +167,14 @@ public final class PostgresRetentionStore: PostgresStore, @unchecked Sendable, R
         }
     }
 
+    /// A change Apple accepted (a message, an image, a default message, the Realtime URL, a performance test):
+    /// nothing is stored but its audit entry, in a transaction of its own.
+    public func recordRetentionMessagingChange(projectId: UUID, changes: [AuditChange]) throws {
+        try StorageErrors.mapping("record retention messaging change") {
+            try pool.transaction { connection in try AuditRows.write(connection, changes: changes) }
+        }
+    }
+
     /// The rule of a row, nil for the facts-only row of a project without rules.
     private static func rule(_ row: Row) throws -> RetentionRule? {
         guard let name = try row.decode("name", as: String?.self),
