@@ -58,12 +58,17 @@ struct RetentionMessagesController: APIController {
         let id = try PathParameters.projectId(request)
         let environment = try Self.environment(request)
         let assets = try RequestBody.translating(suggestion: Self.environmentSuggestion) { try fetch(id, environment) }
-        return Response.json(200, JSONBody.list(key, assets, capacity: 64 + 80 * assets.count) { asset, body in
+        return Response.json(200, Self.assetsBody(key, idKey, assets))
+    }
+
+    /// `{"messages"|"images": [{"message_id"|"image_id", "state"}]}`.
+    static func assetsBody(_ key: StaticString, _ idKey: StaticString, _ assets: [RetentionAssetState]) -> [UInt8] {
+        JSONBody.list(key, assets, capacity: 64 + 80 * assets.count) { asset, body in
             body.object {
                 $0.field(idKey, asset.id.uuidString.lowercased())
                 $0.field("state", asset.state)
             }
-        })
+        }
     }
 
     func uploadMessage(_ request: Request) throws -> Response {
@@ -86,16 +91,21 @@ struct RetentionMessagesController: APIController {
         try RequestBody.translating(suggestion: Self.messageSuggestion) {
             try service().uploadMessage(projectId: id, upload, environment: environment)
         }
+        return Response.json(200, Self.messageBody(upload, environment))
+    }
+
+    /// An uploaded message, as `PUT …/retention/messages/:messageId` answers it.
+    static func messageBody(_ upload: RetentionMessageUpload, _ environment: StoreEnvironment) -> [UInt8] {
         var body = JSONBody(capacity: 512)
         body.object {
-            $0.field("message_id", messageId.uuidString.lowercased())
+            $0.field("message_id", upload.messageId.uuidString.lowercased())
             $0.field("environment", environment.rawValue)
-            $0.field("header", header)
-            $0.field("body", text)
-            $0.field("image_id", image?.id.uuidString.lowercased())
-            $0.field("alt_text", image?.altText)
+            $0.field("header", upload.header)
+            $0.field("body", upload.body)
+            $0.field("image_id", upload.image?.id.uuidString.lowercased())
+            $0.field("alt_text", upload.image?.altText)
         }
-        return Response.json(200, body.bytes)
+        return body.bytes
     }
 
     func deleteMessage(_ request: Request) throws -> Response {
@@ -151,6 +161,12 @@ struct RetentionMessagesController: APIController {
             try service().setDefaultMessage(projectId: id, productId: productId, locale: locale,
                                                  messageId: messageId, environment: environment)
         }
+        return Response.json(200, Self.defaultMessageBody(productId, locale, messageId, environment))
+    }
+
+    /// A configured default message, as `PUT …/retention/default-messages/:productId/:locale` answers it.
+    static func defaultMessageBody(_ productId: String, _ locale: String, _ messageId: UUID,
+                                   _ environment: StoreEnvironment) -> [UInt8] {
         var body = JSONBody(capacity: 256)
         body.object {
             $0.field("product_id", productId)
@@ -158,7 +174,7 @@ struct RetentionMessagesController: APIController {
             $0.field("message_id", messageId.uuidString.lowercased())
             $0.field("environment", environment.rawValue)
         }
-        return Response.json(200, body.bytes)
+        return body.bytes
     }
 
     func deleteDefaultMessage(_ request: Request) throws -> Response {
@@ -184,12 +200,17 @@ struct RetentionMessagesController: APIController {
         try RequestBody.translating(suggestion: Self.urlSuggestion) {
             try service().setRealtimeURL(projectId: id, url: url, environment: environment)
         }
+        return Response.json(200, Self.realtimeURLBody(url, environment))
+    }
+
+    /// A configured Realtime URL, as `PUT …/retention/realtime-url` answers it.
+    static func realtimeURLBody(_ url: String, _ environment: StoreEnvironment) -> [UInt8] {
         var body = JSONBody(capacity: 256)
         body.object {
             $0.field("url", url)
             $0.field("environment", environment.rawValue)
         }
-        return Response.json(200, body.bytes)
+        return body.bytes
     }
 
     func performanceTest(_ request: Request) throws -> Response {
@@ -205,6 +226,11 @@ struct RetentionMessagesController: APIController {
         let started = try RequestBody.translating(suggestion: Self.testSuggestion) {
             try service().startPerformanceTest(projectId: id, originalTransactionId: otid)
         }
+        return Response.json(200, Self.performanceTestBody(started))
+    }
+
+    /// Apple's answer to Initiate Performance Test, as `POST …/retention/performance-test` returns it.
+    static func performanceTestBody(_ started: PerformanceTestStarted) -> [UInt8] {
         var body = JSONBody(capacity: 384)
         body.object {
             $0.field("request_id", started.requestId)
@@ -218,7 +244,7 @@ struct RetentionMessagesController: APIController {
                 $0.field("success_rate_threshold_percent", started.successRateThreshold)
             }
         }
-        return Response.json(200, body.bytes)
+        return body.bytes
     }
 
     private func service() throws -> RetentionMessageAdministration {

@@ -178,4 +178,55 @@ final class RetentionAdminE2ETests: AppleConnectedTestCase {
         XCTAssertEqual(try apple.requests.count, before)
         XCTAssertEqual(try audit(t, "retention.upload_message"), [])
     }
+
+    func testTheCLIUploadsListsSetsAndTestsAsTheAPIDoesAuditedAsCLI() throws {
+        let t = try tenant()
+        let env = try Self.fixture.get().cliEnvironment()
+        let id = UUID().uuidString.lowercased()
+        func run(_ args: [String]) throws -> CLIRun { try CLIRun.run(["retention"] + args, environment: env) }
+        func json(_ r: CLIRun) throws -> JSONValue { try JSONParser.parse(Array(r.stdout.utf8)) }
+
+        let upload = try run(["messages", "upload", t.id, "--header", "Stay", "--body", "Half price", "--message-id", id])
+        XCTAssertEqual(upload.status, 0, upload.stderr)
+        XCTAssertEqual(try json(upload), ["message_id": .string(id), "environment": "Sandbox", "header": "Stay",
+                                          "body": "Half price", "image_id": nil, "alt_text": nil])
+        XCTAssertEqual(try apple.retention(.sandbox).messages[id]?.header, "Stay")
+        let list = try run(["messages", "list", t.id])
+        XCTAssertEqual(list.status, 0, list.stderr)
+        XCTAssertTrue(try XCTUnwrap(json(list)["messages"]?.arrayValue).contains(["message_id": .string(id), "state": "APPROVED"]))
+
+        let set = try run(["default-message", "set", t.id, "com.e2e.pro.monthly", "fr-FR", id])
+        XCTAssertEqual(set.status, 0, set.stderr)
+        XCTAssertEqual(try apple.retention(.sandbox).defaults["com.e2e.pro.monthly/fr-FR"], id)
+        let url = try run(["realtime-url", "set", t.id, "https://cli.example.com/v1/retention/\(t.publicKey)"])
+        XCTAssertEqual(url.status, 0, url.stderr)
+        XCTAssertEqual(try json(url), ["url": .string("https://cli.example.com/v1/retention/\(t.publicKey)"),
+                                       "environment": "Sandbox"])
+        let test = try run(["performance-test", t.id, "2000000000009"])
+        XCTAssertEqual(test.status, 0, test.stderr)
+        XCTAssertEqual(try json(test)["config"]?["total_requests"], 1000)
+        let delete = try run(["messages", "delete", t.id, id])
+        XCTAssertEqual(delete.status, 0, delete.stderr)
+        XCTAssertNil(try apple.retention(.sandbox).messages[id])
+
+        // Apple's refusal: exit 1 with our code; bad arguments: exit 2 and Apple is not asked.
+        let again = try run(["messages", "delete", t.id, id])
+        XCTAssertEqual(again.status, 1)
+        XCTAssertTrue(again.stderr.contains("RETENTION_MESSAGE_NOT_FOUND"), again.stderr)
+        let before = try apple.requests.count
+        XCTAssertEqual(try run(["realtime-url", "set", t.id, "http://plain.example.com"]).status, 2)
+        XCTAssertEqual(try run(["messages", "upload", t.id, "--header", "H"]).status, 2)
+        XCTAssertEqual(try run(["performance-test", t.id, "1", "--environment", "Production"]).status, 2)
+        XCTAssertEqual(try apple.requests.count, before)
+
+        let actors = try db.query("""
+            SELECT action || ' ' || actor_type || ' ' || actor_label AS r FROM audit_log
+            WHERE project_id = \(t.id)::uuid AND action LIKE 'retention.%' ORDER BY at
+            """).map { try $0.decode("r", as: String.self) }
+        XCTAssertEqual(actors, [
+            "retention.upload_message operator cli", "retention.set_default_message operator cli",
+            "retention.set_realtime_url operator cli", "retention.performance_test operator cli",
+            "retention.delete_message operator cli",
+        ])
+    }
 }
