@@ -109,12 +109,16 @@ struct RetentionMessagesController: APIController {
     }
 
     func deleteMessage(_ request: Request) throws -> Response {
+        try delete(request, "messageId") { try service().deleteMessage(projectId: $0, messageId: $1, environment: $2) }
+    }
+
+    /// `DELETE` of a message or image (the path's `parameter`): 204 once Apple deleted it.
+    private func delete(_ request: Request, _ parameter: String,
+                        _ call: (UUID, UUID, StoreEnvironment) throws -> Void) throws -> Response {
         let id = try PathParameters.projectId(request)
-        let messageId = try PathParameters.uuid(request, "messageId", suggestion: Self.idSuggestion)
+        let assetId = try PathParameters.uuid(request, parameter, suggestion: Self.idSuggestion)
         let environment = try Self.environment(request)
-        try RequestBody.translating(suggestion: Self.environmentSuggestion) {
-            try service().deleteMessage(projectId: id, messageId: messageId, environment: environment)
-        }
+        try RequestBody.translating(suggestion: Self.environmentSuggestion) { try call(id, assetId, environment) }
         return Response(status: 204)
     }
 
@@ -138,13 +142,7 @@ struct RetentionMessagesController: APIController {
     }
 
     func deleteImage(_ request: Request) throws -> Response {
-        let id = try PathParameters.projectId(request)
-        let imageId = try PathParameters.uuid(request, "imageId", suggestion: Self.idSuggestion)
-        let environment = try Self.environment(request)
-        try RequestBody.translating(suggestion: Self.environmentSuggestion) {
-            try service().deleteImage(projectId: id, imageId: imageId, environment: environment)
-        }
-        return Response(status: 204)
+        try delete(request, "imageId") { try service().deleteImage(projectId: $0, imageId: $1, environment: $2) }
     }
 
     func setDefaultMessage(_ request: Request) throws -> Response {
