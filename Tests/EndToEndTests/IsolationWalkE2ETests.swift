@@ -66,6 +66,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "GET /v1/admin/projects/{id}/products": 200,
         "GET /v1/admin/projects/{id}/reconcile/runs": 200,
         "GET /v1/admin/projects/{id}/retention/rules": 200,
+        "GET /v1/admin/projects/{id}/retention/decisions": 200,
         "GET /v1/admin/projects/{id}/transactions/{transactionId}": 404,
         "GET /v1/admin/projects/{id}/users/{userId}/export": 200,
         "GET /v1/admin/projects/{id}/users/{userId}/timeline": 200,
@@ -133,7 +134,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         let client = try server.client
         let text = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         let operations = OpenAPIPermissions.permissions(inOpenAPI: text).sorted { $0.key < $1.key }
-        XCTAssertEqual(operations.count, 71, "every admin operation but the console's sign-in and the invite's acceptance")
+        XCTAssertEqual(operations.count, 72, "every admin operation but the console's sign-in and the invite's acceptance")
         XCTAssertEqual(Set(operations.map(\.key).filter { !$0.hasPrefix("GET ") && !AuditLogE2ETests.readOnly.contains($0) }),
                        Set(AuditLogE2ETests.actions.keys),
                        "every changing operation has its audit action")

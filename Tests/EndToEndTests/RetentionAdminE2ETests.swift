@@ -229,4 +229,52 @@ final class RetentionAdminE2ETests: AppleConnectedTestCase {
             "retention.delete_message operator cli",
         ])
     }
+
+    /// The console's Retention page in headless Chromium (`Tests/EndToEndTests/console/retention_browser_test.py`):
+    /// the rules, Apple's messages with their state, a text message uploaded from the form, the latest decisions.
+    /// Skips when Chromium or Selenium is missing, unless `CI=true`.
+    func testRetentionPageInHeadlessChromium() throws {
+        let t = try tenant()
+        let id = UUID().uuidString.lowercased()
+        XCTAssertEqual(try put(t, "messages/\(id)", ["header": "H", "body": "B"]).status, 200)
+        XCTAssertEqual(try put(t, "rules", ["rules": [["name": "everyone", "action": ["message_id": .string(id)]]]]).status,
+                       200)
+        _ = try db.query("""
+            INSERT INTO retention_decisions (project_id, request_identifier, environment, original_transaction_id,
+                product_id, locale, signed_date, rule_index, rule_name, action, message_id, reason, decided_at)
+            VALUES (\(t.id)::uuid, gen_random_uuid(), 'Sandbox', '2000000000077', 'com.e2e.pro.monthly', 'en-US', now(),
+                0, 'everyone', 'message', \(id)::uuid, 'Rule 1 "everyone" matched.', now())
+            """)
+        let decisions = try api.client.get(path(t, "decisions"), headers: E2E.admin)
+        XCTAssertEqual(decisions.status, 200, decisions.description)
+        XCTAssertEqual(try decisions.json()["decisions"]?.arrayValue?.first?["original_transaction_id"], "2000000000077")
+
+        let screenshots = TestPaths.repoRoot.appendingPathComponent(".build/console-screenshots")
+        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
+        var environment = ProcessInfo.processInfo.environment
+        environment["BOUNCER_URL"] = "http://127.0.0.1:\(try server.port)"
+        environment["ADMIN_TOKEN"] = E2E.adminToken
+        environment["PROJECT_ID"] = t.id
+        environment["MESSAGE_ID"] = id
+        environment["ORIGINAL_TRANSACTION_ID"] = "2000000000077"
+        environment["SCREENSHOT_DIR"] = screenshots.path
+        let script = TestPaths.repoRoot.appendingPathComponent("Tests/EndToEndTests/console/retention_browser_test.py")
+        let run = try ProcessRun.run(URL(fileURLWithPath: "/usr/bin/env"), [python, script.path], environment: environment)
+        let output = String(decoding: run.stdout, as: UTF8.self)
+        if run.status == 3 {
+            let message = "headless Chromium or Selenium is not installed (apt-get install chromium chromium-driver "
+                + "python3-selenium): \(output)"
+            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail(message); return }
+            throw XCTSkip(message)
+        }
+        XCTAssertEqual(run.status, 0, "retention_browser_test.py failed:\n\(output)\n\(run.stderr)")
+        for step in ["signed in", "rules shown", "messages listed with their state", "latest decisions listed",
+                     "text message uploaded and listed", "a refused upload shows the error", "no CSP violations"] {
+            XCTAssertTrue(output.contains("STEP \(step)"), "missing step \(step):\n\(output)")
+        }
+        // The form's upload reached Apple and was audited like the API's.
+        let uploaded = try XCTUnwrap(output.split(separator: "\n").first { $0.hasPrefix("UPLOADED ") }?.dropFirst(9), output)
+        XCTAssertEqual(try apple.retention(.sandbox).messages[String(uploaded)]?.header, "Stay with us")
+        XCTAssertEqual(try audit(t, "retention.upload_message").count, 2)
+    }
 }
