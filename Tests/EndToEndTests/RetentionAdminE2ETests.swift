@@ -249,25 +249,10 @@ final class RetentionAdminE2ETests: AppleConnectedTestCase {
         XCTAssertEqual(decisions.status, 200, decisions.description)
         XCTAssertEqual(try decisions.json()["decisions"]?.arrayValue?.first?["original_transaction_id"], "2000000000077")
 
-        let screenshots = TestPaths.repoRoot.appendingPathComponent(".build/console-screenshots")
-        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
-        var environment = ProcessInfo.processInfo.environment
-        environment["BOUNCER_URL"] = "http://127.0.0.1:\(try server.port)"
-        environment["ADMIN_TOKEN"] = E2E.adminToken
-        environment["PROJECT_ID"] = t.id
-        environment["MESSAGE_ID"] = id
-        environment["ORIGINAL_TRANSACTION_ID"] = "2000000000077"
-        environment["SCREENSHOT_DIR"] = screenshots.path
-        let script = TestPaths.repoRoot.appendingPathComponent("Tests/EndToEndTests/console/retention_browser_test.py")
-        let run = try ProcessRun.run(URL(fileURLWithPath: "/usr/bin/env"), [python, script.path], environment: environment)
-        let output = String(decoding: run.stdout, as: UTF8.self)
-        if run.status == 3 {
-            let message = "headless Chromium or Selenium is not installed (apt-get install chromium chromium-driver "
-                + "python3-selenium): \(output)"
-            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail(message); return }
-            throw XCTSkip(message)
-        }
-        XCTAssertEqual(run.status, 0, "retention_browser_test.py failed:\n\(output)\n\(run.stderr)")
+        let output = try BrowserScript.run("retention_browser_test.py", [
+            "BOUNCER_URL": "http://127.0.0.1:\(try server.port)", "ADMIN_TOKEN": E2E.adminToken, "PROJECT_ID": t.id,
+            "MESSAGE_ID": id, "ORIGINAL_TRANSACTION_ID": "2000000000077",
+        ])
         for step in ["signed in", "rules shown", "messages listed with their state", "latest decisions listed",
                      "text message uploaded and listed", "a refused upload shows the error", "no CSP violations"] {
             XCTAssertTrue(output.contains("STEP \(step)"), "missing step \(step):\n\(output)")

@@ -10,16 +10,7 @@ it uploaded; exits 0 only when every check held, 3 when Chromium/Selenium are mi
 import os
 import sys
 
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-except ImportError as error:  # the Swift test turns this into a skip (or a failure in CI)
-    print(f"MISSING selenium: {error}")
-    sys.exit(3)
+from headless import EC, By, WebDriverWait, check, chrome, step
 
 URL = os.environ["BOUNCER_URL"].rstrip("/")
 TOKEN = os.environ["ADMIN_TOKEN"]
@@ -30,36 +21,7 @@ SHOTS = os.environ.get("SCREENSHOT_DIR", ".build/console-screenshots")
 os.makedirs(SHOTS, exist_ok=True)
 
 
-def find_binary(*names):
-    for name in names:
-        for directory in os.environ.get("PATH", "").split(":") + ["/usr/bin", "/usr/lib/chromium"]:
-            path = os.path.join(directory, name)
-            if os.path.isfile(path) and os.access(path, os.X_OK):
-                return path
-    return None
-
-
-def step(text):
-    print(f"STEP {text}", flush=True)
-
-
-def check(condition, text):
-    if not condition:
-        raise AssertionError(text)
-
-
-chromium = find_binary("chromium", "chromium-browser", "google-chrome")
-driver_path = find_binary("chromedriver")
-if not chromium or not driver_path:
-    print(f"MISSING browser: chromium={chromium} chromedriver={driver_path}")
-    sys.exit(3)
-options = Options()
-options.binary_location = chromium
-for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,900",
-            "--disable-extensions", "--no-first-run"]:
-    options.add_argument(arg)
-options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-driver = webdriver.Chrome(service=Service(driver_path), options=options)
+driver = chrome()
 wait = WebDriverWait(driver, 20)
 
 
