@@ -84,7 +84,7 @@ final class MigrationTests: XCTestCase {
                                 "members", "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors",
                                 "reconcile_runs", "renewal_extensions", "revenue_settings", "revenue_transactions", "schema_functions", "schema_migrations", "signing_keys",
-                                "subscriptions", "transactions", "webhook_attempts", "webhook_endpoints",
+                                "subscriptions", "transaction_jws", "transactions", "webhook_attempts", "webhook_endpoints",
                                 "webhook_entitlement_states", "webhook_events", "webhook_purchase_states",
                                 "webhook_queue"])
     }
@@ -179,8 +179,8 @@ final class MigrationTests: XCTestCase {
                 """)
             // grants (0014), five webhook tables (0012), purchase_changes (0025), webhook_queue (0030),
             // overview_days, overview_instants, overview_trials (0035), revenue_settings, revenue_transactions (0062)
-            // added to 16; exchange_rates (0062) is the operator's, published for every project
-            XCTAssertEqual(pks.count, 29)
+            // added to 16, transaction_jws (0066); exchange_rates (0062) is the operator's, published for every project
+            XCTAssertEqual(pks.count, 30)
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)
