@@ -456,19 +456,29 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
         return try zip(recordings, rows).map { try Self.recorded($0.transaction, $1) }
     }
     /// The record statements' second step: the JWS of each call that left its signedDate stored becomes the
-    /// transaction's evidence (`transaction_jws`, schema/0066), replaced only by a later-signed one. A data-modifying
-    /// CTE over the calls' materialized results (`r`: `evidence_id`, `evidence_jws`, `evidence_signed`), so it costs
-    /// no round trip; one row per transaction (a group commit may carry the same one twice: the later signed).
-    /// Left out when no call carries a JWS (a StoreKit 1 receipt's records).
+    /// transaction's evidence (`transaction_jws`, schema/0066: the header once in `jws_headers`, the payload and
+    /// signature per transaction), replaced only by a later-signed one. Data-modifying CTEs over the calls'
+    /// materialized results (`r`: `evidence_id`, `evidence_jws`, `evidence_signed`), so it costs no round trip; one
+    /// row per transaction (a group commit may carry the same one twice: the later signed). Left out when no call
+    /// carries a JWS (a StoreKit 1 receipt's records).
     private static let keepEvidence = """
-        , kept AS (
-            INSERT INTO transaction_jws (project_id, environment, transaction_id, signed_date, jws)
-            SELECT DISTINCT ON (r.project_id, r.environment, r.evidence_id)
-                r.project_id, r.environment, r.evidence_id, r.evidence_signed, r.evidence_jws
+        , e AS (SELECT DISTINCT ON (r.project_id, r.environment, r.evidence_id)
+                r.project_id, r.environment, r.evidence_id, r.evidence_signed,
+                split_part(r.evidence_jws, '.', 1) AS header,
+                substr(r.evidence_jws, strpos(r.evidence_jws, '.') + 1) AS body
             FROM r WHERE r.evidence_jws IS NOT NULL AND r.stored_signed_date = r.evidence_signed
-            ORDER BY r.project_id, r.environment, r.evidence_id, r.evidence_signed DESC
+            ORDER BY r.project_id, r.environment, r.evidence_id, r.evidence_signed DESC),
+        kept_header AS (
+            INSERT INTO jws_headers (sha256, header)
+            SELECT DISTINCT sha256(convert_to(e.header, 'UTF8')), e.header FROM e
+            ON CONFLICT (sha256) DO NOTHING),
+        kept AS (
+            INSERT INTO transaction_jws (project_id, environment, transaction_id, signed_date, header_sha256, body)
+            SELECT e.project_id, e.environment, e.evidence_id, e.evidence_signed, sha256(convert_to(e.header, 'UTF8')),
+                e.body
+            FROM e
             ON CONFLICT (project_id, environment, transaction_id) DO UPDATE
-                SET signed_date = EXCLUDED.signed_date, jws = EXCLUDED.jws
+                SET signed_date = EXCLUDED.signed_date, header_sha256 = EXCLUDED.header_sha256, body = EXCLUDED.body
                 WHERE transaction_jws.signed_date < EXCLUDED.signed_date)
         """
 

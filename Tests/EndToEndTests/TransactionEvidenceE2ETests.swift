@@ -10,8 +10,10 @@ final class TransactionEvidenceE2ETests: SharedServerTestCase {
 
     private func evidence(_ tenant: Tenant) throws -> [[String]] {
         try db.query("""
-            SELECT transaction_id, jws, (extract(epoch FROM signed_date) * 1000)::int8::text AS signed
-            FROM transaction_jws WHERE project_id = \(tenant.id)::uuid ORDER BY transaction_id
+            SELECT j.transaction_id, h.header || '.' || j.body AS jws,
+                (extract(epoch FROM j.signed_date) * 1000)::int8::text AS signed
+            FROM transaction_jws j JOIN jws_headers h ON h.sha256 = j.header_sha256
+            WHERE j.project_id = \(tenant.id)::uuid ORDER BY j.transaction_id
             """).map {
             [try $0.decode("transaction_id", as: String.self), try $0.decode("jws", as: String.self),
              try $0.decode("signed", as: String.self)]
