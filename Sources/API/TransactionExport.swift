@@ -68,11 +68,7 @@ public enum TransactionExportCSV {
         for item in items {
             switch item.name {
             case "from", "to":
-                guard let day = MetricsController.parseDay(item.value) else {
-                    details.append(ErrorDetail(path: [item.name], message: "Expected a date as YYYY-MM-DD"))
-                    continue
-                }
-                if item.name == "from" { from = day } else { to = day }
+                MetricsController.dayParameter(item, from: &from, to: &to, &details)
             case "include_jws":
                 switch item.value {
                 case "true": includeJWS = true
