@@ -23,6 +23,9 @@ public struct APIDependencies: Sendable {
     public let keyInspector: any PrivateKeyInspecting
     /// Signs promotional offers with a project's In-App Purchase key (`POST /v1/offers/:publicKey/signatures`).
     public let offerSigner: any PromotionalOfferSigning
+    /// The person's redeemed introductory offers (`POST /v1/offers/:publicKey/introductory-eligibility`); unwired
+    /// answers 503.
+    public let introductoryOffers: any IntroductoryOfferFactsStore
     /// Apple's App Store Server API (lookups by transaction id); `nil` when not wired: lookups answer 503
     /// `APPLE_UNAVAILABLE`.
     public let appStore: (any AppleServerAPI)?
@@ -81,6 +84,8 @@ public struct APIDependencies: Sendable {
     /// Changing admin requests answered 2xx whose store wrote no audit entry: a bug, logged and counted here
     /// (`bouncer_audit_missing_total`).
     public let auditGaps: AuditGaps
+    /// Retention Messaging's rules and decisions; `nil` answers 503 on its routes.
+    public let retention: (any RetentionStore)?
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -109,6 +114,8 @@ public struct APIDependencies: Sendable {
         accounts: (any AccountStore)? = nil, usage: UsageMeter? = nil,
         members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
         auditLog: (any AuditLogStore)? = nil, auditGaps: AuditGaps = AuditGaps(),
+        retention: (any RetentionStore)? = nil,
+        introductoryOffers: (any IntroductoryOfferFactsStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
         self.projects = projects
@@ -120,6 +127,7 @@ public struct APIDependencies: Sendable {
         self.sealer = sealer
         self.keyInspector = keyInspector ?? UnconfiguredKeyInspector()
         self.offerSigner = offerSigner ?? UnconfiguredOfferSigner()
+        self.introductoryOffers = introductoryOffers ?? UnconfiguredIntroductoryOfferStore()
         self.appStore = appStore
         self.lookupBudget = lookupBudget
         self.appStoreActions = appStoreActions ?? UnconfiguredAppStoreActionStore()
@@ -141,6 +149,7 @@ public struct APIDependencies: Sendable {
         self.members = members
         self.auditLog = auditLog
         self.auditGaps = auditGaps
+        self.retention = retention
         self.now = now
         self.log = log
     }
@@ -244,6 +253,14 @@ struct UnconfiguredAppStoreActionStore: AppStoreActionStore {
     func startRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
     func completeRenewalExtension(_ record: RenewalExtensionRecord) throws { throw Self.unavailable }
     func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws { throw Self.unavailable }
+    func recordAppAccountTokenSet(projectId: UUID, environment: StoreEnvironment, originalTransactionId: String,
+                                  token: UUID) throws { throw Self.unavailable }
+    func startMassRenewalExtension(_ record: MassRenewalExtensionRecord) throws { throw Self.unavailable }
+    func completeMassRenewalExtension(_ record: MassRenewalExtensionRecord) throws { throw Self.unavailable }
+    func updateMassRenewalExtensionStatus(_ record: MassRenewalExtensionRecord) throws { throw Self.unavailable }
+    func massRenewalExtension(projectId: UUID, requestIdentifier: UUID) throws -> MassRenewalExtensionRecord? {
+        throw Self.unavailable
+    }
 }
 
 /// Stands in when no offer signer was wired: nothing is signed ("unavailable"), never a verdict.
@@ -259,5 +276,21 @@ struct UnconfiguredOfferSigner: PromotionalOfferSigning {
 
     func signJWS(_ claims: PromotionalOfferClaims, with credentials: UnsealedAppStoreCredentials) throws -> String {
         throw Self.unavailable
+    }
+
+    func signEligibility(_ claims: IntroductoryOfferEligibilityClaims, with credentials: UnsealedAppStoreCredentials)
+        throws -> String
+    {
+        throw Self.unavailable
+    }
+}
+
+/// Stands in when no introductory-offer store was wired: no decision ("unavailable"), never a verdict.
+struct UnconfiguredIntroductoryOfferStore: IntroductoryOfferFactsStore {
+    func introductoryOfferFacts(projectId: UUID, userId: String, transactionId: String?, productId: String) throws
+        -> IntroductoryOfferFacts
+    {
+        throw DomainError(.serviceUnavailable, "Introductory offer eligibility is not configured.",
+                          underlying: "APIDependencies.introductoryOffers was not wired")
     }
 }

@@ -21,8 +21,10 @@ extension ReceiptsController {
         let bound = try AccountBindingRules.boundUser(
             postedUserId: userId, appAccountToken: nil, policy: project.appAccountTokenPolicy)
         let now = self.now()
+        // Stored as facts either way; Sandbox purchases outside the project's allowlist grant nothing.
         let recorded = try purchases.recordTransactions(
             receipt.transactions, source: .receipt, userId: bound.userId, deviceId: deviceId, project: project, now: now)
+            .map { SandboxAccessRules.answer($0, userId: bound.userId, policy: project.sandbox) }
         guard recorded.count == receipt.transactions.count else { throw StoreAnswerMissing() }
         for item in recorded {
             if case .block = item.ownership {

@@ -70,10 +70,7 @@ struct AppStoreActionsController: APIController {
         let originalTransactionId = request.pathParameters["originalTransactionId"] ?? ""
         let object = try RequestBody.object(request, suggestion: Self.extendSuggestion)
         var fields = FieldValidator(object)
-        let days = fields.int("extend_by_days")
-        let reason = fields.int("reason_code")
-        if !fields.has("extend_by_days") { fields.fail(["extend_by_days"], "Required") }
-        if !fields.has("reason_code") { fields.fail(["reason_code"], "Required") }
+        let (days, reason) = Self.extensionFields(&fields)
         fields.add(AppStoreActions.problems(extendByDays: days, reasonCode: reason))
         fields.add(TransactionLookup.problems(transactionId: originalTransactionId, path: ["originalTransactionId"]))
         try fields.check(suggestion: Self.extendSuggestion)
@@ -96,6 +93,15 @@ struct AppStoreActionsController: APIController {
         body.field("web_order_line_item_id", record.webOrderLineItemId)
         body.endObject()
         return Response.json(200, body.bytes)
+    }
+
+    /// The required `extend_by_days` and `reason_code` of an extension (one subscription's or a product's).
+    static func extensionFields(_ fields: inout FieldValidator) -> (days: Int?, reason: Int?) {
+        let days = fields.int("extend_by_days")
+        let reason = fields.int("reason_code")
+        if !fields.has("extend_by_days") { fields.fail(["extend_by_days"], "Required") }
+        if !fields.has("reason_code") { fields.fail(["reason_code"], "Required") }
+        return (days, reason)
     }
 
     /// `environment` from the query: Production or Sandbox; absent → the use case's default.

@@ -2,11 +2,18 @@ import Domain
 import Foundation
 import HTTPCore
 
-/// `POST /v1/app-transactions/:publicKey`: signed app transactions, and what they grant.
+/// `POST /v1/app-transactions/:publicKey`: signed app transactions (posted, or fetched from Apple by a transaction
+/// id), and what they grant.
 struct AppTransactionsController: APIController {
     let verifier: any SignedDataVerifying
     let store: any AppTransactionStore
     let now: @Sendable () -> Date
+    /// The secret key a lookup that binds a user needs.
+    let keys: KeyAuth
+    /// Get App Transaction Info, over the shared lookup use case.
+    let transactionLookup: TransactionLookup
+    /// `APIDependencies.lookupBudget`: `nil` is unlimited.
+    let lookupBudget: LookupBudget?
 
     var routes: [APIRoute] {
         [APIRoute(.post, "/v1/app-transactions/:publicKey", .app, publicKey: Self.appTransactionKeySuggestion,
@@ -14,7 +21,9 @@ struct AppTransactionsController: APIController {
     }
 
     static let appTransactionSuggestion = "Request body requires signed_app_transaction (string: StoreKit's "
-        + "AppTransaction.shared jwsRepresentation). Optional: user_id."
+        + "AppTransaction.shared jwsRepresentation) or transaction_id (string: any of the customer's transaction ids, "
+        + "to fetch it from Apple). Optional: user_id."
+
     static let appTransactionKeySuggestion = "Use a valid public key (pk_...) in the URL path: "
         + "POST /v1/app-transactions/:public_key."
 
@@ -24,16 +33,39 @@ struct AppTransactionsController: APIController {
     func postAppTransaction(_ request: Request, _ project: Project) throws -> Response {
         let body = try RequestBody.object(request, suggestion: Self.appTransactionSuggestion)
         var fields = FieldValidator(body)
-        let jws = fields.string("signed_app_transaction", required: true)
+        let lookup = fields.has("transaction_id")
+        if lookup && fields.has("signed_app_transaction") {
+            let message = "Provide exactly one of signed_app_transaction and transaction_id"
+            fields.fail(["signed_app_transaction"], message)
+            fields.fail(["transaction_id"], message)
+        }
+        let jws = lookup ? nil : fields.string("signed_app_transaction", required: true)
+        let transactionId = lookup ? fields.string("transaction_id", required: true) : nil
+        if let transactionId, fields.parsed("transaction_id") {
+            fields.add(TransactionLookup.problems(transactionId: transactionId))
+        }
         let userId = fields.string("user_id", required: false, maxLength: 256)
         try fields.check(suggestion: Self.appTransactionSuggestion)
-        guard let jws, ReceiptsController.hasThreeParts(jws) else {
-            throw VerificationFailure(code: .invalidJWSFormat, reason: "expected 3 dot-separated parts", step: "format")
-        }
         // The form receipts bind and reads use (require_match, prefer: a UUID in lowercase).
         let canonicalUserId = userId.map { AccountBindingRules.canonicalUserId($0, policy: project.appAccountTokenPolicy) }
-        let answer = try AppPurchases.record(
-            jws, userId: canonicalUserId, project: project, verifier: verifier, store: store, now: now())
+        let answer: AppPurchaseAnswer
+        if let transactionId {
+            // Checked before Apple is asked: a wrong key is refused, and binding a user needs the backend's key.
+            let secretKey = try keys.presentsSecretKey(request, project: project)
+            if canonicalUserId != nil && !secretKey {
+                throw HTTPError.appTransactionLookupSecretKeyRequired
+            }
+            let facts = try transactionLookup.lookUpAppTransaction(
+                transactionId: transactionId, for: project, budget: lookupBudget?.forClient(request.clientKey.description))
+            answer = try AppPurchases.record(verified: facts, userId: canonicalUserId, project: project, store: store,
+                                             now: now())
+        } else {
+            guard let jws, ReceiptsController.hasThreeParts(jws) else {
+                throw VerificationFailure(code: .invalidJWSFormat, reason: "expected 3 dot-separated parts", step: "format")
+            }
+            answer = try AppPurchases.record(
+                jws, userId: canonicalUserId, project: project, verifier: verifier, store: store, now: now())
+        }
         return Response.json(201, Self.appTransactionBody(answer))
     }
 

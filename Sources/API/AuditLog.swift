@@ -36,6 +36,9 @@ public enum AuditActions {
             (.post, project + "/app-store/test-notification", "app_store.test_notification", "project", "id"),
             (.post, project + "/subscriptions/:originalTransactionId/extend", "subscription.extend", "subscription",
              "originalTransactionId"),
+            (.put, project + "/purchases/:originalTransactionId/app-account-token", "purchase.set_app_account_token",
+             "purchase", "originalTransactionId"),
+            (.post, project + "/products/:productId/extend", "product.extend_renewals", "product", "productId"),
             (.post, user + "/grants", "grant.create", "user", nil),
             (.delete, user + "/grants/:grantId", "grant.delete", "grant", "grantId"),
             (.delete, user, "customer.erase", "user", nil),
@@ -47,6 +50,7 @@ public enum AuditActions {
             (.delete, "/v1/admin/sessions", "sessions.sign_out_everywhere", "sessions", nil),
             (.put, project + "/revenue-settings", "revenue_settings.update", "project", "id"),
             (.put, "/v1/admin/exchange-rates", "exchange_rates.update", "exchange_rates", nil),
+            (.put, project + "/retention/rules", "retention.put_rules", "project", "id"),
         ]
         var table: [String: (action: String, target: String, parameter: String?)] = [:]
         for (method, pattern, action, target, parameter) in entries {
@@ -83,6 +87,9 @@ public enum AuditActions {
 
     /// Whether a route of `method` changes something (and so must be audited).
     static func changes(_ method: HTTPMethod) -> Bool { method != .get && method != .head }
+
+    /// POST routes that change nothing (a simulation): no audit entry.
+    static let readOnlyPosts: Set<String> = [key(.post, "/v1/admin/projects/:id/retention/simulate")]
 }
 
 /// How many changing admin requests answered 2xx without their store writing the audit entry (a route whose store

@@ -11,6 +11,8 @@ struct CustomersController: APIController {
     let support: CustomerSupport
     /// Support's search by an App Store order id (Apple's Look Up Order ID).
     let orders: OrderLookup
+    /// Erase's `reset_app_account_token` (Apple's Set App Account Token).
+    let appAccountTokens: AppAccountTokens
     let now: @Sendable () -> Date
 
     var routes: [APIRoute] {
@@ -93,11 +95,23 @@ struct CustomersController: APIController {
 
     /// `DELETE /v1/admin/projects/:id/users/:userId`: erases the user in one database transaction → 200 with what
     /// changed (idempotent: an unknown user answers zeros).
+    /// With `{"reset_app_account_token": true}` the user's purchases are first re-keyed at Apple (a fresh random
+    /// token each); Apple's failure answers its error and erases nothing.
     func eraseUser(_ request: Request) throws -> Response {
         let (projectId, userId) = try authorizedUser(request)
+        var reset = false
+        if !request.body.isEmpty {
+            var fields = FieldValidator(try RequestBody.object(request, suggestion: Self.eraseSuggestion))
+            reset = fields.bool("reset_app_account_token") ?? false
+            try fields.check(suggestion: Self.eraseSuggestion)
+        }
+        let rekeyed = reset ? try appAccountTokens.reset(projectId: projectId, userId: userId) : nil
         let summary = try support.erase(projectId: projectId, userId: userId)
-        return Response.json(200, Self.erasureBody(userId: userId, summary))
+        return Response.json(200, Self.erasureBody(userId: userId, summary, appAccountTokensReset: rekeyed))
     }
+
+    static let eraseSuggestion = "No body, or {\"reset_app_account_token\": true} to re-key the user's purchases at "
+        + "Apple first (Set App Account Token with a fresh random token each)."
 
     /// `GET /v1/admin/projects/:id/transactions/:transactionId`: the recorded transaction and the users currently
     /// bound to its purchase (support's search by transaction id).
@@ -175,7 +189,7 @@ struct CustomersController: APIController {
         return out.bytes
     }
 
-    static func erasureBody(userId: String, _ summary: ErasureSummary) -> [UInt8] {
+    static func erasureBody(userId: String, _ summary: ErasureSummary, appAccountTokensReset: Int? = nil) -> [UInt8] {
         var out = JSONBody(capacity: 320)
         out.beginObject()
         out.field("user_id", userId)
@@ -187,6 +201,7 @@ struct CustomersController: APIController {
         out.field("app_account_tokens_cleared", summary.appAccountTokensCleared)
         out.field("events_dropped", summary.eventsDropped)
         out.field("events_anonymised", summary.eventsAnonymised)
+        if let appAccountTokensReset { out.field("app_account_tokens_reset", appAccountTokensReset) }
         out.endObject()
         return out.bytes
     }

@@ -146,6 +146,13 @@ extension HTTPError {
         suggestion: "An admin can enable them: PATCH /v1/admin/projects/{id} with {\"entitlement_tokens\": true} "
             + "(or `bouncer project update PROJECT_ID --entitlement-tokens on`).")
 
+    /// `POST /v1/app-transactions` with `transaction_id` and `user_id` but only the public key: Apple is not asked.
+    static let appTransactionLookupSecretKeyRequired = HTTPError(
+        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
+        suggestion: "A transaction id does not prove who the customer is: to bind user_id to the app transaction Apple "
+            + "returns, call from your backend with Authorization: Bearer sk_... (or post signed_app_transaction from "
+            + "the device).")
+
     static let tokenSecretKeyRequired = HTTPError(
         status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
         suggestion: "Entitlement tokens are issued to backends: send the project's secret key as "
@@ -215,10 +222,12 @@ enum ErrorMapping {
             if isWebhook {
                 // Only Apple calls the webhook: point the operator at App Store Connect, not at StoreKit.
                 suggestion = notificationVerificationSuggestion(failure.code)
+            } else if context.signedData == .retentionRequest {
+                suggestion = retentionVerificationSuggestion(failure.code)
             }
             let signedField: String
             switch context.signedData {
-            case .notification: signedField = "signedPayload"
+            case .notification, .retentionRequest: signedField = "signedPayload"
             case .appTransaction: signedField = "signed_app_transaction"
             case .transaction: signedField = "signed_transaction_info"
             }
@@ -361,6 +370,10 @@ enum ErrorMapping {
             404, "No such purchase in this project.",
             "Use the original transaction id of a Production or Sandbox purchase Bouncer has "
                 + "recorded for this project (posted to /v1/receipts or received in a notification)."),
+        .renewalExtensionNotFound: (
+            404, "No such renewal extension in this project.",
+            "Use the request_identifier that POST /v1/admin/projects/{id}/products/{productId}/extend returned "
+                + "(with status 200) for this project and product."),
         .testNotificationNotFound: (
             404, "Apple does not know this test notification token.",
             "Use the token POST /v1/admin/projects/{id}/app-store/test-notification returned, with "
@@ -369,6 +382,18 @@ enum ErrorMapping {
             422, "Apple says this subscription cannot be extended.",
             "Apple extends only active, paid subscription periods (not free trials, offer periods, "
                 + "billing retry or grace, nor Family Sharing purchases). The attempt is recorded; nothing changed."),
+        .retentionRequestStale: (
+            401, "The retention request's signedDate is outside the freshness window.",
+            "Apple's real-time requests are answered only within 5 minutes of their signedDate (1 minute ahead for "
+                + "clock skew). The App Store shows the default message; check the server's clock."),
+        .retentionRequestReplayed: (
+            409, "This retention request (requestIdentifier) was already answered.",
+            "Each real-time request is answered once; a replay gets no offer and the App Store shows the default "
+                + "message."),
+        .retentionNoMatchingRule: (
+            404, "No retention rule matched.",
+            "The App Store shows the product's default message. Add a rule with PUT "
+                + "/v1/admin/projects/{id}/retention/rules, or try one with POST …/retention/simulate."),
         .subscriptionExtensionLimitReached: (
             409, "This subscription was already extended as often as Apple allows.",
             "Apple allows two extensions per subscription in a 365-day period. The attempt is "
@@ -503,6 +528,20 @@ enum ErrorMapping {
 
     /// The webhook's suggestion per verifier code: the caller is Apple (or someone pretending to be), and the
     /// person reading the error is the operator who configured App Store Connect.
+    /// Only the App Store calls the Get Retention Message endpoint; any refusal makes it show the default message.
+    static func retentionVerificationSuggestion(_ code: VerificationFailure.Code) -> String {
+        switch code {
+        case .bundleIdMismatch, .appAppleIdMismatch, .environmentNotAllowed:
+            return "This retention request is for another app or environment (the App Store shows the default "
+                + "message): configure the Realtime URL with the public key of the project whose app_apple_id and "
+                + "environments match the app (a Production request needs app_apple_id)."
+        case .invalidJWSFormat, .unsupportedAlgorithm, .jwsVerificationFailed, .invalidReceiptFormat,
+             .receiptVerificationFailed, .unrecognized:
+            return "Only real-time retention requests signed by Apple are answered (the App Store shows the default "
+                + "message otherwise): send Apple's body {\"signedPayload\": \"...\"} unchanged."
+        }
+    }
+
     static func notificationVerificationSuggestion(_ code: VerificationFailure.Code) -> String {
         switch code {
         case .bundleIdMismatch, .appAppleIdMismatch, .environmentNotAllowed:

@@ -16,7 +16,7 @@ struct MetricsController: APIController {
 
     static let overviewSuggestion = "Query: from and to as YYYY-MM-DD (UTC days, inclusive, at most "
         + "\(OverviewRange.maxDays) days; default the last 30 days), interval=day, optional environment "
-        + "(Production, Sandbox, Xcode, LocalTesting)."
+        + "(Production, the default; Sandbox, Xcode, LocalTesting; or all)."
 
     func overview(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
@@ -32,7 +32,7 @@ struct MetricsController: APIController {
         body.field("from", Self.dayString(range.from))
         body.field("to", Self.dayString(range.to.addingTimeInterval(-86_400)))
         body.field("interval", "day")
-        body.field("environment", environment?.rawValue)
+        body.field("environment", environment?.rawValue ?? "all")
         body.key("days")
         body.beginArray()
         var totals = OverviewDay(day: range.from)
@@ -84,11 +84,12 @@ struct MetricsController: APIController {
         body.endObject()
     }
 
-    /// The validated query: unknown parameters are ignored, a repeated one is the last.
+    /// The validated query: unknown parameters are ignored, a repeated one is the last. The environment is
+    /// Production unless asked (test purchases stay out of the revenue figures); `all` (nil) sums every environment.
     static func overviewQuery(_ request: Request, now: Date) throws(HTTPError) -> (OverviewRange, StoreEnvironment?) {
         var from: Int64?
         var to: Int64?
-        var environment: StoreEnvironment?
+        var environment: StoreEnvironment? = .production
         var details: [ErrorDetail] = []
         for item in request.queryItems() {
             switch item.name {
@@ -99,7 +100,11 @@ struct MetricsController: APIController {
                     details.append(ErrorDetail(path: ["interval"], message: "Invalid enum value. Expected 'day'"))
                 }
             case "environment":
-                environment = Self.environment(item.value, &details) ?? environment
+                if item.value == "all" {
+                    environment = nil
+                } else {
+                    environment = Self.environment(item.value, allowingAll: true, &details) ?? environment
+                }
             default:
                 continue
             }
@@ -111,11 +116,15 @@ struct MetricsController: APIController {
     }
 
     /// `environment=`: one of Apple's environments, else nil and a detail.
-    static func environment(_ value: String, _ details: inout [ErrorDetail]) -> StoreEnvironment? {
+    static func environment(_ value: String, allowingAll: Bool = false, _ details: inout [ErrorDetail])
+        -> StoreEnvironment?
+    {
         let known: [StoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
         if let match = known.first(where: { $0.rawValue == value }) { return match }
         details.append(ErrorDetail(
-            path: ["environment"], message: "Invalid enum value. Expected 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting'"))
+            path: ["environment"],
+            message: "Invalid enum value. Expected 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting'"
+                + (allowingAll ? " | 'all'" : "")))
         return nil
     }
 

@@ -40,14 +40,7 @@ struct NotificationsController: APIController {
     /// stored), 503 with `Retry-After` when it could not be stored. The verifier checks the outer JWS and every
     /// nested one (`signedTransactionInfo`, `signedRenewalInfo`) against the project before anything is written.
     func postNotification(_ request: Request, _ project: Project) throws -> Response {
-        let body = try RequestBody.object(request, suggestion: Self.notificationSuggestion)
-        var fields = FieldValidator(body)
-        let payload = fields.string("signedPayload", required: true)
-        try fields.check(suggestion: Self.notificationSuggestion)
-        guard let payload, ReceiptsController.hasThreeParts(payload) else {
-            throw VerificationFailure(code: .invalidJWSFormat, reason: "expected 3 dot-separated parts", step: "format")
-        }
-
+        let payload = try RequestBody.signedPayload(request, suggestion: Self.notificationSuggestion)
         let facts = try verifier.verifyNotification(payload, for: project)
         let outcome = try notifications().recordNotification(facts, project: project, now: now())
         var out = JSONBody(capacity: 96)

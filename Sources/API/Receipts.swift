@@ -91,7 +91,7 @@ struct ReceiptsController: APIController {
                 userId: bound.userId, appAccountToken: facts.appAccountToken, policy: project.appAccountTokenPolicy))
         let narrowed = recording.transferPolicy != project.transferPolicy
         let now = self.now()
-        let recorded: RecordedTransaction
+        var recorded: RecordedTransaction
         do {
             if source == .transaction {
                 recorded = try purchases.recordTransaction(
@@ -111,6 +111,8 @@ struct ReceiptsController: APIController {
         } catch let error as DomainError where narrowed && error.code == .purchaseOwnedByAnotherUser {
             throw HTTPError.lookupOwnedByAnotherUser
         }
+        // Stored as facts either way; a Sandbox purchase outside the project's allowlist grants nothing.
+        recorded = SandboxAccessRules.answer(recorded, userId: bound.userId, policy: project.sandbox)
         // Projects that opted into a token policy learn which user the purchase went to, and why.
         let binding = project.appAccountTokenPolicy == .ignore ? nil : bound
         // The token proves what this request proved: the posted purchase, when it describes its purchase now.

@@ -72,6 +72,19 @@ enum RequestBody {
         return .other
     }
 
+    /// Apple's `{"signedPayload": "…"}` (notifications, real-time retention requests): the JWS, checked only for
+    /// its three parts here (the verifier checks the rest).
+    static func signedPayload(_ request: Request, suggestion: String) throws -> String {
+        let body = try object(request, suggestion: suggestion)
+        var fields = FieldValidator(body)
+        let payload = fields.string("signedPayload", required: true)
+        try fields.check(suggestion: suggestion)
+        guard let payload, ReceiptsController.hasThreeParts(payload) else {
+            throw VerificationFailure(code: .invalidJWSFormat, reason: "expected 3 dot-separated parts", step: "format")
+        }
+        return payload
+    }
+
     /// Runs a use case, giving its `.invalidInput` problems this route's suggestion (the rules are the use case's,
     /// the words for this front end are ours).
     static func translating<T>(suggestion: String, _ body: () throws -> T) throws -> T {

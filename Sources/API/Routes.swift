@@ -36,6 +36,10 @@ public enum Routes {
             projects: deps.projects, store: deps.credentials, sealer: deps.sealer, inspector: deps.keyInspector,
             now: deps.now)
         let projects = ProjectAdministration(store: deps.projects, hasher: deps.hasher, now: deps.now)
+        let appStoreActions = AppStoreActions(
+            projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
+            store: deps.appStoreActions, now: deps.now)
+        let appAccountTokens = AppAccountTokens(actions: appStoreActions, purchases: deps.purchases)
         return [
             ReceiptsController(
                 keys: keys, purchases: deps.purchases, verifier: deps.verifier,
@@ -44,18 +48,24 @@ public enum Routes {
                 maxReceiptBodyBytes: deps.maxReceiptBodyBytes, maxReceiptRecords: deps.maxReceiptRecords,
                 now: deps.now, log: deps.log),
             SubscriptionsController(keys: keys, purchases: deps.purchases, now: deps.now),
-            AppTransactionsController(verifier: deps.verifier, store: deps.appTransactions, now: deps.now),
+            AppTransactionsController(
+                verifier: deps.verifier, store: deps.appTransactions, now: deps.now, keys: keys,
+                transactionLookup: TransactionLookup(credentials: credentials, appStore: deps.appStore, verifier: deps.verifier),
+                lookupBudget: deps.lookupBudget),
             OffersController(offerSignatures: OfferSignatures(
                 projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now)),
+            IntroductoryOffersController(keys: keys, eligibility: IntroductoryOfferEligibility(
+                projects: deps.projects, credentials: credentials, signer: deps.offerSigner,
+                facts: deps.introductoryOffers, now: deps.now)),
             EntitlementTokensController(keys: keys, tokens: deps.entitlementTokens),
             NotificationsController(
                 projects: deps.projects, verifier: deps.verifier, store: deps.notifications, now: deps.now),
             ProjectsController(administration: projects),
             ProductsController(administration: projects),
             AppStoreCredentialsController(administration: credentials),
-            AppStoreActionsController(actions: AppStoreActions(
-                projects: deps.projects, credentials: credentials, appStore: deps.appStore, verifier: deps.verifier,
-                store: deps.appStoreActions, now: deps.now)),
+            AppStoreActionsController(actions: appStoreActions),
+            AppAccountTokensController(tokens: appAccountTokens),
+            MassRenewalExtensionsController(extensions: MassRenewalExtensions(actions: appStoreActions)),
             ReconciliationController(reconciler: deps.reconciliation),
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
             ChartsController(projects: deps.projects, store: deps.charts, now: deps.now),
@@ -67,11 +77,17 @@ public enum Routes {
                 support: CustomerSupport(store: deps.customers, projects: deps.projects, now: deps.now),
                 orders: OrderLookup(projects: deps.projects, credentials: credentials, appStore: deps.appStore,
                                     verifier: deps.verifier, holders: deps.customers),
+                appAccountTokens: appAccountTokens,
                 now: deps.now),
             WebhooksController(administration: deps.webhooks),
             AccountsController(administration: admin.accounts),
             UsageController(meter: deps.usage, now: deps.now),
             AuditLogController(log: deps.auditLog.map { AuditLog(store: $0) }),
+            RetentionController(projects: deps.projects, verifier: deps.verifier, retention: deps.retention.map {
+                RetentionMessaging(store: $0, projects: deps.projects, offers: OfferSignatures(
+                    projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now),
+                    now: deps.now)
+            }),
         ]
     }
 }
@@ -121,6 +137,8 @@ struct ErrorContext: Sendable {
         case appTransaction
         /// `signedPayload` of Apple's notification webhook: the reader is the operator of App Store Connect.
         case notification
+        /// `signedPayload` of Apple's real-time retention request (Retention Messaging): the same reader.
+        case retentionRequest
     }
 
     /// What a missing `BOUNCER_ENCRYPTION_KEY` stops on this route.

@@ -23,8 +23,7 @@ struct SubscriptionsController: APIController {
             request, project: project,
             suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
         let holdings = try purchases.holdings(userId: userId, project: project)
-        let summary = UserEntitlementSummary.summarize(
-            holdings, setting: project.appPurchaseEntitlements, at: now())
+        let summary = UserEntitlementSummary.summarize(holdings, for: project, userId: userId, at: now())
         return Response.json(200, Self.subscriptionsBody(userId: userId, summary))
     }
 
@@ -64,12 +63,13 @@ extension EvaluatedPurchase {
         body.field("auto_renew_enabled", evaluation.autoRenewEnabled)
         body.field("original_transaction_id", purchase.originalTransactionId)
         body.field("environment", purchase.environment.rawValue)
-        body.field("entitlements", evaluation.status == .active ? owned.entitlements : [])
+        body.field("entitlements", grants ? owned.entitlements : [])
         body.field("in_grace_period", evaluation.inGracePeriod)
         body.field("in_billing_retry", evaluation.inBillingRetry)
         body.field("grace_period_expires_date", renewal?.gracePeriodExpiresDate)
         body.field("expiration_intent", renewal?.expirationIntent.map(Int64.init))
         body.field("auto_renew_product_id", renewal?.autoRenewProductId)
+        body.field("eligible_win_back_offer_ids", renewal?.eligibleWinBackOfferIds ?? [])
         body.field("ownership_type", purchase.ownershipType?.rawValue)
         body.field("revocation_date", purchase.revocationDate)
         if let type = purchase.revocationType {
@@ -77,6 +77,24 @@ extension EvaluatedPurchase {
             body.field("revocation_type", type.rawValue)
             body.field("revocation_percentage", purchase.revocationPercentage)
             body.field("partial_refund", type == .refundProrated)
+        }
+        // Only for a purchase that grants nothing whatever its status (a Sandbox purchase of a user outside the
+        // project's allowlist): every other answer keeps its shape.
+        if let withheldReason { body.field("withheld_reason", withheldReason) }
+        // Only for billing plans Apple names (commitment plans, API 1.21): other answers keep their shape.
+        if purchase.billingPlan != nil || purchase.commitment != nil {
+            body.field("billing_plan", purchase.billingPlan)
+            if let commitment = purchase.commitment {
+                body.key("commitment")
+                body.beginObject()
+                body.field("billing_period", commitment.billingPeriod)
+                body.field("total_billing_periods", commitment.totalBillingPeriods)
+                body.field("commitment_expires_date", commitment.expiresDate)
+                body.field("will_renew", commitment.willRenew)
+                body.endObject()
+            } else {
+                body.null("commitment")
+            }
         }
         body.endObject()
     }

@@ -148,8 +148,13 @@ public struct JWSRenewalInfo: Sendable, Equatable {
     public var renewalPrice: Int64?
     /// Payment mode of the renewal offer.
     public var offerDiscountType: OfferDiscountType?
-    /// Win-back offers the customer is eligible for.
+    /// Win-back offers the customer is eligible for, best first (at most `maxWinBackOffers`).
     public var eligibleWinBackOfferIds: [String]?
+    /// The most win-back offer ids a payload may list. Apple documents no limit; a subscription group has a handful
+    /// of win-back offers, so 100 only stops a hostile list from growing every row and answer that shows it.
+    public static let maxWinBackOffers = 100
+    /// The longest offer identifier accepted, in UTF-8 bytes (App Store Connect's are short reference codes).
+    public static let maxOfferIdentifierBytes = 256
     /// UUID the app associated with the customer.
     public var appAccountToken: String?
     /// Id of the app transaction.
@@ -181,7 +186,8 @@ public struct JWSRenewalInfo: Sendable, Equatable {
         currency = try reader.string("currency")
         renewalPrice = try reader.int64("renewalPrice")
         offerDiscountType = try reader.string("offerDiscountType").map(OfferDiscountType.init(rawValue:))
-        eligibleWinBackOfferIds = try reader.strings("eligibleWinBackOfferIds")
+        eligibleWinBackOfferIds = try reader.boundedStrings(
+            "eligibleWinBackOfferIds", maxCount: Self.maxWinBackOffers, maxBytes: Self.maxOfferIdentifierBytes)
         appAccountToken = try reader.string("appAccountToken")
         appTransactionId = try reader.string("appTransactionId")
         offerPeriod = try reader.string("offerPeriod")

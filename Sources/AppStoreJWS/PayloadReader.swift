@@ -86,6 +86,19 @@ struct PayloadReader {
         return result
     }
 
+    /// An array of at most `maxCount` strings of 1 to `maxBytes` UTF-8 bytes each: a list a row stores and every
+    /// answer shows, so a signed but hostile payload cannot make it grow without bound.
+    func boundedStrings(_ key: String, maxCount: Int, maxBytes: Int) throws(VerificationError) -> [String]? {
+        guard let strings = try strings(key) else { return nil }
+        guard strings.count <= maxCount else {
+            throw .format(.payload, "payload field \(path)\(key) must hold at most \(maxCount) strings")
+        }
+        for string in strings where string.isEmpty || string.utf8.count > maxBytes || string.utf8.contains(0) {
+            throw .format(.payload, "payload field \(path)\(key) must hold strings of 1 to \(maxBytes) bytes")
+        }
+        return strings
+    }
+
     func object(_ key: String) throws(VerificationError) -> JSONObject? {
         guard let value = present(key) else { return nil }
         guard let nested = value.objectValue else { throw wrongType(key, "an object") }

@@ -132,7 +132,7 @@ public final class SignedDataVerifier: Sendable {
     // MARK: The pipeline
 
     enum Kind {
-        case transaction, renewalInfo, notification, appTransaction
+        case transaction, renewalInfo, notification, appTransaction, realtimeRequest
 
         var dateField: String { self == .appTransaction ? "receiptCreationDate" : "signedDate" }
         var dateSource: VerificationDetails.DateSource { self == .appTransaction ? .receiptCreationDate : .signedDate }
@@ -417,6 +417,10 @@ public final class SignedDataVerifier: Sendable {
         case .renewalInfo:
             return Claims(bundleId: nil, checksBundleId: false, appAppleId: nil, checksAppAppleId: false,
                           environment: environment(payload), path: "")
+        case .realtimeRequest:
+            // Retention Messaging: no bundleId in the payload; the app is its appAppleId.
+            return Claims(bundleId: nil, checksBundleId: false, appAppleId: payload["appAppleId"]?.int64Value,
+                          checksAppAppleId: true, environment: environment(payload), path: "")
         case .appTransaction:
             return Claims(bundleId: payload["bundleId"]?.stringValue, checksBundleId: true, appAppleId: payload["appAppleId"]?.int64Value,
                           checksAppAppleId: true, environment: environment(payload, "receiptType"), path: "")

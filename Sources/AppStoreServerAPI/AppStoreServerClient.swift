@@ -109,13 +109,18 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
                                    credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> TransactionHistoryPage {
         var path = "/inApps/v2/history/\(Self.pathSegment(transactionId))"
         if let revision { path += "?revision=\(Self.queryValue(revision))" }
-        let object = try Self.object(try call("GET", path, environment, credentials), limit: configuration.maxResponseBytes)
-        let signed = try Self.array(object, "signedTransactions", optional: true).map { value throws(AppStoreAPIError) -> String in
-            guard let text = value.stringValue else { throw Self.invalid("signedTransactions[] is not a string") }
+        return try Self.historyPage(try call("GET", path, environment, credentials), limit: configuration.maxResponseBytes)
+    }
+
+    /// A page of `signedTransactions` with `revision` and `hasMore` (Get Transaction History, Get Refund History).
+    static func historyPage(_ body: [UInt8], limit: Int) throws(AppStoreAPIError) -> TransactionHistoryPage {
+        let object = try object(body, limit: limit)
+        let signed = try array(object, "signedTransactions", optional: true).map { value throws(AppStoreAPIError) -> String in
+            guard let text = value.stringValue else { throw invalid("signedTransactions[] is not a string") }
             return text
         }
-        return TransactionHistoryPage(signedItems: signed, next: try Self.optionalString(object, "revision"),
-                                      hasMore: try Self.bool(object, "hasMore"))
+        return TransactionHistoryPage(signedItems: signed, next: try optionalString(object, "revision"),
+                                      hasMore: try bool(object, "hasMore"))
     }
 
     public func notificationHistory(from start: Date, to end: Date, paginationToken: String?, environment: StoreEnvironment,
@@ -209,9 +214,11 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
         }
     }
 
-    /// Sends one logical request and returns the 2xx body, or throws the mapped error.
-    private func call(_ method: String, _ path: String, _ environment: StoreEnvironment, _ credentials: AppStoreAPICredentials,
-                      body: [UInt8] = [], idempotent: Bool? = nil) throws(AppStoreAPIError) -> [UInt8] {
+    /// Sends one logical request and returns the 2xx body, or throws the mapped error (also the Retention Messaging
+    /// API's, RetentionMessagingClient.swift).
+    func call(_ method: String, _ path: String, _ environment: StoreEnvironment, _ credentials: AppStoreAPICredentials,
+              body: [UInt8] = [], contentType: String = "application/json",
+              idempotent: Bool? = nil) throws(AppStoreAPIError) -> [UInt8] {
         let base = try baseURL(environment)
         let url = (base.hasSuffix("/") ? String(base.dropLast()) : base) + path
         let deadline = ContinuousClock.now + configuration.callBudget
@@ -222,7 +229,7 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
             attempt += 1
             let token = try tokens.token(for: credentials, now: now())
             var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(token)"), ("Accept", "application/json")]
-            if !body.isEmpty { headers.append(("Content-Type", "application/json")) }
+            if !body.isEmpty { headers.append(("Content-Type", contentType)) }
             let request = HTTPClientRequest(method: method, url: url, headers: headers, body: body, idempotent: idempotent)
             let outcome: RetryPolicy.Outcome
             let failure: AppStoreAPIError

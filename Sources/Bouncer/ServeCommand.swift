@@ -116,6 +116,8 @@ extension ServeCommand {
             members: (PostgresMemberStore(pool: database.pool), OpenSSLMemberCryptography()),
             auditLog: auditLog,
             auditGaps: auditGaps,
+            retention: PostgresRetentionStore(pool: database.pool),
+            introductoryOffers: PostgresIntroductoryOfferStore(pool: database.pool),
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.
         var services: [any Service] = [monitor, caches, deriver,

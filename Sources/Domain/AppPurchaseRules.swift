@@ -204,7 +204,15 @@ public enum AppPurchases {
         _ jws: String, userId: String?, project: Project, verifier: any SignedDataVerifying,
         store: any AppTransactionStore, now: Date
     ) throws -> AppPurchaseAnswer {
-        let facts = try verifier.verifyAppTransaction(jws, for: project)
+        try record(verified: try verifier.verifyAppTransaction(jws, for: project), userId: userId, project: project,
+                   store: store, now: now)
+    }
+
+    /// Stores `facts`, already verified (a posted JWS, or Apple's answer to Get App Transaction Info), and answers
+    /// what they grant.
+    public static func record(
+        verified facts: AppTransactionFacts, userId: String?, project: Project, store: any AppTransactionStore, now: Date
+    ) throws -> AppPurchaseAnswer {
         let recorded = try store.recordAppTransaction(facts, userId: userId, project: project, now: now)
         return AppPurchaseAnswer(
             facts: facts, recorded: recorded,

@@ -14,6 +14,17 @@ public protocol AppStoreActionStore: Sendable {
     func completeRenewalExtension(_ record: RenewalExtensionRecord) throws
     /// Records that Apple was asked for a test notification in `environment` (its audit entry: nothing else is kept).
     func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws
+    /// Records that Apple set `token` on the purchase (its audit entry, in a transaction of its own).
+    func recordAppAccountTokenSet(projectId: UUID, environment: StoreEnvironment, originalTransactionId: String,
+                                  token: UUID) throws
+    /// Records a mass renewal extension about to be asked.
+    func startMassRenewalExtension(_ record: MassRenewalExtensionRecord) throws
+    /// Records Apple's acceptance (audited) or the failure.
+    func completeMassRenewalExtension(_ record: MassRenewalExtensionRecord) throws
+    /// Records Apple's latest status.
+    func updateMassRenewalExtensionStatus(_ record: MassRenewalExtensionRecord) throws
+    /// The project's record of `requestIdentifier`, or nil.
+    func massRenewalExtension(projectId: UUID, requestIdentifier: UUID) throws -> MassRenewalExtensionRecord?
 }
 
 /// One call of Extend a Subscription Renewal Date, as recorded.
@@ -97,13 +108,13 @@ public struct TestNotificationReport: Sendable, Equatable {
 /// `.testNotificationNotFound`, `.subscriptionExtensionIneligible`, `.subscriptionExtensionLimitReached`, the
 /// stores'), `AppStoreAPIError` and `VerificationFailure` (Apple's signed test notification did not verify).
 public struct AppStoreActions: Sendable {
-    private let projects: any ProjectStore
-    private let credentials: CredentialAdministration
-    private let appStore: (any AppleServerAPI)?
-    private let verifier: any SignedDataVerifying
-    private let store: any AppStoreActionStore
-    private let now: @Sendable () -> Date
-    private let newIdentifier: @Sendable () -> UUID
+    let projects: any ProjectStore
+    let credentials: CredentialAdministration
+    let appStore: (any AppleServerAPI)?
+    let verifier: any SignedDataVerifying
+    let store: any AppStoreActionStore
+    let now: @Sendable () -> Date
+    let newIdentifier: @Sendable () -> UUID
 
     /// The use cases.
     public init(projects: any ProjectStore, credentials: CredentialAdministration, appStore: (any AppleServerAPI)?,
@@ -273,14 +284,14 @@ public struct AppStoreActions: Sendable {
         }
     }
 
-    private func project(_ id: UUID) throws -> Project {
+    func project(_ id: UUID) throws -> Project {
         guard let project = try projects.project(id: id) else {
             throw DomainError(.projectNotFound, "No project \(id.uuidString.lowercased()).")
         }
         return project
     }
 
-    private func client() throws -> any AppleServerAPI {
+    func client() throws -> any AppleServerAPI {
         guard let appStore else {
             throw AppStoreAPIError(.unavailable, reason: "the App Store Server API client is not configured",
                                    retryAfterSeconds: 60)

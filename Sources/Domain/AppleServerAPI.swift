@@ -52,6 +52,36 @@ public protocol AppleServerAPI: Sendable {
     /// is one of this app's, and its signed transactions. Apple serves it in Production only.
     func lookUpOrder(orderId: String, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
         throws(AppStoreAPIError) -> SignedOrderLookup
+
+    // The newer endpoints (issue 25); their request and answer types are in AppleTransactionEndpoints.swift.
+
+    /// Get App Transaction Info (`GET /inApps/v1/transactions/appTransactions/{transactionId}`): the customer's
+    /// signed AppTransaction, found by any of their transaction ids.
+    func appTransactionInfo(transactionId: String, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> String
+
+    /// Set App Account Token (`PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`).
+    func setAppAccountToken(originalTransactionId: String, token: UUID, environment: StoreEnvironment,
+                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
+
+    /// Get Refund History (`GET /inApps/v2/refund/lookup/{transactionId}[?revision=]`), one page of the customer's
+    /// refunded transactions (ascending `revocationDate`).
+    func refundHistory(transactionId: String, revision: String?, environment: StoreEnvironment,
+                       credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> TransactionHistoryPage
+
+    /// Extend Subscription Renewal Dates for All Active Subscribers (`POST /inApps/v1/subscriptions/extend/mass`):
+    /// Apple's request identifier (ours, echoed).
+    func extendRenewalDatesForAll(_ request: MassRenewalExtensionRequest, environment: StoreEnvironment,
+                                  credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> UUID
+
+    /// Get Status of Subscription Renewal Date Extensions
+    /// (`GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}`).
+    func massRenewalExtensionStatus(productId: String, requestIdentifier: UUID, environment: StoreEnvironment,
+                                    credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> MassRenewalExtensionStatus
+
+    /// Finish Transaction (`POST /inApps/v1/transactions/{transactionId}/finish`): the server delivered the purchase.
+    func finishTransaction(transactionId: String, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError)
 }
 
 /// Apple's `OrderLookupResponse`, unverified: `status` 0 (the order is the app's) with at least one signed

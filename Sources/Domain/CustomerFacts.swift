@@ -23,6 +23,8 @@ public struct CustomerFacts: Sendable, Equatable {
     public var appTransactions: [AppTransactionRecord] = []
     /// Each product's entitlements (of the products of `purchases` and `transactions` that are mapped).
     public var productEntitlements: [String: [String]] = [:]
+    /// What the Get Retention Message endpoint answered about those purchases.
+    public var retentionDecisions: [RetentionDecisionRecord] = []
 
     /// Facts about a user of whom nothing is stored.
     public init(userId: String) {
@@ -32,7 +34,7 @@ public struct CustomerFacts: Sendable, Equatable {
     /// Whether nothing at all is stored about the user.
     public var isEmpty: Bool {
         purchases.isEmpty && transactions.isEmpty && notifications.isEmpty && reconcileChanges.isEmpty
-            && ownershipEvents.isEmpty && grants.isEmpty && appTransactions.isEmpty
+            && ownershipEvents.isEmpty && grants.isEmpty && appTransactions.isEmpty && retentionDecisions.isEmpty
     }
 }
 
@@ -218,4 +220,27 @@ public struct ErasureSummary: Sendable, Equatable {
 
     /// Creates a value.
     public init() {}
+}
+
+/// One real-time retention decision about a purchase of the user.
+public struct RetentionDecisionRecord: Sendable, Equatable {
+    /// The purchase.
+    public var originalTransactionId: String
+    /// The product the customer viewed.
+    public var productId: String
+    /// `message`, `alternate_product`, `promotional_offer` or `default` (no rule matched).
+    public var action: String
+    /// Why.
+    public var reason: String
+    /// When Bouncer answered.
+    public var at: Date
+
+    /// Creates a value.
+    public init(originalTransactionId: String, productId: String, action: String, reason: String, at: Date) {
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.action = action
+        self.reason = reason
+        self.at = at
+    }
 }

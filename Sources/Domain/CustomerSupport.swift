@@ -99,7 +99,7 @@ public struct CustomerSupport: Sendable {
         try checkUser(userId)
         let project = try project(projectId)
         let facts = try store.facts(projectId: projectId, userId: userId)
-        return CustomerTimeline.build(facts, setting: project.appPurchaseEntitlements, at: now())
+        return CustomerTimeline.build(facts, setting: project.appPurchaseEntitlements, sandbox: project.sandbox, at: now())
     }
 
     /// Everything stored about the user, with the timeline built from it.
@@ -107,7 +107,7 @@ public struct CustomerSupport: Sendable {
         try checkUser(userId)
         let project = try project(projectId)
         let facts = try store.facts(projectId: projectId, userId: userId)
-        return (facts, CustomerTimeline.build(facts, setting: project.appPurchaseEntitlements, at: now()))
+        return (facts, CustomerTimeline.build(facts, setting: project.appPurchaseEntitlements, sandbox: project.sandbox, at: now()))
     }
 
     /// Erases the user (idempotent: erasing an unknown user changes nothing and reports zeros).

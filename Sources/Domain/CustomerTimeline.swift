@@ -24,11 +24,11 @@ public struct TimelineEvent: Sendable, Equatable {
     /// When it happened.
     public var at: Date
     /// Where the fact came from: `receipt`, `lookup`, `notification`, `reconcile`, `transaction` (a transaction
-    /// stored before sources were recorded), `ownership`, `admin`, `app_transaction`.
+    /// stored before sources were recorded), `ownership`, `admin`, `app_transaction`, `retention`.
     public var source: String
     /// What happened: `purchase`, `renewal`, `refund`, `partial_refund`, `revocation`, `expiration`,
     /// `notification`, `reconcile`, `binding`, `transfer_out`, `transfer_in`, `grant`, `grant_removed`,
-    /// `grant_expired`, `app_purchase`.
+    /// `grant_expired`, `app_purchase`, `retention_decision`.
     public var type: String
     /// The transaction (or app transaction) it is about, if any.
     public var transactionId: String?
@@ -57,12 +57,14 @@ public struct CustomerTimeline: Sendable, Equatable {
     /// Oldest first.
     public var events: [TimelineEvent]
 
-    /// The timeline of `facts` at `now`; `setting` is the project's `app_purchase_entitlements`. Pure.
-    public static func build(_ facts: CustomerFacts, setting: AppPurchaseEntitlements?, at now: Date)
-        -> CustomerTimeline
+    /// The timeline of `facts` at `now`; `setting` is the project's `app_purchase_entitlements`, `sandbox` its
+    /// Sandbox access. Pure.
+    public static func build(_ facts: CustomerFacts, setting: AppPurchaseEntitlements?,
+                             sandbox: SandboxAccessPolicy = .all, at now: Date) -> CustomerTimeline
     {
-        CustomerTimeline(userId: facts.userId, entitlements: TimelineRules.explanations(facts, setting: setting, at: now),
-                         events: TimelineRules.events(facts, setting: setting, at: now))
+        CustomerTimeline(userId: facts.userId,
+                         entitlements: TimelineRules.explanations(facts, setting: setting, sandbox: sandbox, at: now),
+                         events: TimelineRules.events(facts, setting: setting, sandbox: sandbox, at: now))
     }
 }
 
@@ -78,12 +80,19 @@ public enum TimelineRules {
     }
 
     /// One sentence per entitlement: the active source that lasts longest, else the one that ended last.
-    public static func explanations(_ facts: CustomerFacts, setting: AppPurchaseEntitlements?, at now: Date)
-        -> [EntitlementExplanation]
+    public static func explanations(_ facts: CustomerFacts, setting: AppPurchaseEntitlements?,
+                                    sandbox: SandboxAccessPolicy = .all, at now: Date) -> [EntitlementExplanation]
     {
         var candidates: [String: [Candidate]] = [:]
         for held in facts.purchases {
-            let candidate = purchaseCandidate(held, facts: facts, at: now)
+            var candidate = purchaseCandidate(held, facts: facts, at: now)
+            if held.revokedAt == nil,
+               SandboxAccessRules.withholds(held.purchase.environment, userId: facts.userId, policy: sandbox) {
+                candidate = Candidate(active: false, instant: held.purchase.purchaseDate,
+                                      reason: "Not granted: transaction \(held.purchase.latestTransactionId) "
+                                        + "(\(held.purchase.productId)) is a Sandbox purchase, and this user is not in "
+                                        + "the project's sandbox_allowed_user_ids (sandbox_access: allowlist).")
+            }
             for entitlement in held.entitlements { candidates[entitlement, default: []].append(candidate) }
         }
         for grant in facts.grants {
@@ -185,10 +194,15 @@ public enum TimelineRules {
     // MARK: - Events
 
     /// Every event, oldest first (ties keep the order facts are listed in).
-    public static func events(_ facts: CustomerFacts, setting: AppPurchaseEntitlements?, at now: Date)
-        -> [TimelineEvent]
+    public static func events(_ facts: CustomerFacts, setting: AppPurchaseEntitlements?,
+                              sandbox: SandboxAccessPolicy = .all, at now: Date) -> [TimelineEvent]
     {
         var out: [TimelineEvent] = []
+        let withheld = "No entitlement: a Sandbox purchase, and this user is not in the project's "
+            + "sandbox_allowed_user_ids (sandbox_access: allowlist)."
+        func withholds(_ environment: StoreEnvironment) -> Bool {
+            SandboxAccessRules.withholds(environment, userId: facts.userId, policy: sandbox)
+        }
         func granted(_ product: String) -> [String] { facts.productEntitlements[product] ?? [] }
         func names(_ entitlements: [String]) -> String { entitlements.joined(separator: ", ") }
 
@@ -200,6 +214,7 @@ public enum TimelineRules {
                 transactionId: held.purchase.originalTransactionId,
                 summary: "Purchase \(held.purchase.originalTransactionId) bound to this user\(device).",
                 effect: entitlements.isEmpty ? "No entitlement (the product is not mapped)."
+                    : withholds(held.purchase.environment) ? withheld
                     : "Gives \(names(entitlements)) while the purchase is active."))
         }
 
@@ -215,7 +230,7 @@ public enum TimelineRules {
                 summary: isFirst ? "Purchased \(t.productId) (transaction \(t.transactionId))."
                     : "Renewed \(t.productId) (transaction \(t.transactionId)).",
                 effect: entitlements.isEmpty ? "No entitlement (the product is not mapped)."
-                    : "Gives \(names(entitlements))\(until)."))
+                    : withholds(t.environment) ? withheld : "Gives \(names(entitlements))\(until)."))
             if let revoked = t.revocationDate {
                 let (type, summary, effect): (String, String, String)
                 switch t.revocationType {
@@ -312,6 +327,15 @@ public enum TimelineRules {
                 summary: "App transaction \(app.appTransactionId) (first installed at version "
                     + "\(app.originalApplicationVersion ?? "unknown")) bound to this user.",
                 effect: entitlements.isEmpty ? "None." : "Gives \(names(entitlements))."))
+        }
+
+        for d in facts.retentionDecisions {
+            out.append(TimelineEvent(
+                at: d.at, source: "retention", type: "retention_decision", transactionId: d.originalTransactionId,
+                summary: "The App Store asked what to show before a possible cancellation of \(d.productId): "
+                    + (d.action == "default" ? "the default message." : "\(d.action.replacingOccurrences(of: "_", with: " ")).")
+                    + " \(d.reason)",
+                effect: "None."))
         }
 
         // Stable: equal instants keep the order above.

@@ -50,6 +50,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let subscriptionExtensionIneligible = Code("SUBSCRIPTION_EXTENSION_INELIGIBLE")
         /// Apple refused to extend the subscription: already extended twice in the past year (errorCode 4030005).
         public static let subscriptionExtensionLimitReached = Code("SUBSCRIPTION_EXTENSION_LIMIT_REACHED")
+        /// No accepted mass renewal extension with that request identifier in the project.
+        public static let renewalExtensionNotFound = Code("RENEWAL_EXTENSION_NOT_FOUND")
         /// A reconciliation of the project is already running (on this or another instance): try again when it
         /// has finished.
         public static let reconcileInProgress = Code("RECONCILE_IN_PROGRESS")
@@ -82,6 +84,12 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let lastOwner = Code("LAST_OWNER")
         /// An invite token that is unknown, used or expired (one answer for the three).
         public static let inviteInvalid = Code("INVITE_INVALID")
+        /// A real-time retention request signed too long ago (or too far ahead of our clock): no offer.
+        public static let retentionRequestStale = Code("RETENTION_REQUEST_STALE")
+        /// A real-time retention request whose requestIdentifier was answered before: no offer.
+        public static let retentionRequestReplayed = Code("RETENTION_REQUEST_REPLAYED")
+        /// No retention rule of the project matched: Apple shows the default message.
+        public static let retentionNoMatchingRule = Code("RETENTION_NO_MATCHING_RULE")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

@@ -90,7 +90,7 @@ public enum EntitlementTokenRules {
             guard let knownEnd = known, let end else { ends[id] = .some(nil); return }
             ends[id] = max(knownEnd, end)
         }
-        for purchase in summary.purchases where purchase.evaluation.status == .active {
+        for purchase in summary.purchases where purchase.grants {
             let end = purchase.evaluation.accessEndsAt.map(seconds)
             for id in purchase.owned.entitlements { grant(id, end) }
         }
@@ -242,7 +242,7 @@ public struct EntitlementTokens: Sendable {
         let sealer = try requireSealer()
         let at = now()
         let holdings = try given ?? purchases.holdings(userId: userId, project: project)
-        let summary = UserEntitlementSummary.summarize(holdings, setting: project.appPurchaseEntitlements, at: at)
+        let summary = UserEntitlementSummary.summarize(holdings, for: project, userId: userId, at: at)
         let claims = EntitlementTokenRules.claims(issuer: issuer, userId: userId, project: project, summary: summary,
                                                   at: at)
         let stored = try store.currentSigningKey() ?? createFirstKey(sealer)

@@ -136,6 +136,8 @@ public struct RenewalFacts: Sendable, Equatable {
     public var offerDiscountType: OfferDiscountType?
     /// Advanced Commerce API data (`advancedCommerceInfo`) as JSON text, when present.
     public var advancedCommerceInfoJSON: String?
+    /// Win-back offers the customer may redeem, best first (`eligibleWinBackOfferIds`; empty when absent).
+    public var eligibleWinBackOfferIds: [String]
 
     /// Creates a fact record.
     public init(
@@ -144,12 +146,14 @@ public struct RenewalFacts: Sendable, Equatable {
         isInBillingRetryPeriod: Bool? = nil, priceIncreaseStatus: Int? = nil, offerType: Int? = nil,
         offerIdentifier: String? = nil, renewalDate: Date? = nil, environment: StoreEnvironment, signedDate: Date,
         payloadJSON: String, appTransactionId: String? = nil, offerPeriod: String? = nil,
-        offerDiscountType: OfferDiscountType? = nil, advancedCommerceInfoJSON: String? = nil
+        offerDiscountType: OfferDiscountType? = nil, advancedCommerceInfoJSON: String? = nil,
+        eligibleWinBackOfferIds: [String] = []
     ) {
         self.appTransactionId = appTransactionId
         self.offerPeriod = offerPeriod
         self.offerDiscountType = offerDiscountType
         self.advancedCommerceInfoJSON = advancedCommerceInfoJSON
+        self.eligibleWinBackOfferIds = eligibleWinBackOfferIds
         self.originalTransactionId = originalTransactionId
         self.productId = productId
         self.autoRenewProductId = autoRenewProductId

@@ -4,7 +4,7 @@ public import Foundation
 /// account (`UsageMeter`: in memory, no statement). Every call Apple was asked counts, answered or failed; a call that
 /// could not be made (`.invalidRequest`: no server for the environment, a key that does not load) does not.
 public struct MeteredAppleServerAPI: AppleServerAPI {
-    private let inner: any AppleServerAPI
+    let inner: any AppleServerAPI
     private let meter: UsageMeter
     private let now: @Sendable () -> Date
 
@@ -15,7 +15,7 @@ public struct MeteredAppleServerAPI: AppleServerAPI {
         self.now = now
     }
 
-    private func counted<T>(_ credentials: AppStoreAPICredentials,
+    func counted<T>(_ credentials: AppStoreAPICredentials,
                             _ call: () throws(AppStoreAPIError) -> T) throws(AppStoreAPIError) -> T {
         do {
             let result = try call()

@@ -103,6 +103,9 @@ public protocol PromotionalOfferSigning: Sendable {
     func signLegacy(_ payload: String, with credentials: UnsealedAppStoreCredentials) throws -> [UInt8]
     /// The compact ES256 JWS of `claims`, its header naming `credentials.credentials.keyId`.
     func signJWS(_ claims: PromotionalOfferClaims, with credentials: UnsealedAppStoreCredentials) throws -> String
+    /// The compact ES256 JWS of introductory-offer eligibility `claims`, with the same header.
+    func signEligibility(_ claims: IntroductoryOfferEligibilityClaims, with credentials: UnsealedAppStoreCredentials)
+        throws -> String
 }
 
 /// The input rules of offer signing, shared by every front end.
@@ -207,7 +210,7 @@ public struct OfferSignatures: Sendable {
         guard try projects.products(projectId: project.id).contains(where: { $0.productId == request.productId }) else {
             throw DomainError(.productNotFound, "Product \(request.productId) is not mapped in the project.")
         }
-        let opened = try unsealedCredentials(project)
+        let opened = try Self.unsealedCredentials(project, credentials)
         let nonce = newNonce()
         let at = now().timeIntervalSince1970
         switch request.format {
@@ -231,8 +234,11 @@ public struct OfferSignatures: Sendable {
     }
 
     /// The project's key, opened; "missing" (the caller cannot proceed until an admin stores credentials) rather
-    /// than "not found", also when the server has no encryption key (absence is reported first).
-    private func unsealedCredentials(_ project: Project) throws -> UnsealedAppStoreCredentials {
+    /// than "not found", also when the server has no encryption key (absence is reported first). Offer signing's and
+    /// introductory-offer eligibility's.
+    static func unsealedCredentials(_ project: Project, _ credentials: CredentialAdministration) throws
+        -> UnsealedAppStoreCredentials
+    {
         do {
             return try credentials.unsealedCredentials(projectId: project.id)
         } catch let error as DomainError where error.code == .appStoreCredentialsNotFound {
@@ -245,7 +251,7 @@ public struct OfferSignatures: Sendable {
                     "Project \(project.id.uuidString.lowercased()) has no App Store credentials to sign offers with.")
     }
 
-    private static func clockOutOfRange(_ seconds: Double) -> DomainError {
+    static func clockOutOfRange(_ seconds: Double) -> DomainError {
         DomainError(.serviceUnavailable, "The server clock is out of range.", underlying: "now = \(seconds) s")
     }
 }

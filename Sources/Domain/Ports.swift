@@ -20,9 +20,19 @@ public protocol SignedDataVerifying: Sendable {
     /// `TransactionFacts` by `ReceiptRules`.
     /// - Throws: `VerificationFailure` (`field` is `receipt_data`).
     func verifyReceipt(_ base64: String, for project: Project) throws -> ReceiptFacts
+    /// Verifies a Retention Messaging real-time request's `signedPayload` like a notification (chain, `appAppleId`,
+    /// environment); freshness and replays are the use case's (`RetentionMessaging`).
+    /// - Throws: `VerificationFailure`.
+    func verifyRetentionRequest(_ jws: String, for project: Project) throws -> RetentionRequest
 }
 
 extension SignedDataVerifying {
+    /// Verifiers that cannot check real-time retention requests refuse them.
+    public func verifyRetentionRequest(_ jws: String, for project: Project) throws -> RetentionRequest {
+        throw VerificationFailure(code: .jwsVerificationFailed, reason: "this verifier cannot check retention requests",
+                                  step: "format")
+    }
+
     /// Verifiers that cannot check renewal info refuse it: nothing unverified is ever applied.
     public func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
         throw VerificationFailure(code: .jwsVerificationFailed, reason: "this verifier cannot check renewal info",

@@ -33,6 +33,8 @@ public struct Project: Sendable, Equatable {
     public var publicKey: String
     /// How Bouncer answers Apple's CONSUMPTION_REQUEST notifications (refund defense).
     public var consumption: ConsumptionSettings = ConsumptionSettings()
+    /// Whose Sandbox purchases grant anything (`sandbox_access`, `sandbox_allowed_user_ids`).
+    public var sandbox: SandboxAccessPolicy = .all
     /// When the project was created.
     public var createdAt: Date
     /// When the project last changed.
@@ -101,6 +103,8 @@ public struct NewProject: Sendable, Equatable {
     public var entitlementTokenTTLSeconds: Int = EntitlementTokenRules.defaultTTLSeconds
     /// The owning account; `nil`: the server's only account (the store refuses when there are several).
     public var accountId: UUID?
+    /// Whose Sandbox purchases grant anything (default: everyone's).
+    public var sandbox: SandboxAccessPolicy = .all
 
     /// Creates the settings with the documented defaults.
     public init(
@@ -147,6 +151,10 @@ public struct ProjectChanges: Sendable, Equatable {
     public var entitlementTokens: Bool?
     /// New `entitlement_token_ttl_seconds`.
     public var entitlementTokenTTLSeconds: Int?
+    /// New `sandbox_access`.
+    public var sandboxAccess: SandboxAccess?
+    /// New `sandbox_allowed_user_ids`.
+    public var sandboxAllowedUserIds: [String]?
 
     /// An empty change set.
     public init() {}
@@ -166,6 +174,10 @@ public struct ProjectChanges: Sendable, Equatable {
         if let appPurchaseEntitlements { p.appPurchaseEntitlements = appPurchaseEntitlements }
         if let entitlementTokens { p.entitlementTokens = entitlementTokens }
         if let entitlementTokenTTLSeconds { p.entitlementTokenTTLSeconds = entitlementTokenTTLSeconds }
+        if sandboxAccess != nil || sandboxAllowedUserIds != nil {
+            p.sandbox = SandboxAccessPolicy(access: sandboxAccess ?? p.sandbox.access,
+                                            allowedUserIds: sandboxAllowedUserIds ?? p.sandbox.allowedUserIds)
+        }
         return p
     }
 }

@@ -26,6 +26,7 @@ public enum ProjectRules {
         checkEnvironments(new.environments, &out)
         if let setting = new.appPurchaseEntitlements { out += AppPurchaseRules.problems(in: setting) }
         out += EntitlementTokenRules.problems(ttlSeconds: new.entitlementTokenTTLSeconds)
+        out += SandboxAccessRules.problems(allowedUserIds: new.sandbox.allowedUserIds)
         return out
     }
 
@@ -38,6 +39,7 @@ public enum ProjectRules {
         if let environments = changes.environments { checkEnvironments(environments, &out) }
         if let setting = changes.appPurchaseEntitlements, let setting { out += AppPurchaseRules.problems(in: setting) }
         if let ttl = changes.entitlementTokenTTLSeconds { out += EntitlementTokenRules.problems(ttlSeconds: ttl) }
+        if let ids = changes.sandboxAllowedUserIds { out += SandboxAccessRules.problems(allowedUserIds: ids) }
         return out
     }
 

@@ -39,6 +39,10 @@ public struct PurchaseState: Sendable, Equatable {
     public var revocationType: RevocationType? = nil
     /// The refunded share of the latest transaction, in thousandths of a percent, when the read path loaded it.
     public var revocationPercentage: Int64? = nil
+    /// The latest transaction's `billingPlanType` (`MONTHLY`, `BILLED_UPFRONT`), when the read path loaded it.
+    public var billingPlan: String? = nil
+    /// The commitment of a commitment plan, when the read path loaded it; `nil` for an ordinary plan.
+    public var commitment: CommitmentPlan? = nil
 
     /// Creates a state value.
     public init(

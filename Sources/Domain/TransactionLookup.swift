@@ -40,6 +40,52 @@ public struct TransactionLookup: Sendable {
     /// Gets, verifies and returns the transaction `transactionId` of `project`. `budget` (nil: unlimited) is asked
     /// before each call to Apple and remembers the ids Apple did not know.
     public func lookUp(transactionId: String, for project: Project, budget: (any LookupBudgeting)? = nil) throws -> TransactionFacts {
+        try firstAnswer(transactionId: transactionId, for: project, budget: budget, remembersMissing: true) {
+            (appStore, environment, credentials) throws(AppStoreAPIError) -> String in
+            try appStore.transactionInfo(transactionId: transactionId, environment: environment, credentials: credentials)
+        } verify: { signed, environment in
+            let facts = try verifier.verifyTransaction(signed, for: project)
+            // Apple's answer must be about what we asked, where we asked it; anything else is Apple's error, not a
+            // verdict on the purchase, and nothing is recorded.
+            guard facts.transactionId == transactionId else {
+                throw AppStoreAPIError(.invalidResponse, reason: "Apple returned another transaction than the one asked",
+                                       httpStatus: 200)
+            }
+            try Self.check(facts.environment, askedIn: environment)
+            return facts
+        }
+    }
+
+    /// Get App Transaction Info for the customer who made `transactionId` (`POST /v1/app-transactions` with
+    /// `transaction_id`): Apple's signed AppTransaction, verified like a posted one, from the first environment that
+    /// knows the id. Apple's "not found" here is not remembered by `budget` (an id Apple knows may have no app
+    /// transaction to show).
+    public func lookUpAppTransaction(transactionId: String, for project: Project,
+                                     budget: (any LookupBudgeting)? = nil) throws -> AppTransactionFacts {
+        try firstAnswer(transactionId: transactionId, for: project, budget: budget, remembersMissing: false) {
+            (appStore, environment, credentials) throws(AppStoreAPIError) -> String in
+            try appStore.appTransactionInfo(transactionId: transactionId, environment: environment, credentials: credentials)
+        } verify: { signed, environment in
+            let facts = try verifier.verifyAppTransaction(signed, for: project)
+            try Self.check(facts.environment, askedIn: environment)
+            return facts
+        }
+    }
+
+    private static func check(_ environment: StoreEnvironment, askedIn asked: StoreEnvironment) throws {
+        guard environment == asked else {
+            throw AppStoreAPIError(.invalidResponse, reason: "Apple's \(asked) API returned a \(environment) answer",
+                                   httpStatus: 200)
+        }
+    }
+
+    /// The environment loop both lookups share: the id checked, the credentials opened, Apple asked in Production and
+    /// then, on "not found" and when the project allows it, in Sandbox; the first answer verified by `verify`.
+    private func firstAnswer<Facts>(
+        transactionId: String, for project: Project, budget: (any LookupBudgeting)?, remembersMissing: Bool,
+        _ call: (any AppleServerAPI, StoreEnvironment, AppStoreAPICredentials) throws(AppStoreAPIError) -> String,
+        verify: (String, StoreEnvironment) throws -> Facts
+    ) throws -> Facts {
         let problems = Self.problems(transactionId: transactionId)
         guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid transaction id.", details: problems) }
         let credentials = try self.credentials.appStoreAPICredentials(for: project)
@@ -52,29 +98,18 @@ public struct TransactionLookup: Sendable {
             throw AppStoreAPIError(.notFound, reason: "the project accepts neither Production nor Sandbox transactions")
         }
         for (index, environment) in environments.enumerated() {
-            let answer = try ask(appStore, transactionId, environment, credentials, project: project, budget: budget)
-            let signed: String
+            let answer = try ask(transactionId, environment, project: project, budget: budget,
+                                 remembersMissing: remembersMissing) { () throws(AppStoreAPIError) -> String in
+                try call(appStore, environment, credentials)
+            }
             switch answer {
-            case .success(let value):
-                signed = value
+            case .success(let signed):
+                return try verify(signed, environment)
             case .failure(let error):
                 // Production does not know it: a Sandbox (TestFlight, App Review) purchase, perhaps.
                 if error.kind == .notFound, index + 1 < environments.count { continue }
                 throw error
             }
-            let facts = try verifier.verifyTransaction(signed, for: project)
-            // Apple's answer must be about what we asked, where we asked it; anything else is Apple's error, not a
-            // verdict on the purchase, and nothing is recorded.
-            guard facts.transactionId == transactionId else {
-                throw AppStoreAPIError(.invalidResponse, reason: "Apple returned another transaction than the one asked",
-                                       httpStatus: 200)
-            }
-            guard facts.environment == environment else {
-                throw AppStoreAPIError(.invalidResponse,
-                                       reason: "Apple's \(environment) API returned a \(facts.environment) transaction",
-                                       httpStatus: 200)
-            }
-            return facts
         }
         throw AppStoreAPIError(.notFound, reason: "no environment knows the transaction id")   // unreachable: the loop returns or throws
     }
@@ -82,17 +117,16 @@ public struct TransactionLookup: Sendable {
     /// One environment's answer: Apple's "not found" remembered a moment ago, or Apple's answer if the budget allows
     /// the call (it throws when it does not). Only "not found" is remembered: an outage, a refused key or a rate
     /// limit says nothing about the id.
-    private func ask(_ appStore: any AppleServerAPI, _ transactionId: String, _ environment: StoreEnvironment,
-                     _ credentials: AppStoreAPICredentials, project: Project,
-                     budget: (any LookupBudgeting)?) throws -> Result<String, AppStoreAPIError> {
-        if let budget, budget.isKnownMissing(projectId: project.id, environment: environment, transactionId: transactionId) {
+    private func ask(_ transactionId: String, _ environment: StoreEnvironment, project: Project,
+                     budget: (any LookupBudgeting)?, remembersMissing: Bool,
+                     _ call: () throws(AppStoreAPIError) -> String) throws -> Result<String, AppStoreAPIError> {
+        if remembersMissing, let budget,
+           budget.isKnownMissing(projectId: project.id, environment: environment, transactionId: transactionId) {
             return .failure(AppStoreAPIError(.notFound, reason: "Apple did not know the id in \(environment) moments ago"))
         }
         try budget?.spend(projectId: project.id)
-        let answer = Result { () throws(AppStoreAPIError) -> String in
-            try appStore.transactionInfo(transactionId: transactionId, environment: environment, credentials: credentials)
-        }
-        if case .failure(let error) = answer, error.kind == .notFound {
+        let answer = Result { () throws(AppStoreAPIError) -> String in try call() }
+        if remembersMissing, case .failure(let error) = answer, error.kind == .notFound {
             budget?.rememberMissing(projectId: project.id, environment: environment, transactionId: transactionId)
         }
         return answer

@@ -20,6 +20,12 @@ public struct EvaluatedPurchase: Sendable, Equatable {
     public var owned: OwnedPurchase
     /// Its status at the instant.
     public var evaluation: PurchaseEvaluation
+    /// Why it grants nothing whatever its status (`SandboxAccessRules.withheldReason`); `nil`: it grants as its
+    /// status says.
+    public var withheldReason: String? = nil
+
+    /// Whether it gives its product's entitlements now.
+    public var grants: Bool { evaluation.status == .active && withheldReason == nil }
 }
 
 /// A manual grant evaluated at an instant.
@@ -47,11 +53,29 @@ public struct UserEntitlementSummary: Sendable, Equatable {
     /// too, and make `status` active).
     public var grants: [EvaluatedGrant] = []
 
-    /// Evaluates everything the user holds at `now`: purchases, and app transactions under `setting`.
-    public static func summarize(_ holdings: UserHoldings, setting: AppPurchaseEntitlements?, at now: Date)
+    /// Evaluates everything `userId` holds in `project` at `now`: purchases (Sandbox ones under the project's
+    /// Sandbox access), and app transactions under its `app_purchase_entitlements`. What every reader that grants
+    /// calls (`GET /v1/subscriptions`, entitlement tokens).
+    public static func summarize(_ holdings: UserHoldings, for project: Project, userId: String, at now: Date)
         -> UserEntitlementSummary
     {
-        var summary = summarize(holdings.purchases, at: now)
+        // The common case (everyone's Sandbox purchases grant) asks nothing per purchase.
+        guard project.sandbox.access == .allowlist else {
+            return summarize(holdings, setting: project.appPurchaseEntitlements, at: now)
+        }
+        let policy = project.sandbox
+        return summarize(holdings, setting: project.appPurchaseEntitlements, withholding: {
+            SandboxAccessRules.withholds($0.environment, userId: userId, policy: policy)
+        }, at: now)
+    }
+
+    /// Evaluates everything the user holds at `now`: purchases (those `withholding` names grant nothing), and app
+    /// transactions under `setting`.
+    public static func summarize(_ holdings: UserHoldings, setting: AppPurchaseEntitlements?,
+                                 withholding: (PurchaseState) -> Bool = { _ in false }, at now: Date)
+        -> UserEntitlementSummary
+    {
+        var summary = summarize(holdings.purchases, withholding: withholding, at: now)
         if !holdings.grants.isEmpty {
             summary.grants = holdings.grants.map { EvaluatedGrant(grant: $0, active: $0.isActive(at: now)) }
             let granted = summary.grants.filter(\.active).map(\.grant.entitlement)
@@ -72,17 +96,23 @@ public struct UserEntitlementSummary: Sendable, Equatable {
         return summary
     }
 
-    /// Evaluates all of a user's purchases at `now`.
-    public static func summarize(_ owned: [OwnedPurchase], at now: Date) -> UserEntitlementSummary {
-        let evaluated = owned.map { EvaluatedPurchase(owned: $0, evaluation: StatusRules.evaluate($0.purchase, at: now)) }
+    /// Evaluates all of a user's purchases at `now`. A withheld purchase is listed (with its reason) but counts for
+    /// neither the user's status nor their entitlements: with only withheld purchases the status is `none`.
+    public static func summarize(_ owned: [OwnedPurchase], withholding: (PurchaseState) -> Bool = { _ in false },
+                                 at now: Date) -> UserEntitlementSummary {
+        let evaluated = owned.map {
+            EvaluatedPurchase(owned: $0, evaluation: StatusRules.evaluate($0.purchase, at: now),
+                              withheldReason: withholding($0.purchase) ? SandboxAccessRules.withheldReason : nil)
+        }
         let sorted = evaluated.sorted(by: displayOrder)
-        let active = sorted.filter { $0.evaluation.status == .active }
+        let active = sorted.filter(\.grants)
         if !active.isEmpty {
             let entitlements = Set(active.flatMap(\.owned.entitlements)).sorted()
             return UserEntitlementSummary(status: .active, entitlements: entitlements, purchases: sorted)
         }
-        guard let latestEnded = sorted.max(by: { endedAt($0) < endedAt($1) }) else {
-            return UserEntitlementSummary(status: .none, entitlements: [], purchases: [])
+        let counted = sorted.filter { $0.withheldReason == nil }
+        guard let latestEnded = counted.max(by: { endedAt($0) < endedAt($1) }) else {
+            return UserEntitlementSummary(status: .none, entitlements: [], purchases: sorted)
         }
         return UserEntitlementSummary(status: latestEnded.evaluation.status, entitlements: [], purchases: sorted)
     }

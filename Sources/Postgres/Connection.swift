@@ -91,6 +91,8 @@ public final class Connection: @unchecked Sendable {
     /// the key because the server fixes them at prepare time).
     private var statements: [StatementKey: String] = [:]
     private var statementCounter = 0
+    /// Server-side statements forgotten after SQLSTATE 0A000, dropped at the next chance.
+    private var staleStatements: [String] = []
     /// Beyond this many distinct statements, further ones run unprepared (bounds server memory).
     static let statementCacheLimit = 256
 
@@ -221,7 +223,18 @@ public final class Connection: @unchecked Sendable {
 
     // MARK: - Execution
 
+    /// Runs `query`; a cached statement a migration made stale (SQLSTATE 0A000, `PGError.isStaleStatement`) is
+    /// prepared anew and run once more when that is safe here, outside a transaction block (the refused statement
+    /// never ran). Inside one the block is aborted: the error goes up and `ConnectionPool` reruns the transaction.
     private func run(_ query: Query) throws(PGError) -> ResultHandle {
+        do {
+            return try runOnce(query)
+        } catch where error.isStaleStatement && !isInTransaction {
+            return try runOnce(query)
+        }
+    }
+
+    private func runOnce(_ query: Query) throws(PGError) -> ResultHandle {
         let binds = query.binds
         var types: [UInt32] = []
         var formats: [Int32] = []
@@ -252,6 +265,7 @@ public final class Connection: @unchecked Sendable {
         }
         blob.append(0)
 
+        deallocateStaleStatements()
         let key = StatementKey(sql: query.sql, types: types)
         var name = statements[key]
         if name == nil && statements.count < Self.statementCacheLimit {
@@ -282,8 +296,29 @@ public final class Connection: @unchecked Sendable {
         }
         guard let raw else { throw connectionError() }
         let result = ResultHandle(raw)
-        if let error = error(from: result) { throw error }
+        if var error = error(from: result) {
+            if let name, error.sqlState == PGError.stalePlanState {
+                // The statement was prepared before a migration changed what it returns (a `*` over a widened
+                // table): the server will refuse it for the rest of the session. Forget it, so the next run prepares
+                // it anew; the server-side statement goes at the next chance.
+                statements[key] = nil
+                staleStatements.append(name)
+                error.isStaleStatement = true
+            }
+            throw error
+        }
         return result
+    }
+
+    /// Drops the server-side statements forgotten after SQLSTATE 0A000 (outside a transaction block: an aborted
+    /// one refuses every command). One round trip, once per migration that changed a cached statement's result.
+    private func deallocateStaleStatements() {
+        guard !staleStatements.isEmpty, !isInTransaction else { return }
+        let names = staleStatements
+        staleStatements = []
+        roundTrips &+= 1
+        // Our own names ("s" and a counter), never input.
+        if let raw = PQexec(conn, names.map { "DEALLOCATE \($0);" }.joined()) { _ = ResultHandle(raw) }
     }
 
     /// The error carried by a result, or nil when it succeeded.

@@ -107,7 +107,8 @@ public final class ConnectionPool: Sendable {
     }
 
     /// Runs `body` in a transaction on a pooled connection: COMMIT on return, ROLLBACK on throw.
-    /// Serialization failures and deadlocks (40001/40P01) rerun `body` from the start, at most
+    /// Serialization failures, deadlocks (40001/40P01) and a statement a migration made stale (`PGError.isRetryable`)
+    /// rerun `body` from the start, at most
     /// `maxTransactionRetries` times, so `body` must be safe to repeat (no side effects outside the database).
     @discardableResult
     public func transaction<T>(isolation: IsolationLevel = .readCommitted, _ body: (Connection) throws -> T) throws -> T {

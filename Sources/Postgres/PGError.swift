@@ -45,6 +45,12 @@ public struct PGError: Error, Sendable, CustomStringConvertible, CustomDebugStri
     public var constraint: String?
     /// The server's HINT field.
     public var hint: String?
+    /// True when a cached prepared statement was refused because a migration changed its result (SQLSTATE 0A000,
+    /// "cached plan must not change result type"); the connection has forgotten it, so rerunning prepares it anew.
+    public internal(set) var isStaleStatement = false
+
+    /// SQLSTATE 0A000 (feature_not_supported), which PostgreSQL raises for a stale cached plan.
+    static let stalePlanState = "0A000"
 
     /// Creates an error; the layer creates these, callers usually only inspect them.
     public init(code: Code, message: String, sqlState: String? = nil, detail: String? = nil,
@@ -70,8 +76,9 @@ public struct PGError: Error, Sendable, CustomStringConvertible, CustomDebugStri
     }
 
     /// True for serialization failures and deadlocks (40001, 40P01): rerunning the whole transaction
-    /// is the documented remedy (PostgreSQL docs, "Serialization Failure Handling").
-    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+    /// is the documented remedy (PostgreSQL docs, "Serialization Failure Handling"); and for a cached statement a
+    /// migration made stale (`isStaleStatement`: it never ran, and runs prepared anew).
+    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" || isStaleStatement }
 
     /// True for a unique-constraint violation (23505).
     public var isUniqueViolation: Bool { sqlState == "23505" }

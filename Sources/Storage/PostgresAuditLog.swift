@@ -125,6 +125,8 @@ enum AuditRows {
             ("entitlement_tokens", .bool(project.entitlementTokens)),
             ("entitlement_token_ttl_seconds", .int(project.entitlementTokenTTLSeconds)),
             ("consumption_response", .string(project.consumption.response.rawValue)),
+            ("sandbox_access", .string(project.sandbox.access.rawValue)),
+            ("sandbox_allowed_user_ids", .list(project.sandbox.allowedUserIds.map { .string($0) })),
         ]
     }
 

@@ -206,6 +206,17 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
         }
 
         for row in try purchaseFacts.rows(
+            "d.original_transaction_id, d.product_id, d.action, d.reason, d.decided_at",
+            of: "retention_decisions", as: "d", orderBy: "d.decided_at, d.request_identifier") {
+            facts.retentionDecisions.append(RetentionDecisionRecord(
+                originalTransactionId: try row.decode("original_transaction_id", as: String.self),
+                productId: try row.decode("product_id", as: String.self),
+                action: try row.decode("action", as: String.self),
+                reason: try row.decode("reason", as: String.self),
+                at: try row.decode("decided_at", as: Date.self)))
+        }
+
+        for row in try purchaseFacts.rows(
             "n.notification_uuid, n.notification_type, n.subtype, n.original_transaction_id, n.received_at, n.source",
             of: "notifications", as: "n", orderBy: "n.received_at, n.notification_uuid") {
             facts.notifications.append(NotificationRecord(

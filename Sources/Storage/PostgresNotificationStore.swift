@@ -99,7 +99,8 @@ public final class PostgresNotificationStore: PostgresStore, @unchecked Sendable
                     \(Bind.bool(r?.isInBillingRetryPeriod)), \(Bind.int(r?.priceIncreaseStatus))::int,
                     \(Bind.int(r?.offerType))::int, \(Bind.text(r?.offerIdentifier))::text,
                     \(Bind.date(r?.renewalDate)), \(Bind.text(r?.environment.rawValue))::text,
-                    \(Bind.date(r?.signedDate)), \(Bind.text(r?.payloadJSON))::jsonb, \(now), \(source)::text) AS outcome
+                    \(Bind.date(r?.signedDate)), \(Bind.text(r?.payloadJSON))::jsonb,
+                    \(r?.eligibleWinBackOfferIds ?? [])::text[], \(now), \(source)::text) AS outcome
                 ), app AS (
                     INSERT INTO app_transactions AS a (project_id, environment, app_transaction_id, bundle_id,
                         original_application_version, original_purchase_date, receipt_creation_date,

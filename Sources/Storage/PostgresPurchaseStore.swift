@@ -140,6 +140,7 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                         SELECT \(unsafeSQL: PurchaseRows.columns), pr.entitlements,
                             t.revocation_type AS latest_revocation_type,
                             t.revocation_percentage AS latest_revocation_percentage,
+                            \(unsafeSQL: CommitmentRows.columns),
                             NULL::text AS app_id, NULL::text AS app_environment, NULL::text AS app_version,
                             NULL::bigint AS app_purchased_ms, NULL::bigint AS app_rescinded_ms,
                             NULL::uuid AS grant_id, NULL::text AS grant_entitlement, NULL::bigint AS grant_expires_ms,
@@ -179,6 +180,7 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                         state.revocationType = try row.decode("latest_revocation_type", as: String?.self)
                             .map(RevocationType.init(rawValue:))
                         state.revocationPercentage = try row.decode("latest_revocation_percentage", as: Int64?.self)
+                        try CommitmentRows.load(row, into: &state)
                         holdings.purchases.append(OwnedPurchase(
                             purchase: state, entitlements: try row.decode("entitlements", as: [String]?.self) ?? []))
                     } else if let appTransactionId = try row.decode("app_id", as: String?.self) {
@@ -211,7 +213,7 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
     /// The purchase columns of `holdings`' union as NULLs, for the app transaction and grant branches (one per
     /// name of `PurchaseRows.columns`, plus entitlements and the two revocation columns).
     private static let purchaseNulls: String = {
-        let count = PurchaseRows.columns.split(separator: ",").count + 3
+        let count = PurchaseRows.columns.split(separator: ",").count + 3 + CommitmentRows.count
         return Array(repeating: "NULL", count: count).joined(separator: ", ")
     }()
 
@@ -529,7 +531,8 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                 \(Bind.int(r.expirationIntent))::int, \(Bind.date(r.gracePeriodExpiresDate)),
                 \(Bind.bool(r.isInBillingRetryPeriod)), \(Bind.int(r.priceIncreaseStatus))::int,
                 \(Bind.int(r.offerType))::int, \(Bind.text(r.offerIdentifier))::text, \(Bind.date(r.renewalDate)),
-                \(r.environment.rawValue)::text, \(r.signedDate), \(r.payloadJSON)::jsonb, \(now)) r
+                \(r.environment.rawValue)::text, \(r.signedDate), \(r.payloadJSON)::jsonb,
+                \(r.eligibleWinBackOfferIds)::text[], \(now)) r
             """)
         guard let row = rows.first else {
             throw PGError(code: .decoding, message: "bouncer_record_renewal returned no row")

@@ -206,7 +206,8 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
                             \(Bind.date(r.gracePeriodExpiresDate)), \(Bind.bool(r.isInBillingRetryPeriod)),
                             \(Bind.int(r.priceIncreaseStatus))::int, \(Bind.int(r.offerType))::int,
                             \(Bind.text(r.offerIdentifier))::text, \(Bind.date(r.renewalDate)),
-                            \(r.environment.rawValue)::text, \(r.signedDate), \(r.payloadJSON)::jsonb, \(now))
+                            \(r.environment.rawValue)::text, \(r.signedDate), \(r.payloadJSON)::jsonb,
+                            \(r.eligibleWinBackOfferIds)::text[], \(now))
                         """)
                 }
                 guard let after = try Self.purchase(project.id, t.environment, t.originalTransactionId, on: connection),

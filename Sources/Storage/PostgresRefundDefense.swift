@@ -166,6 +166,20 @@ public final class PostgresAppStoreActionStore: PostgresStore, @unchecked Sendab
         }
     }
 
+    /// Apple's acceptance of Set App Account Token: its audit entry, in a transaction of its own (the token itself
+    /// arrives signed, with the purchase's transaction).
+    public func recordAppAccountTokenSet(projectId: UUID, environment: StoreEnvironment, originalTransactionId: String,
+                                         token: UUID) throws {
+        try StorageErrors.mapping("record app account token") {
+            try pool.transaction { connection in
+                try AuditRows.write(connection, changes: [
+                    AuditChange("environment", .null, .string(environment.rawValue)),
+                    AuditChange("app_account_token", .null, .string(token.uuidString.lowercased())),
+                ])
+            }
+        }
+    }
+
     /// Nothing is stored about a test notification request but its audit entry, in a transaction of its own.
     public func recordTestNotificationRequest(projectId: UUID, environment: StoreEnvironment) throws {
         try StorageErrors.mapping("record test notification request") {

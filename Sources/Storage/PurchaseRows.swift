@@ -12,7 +12,7 @@ enum PurchaseRows {
         p.expires_date, p.revocation_date, p.revocation_reason, p.ownership_type, p.latest_signed_date,
         p.auto_renew_status, p.auto_renew_product_id, p.expiration_intent, p.grace_period_expires_date,
         p.is_in_billing_retry, p.price_increase_status, p.offer_type, p.offer_identifier, p.renewal_signed_date,
-        p.renewal_payload, p.renewal_product_id, p.renewal_date, p.renewal_environment
+        p.renewal_payload, p.renewal_product_id, p.renewal_date, p.renewal_environment, p.eligible_win_back_offer_ids
         """
 
     /// The purchase state a row describes.
@@ -37,7 +37,8 @@ enum PurchaseRows {
                 environment: try row.decode("renewal_environment", as: String?.self)
                     .map(StoreEnvironment.init(rawValue:)) ?? environment,
                 signedDate: signedDate,
-                payloadJSON: try row.decode("renewal_payload", as: String?.self) ?? "{}"
+                payloadJSON: try row.decode("renewal_payload", as: String?.self) ?? "{}",
+                eligibleWinBackOfferIds: try row.decode("eligible_win_back_offer_ids", as: [String]?.self) ?? []
             )
         }
         return PurchaseState(

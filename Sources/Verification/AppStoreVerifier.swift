@@ -144,6 +144,29 @@ public struct AppStoreVerifier: SignedDataVerifying {
             payloadJSON: verified.payloadString)
     }
 
+    public func verifyRetentionRequest(_ jws: String, for project: Project) throws -> RetentionRequest {
+        let verified = try counted("realtime_request") { () throws(VerificationError) in
+            try verifier.verifyRealtimeRequest(jws, policy: Self.policy(for: project))
+        }
+        let payload = verified.payload
+        // The payload names its app only by appAppleId: a Production request is tied to the project only when the
+        // project knows its app's id (the policy then requires the same id).
+        if payload.environment == .production, project.appAppleId == nil {
+            throw VerificationFailure(
+                code: .appAppleIdMismatch,
+                reason: "a Production retention request is accepted only by a project with app_apple_id set",
+                step: VerificationError.Step.claims.contractName)
+        }
+        guard let identifier = UUID(uuidString: payload.requestIdentifier) else {
+            throw VerificationFailure(code: .invalidJWSFormat, reason: "requestIdentifier is not a UUID",
+                                      step: VerificationError.Step.payload.contractName)
+        }
+        return RetentionRequest(
+            originalTransactionId: payload.originalTransactionId, appAppleId: payload.appAppleId,
+            productId: payload.productId, userLocale: payload.userLocale, requestIdentifier: identifier,
+            signedDate: payload.signedDate, environment: StoreEnvironment(rawValue: payload.environment.rawValue))
+    }
+
     public func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {
         let verified = try counted("renewal_info") { () throws(VerificationError) in
             try verifier.verifyRenewalInfo(jws, policy: Self.policy(for: project))
@@ -237,7 +260,8 @@ public struct AppStoreVerifier: SignedDataVerifying {
             appTransactionId: r.appTransactionId,
             offerPeriod: r.offerPeriod,
             offerDiscountType: r.offerDiscountType,
-            advancedCommerceInfoJSON: r.advancedCommerceInfo.map { $0.serializedString() })
+            advancedCommerceInfoJSON: r.advancedCommerceInfo.map { $0.serializedString() },
+            eligibleWinBackOfferIds: r.eligibleWinBackOfferIds ?? [])
     }
 
     /// An app transaction without `appTransactionId` (StoreKit before iOS 18.4) cannot be keyed; `nil`.

@@ -58,9 +58,10 @@ final class ContractTests: XCTestCase {
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/receipts/:publicKey"), app)
         XCTAssertEqual(h.router.rateLimits(.get, "/v1/subscriptions/:publicKey/:userId"), app.union(.secretKey))
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/offers/:publicKey/signatures"), app)
+        XCTAssertEqual(h.router.rateLimits(.post, "/v1/offers/:publicKey/introductory-eligibility"), app.union(.secretKey))
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/notifications/:publicKey"), [.client])
         let adminRoutes = h.router.registeredRoutes.filter { $0.pattern.hasPrefix("/v1/admin/") }
-        XCTAssertEqual(adminRoutes.count, 60)
+        XCTAssertEqual(adminRoutes.count, 66)
         for route in adminRoutes {
             XCTAssertEqual(h.router.rateLimits(route.method, route.pattern), [.client, .admin], route.pattern)
         }

@@ -21,8 +21,10 @@ final class OverviewQueryTests: XCTestCase {
     func testDefaultsAndLimits() throws {
         let now = Date(timeIntervalSince1970: 20_781 * 86_400 + 3_600)  // 2026-11-24T01:00Z
         let (range, env) = try MetricsController.overviewQuery(Request(method: .get, path: "/"), now: now)
-        XCTAssertNil(env)
+        XCTAssertEqual(env, .production, "test purchases stay out unless asked")
         XCTAssertEqual(range.days, 30)
+        XCTAssertNil(try MetricsController.overviewQuery(
+            Request(method: .get, path: "/", query: "environment=all"), now: now).1, "every environment")
         XCTAssertEqual(MetricsController.dayString(range.from), "2026-10-26")
         XCTAssertEqual(MetricsController.dayString(range.to), "2026-11-25")
         let max = try MetricsController.overviewQuery(

@@ -20,7 +20,8 @@ final class SubscriptionsTests: XCTestCase {
             + #""current_period_end":"2027-03-20T00:00:00.000Z","auto_renew_enabled":true,"#
             + #""original_transaction_id":"1000000123456000","environment":"Production","entitlements":["pro"],"#
             + #""in_grace_period":false,"in_billing_retry":false,"grace_period_expires_date":null,"#
-            + #""expiration_intent":null,"auto_renew_product_id":null,"ownership_type":"PURCHASED","#
+            + #""expiration_intent":null,"auto_renew_product_id":null,"eligible_win_back_offer_ids":[],"#
+            + #""ownership_type":"PURCHASED","#
             + #""revocation_date":null}]}"#)
     }
 

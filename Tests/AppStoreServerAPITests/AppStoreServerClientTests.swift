@@ -10,9 +10,9 @@ import XCTest
 /// The client against `FakeAppleServer` over real TLS: every endpoint, the JWT as the fake checks it, and every
 /// failure Apple can produce mapped to its `AppStoreAPIError` kind.
 final class AppStoreServerClientTests: XCTestCase {
-    private static let bundleId = "com.example.bouncer"
-    private var apple: FakeAppleServer!
-    private var key: FakeAppleServer.Key!
+    static let bundleId = "com.example.bouncer"
+    var apple: FakeAppleServer!
+    var key: FakeAppleServer.Key!
 
     override func setUpWithError() throws {
         apple = try FakeAppleServer()
@@ -22,7 +22,7 @@ final class AppStoreServerClientTests: XCTestCase {
 
     override func tearDown() { apple.stop() }
 
-    private func credentials(_ key: FakeAppleServer.Key? = nil, bundleId: String = bundleId) throws -> AppStoreAPICredentials {
+    func credentials(_ key: FakeAppleServer.Key? = nil, bundleId: String = bundleId) throws -> AppStoreAPICredentials {
         let key = key ?? self.key!
         let fingerprint = try P256.PrivateKey(pem: key.privateKeyPEM).fingerprint
         let meta = AppStoreCredentials(issuerId: key.issuerId, keyId: key.keyId, keyFingerprint: fingerprint,
@@ -31,7 +31,7 @@ final class AppStoreServerClientTests: XCTestCase {
                                       bundleId: bundleId, projectId: UUID())
     }
 
-    private func client(caFile: String? = nil, trust: Bool = true, budget: Duration = .seconds(10), maxAttempts: Int = 3,
+    func client(caFile: String? = nil, trust: Bool = true, budget: Duration = .seconds(10), maxAttempts: Int = 3,
                         maxRetryAfter: Duration = .seconds(5)) throws -> AppStoreServerClient {
         let http = try HTTPClient(configuration: HTTPClient.Configuration(
             tls: TLSClientConfiguration(trustsSystemRoots: !trust, additionalCAFile: trust ? (caFile ?? apple.caFile) : nil),
@@ -42,7 +42,7 @@ final class AppStoreServerClientTests: XCTestCase {
                                maxRetryAfter: maxRetryAfter)))
     }
 
-    private func assertAPIError(_ kind: AppStoreAPIError.Kind, file: StaticString = #filePath, line: UInt = #line,
+    func assertAPIError(_ kind: AppStoreAPIError.Kind, file: StaticString = #filePath, line: UInt = #line,
                                 _ body: () throws -> Void, check: (AppStoreAPIError) -> Void = { _ in }) {
         XCTAssertThrowsError(try body(), file: file, line: line) { error in
             guard let error = error as? AppStoreAPIError else { return XCTFail("not an AppStoreAPIError: \(error)", file: file, line: line) }

@@ -176,6 +176,13 @@ final class RecordingSigner: PromotionalOfferSigning {
         self.claims.withLock { $0.append(claims) }
         return "signed.jws.token"
     }
+
+    func signEligibility(_ claims: IntroductoryOfferEligibilityClaims, with credentials: UnsealedAppStoreCredentials)
+        throws -> String
+    {
+        calls.withLock { $0.append("eligibility \(claims.productId) \(claims.allowIntroductoryOffer)") }
+        return "signed.eligibility.jws"
+    }
 }
 
 /// One project and its product list; every other call is a test bug.

@@ -50,6 +50,15 @@ final class StatusRulesTests: XCTestCase {
         }
     }
 
+    /// `purchase` on a monthly plan with a 12-month commitment that ends long after the period.
+    func committed(_ purchase: PurchaseState) -> PurchaseState {
+        var purchase = purchase
+        purchase.billingPlan = "MONTHLY"
+        purchase.commitment = CommitmentPlan(billingPeriod: 3, totalBillingPeriods: 12,
+                                             expiresDate: Fixture.at(9 * 3600), willRenew: true)
+        return purchase
+    }
+
     func testPurchaseStatusTable() {
         let sub = Fixture.transaction("1", expires: 3600)
         typealias Row = (PurchaseState, Double, PurchaseEvaluation, UInt)
@@ -78,6 +87,15 @@ final class StatusRulesTests: XCTestCase {
             (Fixture.purchase(sub, renewal: Fixture.renewal(signed: 3601, retry: true)), 3700,
              PurchaseEvaluation(status: .expired, inBillingRetry: true, autoRenewEnabled: true,
                                 accessEndsAt: Fixture.at(3600)), #line),
+            // A monthly plan with a 12-month commitment in billing retry, Apple naming no grace period: no grace is
+            // granted (the commitment keeps no access of its own), expired at once.
+            (committed(Fixture.purchase(sub, renewal: Fixture.renewal(signed: 3601, retry: true))), 3700,
+             PurchaseEvaluation(status: .expired, inBillingRetry: true, autoRenewEnabled: true,
+                                accessEndsAt: Fixture.at(3600)), #line),
+            // The same plan with Apple's grace period: active until its end, as any plan.
+            (committed(Fixture.purchase(sub, renewal: Fixture.renewal(signed: 3601, grace: 7200, retry: true))), 4000,
+             PurchaseEvaluation(status: .active, inGracePeriod: true, inBillingRetry: true, autoRenewEnabled: true,
+                                accessEndsAt: Fixture.at(7200)), #line),
             // Revoked wins over a running period and a grace period.
             (Fixture.purchase(Fixture.transaction("1", expires: 3600, revoked: 100),
                               renewal: Fixture.renewal(signed: 100, grace: 7200)), 200,

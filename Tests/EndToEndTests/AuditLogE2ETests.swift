@@ -31,6 +31,8 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "DELETE /v1/admin/projects/{id}/app-store-credentials": "credentials.delete",
         "POST /v1/admin/projects/{id}/app-store/test-notification": "app_store.test_notification",
         "POST /v1/admin/projects/{id}/subscriptions/{originalTransactionId}/extend": "subscription.extend",
+        "PUT /v1/admin/projects/{id}/purchases/{originalTransactionId}/app-account-token": "purchase.set_app_account_token",
+        "POST /v1/admin/projects/{id}/products/{productId}/extend": "product.extend_renewals",
         "POST /v1/admin/projects/{id}/users/{userId}/grants": "grant.create",
         "DELETE /v1/admin/projects/{id}/users/{userId}/grants/{grantId}": "grant.delete",
         "DELETE /v1/admin/projects/{id}/users/{userId}": "customer.erase",
@@ -47,7 +49,10 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "PUT /v1/admin/accounts/{id}/quotas": "account.set_quotas",
         "PUT /v1/admin/projects/{id}/revenue-settings": "revenue_settings.update",
         "PUT /v1/admin/exchange-rates": "exchange_rates.update",
+        "PUT /v1/admin/projects/{id}/retention/rules": "retention.put_rules",
     ]
+    /// Changing methods that change nothing (a simulation): never audited.
+    static let readOnly: Set<String> = ["POST /v1/admin/projects/{id}/retention/simulate"]
 
     /// The count: a successful change (2xx, not GET) has exactly one entry, with its operation's action, under the
     /// response's request id; a refused one has none. Called for every request of the isolation walk too.

@@ -172,13 +172,14 @@ final class ConsoleE2ETests: SharedServerTestCase {
         }
         let from = E2E.iso(today - day).prefix(10)
         let to = E2E.iso(today).prefix(10)
-        let r = try api.client.get("/v1/admin/projects/\(tenant.id)/metrics/overview?from=\(from)&to=\(to)&interval=day",
-                                   headers: E2E.admin)
+        let r = try api.client.get(
+            "/v1/admin/projects/\(tenant.id)/metrics/overview?from=\(from)&to=\(to)&interval=day&environment=Sandbox",
+            headers: E2E.admin)
         XCTAssertEqual(r.status, 200, r.description)
         let o = try r.json()
         XCTAssertEqual(o["from"]?.stringValue, String(from))
         XCTAssertEqual(o["to"]?.stringValue, String(to))
-        XCTAssertEqual(o["environment"], .null)
+        XCTAssertEqual(o["environment"], "Sandbox")
         let days = try XCTUnwrap(o["days"]?.arrayValue)
         XCTAssertEqual(days.count, 2)
         // Yesterday: two new purchases, both active at its end; 2 entitlements each.
@@ -200,10 +201,15 @@ final class ConsoleE2ETests: SharedServerTestCase {
         let mrr = try XCTUnwrap(o["mrr"]?.objectValue)
         XCTAssertEqual(Set(mrr.keys), ["EUR", "USD"])
 
-        // Only Production: nothing (the receipts were Sandbox).
+        // By default Production only: nothing (the receipts were Sandbox); `all` sums every environment.
         let production = try api.client.get(
-            "/v1/admin/projects/\(tenant.id)/metrics/overview?from=\(from)&to=\(to)&environment=Production", headers: E2E.admin)
+            "/v1/admin/projects/\(tenant.id)/metrics/overview?from=\(from)&to=\(to)", headers: E2E.admin)
+        XCTAssertEqual(try production.json()["environment"], "Production")
         XCTAssertEqual(try production.json()["totals"]?["new_purchases"], 0)
+        let all = try api.client.get(
+            "/v1/admin/projects/\(tenant.id)/metrics/overview?from=\(from)&to=\(to)&environment=all", headers: E2E.admin)
+        XCTAssertEqual(try all.json()["environment"], "all")
+        XCTAssertEqual(try all.json()["totals"], o["totals"])
 
         // Validation: every problem named, with the suggestion.
         let bad = try api.client.get(

@@ -637,4 +637,60 @@ final class NotificationE2ETests: SharedServerTestCase {
                     400, "VALIDATION_ERROR")
         assertError(try api.client.get("/v1/admin/projects/\(s.tenant.id)/notifications"), 401, "AUTH_INVALID_ADMIN_TOKEN")
     }
+
+    // MARK: - Win-back offers (issue 25 item 6)
+
+    func testEligibleWinBackOfferIdsAreStoredAndShownAndHostileListsAreRefused() throws {
+        let api = try api
+        let db = try db
+        let s = try subscriber()
+        // Before any renewal info, and in renewal info without the field: [].
+        let (_, first) = try answer(s)
+        XCTAssertEqual(first["eligible_win_back_offer_ids"], [])
+        try api.deliver(s.tenant.publicKey, s.notification("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED",
+                                                            renewal: s.renewal(signed: E2E.ms(-300))))
+        let (_, absent) = try answer(s)
+        guard case .object(var expected) = first else { return XCTFail("\(first)") }
+        expected["auto_renew_product_id"] = "com.e2e.pro.monthly"
+        XCTAssertEqual(absent, .object(expected))
+
+        // Apple's order (best first) is kept, stored as signed and shown as stored.
+        let ids: JSONValue = ["winback-6m-half", "winback-1m-free"]
+        try api.deliver(s.tenant.publicKey, s.notification("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED",
+            renewal: s.renewal(signed: E2E.ms(-200)) {
+                $0.autoRenewStatus = 0
+                $0.extra = [("eligibleWinBackOfferIds", ids)]
+            }))
+        let stored = try db.query("""
+            SELECT array_to_json(eligible_win_back_offer_ids)::text AS ids FROM purchases
+            WHERE project_id = \(s.tenant.id)::uuid AND original_transaction_id = \(s.otid)
+            """).first?.decode("ids", as: String?.self)
+        XCTAssertEqual(stored, #"["winback-6m-half","winback-1m-free"]"#)
+        let (_, shown) = try answer(s)
+        expected["eligible_win_back_offer_ids"] = ids
+        expected["auto_renew_enabled"] = false
+        XCTAssertEqual(shown, .object(expected))
+
+        // Hostile lists: too many ids, an id too long, an empty id, a number; each refused like any malformed
+        // signed field, and nothing changes.
+        let prefix = "Invalid JWS format: nested data.signedRenewalInfo: payload field eligibleWinBackOfferIds must "
+        let hostile: [(JSONValue, String)] = [
+            (.array((0...100).map { .string("wb-\($0)") }), "hold at most 100 strings"),
+            (.array([.string(String(repeating: "w", count: 257))]), "hold strings of 1 to 256 bytes"),
+            (.array([""]), "hold strings of 1 to 256 bytes"),
+            (.array([.string("wb-1"), 7]), "be an array of strings"),
+            ("wb-1", "be an array of strings"),
+        ]
+        for (index, (value, reason)) in hostile.enumerated() {
+            let n = s.notification("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED",
+                                   renewal: s.renewal(signed: E2E.ms(-100 + Double(index))) {
+                                       $0.extra = [("eligibleWinBackOfferIds", value)]
+                                   })
+            let r = try api.notify(s.tenant.publicKey, try n.mint())
+            assertError(r, 400, "INVALID_JWS_FORMAT", error: prefix + reason)
+        }
+        XCTAssertEqual(try db.count("notifications", project: s.tenant.id), 2)
+        XCTAssertEqual(try answer(s).1, shown)
+    }
+
 }

@@ -17,6 +17,9 @@ struct RenewalPayload {
     var renewalDate: Int64?
     var signedDate = E2E.ms(0)
     var environment = "Sandbox"
+    /// More members, signed as given (`renewalBillingPlanType`, `commitmentInfo`, `eligibleWinBackOfferIds`,
+    /// hostile values).
+    var extra: [(String, JSONValue)] = []
 
     var json: JSONValue {
         var pairs: [(String, JSONValue)] = [
@@ -35,6 +38,7 @@ struct RenewalPayload {
         if let offerType { pairs.append(("offerType", JSONValue(offerType))) }
         if let offerIdentifier { pairs.append(("offerIdentifier", .string(offerIdentifier))) }
         if let renewalDate { pairs.append(("renewalDate", JSONValue(renewalDate))) }
+        pairs += extra
         return .object(JSONObject(pairs))
     }
 }

@@ -141,6 +141,7 @@ final class WebhookE2ETests: XCTestCase {
             "environment": "Sandbox", "original_transaction_id": .string(t.originalTransactionId),
             "transaction_id": .string(t.transactionId), "product_id": .string(t.productId),
             "expires_at": t.expiresDate.map { .string(E2E.iso($0)) } ?? .null, "auto_renew_enabled": .bool(autoRenew),
+            "eligible_win_back_offer_ids": [],
         ]
     }
 

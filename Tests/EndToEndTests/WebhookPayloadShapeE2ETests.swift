@@ -26,6 +26,13 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
         ("product_id", [.receipt("product_id"), .subscription("product_id")]),
         ("expires_at", [.receipt("expires_date"), .subscription("current_period_end")]),
         ("auto_renew_enabled", [.subscription("auto_renew_enabled")]),
+        ("eligible_win_back_offer_ids", [.subscription("eligible_win_back_offer_ids")]),
+    ]
+
+    /// The members only a commitment plan's purchase has (in SQL and in the API alike).
+    static let commitmentMembers: [(sql: String, swift: [SwiftMember])] = [
+        ("billing_plan", [.subscription("billing_plan")]),
+        ("commitment", [.subscription("commitment")]),
     ]
 
     func testWebhookPurchasePayloadAgreesWithTheAPIsRepresentationsMemberByMember() throws {
@@ -40,19 +47,35 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
         lifetime.productId = "com.e2e.lifetime"
         lifetime.type = "Non-Consumable"
         lifetime.expiresDate = nil
+        var committed = TransactionPayload(bundleId: tenant.bundleId)
+        committed.extra = [
+            ("billingPlanType", "MONTHLY"),
+            ("commitmentInfo", .object(JSONObject([
+                ("billingPeriodNumber", 2), ("totalBillingPeriods", 12),
+                ("commitmentExpiresDate", JSONValue(E2E.ms(330 * 86_400))), ("commitmentPrice", 9990),
+            ]))),
+        ]
         var receipts: [String: JSONValue] = [:]
-        for payload in [subscription, lifetime] {
+        for payload in [subscription, lifetime, committed] {
             let posted = try api.postReceipt(tenant.publicKey, try payload.mint(), user: user)
             XCTAssertEqual(posted.status, 201, posted.description)
             receipts[payload.originalTransactionId] = try posted.json()
         }
+        // Renewal info listing win-back offers, so the member compared is not only the empty default.
+        var renewal = RenewalPayload(originalTransactionId: subscription.originalTransactionId)
+        renewal.extra = [("eligibleWinBackOfferIds", ["winback-shape-a", "winback-shape-b"])]
+        try api.deliver(tenant.publicKey, NotificationPayload(
+            "DID_CHANGE_RENEWAL_PREF", nil, bundleId: tenant.bundleId, renewal: renewal, signedDate: E2E.ms(0)))
+
         let read = try api.user(tenant.publicKey, user)
         XCTAssertEqual(read.status, 200, read.description)
         let listed = try read.json()["subscriptions"]?.arrayValue ?? []
 
         var compared = 0
-        for payload in [subscription, lifetime] {
+        for payload in [subscription, lifetime, committed] {
             let original = payload.originalTransactionId
+            let members = Self.members + (payload.originalTransactionId == committed.originalTransactionId
+                ? Self.commitmentMembers : [])
             let rows = try db.query("""
                 SELECT bouncer_webhook_purchase_data(p)::text AS data FROM purchases p
                 WHERE p.project_id = \(tenant.id)::uuid AND p.original_transaction_id = \(original)
@@ -61,11 +84,11 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
             guard case .object(let sql) = try JSONParser.parse(Array(text.utf8)) else {
                 return XCTFail("not an object: \(text)")
             }
-            XCTAssertEqual(sql.map(\.key).sorted(), Self.members.map(\.sql).sorted(),
+            XCTAssertEqual(sql.map(\.key).sorted(), members.map(\.sql).sorted(),
                            "every member of the SQL payload has a row in the table")
             let receipt = try XCTUnwrap(receipts[original])
             let entry = try XCTUnwrap(listed.first { $0["original_transaction_id"]?.stringValue == original }, original)
-            for (name, counterparts) in Self.members {
+            for (name, counterparts) in members {
                 let value = sql[name]
                 for counterpart in counterparts {
                     switch counterpart {
@@ -78,6 +101,11 @@ final class WebhookPayloadShapeE2ETests: SharedServerTestCase {
                 }
             }
         }
-        XCTAssertEqual(compared, 2 * Self.members.map(\.swift.count).reduce(0, +))
+        XCTAssertEqual(compared, 3 * Self.members.map(\.swift.count).reduce(0, +)
+            + Self.commitmentMembers.map(\.swift.count).reduce(0, +))
+        let winBack = listed.first { $0["original_transaction_id"]?.stringValue == subscription.originalTransactionId }
+        XCTAssertEqual(winBack?["eligible_win_back_offer_ids"], ["winback-shape-a", "winback-shape-b"])
+        let lifetimeEntry = listed.first { $0["original_transaction_id"]?.stringValue == lifetime.originalTransactionId }
+        XCTAssertEqual(lifetimeEntry?["eligible_win_back_offer_ids"], [])
     }
 }

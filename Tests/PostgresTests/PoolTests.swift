@@ -125,6 +125,44 @@ final class PoolTests: XCTestCase {
         XCTAssertEqual(attempts, 4, "the non-retryable error ran once")
     }
 
+    /// A migration that adds a column under a session's cached prepared statement (`SELECT *`, a composite's `.*`)
+    /// makes the server refuse to run it again: SQLSTATE 0A000, "cached plan must not change result type". The
+    /// session forgets that statement and prepares it anew: outside a transaction block at once, inside one the pool
+    /// reruns the transaction. A `bouncer migrate` beside serving processes costs no request.
+    func testStatementCachedAcrossAColumnAddedIsPreparedAgain() throws {
+        let pool = ConnectionPool(settings: settings, configuration: .init(size: 1))
+        defer { pool.shutdown() }
+        try pool.withConnection { try $0.execute("CREATE TABLE t (id int PRIMARY KEY)") }
+        try pool.withConnection { try $0.execute("INSERT INTO t VALUES (\(1))") }
+        let select: Query = "SELECT * FROM t WHERE id = \(1)"
+        XCTAssertEqual(try pool.withConnection { try $0.query(select) }.columns, ["id"])
+        try pool.withConnection { try $0.executeScript(unsafeSQL: "ALTER TABLE t ADD COLUMN note text") }
+        XCTAssertEqual(try pool.withConnection { try $0.query(select) }.columns, ["id", "note"])
+        try pool.withConnection { try $0.executeScript(unsafeSQL: "ALTER TABLE t ADD COLUMN more int") }
+        XCTAssertEqual(try pool.autocommit { try $0.query(select) }.columns, ["id", "note", "more"])
+        // Inside a transaction block the first attempt is aborted; the pool reruns the block once.
+        try pool.withConnection { try $0.executeScript(unsafeSQL: "ALTER TABLE t ADD COLUMN last int") }
+        let attempts = Mutex(0)
+        XCTAssertEqual(try pool.transaction { c -> [String] in
+            attempts.withLock { $0 += 1 }
+            return try c.query(select).columns
+        }, ["id", "note", "more", "last"])
+        XCTAssertEqual(attempts.withLock { $0 }, 2)
+        // Outside the pool's transaction the caller sees the error, marked retryable; the next run prepares anew.
+        try pool.withConnection { try $0.executeScript(unsafeSQL: "ALTER TABLE t ADD COLUMN final int") }
+        try pool.withConnection { c in
+            XCTAssertThrowsError(try c.transaction { try $0.query(select) }) {
+                XCTAssertEqual(($0 as? PGError)?.sqlState, "0A000")
+                XCTAssertEqual(($0 as? PGError)?.isRetryable, true)
+            }
+            XCTAssertEqual(try c.query(select).columns, ["id", "note", "more", "last", "final"])
+            // The stale server-side statements were dropped: one statement of this text is left.
+            XCTAssertEqual(try c.query("""
+                SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement = 'SELECT * FROM t WHERE id = $1'
+                """).first?.decode("n", as: Int.self), 1)
+        }
+    }
+
     func testExhaustedPoolGivesATimelyTypedError() throws {
         let pool = ConnectionPool(settings: settings, configuration: .init(size: 1, acquireTimeout: .milliseconds(300)))
         defer { pool.shutdown() }

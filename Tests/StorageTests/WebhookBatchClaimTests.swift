@@ -59,6 +59,18 @@ final class WebhookBatchClaimTests: XCTestCase {
         return (s, store, project.id)
     }
 
+    /// Two pings for each of users a, b and c; their heads, claimed by "one".
+    private func twoPingsEachClaimed(_ store: PostgresWebhookStore, _ project: UUID) throws
+        -> [PostgresWebhookStore.ClaimedEvent]
+    {
+        for user in ["a", "b", "c", "a", "b", "c"] {
+            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
+        }
+        let heads = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(heads.map { $0.userId ?? "-" }, ["a", "b", "c"])
+        return heads
+    }
+
     private static func delivered(_ events: [PostgresWebhookStore.ClaimedEvent]) -> [PostgresWebhookStore.Completion] {
         events.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) }
     }
@@ -148,11 +160,7 @@ final class WebhookBatchClaimTests: XCTestCase {
     func testABatchOfOutcomesCommitsTogetherAndAnUncommittedOneIsDeliveredAgain() throws {
         let (s, store, project) = try hooked("whcommit")
         defer { s.close() }
-        for user in ["a", "b", "c", "a", "b", "c"] {
-            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
-        }
-        let first = try store.claim(owner: "one", limit: 10, leaseSeconds: 60)
-        XCTAssertEqual(first.map { $0.userId ?? "-" }, ["a", "b", "c"])
+        let first = try twoPingsEachClaimed(store, project)
         let (later, next) = try store.completeAndClaim(Self.delivered(first), owner: "one", limit: 10, leaseSeconds: 60)
         XCTAssertTrue(later.isEmpty)
         XCTAssertEqual(next.map { $0.userId ?? "-" }, ["a", "b", "c"], "each user's next event, claimed in the same transaction")
@@ -189,6 +197,37 @@ final class WebhookBatchClaimTests: XCTestCase {
         XCTAssertEqual(again.map(\.eventId), next.map(\.eventId))
         XCTAssertEqual(again.map(\.attempt), [2, 2, 2])
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+    }
+
+    /// 0043: the queue's row trigger does not run for the outcomes the complete moves itself (delivered, failed); a
+    /// retry still runs it (its queue row becomes due at the retry time), and the queue is exactly the heads.
+    func testTheQueueTriggerRunsOnlyForTheCompletesRetries() throws {
+        let (s, store, project) = try hooked("whwhen")
+        defer { s.close() }
+        let heads = try twoPingsEachClaimed(store, project)
+        let projects = heads.map { $0.projectId.uuidString.lowercased() }
+        let retryAt = Int64((Date().timeIntervalSince1970 + 60) * 1e6)
+        let calls = try s.pool.withConnection { c in
+            _ = try c.execute("BEGIN")
+            _ = try c.execute("SET LOCAL track_functions = 'pl'")
+            _ = try c.query(Query(unsafeSQL: """
+                SELECT * FROM bouncer_webhook_complete('one', '{\(projects.joined(separator: ","))}'::uuid[],
+                    '{\(heads.map { String($0.seq) }.joined(separator: ","))}'::bigint[], '{1,1,1}', '{1,1,1}',
+                    '{200,NULL,503}', '{NULL,refused,"HTTP 503"}', '{1,1,1}', '{delivered,failed,pending}',
+                    '{0,0,\(retryAt)}')
+                """))
+            let n = try XCTUnwrap(try c.query("""
+                SELECT pg_stat_get_xact_function_calls('bouncer_webhook_queue_sync'::regproc) AS n
+                """).first).decode("n", as: Int64?.self)
+            _ = try c.execute("COMMIT")
+            return n
+        }
+        XCTAssertEqual(calls, 1, "the retry's update only")
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'delivered'"), 1)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'failed'"), 1)
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+        let next = try store.claim(owner: "two", limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(next.map { $0.userId ?? "-" }, ["a", "b"], "a's and b's next events; c's retry is not due")
     }
 
     /// A pipelined batch (the dispatcher claims up to 4 events per delivery thread): 48 users' heads and a user-less

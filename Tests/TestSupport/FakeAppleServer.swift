@@ -33,7 +33,7 @@ public final class FakeAppleServer: Sendable {
         var pathPrefix: String { self == .production ? "/production" : "/sandbox" }
     }
 
-    /// The eight endpoints served.
+    /// The endpoints served.
     public enum Endpoint: String, Sendable, CaseIterable {
         /// `GET /inApps/v1/transactions/{transactionId}`
         case transactionInfo
@@ -53,6 +53,24 @@ public final class FakeAppleServer: Sendable {
         case extendRenewalDate
         /// `GET /inApps/v1/lookup/{orderId}` (Production only, as Apple documents)
         case lookUpOrder
+        /// Retention Messaging API (FakeAppleRetention.swift): `PUT|DELETE /inApps/v1/messaging/message/{id}`,
+        /// `GET …/message/list`, the same for `image`, `PUT|DELETE …/default/{productId}/{locale}`,
+        /// `PUT …/realtime/url`, `POST …/performanceTest` (Sandbox only).
+        case uploadMessage, messageList, deleteMessage, uploadImage, imageList, deleteImage
+        case configureDefaultMessage, deleteDefaultMessage, configureRealtimeURL, initiatePerformanceTest
+        // The newer endpoints (issue 25), served by FakeAppleServer+Newer.swift.
+        /// `GET /inApps/v1/transactions/appTransactions/{transactionId}`
+        case appTransactionInfo
+        /// `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
+        case setAppAccountToken
+        /// `GET /inApps/v2/refund/lookup/{transactionId}[?revision=]`
+        case refundHistory
+        /// `POST /inApps/v1/subscriptions/extend/mass`
+        case massExtendRenewalDate
+        /// `GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}` (the id is the request's)
+        case massExtendRenewalDateStatus
+        /// `POST /inApps/v1/transactions/{transactionId}/finish`
+        case finishTransaction
     }
 
     /// A failure to answer instead of the scenario's data.
@@ -230,22 +248,23 @@ public final class FakeAppleServer: Sendable {
         }
     }
 
-    private struct Rule {
+    struct Rule {
         var failure: Failure
         var endpoint: Endpoint?
         var environment: Environment?
         var remaining: Int?   // nil: always
     }
 
-    private struct Expected {
+    struct Expected {
         var issuerId: String
         var keyId: String
         var bundleId: String
         var publicKey: P256.PublicKey
     }
 
-    private struct Scenario {
+    struct Scenario {
         var expected: Expected?
+        var newer = NewerScenario()
         var transactions: [Environment: [String: String]] = [:]
         var statuses: [Environment: [String: [SubscriptionGroup]]] = [:]
         var history: [Environment: [String: [[String]]]] = [:]
@@ -253,6 +272,7 @@ public final class FakeAppleServer: Sendable {
         var testNotification: [Environment: (token: String, signedPayload: String, attempts: [SendAttempt])] = [:]
         var extendResults: [Environment: [String: ExtendResult]] = [:]
         var orders: [String: [String]] = [:]
+        var retention: [Environment: RetentionScenario] = [:]
         var rules: [Rule] = []
         var requests: [ReceivedRequest] = []
     }
@@ -262,8 +282,8 @@ public final class FakeAppleServer: Sendable {
     /// The server underneath (connection and request counts).
     public let server: LocalHTTPSServer
     /// The scenario behind a lock, in a class so the server's handler and `self` share it.
-    private final class Store: Sendable { let mutex = Mutex(Scenario()) }
-    private let store: Store
+    final class Store: Sendable { let mutex = Mutex(Scenario()) }
+    let store: Store
 
     /// Starts on 127.0.0.1 (port 0) with a fresh CA. Call `expect(key:bundleId:)` before any request, or every
     /// request is refused with `401`.
@@ -307,6 +327,11 @@ public final class FakeAppleServer: Sendable {
         } catch {
             preconditionFailure("FakeAppleServer.expect: the key's public PEM does not load: \(error)")
         }
+    }
+
+    /// The Retention Messaging state the fake holds for `environment` (FakeAppleRetention.swift).
+    public func retention(_ environment: Environment) -> RetentionScenario {
+        store.mutex.withLock { $0.retention[environment] ?? RetentionScenario() }
     }
 
     /// Get Transaction Info answers `signed` for `transactionId` in `environment`.
@@ -432,28 +457,31 @@ public final class FakeAppleServer: Sendable {
         }
     }
 
-    private static func appleError(_ status: Int, _ code: Int, _ message: String) -> LocalHTTPSServer.Action {
+    static func appleError(_ status: Int, _ code: Int, _ message: String) -> LocalHTTPSServer.Action {
         let body: JSONValue = ["errorCode": JSONValue(code), "errorMessage": .string(message)]
         return .respond(status: status, headers: [("Content-Type", "application/json")], body: body.serializedString())
     }
 
-    private static func ok(_ body: JSONValue, status: Int = 200) -> LocalHTTPSServer.Action {
+    static func ok(_ body: JSONValue, status: Int = 200) -> LocalHTTPSServer.Action {
         .respond(status: status, headers: [("Content-Type", "application/json")], body: body.serializedString())
+    }
+
+    /// Page n of `pages` for a continuation token "`prefix`n" (nil: the first page), the next token and whether more
+    /// follow; nil for a token the fake never gave.
+    static func page(_ pages: [[String]], token: String?, prefix: String) -> (items: [String], next: String, hasMore: Bool)? {
+        var index = 0
+        if let token {
+            guard token.hasPrefix(prefix), let n = Int(token.dropFirst(prefix.count)), n >= 1, n < pages.count else { return nil }
+            index = n
+        }
+        let items = index < pages.count ? pages[index] : []
+        return (items, "\(prefix)\(index + 1)", index + 1 < pages.count)
     }
 
     private static func answer(_ endpoint: Endpoint, _ request: ReceivedRequest, _ environment: Environment,
                                _ state: inout Scenario) -> LocalHTTPSServer.Action {
         let id = request.id ?? ""
         let bundleId = state.expected?.bundleId ?? ""
-        func page(_ pages: [[String]], token: String?, prefix: String) -> (items: [String], next: String, hasMore: Bool)? {
-            var index = 0
-            if let token {
-                guard token.hasPrefix(prefix), let n = Int(token.dropFirst(prefix.count)), n >= 1, n < pages.count else { return nil }
-                index = n
-            }
-            let items = index < pages.count ? pages[index] : []
-            return (items, "\(prefix)\(index + 1)", index + 1 < pages.count)
-        }
         switch endpoint {
         case .transactionInfo:
             guard let signed = state.transactions[environment]?[id] else { return appleError(404, 4040010, "Transaction id not found.") }
@@ -510,10 +538,16 @@ public final class FakeAppleServer: Sendable {
             if let date = result.effectiveDate { body["effectiveDate"] = JSONValue(date) }
             if let line = result.webOrderLineItemId { body["webOrderLineItemId"] = .string(line) }
             return ok(.object(body))
+        case .uploadMessage, .messageList, .deleteMessage, .uploadImage, .imageList, .deleteImage,
+             .configureDefaultMessage, .deleteDefaultMessage, .configureRealtimeURL, .initiatePerformanceTest:
+            return retentionAnswer(endpoint, request, environment, &state.retention[environment, default: RetentionScenario()])
         case .lookUpOrder:
             guard environment == .production else { return .respond(status: 404) }
             guard let signed = state.orders[id] else { return ok(["status": JSONValue(1)]) }
             return ok(["status": JSONValue(0), "signedTransactions": .array(signed.map { .string($0) })])
+        case .appTransactionInfo, .setAppAccountToken, .refundHistory, .massExtendRenewalDate, .massExtendRenewalDateStatus,
+             .finishTransaction:
+            return answerNewer(endpoint, request, environment, &state.newer)
         }
     }
 
@@ -553,8 +587,10 @@ public final class FakeAppleServer: Sendable {
             endpoint = .consumption; id = decoded(segments[5])
         case ("PUT", 6) where segments[1...4] == ["inApps", "v1", "subscriptions", "extend"]:
             endpoint = .extendRenewalDate; id = decoded(segments[5])
+        case (_, 5...7) where segments[1...3] == ["inApps", "v1", "messaging"]:
+            (endpoint, id) = retentionEndpoint(raw.method, Array(segments.dropFirst(4)).map(decoded))
         default:
-            break
+            (endpoint, id) = parseNewer(raw.method, path, segments)
         }
         if id?.isEmpty == true { endpoint = nil }
         return ReceivedRequest(method: raw.method, path: path, query: query, environment: environment, endpoint: endpoint, id: id,

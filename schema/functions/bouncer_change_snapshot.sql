@@ -21,6 +21,7 @@ BEGIN
         'revocation_date', p.revocation_date, 'revocation_reason', p.revocation_reason,
         'revocation_type', v_revocation_type,
         'grace_period_expires_date', p.grace_period_expires_date, 'is_in_billing_retry', p.is_in_billing_retry,
-        'auto_renew_status', p.auto_renew_status, 'auto_renew_product_id', p.auto_renew_product_id);
+        'auto_renew_status', p.auto_renew_status, 'auto_renew_product_id', p.auto_renew_product_id,
+        'eligible_win_back_offer_ids', p.eligible_win_back_offer_ids);
 END;
 $$;

@@ -17,7 +17,7 @@ CREATE OR REPLACE FUNCTION bouncer_record_notification(
     r_original_transaction_id text, r_product_id text, r_auto_renew_product_id text, r_auto_renew_status int,
     r_expiration_intent int, r_grace_period_expires_date timestamptz, r_is_in_billing_retry boolean,
     r_price_increase_status int, r_offer_type int, r_offer_identifier text, r_renewal_date timestamptz,
-    r_environment text, r_signed_date timestamptz, r_payload jsonb,
+    r_environment text, r_signed_date timestamptz, r_payload jsonb, r_eligible_win_back_offer_ids text[],
     p_now timestamptz, p_source text DEFAULT 'notification')
 RETURNS text
 LANGUAGE plpgsql VOLATILE AS $$
@@ -52,7 +52,7 @@ BEGIN
             PERFORM 1 FROM bouncer_record_renewal(p_project_id, r_original_transaction_id, r_product_id,
                 r_auto_renew_product_id, r_auto_renew_status, r_expiration_intent, r_grace_period_expires_date,
                 r_is_in_billing_retry, r_price_increase_status, r_offer_type, r_offer_identifier, r_renewal_date,
-                r_environment, r_signed_date, r_payload, p_now);
+                r_environment, r_signed_date, r_payload, r_eligible_win_back_offer_ids, p_now);
         END IF;
     END IF;
     RETURN 'processed';

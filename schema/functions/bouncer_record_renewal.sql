@@ -11,7 +11,8 @@ CREATE OR REPLACE FUNCTION bouncer_record_renewal(
     p_project_id uuid, p_original_transaction_id text, p_product_id text, p_auto_renew_product_id text,
     p_auto_renew_status int, p_expiration_intent int, p_grace_period_expires_date timestamptz,
     p_is_in_billing_retry boolean, p_price_increase_status int, p_offer_type int, p_offer_identifier text,
-    p_renewal_date timestamptz, p_environment text, p_signed_date timestamptz, p_payload jsonb, p_now timestamptz)
+    p_renewal_date timestamptz, p_environment text, p_signed_date timestamptz, p_payload jsonb,
+    p_eligible_win_back_offer_ids text[], p_now timestamptz)
 RETURNS TABLE (outcome text, purchase purchases)
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -34,11 +35,11 @@ BEGIN
             INSERT INTO pending_renewals AS r (project_id, original_transaction_id, product_id, auto_renew_product_id,
                 auto_renew_status, expiration_intent, grace_period_expires_date, is_in_billing_retry,
                 price_increase_status, offer_type, offer_identifier, renewal_date, environment, signed_date, payload,
-                received_at)
+                received_at, eligible_win_back_offer_ids)
             VALUES (p_project_id, p_original_transaction_id, p_product_id, p_auto_renew_product_id,
                 p_auto_renew_status, p_expiration_intent, p_grace_period_expires_date, p_is_in_billing_retry,
                 p_price_increase_status, p_offer_type, p_offer_identifier, p_renewal_date, p_environment,
-                p_signed_date, p_payload, p_now)
+                p_signed_date, p_payload, p_now, p_eligible_win_back_offer_ids)
             ON CONFLICT (project_id, environment, original_transaction_id) DO UPDATE SET
                 product_id = EXCLUDED.product_id, auto_renew_product_id = EXCLUDED.auto_renew_product_id,
                 auto_renew_status = EXCLUDED.auto_renew_status, expiration_intent = EXCLUDED.expiration_intent,
@@ -47,7 +48,7 @@ BEGIN
                 price_increase_status = EXCLUDED.price_increase_status, offer_type = EXCLUDED.offer_type,
                 offer_identifier = EXCLUDED.offer_identifier, renewal_date = EXCLUDED.renewal_date,
                 signed_date = EXCLUDED.signed_date, payload = EXCLUDED.payload,
-                received_at = EXCLUDED.received_at
+                received_at = EXCLUDED.received_at, eligible_win_back_offer_ids = EXCLUDED.eligible_win_back_offer_ids
             WHERE r.signed_date < EXCLUDED.signed_date;
             outcome := 'pending';
             RETURN NEXT;
@@ -68,7 +69,8 @@ BEGIN
         is_in_billing_retry = p_is_in_billing_retry, price_increase_status = p_price_increase_status,
         offer_type = p_offer_type, offer_identifier = p_offer_identifier, renewal_signed_date = p_signed_date,
         renewal_payload = p_payload, renewal_product_id = p_product_id, renewal_date = p_renewal_date,
-        renewal_environment = p_environment, updated_at = p_now
+        renewal_environment = p_environment, eligible_win_back_offer_ids = p_eligible_win_back_offer_ids,
+        updated_at = p_now
     WHERE p.project_id = p_project_id AND p.environment = p_environment
       AND p.original_transaction_id = p_original_transaction_id
     RETURNING * INTO v_purchase;

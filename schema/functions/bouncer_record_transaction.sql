@@ -154,7 +154,8 @@ BEGIN
     VALUES (p_project_id, p_original_transaction_id, p_transaction_id, p_product_id, p_type, p_environment,
         p_purchase_date, p_expires_date, p_revocation_date, p_revocation_reason, p_ownership_type, p_signed_date,
         p_now, p_now)
-    ON CONFLICT (project_id, environment, original_transaction_id) DO NOTHING;
+    ON CONFLICT (project_id, environment, original_transaction_id) DO NOTHING
+    RETURNING * INTO v_purchase;
     v_created := FOUND;
     IF v_created THEN
         PERFORM pg_advisory_xact_lock(16978,
@@ -174,17 +175,17 @@ BEGIN
                 offer_identifier = v_pending.offer_identifier, renewal_signed_date = v_pending.signed_date,
                 renewal_payload = v_pending.payload, renewal_product_id = v_pending.product_id,
                 renewal_date = v_pending.renewal_date, renewal_environment = v_pending.environment,
-                updated_at = p_now
+                eligible_win_back_offer_ids = v_pending.eligible_win_back_offer_ids, updated_at = p_now
             WHERE project_id = p_project_id AND environment = p_environment
-              AND original_transaction_id = p_original_transaction_id;
+              AND original_transaction_id = p_original_transaction_id
+            RETURNING * INTO v_purchase;
         END IF;
-    END IF;
-
-    SELECT * INTO v_purchase FROM purchases p
-    WHERE p.project_id = p_project_id AND p.environment = p_environment
-      AND p.original_transaction_id = p_original_transaction_id
-    FOR UPDATE;
-    IF NOT v_created THEN
+    ELSE
+        -- Not created here: the stored purchase, locked (a creator's RETURNING already holds its new row).
+        SELECT * INTO v_purchase FROM purchases p
+        WHERE p.project_id = p_project_id AND p.environment = p_environment
+          AND p.original_transaction_id = p_original_transaction_id
+        FOR UPDATE;
         v_old := v_purchase;
     END IF;
     SELECT pr.entitlements INTO entitlements FROM products pr

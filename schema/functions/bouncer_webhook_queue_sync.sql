@@ -1,8 +1,10 @@
 -- Keeps webhook_queue equal to each user's head event (the oldest pending one; a user-less event is its own head),
--- in the writer's transaction (trigger webhook_events_queue, 0030/0031). A queue row is due at the event's retry
--- time, or while leased (the claim writes the lease on the queue row only) when its lease ends. An event enters when
--- it is written with no pending event of its user before it, or retried by hand ahead of its user's head; when a
--- head is delivered or failed its user's next pending event enters. A DELETE is bouncer_webhook_queue_deleted's.
+-- in the writer's transaction (triggers webhook_events_queue on INSERT and webhook_events_queue_moved on UPDATE;
+-- 0043: not for an attempt's outcome that leaves the event delivered or failed: bouncer_webhook_complete moves the
+-- queue for those itself). A queue row is due at the event's retry time, or while leased (the claim writes the lease
+-- on the queue row only) when its lease ends. An event enters when it is written with no pending event of its user
+-- before it, or retried by hand ahead of its user's head; when a head is delivered or failed its user's next pending
+-- event enters. A DELETE is bouncer_webhook_queue_deleted's.
 --
 -- Moving a head on takes the user's lock (16979) first, the one bouncer_emit_event holds until its commit, and looks
 -- for the next event in a later statement (a new snapshot): an event written for the user meanwhile is either

@@ -8,7 +8,7 @@ BEGIN
     IF NOT p_wait AND NOT pg_try_advisory_xact_lock(16979, hashtext(p_project_id::text || '/' || p_user_id)) THEN
         RETURN false;
     END IF;
-    PERFORM bouncer_webhook_refresh_users(p_project_id, p_at, ARRAY[p_user_id], ARRAY[p_targets]);
+    PERFORM bouncer_webhook_refresh_users(p_project_id, ARRAY[p_at], ARRAY[p_user_id], ARRAY[p_targets]);
     RETURN true;
 END;
 $$;

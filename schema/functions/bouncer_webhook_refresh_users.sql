@@ -1,11 +1,13 @@
--- 0012's bouncer_webhook_refresh_user over the copy, at p_at, for several users at once (p_user_ids[i] with
--- p_targets[i], each user once): what bouncer_webhook_refresh_copy did one user at a time, in four statements
--- whatever the number of users. For each user: the purchases whose announced access ended by p_at, and its targets
--- (a jsonb array of {environment, original_transaction_id, holds, facts}: the user now holds the purchase with these
--- facts, or no longer holds it), announced in 0012's order (subscription.started/expired by purchase date), then the
--- entitlements recomputed (entitlement.revoked, then entitlement.granted, each by entitlement). The events are
--- written in one bouncer_emit_events, user by user in array order. Takes the users' locks (16979) in array order.
-CREATE OR REPLACE FUNCTION bouncer_webhook_refresh_users(p_project_id uuid, p_at timestamptz, p_user_ids text[],
+-- 0012's bouncer_webhook_refresh_user over the copy for several users at once (p_user_ids[i] at p_ats[i] with
+-- p_targets[i], each user once; the times may differ: a deriver's batch refreshes the users of several recording
+-- transactions, each at its transaction's time): what bouncer_webhook_refresh_copy does for one user, in four
+-- statements whatever the number of users. For each user: the purchases whose announced access ended by its time,
+-- and its targets (a jsonb array of {environment, original_transaction_id, holds, facts}: the user now holds the
+-- purchase with these facts, or no longer holds it), announced in 0012's order (subscription.started/expired by
+-- purchase date), then the entitlements recomputed (entitlement.revoked, then entitlement.granted, each by
+-- entitlement). The events are written in one bouncer_emit_events, user by user in array order. Takes the users'
+-- locks (16979) in array order.
+CREATE OR REPLACE FUNCTION bouncer_webhook_refresh_users(p_project_id uuid, p_ats timestamptz[], p_user_ids text[],
     p_targets jsonb[]) RETURNS void
 -- Its statements are planned once per session: a custom plan for each call re-planned two large statements at every
 -- call (planning is not in pg_stat_statements' execution times).
@@ -22,22 +24,22 @@ BEGIN
 
     -- The purchases: their events, and the copy moved to the users' new state (one snapshot: "known" is before).
     WITH u AS (
-        SELECT u.user_id, COALESCE(u.targets, '[]') AS targets, u.nth
-        FROM unnest(p_user_ids, p_targets) WITH ORDINALITY AS u(user_id, targets, nth)
+        SELECT u.user_id, u.at, COALESCE(u.targets, '[]') AS targets, u.nth
+        FROM unnest(p_user_ids, p_ats, p_targets) WITH ORDINALITY AS u(user_id, at, targets, nth)
     ), target AS (
         SELECT u.user_id, u.nth, x.environment, x.original_transaction_id, x.holds,
             CASE WHEN x.holds THEN bouncer_webhook_state(p_project_id, u.user_id, x.facts || jsonb_build_object(
-                'environment', x.environment, 'original_transaction_id', x.original_transaction_id), p_at)
+                'environment', x.environment, 'original_transaction_id', x.original_transaction_id), u.at)
             END AS state
         FROM u CROSS JOIN LATERAL jsonb_to_recordset(u.targets) AS x(environment text, original_transaction_id text,
             holds boolean, facts jsonb)
     ), ended AS (
         SELECT u.user_id, u.nth, st.environment, st.original_transaction_id, true AS holds,
-            bouncer_webhook_state(p_project_id, u.user_id, to_jsonb(st), p_at) AS state
+            bouncer_webhook_state(p_project_id, u.user_id, to_jsonb(st), u.at) AS state
         FROM u CROSS JOIN LATERAL (
             SELECT st1.* FROM webhook_purchase_states st1
             WHERE st1.project_id = p_project_id AND st1.user_id = u.user_id AND st1.status = 'active'
-              AND st1.access_ends_at <= p_at
+              AND st1.access_ends_at <= u.at
               AND NOT EXISTS (SELECT 1 FROM target t WHERE t.nth = u.nth AND t.environment = st1.environment
                               AND t.original_transaction_id = st1.original_transaction_id)
             ORDER BY st1.access_ends_at  -- webhook_purchase_states_user_due_idx, whatever the statistics say
@@ -62,7 +64,8 @@ BEGIN
             type = EXCLUDED.type, purchase_date = EXCLUDED.purchase_date, expires_date = EXCLUDED.expires_date,
             grace_period_expires_date = EXCLUDED.grace_period_expires_date,
             revocation_date = EXCLUDED.revocation_date, revocation_reason = EXCLUDED.revocation_reason,
-            revocation_type = EXCLUDED.revocation_type, auto_renew_status = EXCLUDED.auto_renew_status
+            revocation_type = EXCLUDED.revocation_type, auto_renew_status = EXCLUDED.auto_renew_status,
+            eligible_win_back_offer_ids = EXCLUDED.eligible_win_back_offer_ids
     )
     SELECT array_agg(e.nth), array_agg(e.k), array_agg(e.user_id), array_agg(e.type), array_agg(e.data)
     INTO v_nths, v_ks, v_users, v_types, v_data

@@ -773,7 +773,8 @@ async function dashboardPage(id, query) {
   const controls = h("div", { class: "row segmented", role: "group", "aria-label": "Range" },
     [7, 30, 90].map((d) => h("button", { type: "button", "aria-pressed": String(d === days), "data-days": d, onclick: () => go(d, env) }, `${d} days`)),
     h("select", { id: "dashboard-env", "aria-label": "Environment", onchange: (e) => go(days, e.target.value) },
-      ["", "Production", "Sandbox"].map((v) => h("option", { value: v, selected: v === env }, v || "All environments"))));
+      ["", "Sandbox", "all"].map((v) => h("option", { value: v, selected: v === env },
+        v === "" ? "Production" : v === "all" ? "All environments" : v))));
   const body = h("div", {}, loading());
   main.replaceChildren(h("h1", {}, "Dashboard"), controls, body);
   const to = new Date();

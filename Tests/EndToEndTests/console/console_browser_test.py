@@ -409,10 +409,10 @@ try:
     step("user erased after typed confirmation")
 
     # Dashboard: the numbers equal the overview API's for the same days.
-    go(f"/projects/{project_id}/dashboard?days=7")
+    go(f"/projects/{project_id}/dashboard?days=7&env=all")
     stats = visible("#dashboard-stats")
     day_from, day_to = stats.get_attribute("data-from"), stats.get_attribute("data-to")
-    status, _, body = http("GET", f"/v1/admin/projects/{project_id}/metrics/overview?from={day_from}&to={day_to}&interval=day")
+    status, _, body = http("GET", f"/v1/admin/projects/{project_id}/metrics/overview?from={day_from}&to={day_to}&interval=day&environment=all")
     check(status == 200, f"overview: {status} {body[:300]!r}")
     overview = json.loads(body)
     shown = {e.get_attribute("data-metric"): e.text for e in driver.find_elements(By.CSS_SELECTOR, "[data-metric]")}
