@@ -239,6 +239,8 @@ final class ConsoleE2ETests: SharedServerTestCase {
         let screenshots = TestPaths.repoRoot.appendingPathComponent(".build/console-screenshots")
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
         var environment = ProcessInfo.processInfo.environment
+        // Debian's Selenium: a `pip install --user selenium` (another version, other dependencies) must not shadow it.
+        environment["PYTHONNOUSERSITE"] = "1"
         environment["BOUNCER_URL"] = "http://127.0.0.1:\(server.port)"
         environment["ADMIN_TOKEN"] = E2E.adminToken
         environment["BUNDLE_ID"] = bundle
