@@ -69,11 +69,7 @@ struct ChartsController: APIController {
         for item in request.queryItems() {
             switch item.name {
             case "from", "to":
-                guard let day = MetricsController.parseDay(item.value) else {
-                    details.append(ErrorDetail(path: [item.name], message: "Expected a date as YYYY-MM-DD"))
-                    continue
-                }
-                if item.name == "from" { from = day } else { to = day }
+                MetricsController.dayParameter(item, from: &from, to: &to, &details)
             case "interval":
                 if let value = ChartInterval(rawValue: item.value) {
                     interval = value

@@ -94,11 +94,7 @@ struct MetricsController: APIController {
         for item in request.queryItems() {
             switch item.name {
             case "from", "to":
-                guard let day = parseDay(item.value) else {
-                    details.append(ErrorDetail(path: [item.name], message: "Expected a date as YYYY-MM-DD"))
-                    continue
-                }
-                if item.name == "from" { from = day } else { to = day }
+                dayParameter(item, from: &from, to: &to, &details)
             case "interval":
                 if item.value != "day" {
                     details.append(ErrorDetail(path: ["interval"], message: "Invalid enum value. Expected 'day'"))
@@ -148,6 +144,17 @@ struct MetricsController: APIController {
             }
         }
         return (first, last)
+    }
+
+    /// A `from=` or `to=` query item: its day into `from` or `to`, else a detail (the overview's, the charts' and the
+    /// export's ranges).
+    static func dayParameter(_ item: (name: String, value: String), from: inout Int64?, to: inout Int64?,
+                             _ details: inout [ErrorDetail]) {
+        guard let day = parseDay(item.value) else {
+            details.append(ErrorDetail(path: [item.name], message: "Expected a date as YYYY-MM-DD"))
+            return
+        }
+        if item.name == "from" { from = day } else { to = day }
     }
 
     /// Days since 1970-01-01 of a `YYYY-MM-DD` date in 1970…9999 (a real calendar date), else nil.

@@ -18,6 +18,11 @@ public enum VerifyCommand {
         JSON body with "signedPayload" (or signedTransactionInfo / signedRenewalInfo /
         signedAppTransactionInfo), or stdin ("-" or no argument).
 
+        A FILE that is a transactions export with its JWS (exports/transactions.csv?include_jws=true,
+        bouncer export transactions --include-jws) is re-verified row by row: each JWS as above, its
+        SHA-256 against jws_sha256, the row's signed fields against the payload's, its money against the
+        signed price and refund. Prints each failing row and a summary; exit 1 if a row fails.
+
         options:
           --root FILE            trust this root (DER or PEM); repeatable. Default: $BOUNCER_ROOT_CERTIFICATES
                                  (colon-separated paths), else the embedded Apple Root CA G3 + G2
@@ -72,6 +77,20 @@ public enum VerifyCommand {
             return VerifyReceiptCommand.run(path: receipt, options: options)
         }
 
+        if let path = options.input, VerifyExportCommand.isExport(path) {
+            guard let roots = loadRoots(options) else { return 2 }
+            var environments = options.environments
+            if environments.isEmpty { environments = [.production, .sandbox] }
+            let allowXcode = options.allowXcode || environments.contains(.xcode)
+            return VerifyExportCommand.run(
+                path: path, verifier: SignedDataVerifier(roots: roots),
+                policy: { claimed in
+                    VerificationPolicy(bundleId: options.bundleId ?? claimed, environments: environments,
+                                       appAppleId: options.appAppleId, allowXcode: allowXcode)
+                },
+                out: { write($0, to: .standardOutput) }, err: { write($0, to: .standardError) })
+        }
+
         let jws: String
         switch readInput(options.input) {
         case .success(let text): jws = text
@@ -80,17 +99,7 @@ public enum VerifyCommand {
             return 2
         }
 
-        let roots: TrustedRoots
-        do {
-            if !options.roots.isEmpty {
-                roots = try TrustedRoots(contentsOf: options.roots)
-            } else {
-                roots = try TrustedRoots.fromEnvironment(ProcessInfo.processInfo.environment)
-            }
-        } catch {
-            write("bouncer verify: root certificate: \(error)\n", to: .standardError)
-            return 2
-        }
+        guard let roots = loadRoots(options) else { return 2 }
 
         var bundleId = options.bundleId ?? ""
         if options.bundleId == nil {
@@ -112,6 +121,17 @@ public enum VerifyCommand {
             write("\(error.description)\n", to: .standardError)
             if !error.debugDetail.isEmpty { write("  detail: \(error.debugDetail)\n", to: .standardError) }
             return 1
+        }
+    }
+
+    /// The roots to trust (`--root`, else `$BOUNCER_ROOT_CERTIFICATES`, else Apple's); nil after printing why not.
+    static func loadRoots(_ options: Options) -> TrustedRoots? {
+        do {
+            if !options.roots.isEmpty { return try TrustedRoots(contentsOf: options.roots) }
+            return try TrustedRoots.fromEnvironment(ProcessInfo.processInfo.environment)
+        } catch {
+            write("bouncer verify: root certificate: \(error)\n", to: .standardError)
+            return nil
         }
     }
 

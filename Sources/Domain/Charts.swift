@@ -141,7 +141,7 @@ public struct ChartResult: Sendable, Equatable {
 }
 
 /// Reads the charts from the roll-ups (SQL in Storage).
-public protocol ChartStore: Sendable {
+public protocol ChartStore: TransactionExportStore {
     func chart(_ query: ChartQuery, now: Date) throws -> ChartResult
     /// Sets a project's money settings (an audit entry in the same transaction).
     func setSettings(_ settings: RevenueSettings, projectId: UUID) throws

@@ -49,6 +49,9 @@ public struct TransactionFacts: Sendable, Equatable {
     public var revocationPercentage: Int64?
     /// Advanced Commerce API data (`advancedCommerceInfo`) as JSON text, when present.
     public var advancedCommerceInfoJSON: String?
+    /// The compact JWS these facts were verified from, kept as the evidence an export carries (`nil` for a
+    /// StoreKit 1 receipt's in-app record, which has no per-transaction signature).
+    public var signedJWS: String?
 
     /// Creates a fact record.
     public init(

@@ -38,6 +38,8 @@ final class Connection {
     var tls: TLSServerSession?
     /// What the in-flight request needs for a timeout response and its log line.
     var inflight: (method: String, template: String, requestID: String, startedAt: UInt64)? = nil
+    /// A streamed body's writer waiting for its last chunk to leave the socket (`BodyStream`).
+    var streamWaiting: BodyWriter?
 
     init(fd: Int32, remoteAddress: String, limits: ParserLimits) {
         self.fd = fd

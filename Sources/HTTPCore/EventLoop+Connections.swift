@@ -234,6 +234,15 @@ extension EventLoop {
             let accepted = core.pool.trySubmit { [self] context in
                 let (response, errorType) = core.invoke(handler, request)
                 let close = !keepAlive || core.isDraining
+                if let stream = response.stream {
+                    let (bytes, failure) = self.stream(stream, response, fd: fd, token: token, close: close,
+                                                       isHead: isHead, minor: minor, requestID: requestID,
+                                                       date: context.date.current())
+                    core.log(method: request.method.rawValue, template: template, status: response.status,
+                             bytes: bytes, startedAt: startedAt, requestID: requestID, remote: remote,
+                             errorType: errorType ?? failure)
+                    return
+                }
                 var out: [UInt8] = []
                 out.reserveCapacity(192 + response.body.count)
                 ResponseEncoder.encode(response, headRequest: isHead, requestID: requestID,
@@ -253,6 +262,38 @@ extension EventLoop {
                 let r = core.render(Self.busy, requestID: requestID)
                 finishInline(conn, r, parsed, template, requestID, keepAlive, startedAt)
             }
+        }
+    }
+
+    /// Sends a streamed response from the worker that ran its handler: the head, then the producer's chunks, each
+    /// waited for (`BodyWriter`). Returns the body bytes produced and, when the producer threw, its error's type.
+    private func stream(
+        _ stream: BodyStream, _ response: Response, fd: Int32, token: UInt64, close: Bool, isHead: Bool, minor: Int,
+        requestID: String, date: [UInt8]
+    ) -> (Int, String?) {
+        let chunked = minor >= 1
+        let bodyAllowed = response.status >= 200 && response.status != 204 && response.status != 304
+        // HTTP/1.0 has no chunks: the body ends with the connection.
+        let closeAfter = close || (!chunked && bodyAllowed && !isHead)
+        var head: [UInt8] = []
+        ResponseEncoder.encode(response, headRequest: isHead, requestID: requestID,
+                               connection: Self.connectionHeader(close: closeAfter, minor: minor),
+                               date: date, chunked: chunked, into: &head)
+        guard bodyAllowed && !isHead else {
+            complete(Completion(fd: fd, token: token, bytes: head, close: closeAfter))
+            return (0, nil)
+        }
+        let writer = BodyWriter(.connection(send: { [self] bytes, waiting, last in
+            complete(Completion(fd: fd, token: token, bytes: bytes, close: last, stream: waiting))
+        }, chunked: chunked, wait: core.configuration.writeTimeout + .seconds(5)))
+        do {
+            try writer.sendAndWait(head)
+            try stream.produce(writer)
+            try writer.finish(close: closeAfter)
+            return (writer.bytesWritten, nil)
+        } catch {
+            writer.abort()
+            return (writer.bytesWritten, String(describing: type(of: error)))
         }
     }
 
@@ -285,6 +326,8 @@ extension EventLoop {
     func writeInline(
         _ conn: Connection, _ response: Response, headRequest: Bool, requestID: String, keepAlive: Bool, versionMinor: Int
     ) {
+        // A route on the event loop must not block it on a client: a streamed body is produced here in full.
+        let response = (try? response.collected()) ?? core.render(.internalError, requestID: requestID)
         ResponseEncoder.encode(response, headRequest: headRequest, requestID: requestID,
                                connection: Self.connectionHeader(close: !keepAlive, minor: versionMinor),
                                date: dateCache.current(), into: &conn.outbuf)
@@ -303,8 +346,18 @@ extension EventLoop {
         }
         for item in items {
             guard let conn = connections[item.fd], !conn.closed, conn.token == item.token,
-                  conn.phase == .processing else { continue }  // stale: timed out or closed meanwhile
+                  conn.phase == .processing else {
+                item.stream?.cancel()
+                continue  // stale: timed out or closed meanwhile
+            }
             conn.outbuf.append(contentsOf: item.bytes)
+            if let writer = item.stream {
+                // A streamed body goes on: no handler deadline (the write deadline guards a client that stops reading).
+                conn.streamWaiting = writer
+                conn.deadlineKind = .none
+                drive(conn)
+                continue
+            }
             conn.phase = item.close ? .closing : .reading
             conn.inflight = nil
             conn.deadlineKind = .none
@@ -355,10 +408,15 @@ extension EventLoop {
         if conn.outbuf.capacity > 64 * 1024 { conn.outbuf = [] } else { conn.outbuf.removeAll(keepingCapacity: true) }
         conn.outIndex = 0
         conn.waitingWritable = false
+        let streaming = conn.streamWaiting != nil
+        if let writer = conn.streamWaiting {
+            conn.streamWaiting = nil
+            writer.resume()
+        }
         if conn.deadlineKind == .write {
             // The write deadline replaced whatever applied before; restore the handler's if one is running.
             conn.deadlineKind = .none
-            if conn.phase == .processing { arm(conn, .handler, core.configuration.handlerTimeout) }
+            if conn.phase == .processing && !streaming { arm(conn, .handler, core.configuration.handlerTimeout) }
         }
         if conn.phase == .closing {
             // `readable` alone proves nothing (a TLS connection reads until WANT_READ only after its request was
@@ -387,6 +445,8 @@ extension EventLoop {
     func close(_ conn: Connection) {
         guard !conn.closed else { return }
         conn.closed = true
+        conn.streamWaiting?.cancel()
+        conn.streamWaiting = nil
         if let tls = conn.tls {
             tls.shutdown()  // close_notify, once, best effort; nothing after a failure
             conn.tls = nil  // frees the SSL before its descriptor goes

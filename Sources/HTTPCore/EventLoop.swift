@@ -11,6 +11,8 @@ struct Completion: Sendable {
     var token: UInt64
     var bytes: [UInt8]
     var close: Bool
+    /// A chunk of a streamed body: the response goes on, and this writer waits until the chunk left the socket.
+    var stream: BodyWriter? = nil
 }
 
 /// One I/O thread: an edge-triggered epoll loop that accepts, reads, parses, dispatches to the

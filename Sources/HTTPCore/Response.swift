@@ -7,6 +7,8 @@ public struct Response: Sendable {
     public var headers: HTTPHeaders
     /// The body; dropped on the wire for `HEAD` and for 204/304, `Content-Length` kept for `HEAD`.
     public var body: [UInt8]
+    /// A body written while it is sent (`Response.streaming`); `body` is then empty and ignored.
+    public var stream: BodyStream?
 
     /// A response with the given parts.
     public init(status: Int, headers: HTTPHeaders = .init(), body: [UInt8] = []) {

@@ -60,9 +60,10 @@ enum ResponseEncoder {
     /// - Parameters:
     ///   - headRequest: omit the body but keep its `Content-Length` (RFC 9110 §9.3.2).
     ///   - connection: `.close`, `.keepAlive10` (HTTP/1.0 persistent) or `.default`.
+    ///   - chunked: for a streamed response, `Transfer-Encoding: chunked` (HTTP/1.1) instead of a close-delimited body.
     static func encode(
         _ response: Response, headRequest: Bool, requestID: String, connection: ConnectionHeader,
-        date: [UInt8], into out: inout [UInt8]
+        date: [UInt8], chunked: Bool = false, into out: inout [UInt8]
     ) {
         let status = (100...599).contains(response.status) ? response.status : 500
         out.appendASCII("HTTP/1.1 ")
@@ -71,7 +72,9 @@ enum ResponseEncoder {
         out.appendString(HTTPStatus.reason(status))
         out.appendASCII("\r\n")
         let bodyAllowed = status != 204 && status != 304 && status >= 200
-        if status != 204 && status >= 200 {
+        if response.stream != nil {
+            if bodyAllowed && chunked { out.appendASCII("Transfer-Encoding: chunked\r\n") }
+        } else if status != 204 && status >= 200 {
             out.appendASCII("Content-Length: ")
             out.appendDecimal(bodyAllowed ? response.body.count : 0)
             out.appendASCII("\r\n")

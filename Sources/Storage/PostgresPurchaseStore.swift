@@ -339,7 +339,10 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
         do {
             // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
             rows = try connection.query("""
-                SELECT (r.purchase).*, r.entitlements, r.ownership, r.previous_owners, \(unsafeSQL: Self.storedColumns)
+                WITH r AS MATERIALIZED (
+                SELECT (r.purchase).*, r.entitlements, r.ownership, r.previous_owners, \(unsafeSQL: Self.storedColumns),
+                    \(t.transactionId)::text AS evidence_id, \(Bind.text(t.signedJWS))::text AS evidence_jws,
+                    \(t.signedDate) AS evidence_signed
                 FROM bouncer_record_transaction(\(project.id), \(t.transactionId)::text, \(t.originalTransactionId)::text,
                     \(t.productId)::text, \(t.type.rawValue)::text, \(t.environment.rawValue)::text, \(bundleId)::text,
                     \(t.purchaseDate), \(Bind.date(t.originalPurchaseDate)), \(Bind.date(t.expiresDate)),
@@ -349,6 +352,8 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                     \(now), \(source.rawValue)::text) r
                 CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment,
                     \(t.transactionId)::text) s
+                )\(unsafeSQL: t.signedJWS == nil ? "" : Self.keepEvidence)
+                SELECT * FROM r
                 """)
         } catch {
             throw Self.refusal(error, transaction: t, project: project)
@@ -393,7 +398,7 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
         var originallyPurchased: [Int64?] = [], expires: [Int64?] = [], revoked: [Int64?] = []
         var reasons: [Int64?] = [], tokens: [String?] = [], ownerships: [String?] = [], signed: [Int64?] = []
         var payloads: [String] = [], users: [String?] = [], devices: [String?] = [], policies: [String] = []
-        var nows: [Int64?] = [], sources: [String] = []
+        var nows: [Int64?] = [], sources: [String] = [], jwses: [String?] = []
         for r in recordings {
             let t = r.transaction
             projects.append(r.project.id.uuidString)
@@ -417,18 +422,21 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
             policies.append(r.project.transferPolicy.rawValue)
             nows.append(try micros(r.now))
             sources.append(r.source.rawValue)
+            jwses.append(t.signedJWS)
         }
         let rows = try connection.query("""
+            WITH r AS MATERIALIZED (
             SELECT f.ord, (r.purchase).*, r.entitlements, r.ownership, r.previous_owners,
-                \(unsafeSQL: Self.storedColumns)
+                \(unsafeSQL: Self.storedColumns), f.id AS evidence_id, f.jws AS evidence_jws,
+                timestamptz 'epoch' + f.signed * interval '1 microsecond' AS evidence_signed
             FROM unnest(\(projects)::text[], \(ids)::text[], \(originals)::text[], \(products)::text[],
                 \(types)::text[], \(environments)::text[], \(bundles)::text[], \(purchased)::int8[],
                 \(originallyPurchased)::int8[], \(expires)::int8[], \(revoked)::int8[], \(reasons)::int8[],
                 \(tokens)::text[], \(ownerships)::text[], \(signed)::int8[], \(payloads)::text[], \(users)::text[],
-                \(devices)::text[], \(policies)::text[], \(nows)::int8[], \(sources)::text[])
+                \(devices)::text[], \(policies)::text[], \(nows)::int8[], \(sources)::text[], \(jwses)::text[])
                 WITH ORDINALITY AS f(project, id, original, product, type, environment, bundle, purchased,
                     original_purchased, expires, revoked, reason, token, ownership_type, signed, payload, user_id,
-                    device_id, policy, now, source, ord)
+                    device_id, policy, now, source, jws, ord)
             CROSS JOIN LATERAL bouncer_record_transaction(f.project::uuid, f.id, f.original, f.product, f.type,
                 f.environment, f.bundle,
                 timestamptz 'epoch' + f.purchased * interval '1 microsecond',
@@ -440,7 +448,8 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                 f.user_id, f.device_id, f.policy, timestamptz 'epoch' + f.now * interval '1 microsecond',
                 f.source) r
             CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment, f.id) s
-            ORDER BY f.ord
+            )\(unsafeSQL: jwses.allSatisfy { $0 == nil } ? "" : Self.keepEvidence)
+            SELECT * FROM r ORDER BY ord
             """)
         guard rows.count == recordings.count else {
             throw PGError(code: .decoding,
@@ -448,6 +457,33 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
         }
         return try zip(recordings, rows).map { try Self.recorded($0.transaction, $1) }
     }
+    /// The record statements' second step: the JWS of each call that left its signedDate stored becomes the
+    /// transaction's evidence (`transaction_jws`, schema/0066: the header once in `jws_headers`, the payload and
+    /// signature per transaction), replaced only by a later-signed one. Data-modifying CTEs over the calls'
+    /// materialized results (`r`: `evidence_id`, `evidence_jws`, `evidence_signed`), so it costs no round trip; one
+    /// row per transaction (a group commit may carry the same one twice: the later signed). Left out when no call
+    /// carries a JWS (a StoreKit 1 receipt's records).
+    private static let keepEvidence = """
+        , e AS (SELECT DISTINCT ON (r.project_id, r.environment, r.evidence_id)
+                r.project_id, r.environment, r.evidence_id, r.evidence_signed,
+                split_part(r.evidence_jws, '.', 1) AS header,
+                substr(r.evidence_jws, strpos(r.evidence_jws, '.') + 1) AS body
+            FROM r WHERE r.evidence_jws IS NOT NULL AND r.stored_signed_date = r.evidence_signed
+            ORDER BY r.project_id, r.environment, r.evidence_id, r.evidence_signed DESC),
+        kept_header AS (
+            INSERT INTO jws_headers (sha256, header)
+            SELECT DISTINCT sha256(convert_to(e.header, 'UTF8')), e.header FROM e
+            ON CONFLICT (sha256) DO NOTHING),
+        kept AS (
+            INSERT INTO transaction_jws (project_id, environment, transaction_id, signed_date, header_sha256, body)
+            SELECT e.project_id, e.environment, e.evidence_id, e.evidence_signed, sha256(convert_to(e.header, 'UTF8')),
+                e.body
+            FROM e
+            ON CONFLICT (project_id, environment, transaction_id) DO UPDATE
+                SET signed_date = EXCLUDED.signed_date, header_sha256 = EXCLUDED.header_sha256, body = EXCLUDED.body
+                WHERE transaction_jws.signed_date < EXCLUDED.signed_date)
+        """
+
     /// The stored transaction's status facts, read by `bouncer_stored_transaction` (schema/functions/) right after each
     /// `bouncer_record_transaction` call in the same statement: lateral to the call's result (its project and
     /// environment come from `r.purchase`), so it runs after the call and sees the row as the call left it, which

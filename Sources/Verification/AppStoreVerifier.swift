@@ -96,9 +96,11 @@ public struct AppStoreVerifier: SignedDataVerifying {
     }
 
     public func verifyTransaction(_ jws: String, for project: Project) throws -> TransactionFacts {
-        Self.facts(try counted("transaction") { () throws(VerificationError) in
+        var facts = Self.facts(try counted("transaction") { () throws(VerificationError) in
             try verifier.verifyTransaction(jws, policy: Self.policy(for: project))
         })
+        facts.signedJWS = jws
+        return facts
     }
 
     public func verifyAppTransaction(_ jws: String, for project: Project) throws -> AppTransactionFacts {
@@ -132,7 +134,11 @@ public struct AppStoreVerifier: SignedDataVerifying {
             subtype: n.subtype?.rawValue,
             signedDate: n.signedDate,
             environment: environment.map { StoreEnvironment(rawValue: $0.rawValue) },
-            transaction: verified.transaction.map(Self.facts),
+            transaction: verified.transaction.map {
+                var facts = Self.facts($0)
+                facts.signedJWS = n.data?.signedTransactionInfo
+                return facts
+            },
             renewal: verified.renewalInfo.flatMap(Self.facts),
             appTransaction: verified.appTransaction.flatMap(Self.facts),
             payloadJSON: verified.payloadString)

@@ -91,6 +91,116 @@ final class PurchaseChangesTests: XCTestCase {
         XCTAssertEqual(try count(s, "purchase_changes", project), 3500)
     }
 
+    /// The same with a webhook: the batch is its first rows' transactions, whole. Their rows were read three times
+    /// (the revenue roll-up's input, the events' statement, the delete) by `xact = ANY (…)` under the primary key
+    /// `(project_id, seq)`: each a walk of the project's whole backlog, O(backlog x batches) through a drain. 150 rows
+    /// behind a backlog of 300 and of 6,000 cost 464 and 3,104 buffers then (486 and 2,967 analysed with the rows);
+    /// read once through purchase_changes_xact_idx (0044), 351 and 354 (395 and 408).
+    func testAWebhookBatchTouchesItsOwnRowsWhateverTheBacklog() throws {
+        let (s, store, project) = try stores("webhookbacklog")
+        defer { s.close() }
+        _ = try store.upsertEndpoint(projectId: project.id, url: "https://h.example/x", events: nil, secret: Self.sealed,
+                                     now: Date())
+        // Rows of 50 per recording transaction, ~1 kB each (a log row is ~1.2 kB in service); the batch of 120 rows
+        // takes 3 transactions whole (150 rows).
+        func derive(backlog: Int, analyzeWithRows: Bool) throws -> (buffers: Int, plan: String, left: Int) {
+            let plan: [String] = try s.pool.withConnection { c in
+                func append(_ n: Int) throws {
+                    for from in stride(from: 0, to: n, by: 50) {
+                        _ = try c.execute("""
+                            INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data,
+                                created_at)
+                            SELECT \(project.id), 'Production', 'o' || g,
+                                jsonb_build_object('pad', repeat('x', 1000)), now()
+                            FROM generate_series(\(from + 1), \(from + 50)) g
+                            """)
+                    }
+                }
+                // Vacuumed, so that each run walks its own rows only, not the dead ones of the runs before.
+                _ = try c.execute("DELETE FROM purchase_changes WHERE project_id = \(project.id)")
+                _ = try c.execute("VACUUM purchase_changes")
+                if analyzeWithRows {
+                    try append(backlog)
+                    _ = try c.execute("VACUUM ANALYZE purchase_changes")
+                } else {
+                    // A queue as ANALYZE finds it in service: pages written, every row consumed. Then the backlog.
+                    try append(1000)
+                    _ = try c.execute("DELETE FROM purchase_changes WHERE project_id = \(project.id)")
+                    _ = try c.execute("VACUUM ANALYZE purchase_changes")
+                    try append(backlog)
+                }
+                return try c.query("""
+                    EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF)
+                    SELECT bouncer_derive_changes('\(unsafeSQL: project.id.uuidString)'::uuid, 120)
+                    """).map { try $0.decode("QUERY PLAN", as: String.self) }
+            }
+            let buffers = plan.lazy.compactMap { line -> Int? in
+                guard let range = line.range(of: "shared hit=") else { return nil }
+                return Int(line[range.upperBound...].prefix { $0.isNumber })
+            }.first
+            return (try XCTUnwrap(buffers, plan.joined(separator: "\n")), plan.joined(separator: "\n"),
+                    try count(s, "purchase_changes", project))
+        }
+        _ = try derive(backlog: 300, analyzeWithRows: false)  // the session's first plans and catalog reads
+        for analyzeWithRows in [false, true] {
+            let small = try derive(backlog: 300, analyzeWithRows: analyzeWithRows)
+            XCTAssertEqual(small.left, 150)
+            let large = try derive(backlog: 6000, analyzeWithRows: analyzeWithRows)
+            XCTAssertEqual(large.left, 5850, "the 3 transactions whole, nothing more")
+            // Twenty times the backlog, the same batch: the same work, give or take an index's extra level.
+            XCTAssertLessThan(large.buffers, small.buffers * 3 / 2,
+                              "analysed with rows: \(analyzeWithRows)\n\(small.plan)\n\(large.plan)")
+        }
+        XCTAssertEqual(try count(s, "webhook_events", project), 0)
+    }
+
+    /// The money roll-up of one purchase reads that purchase's transactions, whatever the project's size: its ids
+    /// query named no environment, so `transactions_original_idx` (project, environment, original id) served it by
+    /// the project alone, every entry of the project's (256 buffers and 693 µs a call in bench/api, one call per
+    /// rolled-up purchase: half the deriver's time). One purchase's roll-up in a project of 200 and of 4,000
+    /// transactions: 18 and 142 buffers then, 14 and 11 by the index's whole key.
+    func testAPurchasesMoneyRollUpReadsItsOwnTransactionsWhateverTheProject() throws {
+        let (s, _, project) = try stores("rollupsize")
+        defer { s.close() }
+        var recorded = 0
+        func grow(to n: Int) throws {
+            while recorded < n {
+                let chunk = (recorded..<min(n, recorded + 500)).map {
+                    Fixtures.monthly("t\($0)", original: "o\($0)", start: 0)
+                }
+                _ = try s.purchases.recordTransactions(chunk, source: .receipt, userId: "alice", deviceId: nil,
+                                                       project: project, now: Fixtures.at(0))
+                recorded += chunk.count
+            }
+        }
+        func buffers() throws -> (Int, String) {
+            let plan: [String] = try s.pool.withConnection { c in
+                _ = try c.execute("ANALYZE transactions")
+                let environment = try XCTUnwrap(c.query("""
+                    SELECT environment FROM transactions WHERE project_id = \(project.id) AND transaction_id = 't1'
+                    """).first).decode("environment", as: String.self)
+                let call: Query = """
+                    EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF)
+                    SELECT bouncer_revenue_roll_up(\(project.id), jsonb_build_array(jsonb_build_object(
+                        'environment', \(environment)::text, 'original_transaction_id', 'o1',
+                        'tx', '{"revenue": "all"}'::jsonb)))
+                    """
+                _ = try c.query(call)  // the session's first plans and catalog reads
+                return try c.query(call).map { try $0.decode("QUERY PLAN", as: String.self) }
+            }
+            let n = plan.lazy.compactMap { line -> Int? in
+                guard let range = line.range(of: "shared hit=") else { return nil }
+                return Int(line[range.upperBound...].prefix { $0.isNumber })
+            }.first
+            return (try XCTUnwrap(n, plan.joined(separator: "\n")), plan.joined(separator: "\n"))
+        }
+        try grow(to: 200)
+        let small = try buffers()
+        try grow(to: 4000)
+        let large = try buffers()
+        XCTAssertLessThan(large.0, small.0 + 20, "\(small.1)\n\(large.1)")
+    }
+
     /// A monthly subscription bought a minute ago, active for 30 days.
     private func current(_ id: String) -> TransactionFacts {
         var t = Fixtures.monthly(id, original: id, start: 0)

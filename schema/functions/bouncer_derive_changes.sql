@@ -24,6 +24,8 @@ LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     r record;
     v_xacts xid8[];
+    -- The batch's rows, in seq order.
+    v_rows purchase_changes[];
     v_count int := 0;
     v_tx jsonb;
     -- The group being collected: refreshes (users, their times and targets) or events, never both.
@@ -56,16 +58,24 @@ BEGIN
         RETURN v_count;
     END IF;
 
+    -- The batch: its first rows' transactions, whole, taken out of the log once (deleted first: nothing below reads
+    -- the log, and the transaction commits all of it or none). Found by purchase_changes_xact_idx (0044), the
+    -- batch's rows alone: by `xact = ANY (…)` under the primary key each of the three statements that read them
+    -- walked the project's whole backlog, O(backlog x batches) through a drain.
     SELECT array_agg(DISTINCT c.xact) INTO v_xacts FROM (
         SELECT c1.xact FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit) c;
     IF v_xacts IS NULL THEN
         RETURN 0;
     END IF;
+    WITH consumed AS (
+        DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
+        RETURNING c AS taken)
+    SELECT array_agg(consumed.taken ORDER BY (consumed.taken).seq) INTO v_rows FROM consumed;
     -- The money facts of the batch's purchases first (revenue_transactions, schema/0062): its events show them.
     PERFORM bouncer_revenue_roll_up(p_project_id, (
         SELECT jsonb_agg(jsonb_build_object('environment', c.environment,
             'original_transaction_id', c.original_transaction_id, 'tx', c.data -> 'tx'))
-        FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts) AND c.data ? 'tx'));
+        FROM unnest(v_rows) c WHERE c.data ? 'tx'));
 
     FOR r IN
         WITH c AS MATERIALIZED (
@@ -80,8 +90,7 @@ BEGIN
                     || jsonb_build_object('environment', c.environment,
                                           'original_transaction_id', c.original_transaction_id,
                                           'project_id', p_project_id)) END AS became
-            FROM purchase_changes c
-            WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
+            FROM unnest(v_rows) c
             WINDOW w AS (PARTITION BY c.xact)
         ), h AS (
             -- Each row's holders and revoked users, by user id.
@@ -250,11 +259,9 @@ BEGIN
     END IF;
 
     -- (Without the original ids: their money facts were rolled up above.)
-    WITH consumed AS (
-        DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
-        RETURNING c.environment, c.data -> 'tx' AS tx)
-    SELECT count(*), jsonb_agg(jsonb_build_object('environment', environment, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
-    INTO v_count, v_tx FROM consumed;
+    SELECT count(*), jsonb_agg(jsonb_build_object('environment', c.environment, 'tx', c.data -> 'tx'))
+        FILTER (WHERE c.data ? 'tx')
+    INTO v_count, v_tx FROM unnest(v_rows) c;
     PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
     RETURN v_count;
 END;

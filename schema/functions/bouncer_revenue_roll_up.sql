@@ -45,9 +45,11 @@ BEGIN
           AND v.purchase_date < g.d0 AND v.environment = g.environment
         ORDER BY v.purchase_date DESC LIMIT 1;
         v_carry := COALESCE(v_carry, 0);
-        -- The ids from the index alone (transactions_original_idx includes them and the purchase date).
+        -- The ids from the index alone (transactions_original_idx includes them and the purchase date), by its whole
+        -- key: without the environment it was read by the project alone, every entry of the project's per call.
         SELECT array_agg(i.transaction_id) INTO v_ids FROM transactions i
-        WHERE i.project_id = p_project_id AND i.original_transaction_id = g.original_id AND i.purchase_date >= g.d0;
+        WHERE i.project_id = p_project_id AND i.environment = g.environment
+          AND i.original_transaction_id = g.original_id AND i.purchase_date >= g.d0;
         CONTINUE WHEN v_ids IS NULL;
         FOR t IN
             SELECT * FROM transactions x

@@ -16,6 +16,8 @@ enum BrowserScript {
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
         var all = ProcessInfo.processInfo.environment
         all["SCREENSHOT_DIR"] = screenshots.path
+        // Debian's Selenium: a `pip install --user selenium` (another version, other dependencies) must not shadow it.
+        all["PYTHONNOUSERSITE"] = "1"
         for (key, value) in environment { all[key] = value }
         let script = TestPaths.repoRoot.appendingPathComponent("Tests/EndToEndTests/console/\(name)")
         let run = try ProcessRun.run(URL(fileURLWithPath: "/usr/bin/env"), [python, script.path], environment: all)
