@@ -86,6 +86,9 @@ public struct APIDependencies: Sendable {
     public let auditGaps: AuditGaps
     /// Retention Messaging's rules and decisions; `nil` answers 503 on its routes.
     public let retention: (any RetentionStore)?
+    /// Apple's Retention Messaging API (the metered App Store client); `nil`: its admin routes answer 503
+    /// `APPLE_UNAVAILABLE`.
+    public let retentionMessaging: (any RetentionMessagingAPI)?
     public let now: @Sendable () -> Date
     /// One line per server-side failure (500, 503), with the request id; never bodies, keys, tokens or JWS.
     public let log: @Sendable (String) -> Void
@@ -114,7 +117,7 @@ public struct APIDependencies: Sendable {
         accounts: (any AccountStore)? = nil, usage: UsageMeter? = nil,
         members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
         auditLog: (any AuditLogStore)? = nil, auditGaps: AuditGaps = AuditGaps(),
-        retention: (any RetentionStore)? = nil,
+        retention: (any RetentionStore)? = nil, retentionMessaging: (any RetentionMessagingAPI)? = nil,
         introductoryOffers: (any IntroductoryOfferFactsStore)? = nil,
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void
     ) {
@@ -150,6 +153,7 @@ public struct APIDependencies: Sendable {
         self.auditLog = auditLog
         self.auditGaps = auditGaps
         self.retention = retention
+        self.retentionMessaging = retentionMessaging
         self.now = now
         self.log = log
     }

@@ -106,13 +106,18 @@ struct AppStoreActionsController: APIController {
 
     /// `environment` from the query: Production or Sandbox; absent → the use case's default.
     static func testEnvironmentQuery(_ request: Request) throws(HTTPError) -> StoreEnvironment? {
+        try environmentQuery(request, suggestion: testNotificationSuggestion)
+    }
+
+    /// `environment` from the query (Production or Sandbox), else nil; anything else is 400 with `suggestion`.
+    static func environmentQuery(_ request: Request, suggestion: String) throws(HTTPError) -> StoreEnvironment? {
         var environment: StoreEnvironment?
         for item in request.queryItems() where item.name == "environment" {
             guard item.value == StoreEnvironment.production.rawValue || item.value == StoreEnvironment.sandbox.rawValue
             else {
                 throw HTTPError.validation(
                     [ErrorDetail(path: ["environment"], message: "Invalid enum value. Expected 'Production' | 'Sandbox'")],
-                    suggestion: testNotificationSuggestion)
+                    suggestion: suggestion)
             }
             environment = StoreEnvironment(rawValue: item.value)
         }

@@ -51,6 +51,18 @@ public enum AuditActions {
             (.put, project + "/revenue-settings", "revenue_settings.update", "project", "id"),
             (.put, "/v1/admin/exchange-rates", "exchange_rates.update", "exchange_rates", nil),
             (.put, project + "/retention/rules", "retention.put_rules", "project", "id"),
+            (.put, project + "/retention/messages/:messageId", "retention.upload_message", "retention_message",
+             "messageId"),
+            (.delete, project + "/retention/messages/:messageId", "retention.delete_message", "retention_message",
+             "messageId"),
+            (.put, project + "/retention/images/:imageId", "retention.upload_image", "retention_image", "imageId"),
+            (.delete, project + "/retention/images/:imageId", "retention.delete_image", "retention_image", "imageId"),
+            (.put, project + "/retention/default-messages/:productId/:locale", "retention.set_default_message",
+             "product", "productId"),
+            (.delete, project + "/retention/default-messages/:productId/:locale", "retention.delete_default_message",
+             "product", "productId"),
+            (.put, project + "/retention/realtime-url", "retention.set_realtime_url", "project", "id"),
+            (.post, project + "/retention/performance-test", "retention.performance_test", "project", "id"),
         ]
         var table: [String: (action: String, target: String, parameter: String?)] = [:]
         for (method, pattern, action, target, parameter) in entries {

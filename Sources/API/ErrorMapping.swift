@@ -394,6 +394,30 @@ enum ErrorMapping {
             404, "No retention rule matched.",
             "The App Store shows the product's default message. Add a rule with PUT "
                 + "/v1/admin/projects/{id}/retention/rules, or try one with POST …/retention/simulate."),
+        .retentionMessageExists: (
+            409, nil,
+            "Message ids are never reused at Apple: upload under a new UUID, or delete the old message first "
+                + "(DELETE /v1/admin/projects/{id}/retention/messages/{messageId})."),
+        .retentionImageExists: (
+            409, nil,
+            "Image ids are never reused at Apple: upload under a new UUID, or delete the old image first "
+                + "(DELETE /v1/admin/projects/{id}/retention/images/{imageId})."),
+        .retentionMessageNotFound: (
+            404, nil,
+            "GET /v1/admin/projects/{id}/retention/messages lists the messages Apple holds in that environment "
+                + "(environment=Sandbox by default)."),
+        .retentionImageNotFound: (
+            404, nil,
+            "GET /v1/admin/projects/{id}/retention/images lists the images Apple holds in that environment "
+                + "(environment=Sandbox by default); upload the image before a message that uses it."),
+        .retentionDefaultMessageNotFound: (
+            404, nil,
+            "No default message is configured for this product and locale in that environment: set one with PUT "
+                + "/v1/admin/projects/{id}/retention/default-messages/{productId}/{locale}."),
+        .retentionRejectedByApple: (
+            422, nil,
+            "Apple's reason is in the message: headers hold at most 66 characters, bodies 144, alt texts 150; a "
+                + "default message must be approved; Production needs a passed performance test first."),
         .subscriptionExtensionLimitReached: (
             409, "This subscription was already extended as often as Apple allows.",
             "Apple allows two extensions per subscription in a 365-day period. The attempt is "

@@ -1,4 +1,5 @@
 public import Domain
+public import Foundation
 
 /// The JSON shapes of admin resources, for other front ends (the `bouncer project|product` CLI) to print exactly
 /// what the admin API returns.
@@ -28,5 +29,31 @@ public enum Representations {
     /// App Store credentials as `GET /v1/admin/projects/:id/app-store-credentials` returns them (never the key).
     public static func appStoreCredentials(_ credentials: AppStoreCredentials) -> [UInt8] {
         AppStoreCredentialsController.credentialsBody(credentials)
+    }
+
+    /// Apple's retention messages as `GET /v1/admin/projects/:id/retention/messages` lists them.
+    public static func retentionMessages(_ messages: [RetentionAssetState]) -> [UInt8] {
+        RetentionMessagesController.assetsBody("messages", "message_id", messages)
+    }
+
+    /// An uploaded retention message as `PUT …/retention/messages/:messageId` returns it.
+    public static func retentionMessage(_ upload: RetentionMessageUpload, environment: StoreEnvironment) -> [UInt8] {
+        RetentionMessagesController.messageBody(upload, environment)
+    }
+
+    /// A default message as `PUT …/retention/default-messages/:productId/:locale` returns it.
+    public static func retentionDefaultMessage(productId: String, locale: String, messageId: UUID,
+                                               environment: StoreEnvironment) -> [UInt8] {
+        RetentionMessagesController.defaultMessageBody(productId, locale, messageId, environment)
+    }
+
+    /// A Realtime URL as `PUT …/retention/realtime-url` returns it.
+    public static func retentionRealtimeURL(_ url: String, environment: StoreEnvironment) -> [UInt8] {
+        RetentionMessagesController.realtimeURLBody(url, environment)
+    }
+
+    /// A started performance test as `POST …/retention/performance-test` returns it.
+    public static func retentionPerformanceTest(_ started: PerformanceTestStarted) -> [UInt8] {
+        RetentionMessagesController.performanceTestBody(started)
     }
 }

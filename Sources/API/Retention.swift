@@ -19,6 +19,8 @@ struct RetentionController: APIController {
             APIRoute(.put, "/v1/admin/projects/:id/retention/rules", .adminAPI, access: .admin(.projectsWrite), putRules),
             APIRoute(.post, "/v1/admin/projects/:id/retention/simulate", .adminAPI, access: .admin(.customersRead),
                      simulate),
+            APIRoute(.get, "/v1/admin/projects/:id/retention/decisions", .adminAPI, access: .admin(.customersRead),
+                     decisions),
         ]
     }
 
@@ -130,6 +132,20 @@ struct RetentionController: APIController {
         out.endObject()
         out.endObject()
         return Response.json(200, out.bytes)
+    }
+
+    /// `GET /v1/admin/projects/:id/retention/decisions`: the latest decisions (newest first, at most 50).
+    func decisions(_ request: Request) throws -> Response {
+        let decisions = try service().decisions(projectId: try PathParameters.projectId(request))
+        return Response.json(200, JSONBody.list("decisions", decisions, capacity: 64 + 256 * decisions.count) { d, body in
+            body.object {
+                $0.field("original_transaction_id", d.originalTransactionId)
+                $0.field("product_id", d.productId)
+                $0.field("action", d.action)
+                $0.field("reason", d.reason)
+                $0.field("decided_at", d.at)
+            }
+        })
     }
 
     private func service() throws -> RetentionMessaging {

@@ -88,6 +88,10 @@ public enum Routes {
                     projects: deps.projects, credentials: credentials, signer: deps.offerSigner, now: deps.now),
                     now: deps.now)
             }),
+            RetentionMessagesController(administration: deps.retention.map {
+                RetentionMessageAdministration(projects: deps.projects, credentials: credentials,
+                                               api: deps.retentionMessaging, store: $0)
+            }),
         ]
     }
 }
@@ -189,7 +193,7 @@ struct APIRoute: Sendable {
     /// The rate limits that guard the route (`BOUNCER_RATE_LIMIT_*`).
     let rateLimits: RateLimitScopes
     /// Raises the server's body limit for this route only (`Router.add(maxBodyBytes:)`).
-    let maxBodyBytes: Int?
+    private(set) var maxBodyBytes: Int?
     /// Who may call the route.
     let access: Access
     /// How the route's errors read where the same error reads differently per route.
@@ -245,9 +249,11 @@ struct APIRoute: Sendable {
     /// A route without a public key: `access` says who may call it (`.admin` routes take `.adminAPI` limits).
     init(
         _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
-        errors: ErrorContext = .standard, _ handler: @escaping @Sendable (Request) throws -> Response
+        maxBodyBytes: Int? = nil, errors: ErrorContext = .standard,
+        _ handler: @escaping @Sendable (Request) throws -> Response
     ) {
         self.init(method, pattern, rateLimits, access: access, errors: errors, handler: .request(handler))
+        self.maxBodyBytes = maxBodyBytes
     }
 
     /// An admin route whose handler needs the principal (`access` is `.admin` or `.adminOrSecretKey`).

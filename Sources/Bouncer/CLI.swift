@@ -16,6 +16,7 @@ extension CLI {
         AccountCommands.apiKeyCommand,
         FXCommands.command,
         ExportCommand.command,
+        RetentionCommands.command,
         Command(name: "verify", summary: "Verify and decode a StoreKit 2 JWS (transaction, renewal, notification) or a StoreKit 1 receipt",
                 usage: VerifyCommand.usage, run: { VerifyCommand.run($0) }),
         Command(name: "version", summary: "Print the version", usage: "usage: bouncer version\n\nPrints the version.\n",

@@ -117,6 +117,7 @@ extension ServeCommand {
             auditLog: auditLog,
             auditGaps: auditGaps,
             retention: PostgresRetentionStore(pool: database.pool),
+            retentionMessaging: meteredAppStore,
             introductoryOffers: PostgresIntroductoryOfferStore(pool: database.pool),
             log: log)
         // Every service, in start order (stopped in reverse): the caches before the jobs whose writes they announce.

@@ -90,6 +90,18 @@ public struct DomainError: Error, Sendable, CustomStringConvertible, CustomDebug
         public static let retentionRequestReplayed = Code("RETENTION_REQUEST_REPLAYED")
         /// No retention rule of the project matched: Apple shows the default message.
         public static let retentionNoMatchingRule = Code("RETENTION_NO_MATCHING_RULE")
+        /// Apple already holds a retention message with that id (MessageAlreadyExistsError).
+        public static let retentionMessageExists = Code("RETENTION_MESSAGE_EXISTS")
+        /// Apple already holds a retention image with that id (ImageAlreadyExistsError).
+        public static let retentionImageExists = Code("RETENTION_IMAGE_EXISTS")
+        /// Apple holds no retention message with that id (MessageNotFoundError).
+        public static let retentionMessageNotFound = Code("RETENTION_MESSAGE_NOT_FOUND")
+        /// Apple holds no retention image with that id (ImageNotFoundError).
+        public static let retentionImageNotFound = Code("RETENTION_IMAGE_NOT_FOUND")
+        /// No default message is configured at Apple for that product and locale (DefaultMessageNotFoundError).
+        public static let retentionDefaultMessageNotFound = Code("RETENTION_DEFAULT_MESSAGE_NOT_FOUND")
+        /// Apple refused a Retention Messaging request for another documented reason (its words in the message).
+        public static let retentionRejectedByApple = Code("RETENTION_REJECTED_BY_APPLE")
         /// See `rawValue`.
         public var description: String { rawValue }
     }

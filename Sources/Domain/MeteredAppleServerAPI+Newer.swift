@@ -49,3 +49,101 @@ extension MeteredAppleServerAPI {
         }
     }
 }
+
+/// Apple's Retention Messaging API, counted like the App Store Server API when the wrapped client speaks it (the
+/// App Store client does); otherwise every call is "unavailable", never a verdict.
+extension MeteredAppleServerAPI: RetentionMessagingAPI {
+    private func retention() throws(AppStoreAPIError) -> any RetentionMessagingAPI {
+        guard let retention = inner as? any RetentionMessagingAPI else {
+            throw AppStoreAPIError(.unavailable, reason: "the App Store client does not speak Retention Messaging",
+                                   retryAfterSeconds: 60)
+        }
+        return retention
+    }
+
+    public func uploadMessage(_ message: RetentionMessageUpload, environment: StoreEnvironment,
+                              credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        let api = try retention()
+        try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.uploadMessage(message, environment: environment, credentials: credentials)
+        }
+    }
+
+    public func messages(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
+        -> [RetentionAssetState]
+    {
+        let api = try retention()
+        return try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.messages(environment: environment, credentials: credentials)
+        }
+    }
+
+    public func deleteMessage(_ messageId: UUID, environment: StoreEnvironment,
+                              credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        let api = try retention()
+        try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.deleteMessage(messageId, environment: environment, credentials: credentials)
+        }
+    }
+
+    public func uploadImage(_ imageId: UUID, png: [UInt8], environment: StoreEnvironment,
+                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        let api = try retention()
+        try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.uploadImage(imageId, png: png, environment: environment, credentials: credentials)
+        }
+    }
+
+    public func images(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
+        -> [RetentionAssetState]
+    {
+        let api = try retention()
+        return try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.images(environment: environment, credentials: credentials)
+        }
+    }
+
+    public func deleteImage(_ imageId: UUID, environment: StoreEnvironment,
+                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        let api = try retention()
+        try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.deleteImage(imageId, environment: environment, credentials: credentials)
+        }
+    }
+
+    public func configureDefaultMessage(productId: String, locale: String, messageId: UUID,
+                                        environment: StoreEnvironment,
+                                        credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        let api = try retention()
+        try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.configureDefaultMessage(productId: productId, locale: locale, messageId: messageId,
+                                            environment: environment, credentials: credentials)
+        }
+    }
+
+    public func deleteDefaultMessage(productId: String, locale: String, environment: StoreEnvironment,
+                                     credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        let api = try retention()
+        try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.deleteDefaultMessage(productId: productId, locale: locale, environment: environment,
+                                         credentials: credentials)
+        }
+    }
+
+    public func configureRealtimeURL(_ url: String, environment: StoreEnvironment,
+                                     credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        let api = try retention()
+        try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.configureRealtimeURL(url, environment: environment, credentials: credentials)
+        }
+    }
+
+    public func initiatePerformanceTest(originalTransactionId: String, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> PerformanceTestStarted
+    {
+        let api = try retention()
+        return try counted(credentials) { () throws(AppStoreAPIError) in
+            try api.initiatePerformanceTest(originalTransactionId: originalTransactionId, credentials: credentials)
+        }
+    }
+}

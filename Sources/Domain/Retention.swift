@@ -320,4 +320,8 @@ public protocol RetentionStore: Sendable {
     /// Records a real decision in its own transaction; false (nothing written) when its request identifier was
     /// recorded before: a replay.
     func record(_ decision: RecordedRetentionDecision) throws -> Bool
+    /// Records a Retention Messaging change Apple accepted: its audit entry only, in a transaction of its own.
+    func recordRetentionMessagingChange(projectId: UUID, changes: [AuditChange]) throws
+    /// The project's latest `limit` decisions, newest first.
+    func recentDecisions(projectId: UUID, limit: Int) throws -> [RetentionDecisionRecord]
 }

@@ -88,6 +88,15 @@ public struct RetentionMessaging: Sendable {
         return RetentionAnswer(action: action, offerSignature: signature)
     }
 
+    /// The project's latest real decisions, newest first (at most `recentDecisionsLimit`).
+    public func decisions(projectId: UUID) throws -> [RetentionDecisionRecord] {
+        try existing(projectId)
+        return try store.recentDecisions(projectId: projectId, limit: Self.recentDecisionsLimit)
+    }
+
+    /// How many decisions `decisions(projectId:)` shows.
+    public static let recentDecisionsLimit = 50
+
     /// The project's rules.
     public func rules(projectId: UUID) throws -> [RetentionRule] {
         try existing(projectId)

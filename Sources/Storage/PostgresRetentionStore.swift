@@ -167,6 +167,33 @@ public final class PostgresRetentionStore: PostgresStore, @unchecked Sendable, R
         }
     }
 
+    /// A change Apple accepted (a message, an image, a default message, the Realtime URL, a performance test):
+    /// nothing is stored but its audit entry, in a transaction of its own.
+    public func recordRetentionMessagingChange(projectId: UUID, changes: [AuditChange]) throws {
+        try StorageErrors.mapping("record retention messaging change") {
+            try pool.transaction { connection in try AuditRows.write(connection, changes: changes) }
+        }
+    }
+
+    public func recentDecisions(projectId: UUID, limit: Int) throws -> [RetentionDecisionRecord] {
+        try StorageErrors.mapping("recent retention decisions") {
+            try pool.withConnection { connection in
+                try connection.query("""
+                    SELECT d.original_transaction_id, d.product_id, d.action, d.reason, d.decided_at
+                    FROM retention_decisions d WHERE d.project_id = \(projectId)
+                    ORDER BY d.decided_at DESC, d.request_identifier DESC LIMIT \(Int64(limit))
+                    """).map { row in
+                    RetentionDecisionRecord(
+                        originalTransactionId: try row.decode("original_transaction_id", as: String.self),
+                        productId: try row.decode("product_id", as: String.self),
+                        action: try row.decode("action", as: String.self),
+                        reason: try row.decode("reason", as: String.self),
+                        at: try row.decode("decided_at", as: Date.self))
+                }
+            }
+        }
+    }
+
     /// The rule of a row, nil for the facts-only row of a project without rules.
     private static func rule(_ row: Row) throws -> RetentionRule? {
         guard let name = try row.decode("name", as: String?.self),

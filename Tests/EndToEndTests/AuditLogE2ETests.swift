@@ -50,6 +50,14 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "PUT /v1/admin/projects/{id}/revenue-settings": "revenue_settings.update",
         "PUT /v1/admin/exchange-rates": "exchange_rates.update",
         "PUT /v1/admin/projects/{id}/retention/rules": "retention.put_rules",
+        "PUT /v1/admin/projects/{id}/retention/messages/{messageId}": "retention.upload_message",
+        "DELETE /v1/admin/projects/{id}/retention/messages/{messageId}": "retention.delete_message",
+        "PUT /v1/admin/projects/{id}/retention/images/{imageId}": "retention.upload_image",
+        "DELETE /v1/admin/projects/{id}/retention/images/{imageId}": "retention.delete_image",
+        "PUT /v1/admin/projects/{id}/retention/default-messages/{productId}/{locale}": "retention.set_default_message",
+        "DELETE /v1/admin/projects/{id}/retention/default-messages/{productId}/{locale}": "retention.delete_default_message",
+        "PUT /v1/admin/projects/{id}/retention/realtime-url": "retention.set_realtime_url",
+        "POST /v1/admin/projects/{id}/retention/performance-test": "retention.performance_test",
     ]
     /// Changing methods that change nothing (a simulation): never audited.
     static let readOnly: Set<String> = ["POST /v1/admin/projects/{id}/retention/simulate"]

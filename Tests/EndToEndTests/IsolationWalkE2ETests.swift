@@ -67,6 +67,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "GET /v1/admin/projects/{id}/products": 200,
         "GET /v1/admin/projects/{id}/reconcile/runs": 200,
         "GET /v1/admin/projects/{id}/retention/rules": 200,
+        "GET /v1/admin/projects/{id}/retention/decisions": 200,
         "GET /v1/admin/projects/{id}/transactions/{transactionId}": 404,
         "GET /v1/admin/projects/{id}/users/{userId}/export": 200,
         "GET /v1/admin/projects/{id}/users/{userId}/timeline": 200,
@@ -99,6 +100,17 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         "PUT /v1/admin/projects/{id}/webhook": 400,
         "PUT /v1/admin/projects/{id}/revenue-settings": 400,
         "PUT /v1/admin/exchange-rates": 400,
+        // Retention Messaging at Apple: the fresh project has no credentials; an image must be a PNG.
+        "GET /v1/admin/projects/{id}/retention/messages": 400,
+        "PUT /v1/admin/projects/{id}/retention/messages/{messageId}": 400,
+        "DELETE /v1/admin/projects/{id}/retention/messages/{messageId}": 400,
+        "GET /v1/admin/projects/{id}/retention/images": 400,
+        "PUT /v1/admin/projects/{id}/retention/images/{imageId}": 415,
+        "DELETE /v1/admin/projects/{id}/retention/images/{imageId}": 400,
+        "PUT /v1/admin/projects/{id}/retention/default-messages/{productId}/{locale}": 400,
+        "DELETE /v1/admin/projects/{id}/retention/default-messages/{productId}/{locale}": 400,
+        "PUT /v1/admin/projects/{id}/retention/realtime-url": 400,
+        "POST /v1/admin/projects/{id}/retention/performance-test": 400,
     ]
 
     struct Caller {
@@ -123,7 +135,7 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
         let client = try server.client
         let text = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         let operations = OpenAPIPermissions.permissions(inOpenAPI: text).sorted { $0.key < $1.key }
-        XCTAssertEqual(operations.count, 62, "every admin operation but the console's sign-in and the invite's acceptance")
+        XCTAssertEqual(operations.count, 73, "every admin operation but the console's sign-in and the invite's acceptance")
         XCTAssertEqual(Set(operations.map(\.key).filter { !$0.hasPrefix("GET ") && !AuditLogE2ETests.readOnly.contains($0) }),
                        Set(AuditLogE2ETests.actions.keys),
                        "every changing operation has its audit action")
@@ -241,7 +253,8 @@ final class IsolationWalkE2ETests: SharedServerTestCase {
             case "{id}": return id
             case "{userId}": return "walk_user"
             case "{productId}": return "com.walk.pro"
-            case "{grantId}", "{keyId}", "{memberId}": return UUID().uuidString.lowercased()
+            case "{locale}": return "en-US"
+            case "{grantId}", "{keyId}", "{memberId}", "{messageId}", "{imageId}": return UUID().uuidString.lowercased()
             case "{eventId}": return "evt_00000000000000000000000000"
             case "{token}": return "walk-token"
             case "{chart}": return "revenue"

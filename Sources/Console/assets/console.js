@@ -181,7 +181,7 @@ function setNav(projectId, current) {
     const settings = customersOnly() ? null : "projects.read";
     for (const [name, slug, permission] of [["Dashboard", "dashboard", "revenue.read"], ["Settings", "", settings],
       ["Products", "products", settings], ["Customers", "customers", "customers.read"], ["Notifications", "notifications", settings],
-      ["Webhooks", "webhooks", settings], ["App Store", "app-store", settings]]) {
+      ["Webhooks", "webhooks", settings], ["App Store", "app-store", settings], ["Retention", "retention", settings]]) {
       links.push([name, `#/projects/${projectId}${slug ? "/" + slug : ""}`, permission]);
     }
   }
@@ -759,6 +759,57 @@ async function appStorePage(id) {
   catch (error) { if (error.status === 404) drawStatus(null); else showError(status, error); }
 }
 
+// ---- Retention ---------------------------------------------------------------------------------------------
+
+/** Retention Messaging: the rules (read-only JSON), Apple's messages with their state, a text message upload and
+ * the latest decisions. `environment` (Sandbox or Production) picks Apple's environment for the messages. */
+async function retentionPage(id, query) {
+  setNav(id, `#/projects/${id}/retention`);
+  const environment = query.get("environment") === "Production" ? "Production" : "Sandbox";
+  const base = `/v1/admin/projects/${id}/retention`;
+  const rules = h("div", { class: "card", id: "retention-rules" }, h("h2", {}, "Rules"), loading());
+  const messages = h("div", { class: "card", id: "retention-messages" }, h("h2", {}, `Messages at Apple (${environment})`), loading());
+  const decisions = h("div", { class: "card", id: "retention-decisions", needs: "customers.read" }, h("h2", {}, "Latest decisions"), loading());
+  const errors = h("div");
+  const switcher = h("p", {}, h("a", { id: "retention-environment",
+    href: `#/projects/${id}/retention?environment=${environment === "Sandbox" ? "Production" : "Sandbox"}` },
+    `Show ${environment === "Sandbox" ? "Production" : "Sandbox"}`));
+  const form = h("form", { class: "card", id: "retention-upload-form", needs: "projects.write", onsubmit: onSubmit(errors, async (f) => {
+    const messageId = crypto.randomUUID();
+    await api("PUT", `${base}/messages/${messageId}`, { header: f.header.value, body: f.body.value, environment });
+    f.reset();
+    errors.replaceChildren(done(`Uploaded message ${messageId}.`, "retention-uploaded"));
+    await drawMessages();
+  }) }, h("h2", {}, "Upload a text message"),
+    field("header", "Header (at most 66 characters)", h("input", { id: "retention-header", name: "header", maxlength: "66" })),
+    field("body", "Body (at most 144 characters)", h("textarea", { id: "retention-body", name: "body", maxlength: "144" })),
+    h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Upload to Apple")));
+  const drawMessages = async () => {
+    try {
+      const list = await api("GET", `${base}/messages?environment=${environment}`);
+      messages.replaceChildren(h("h2", {}, `Messages at Apple (${environment})`), dataTable(["Message id", "State"],
+        list.messages.map((m) => h("tr", { "data-message": m.message_id }, h("td", {}, h("code", {}, m.message_id)),
+          h("td", { class: "state" }, m.state))), "No messages.", "retention-message-list"));
+    } catch (error) { messages.replaceChildren(h("h2", {}, `Messages at Apple (${environment})`)); showError(messages, error); }
+  };
+  main.replaceChildren(h("h1", {}, "Retention messaging"), switcher, errors, rules, messages, form, decisions);
+  try {
+    const r = await api("GET", `${base}/rules`);
+    rules.replaceChildren(h("h2", {}, "Rules"), r.rules.length
+      ? h("pre", { id: "retention-rules-json" }, JSON.stringify(r.rules, null, 2))
+      : h("p", { class: "muted" }, "No rules: every request gets Apple's default message."));
+  } catch (error) { showError(rules, error); }
+  await drawMessages();
+  if (!can("customers.read")) return;
+  try {
+    const d = await api("GET", `${base}/decisions`);
+    decisions.replaceChildren(h("h2", {}, "Latest decisions"), dataTable(["When", "Purchase", "Product", "Action", { text: "Reason", class: "hide-narrow" }],
+      d.decisions.map((x) => h("tr", { "data-action": x.action }, h("td", {}, x.decided_at), h("td", {}, x.original_transaction_id),
+        h("td", {}, x.product_id), h("td", {}, h("code", {}, x.action)), h("td", { class: "hide-narrow" }, x.reason))),
+      "No decisions yet.", "retention-decision-list"));
+  } catch (error) { showError(decisions, error); }
+}
+
 // ---- Dashboard ---------------------------------------------------------------------------------------------
 
 const milli = (v) => (v / 1000).toLocaleString(undefined, { maximumFractionDigits: 2 });
@@ -1072,7 +1123,7 @@ async function route() {
   if (parts[0] !== "projects" || parts.length === 1) return projectsPage();
   const id = decodeURIComponent(parts[1]);
   const page = { dashboard: dashboardPage, products: productsPage, customers: customersPage,
-    notifications: notificationsPage, webhooks: webhooksPage, "app-store": appStorePage }[parts[2]];
+    notifications: notificationsPage, webhooks: webhooksPage, "app-store": appStorePage, retention: retentionPage }[parts[2]];
   if (page) return page(id, query);
   return settingsPage(id);
 }
