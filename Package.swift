@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "AppReceipt", dependencies: ["Crypto", "AppStoreJWS", "Primitives"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["Crypto", "Primitives"], swiftSettings: strict),
         .target(name: "AppStoreServerAPI", dependencies: ["Domain", "HTTPClient", "Crypto", "AppStoreJWS", "JSON", "Primitives"], swiftSettings: strict),
-        .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CPostgres", "Primitives"], swiftSettings: strict),
         .target(name: "HTTPCore", dependencies: ["CSystem", "Primitives", "JSON", "Crypto"], swiftSettings: strict),
         .target(name: "Metrics", dependencies: ["Primitives"], swiftSettings: strict),
 

@@ -117,7 +117,7 @@ public final class AccessLogWriter: @unchecked Sendable {
             wake.wait()
             // Gather: lines arriving meanwhile share one write. `close()` or a half-full buffer cut it short.
             if !withState({ $0.stopping }) {
-                _ = hurry.wait(timeout: .now() + .nanoseconds(Int(min(flushInterval.nanoseconds, UInt64(Int.max)))))
+                _ = hurry.wait(timeout: .now() + .nanoseconds(Int(min(flushInterval.nonNegativeNanoseconds, UInt64(Int.max)))))
             }
             let (dropped, stopping) = withState { s -> (Int, Bool) in
                 swap(&s.buffer, &spare)

@@ -73,7 +73,7 @@ final class EventLoop: @unchecked Sendable {
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         let c = core.configuration
         let shortest = [c.headerTimeout, c.bodyTimeout, c.idleTimeout, c.handlerTimeout, c.writeTimeout]
-            .map(\.nanoseconds).min() ?? 1_000_000_000
+            .map(\.nonNegativeNanoseconds).min() ?? 1_000_000_000
         sweepInterval = min(250_000_000, max(5_000_000, shortest / 4))
         guard epfd >= 0, wakeFD >= 0 else { throw HTTPServerError.errno("epoll/eventfd") }
         // EPOLLEXCLUSIVE: with several loops, one accept wake-up per connection, not a thundering herd.
@@ -268,7 +268,7 @@ final class EventLoop: @unchecked Sendable {
 
     func arm(_ conn: Connection, _ kind: Connection.DeadlineKind, _ after: Duration) {
         conn.deadlineKind = kind
-        conn.deadline = monotonicNanos() &+ after.nanoseconds
+        conn.deadline = monotonicNanos() &+ after.nonNegativeNanoseconds
     }
 
     /// Picks the deadline that applies to the connection's current state.

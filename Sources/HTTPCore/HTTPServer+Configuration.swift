@@ -89,17 +89,6 @@ extension HTTPServer {
     }
 }
 
-extension Duration {
-    /// Whole nanoseconds, saturating at Int64.max.
-    var nanoseconds: UInt64 {
-        let (s, a) = components
-        guard s >= 0 else { return 0 }
-        let (ns, overflow) = UInt64(s).multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return UInt64(Int64.max) }
-        return ns &+ UInt64(max(0, a / 1_000_000_000))
-    }
-}
-
 /// Monotonic time in nanoseconds (CLOCK_MONOTONIC: immune to wall-clock jumps).
 func monotonicNanos() -> UInt64 {
     var ts = timespec()

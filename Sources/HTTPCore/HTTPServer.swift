@@ -1,3 +1,4 @@
+import Primitives
 import CSystem
 import Foundation
 import Glibc
@@ -114,7 +115,7 @@ public final class HTTPServer: Sendable {
             return (fd, loops)
         }
         guard let (listenFD, loops) = taken else { return }
-        let deadline = monotonicNanos() &+ gracePeriod.nanoseconds
+        let deadline = monotonicNanos() &+ gracePeriod.nonNegativeNanoseconds
         core.drainDeadline.store(deadline, ordering: .releasing)
         core.draining.store(true, ordering: .releasing)
         // shutdown(2) on a listener stops it at once (pending connections are reset), so no new

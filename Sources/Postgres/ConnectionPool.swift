@@ -1,3 +1,4 @@
+import Primitives
 import Dispatch
 import Foundation
 import Synchronization
@@ -289,15 +290,5 @@ public final class ConnectionPool: Sendable {
             return nil
         }
         wake?.semaphore.signal()
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds, saturating.
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (ns, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? Int64.min : Int64.max }
-        return ns &+ attoseconds / 1_000_000_000
     }
 }

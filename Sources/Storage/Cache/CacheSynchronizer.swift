@@ -1,3 +1,4 @@
+import Primitives
 import Dispatch
 import Domain
 public import Foundation
@@ -169,11 +170,5 @@ public final class CacheSynchronizer: Sendable {
         }
         if cameBack { log("cache: listening; projects and reads served from memory") }
         return true
-    }
-}
-
-extension Duration {
-    fileprivate var nanoseconds: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }
