@@ -100,7 +100,7 @@ final class ReconcileE2ETests: XCTestCase {
         XCTAssertEqual(body["errors"], [])
         XCTAssertEqual(body["outcome"], "completed")
         XCTAssertEqual(body["trigger"], "admin")
-        XCTAssertEqual(body["apple_calls"], 3, "one status call, one history page per environment")
+        XCTAssertEqual(body["apple_calls"], 4, "one status call, one history page per environment, one refund history page")
 
         // The customer's answer changed, and so did the stored facts, marked as written by reconciliation.
         let user = try s.api.user(s.tenant.publicKey, "alice").json()
@@ -387,9 +387,10 @@ final class ReconcileE2ETests: XCTestCase {
             instances.insert(try row.decode("instance", as: String.self))
         }
         XCTAssertLessThanOrEqual(instances.count, 2)
-        // Every call Apple received belongs to exactly one recorded run: 3 status calls + 2 history pages each.
+        // Every call Apple received belongs to exactly one recorded run: 3 refund history pages + 3 status calls + 2
+        // history pages each.
         XCTAssertEqual(Int64(s.apple.requests.count), calls)
-        XCTAssertLessThanOrEqual(calls, Int64(runs.count) * 5)
-        XCTAssertGreaterThanOrEqual(calls, Int64(runs.count - 1) * 5 + 1)
+        XCTAssertLessThanOrEqual(calls, Int64(runs.count) * 8)
+        XCTAssertGreaterThanOrEqual(calls, Int64(runs.count - 1) * 8 + 1)
     }
 }
