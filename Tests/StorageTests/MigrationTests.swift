@@ -84,7 +84,7 @@ final class MigrationTests: XCTestCase {
                                 "mass_renewal_extensions", "members", "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors", "reconcile_refund_revisions",
                                 "reconcile_runs", "renewal_extensions", "retention_decisions", "retention_rules", "revenue_settings", "revenue_transactions", "schema_functions", "schema_migrations", "signing_keys",
-                                "subscriptions", "transactions", "webhook_attempts", "webhook_endpoints",
+                                "subscriptions", "transaction_finishes", "transactions", "webhook_attempts", "webhook_endpoints",
                                 "webhook_entitlement_states", "webhook_events", "webhook_purchase_states",
                                 "webhook_queue"])
     }
@@ -181,8 +181,8 @@ final class MigrationTests: XCTestCase {
             // overview_days, overview_instants, overview_trials (0035), retention_rules, retention_decisions (0057),
             // mass_renewal_extensions (0056),
             // revenue_settings, revenue_transactions (0062) added to 16; exchange_rates (0062) is the operator's,
-            // published for every project; reconcile_refund_revisions (0046)
-            XCTAssertEqual(pks.count, 33)
+            // published for every project; reconcile_refund_revisions (0046), transaction_finishes (0047)
+            XCTAssertEqual(pks.count, 34)
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)
