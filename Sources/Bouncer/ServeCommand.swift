@@ -156,9 +156,7 @@ extension ServeCommand {
         settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
         appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
     ) -> ConsumptionResponderService {
-        let credentials = CredentialAdministration(
-            projects: caches.projects, store: PostgresCredentialStore(pool: database.pool), sealer: sealer,
-            inspector: P256KeyInspector(), now: { Date() })
+        let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
         let responder = ConsumptionResponder(
             projects: caches.projects, credentials: credentials, appStore: appStore,
             retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
@@ -175,9 +173,7 @@ extension ServeCommand {
         settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
         appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
     ) -> TransactionFinisherService {
-        let credentials = CredentialAdministration(
-            projects: caches.projects, store: PostgresCredentialStore(pool: database.pool), sealer: sealer,
-            inspector: P256KeyInspector(), now: { Date() })
+        let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
         let finisher = TransactionFinisher(
             projects: caches.projects, credentials: credentials, appStore: appStore,
             retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
@@ -185,5 +181,14 @@ extension ServeCommand {
         return TransactionFinisherService(
             queue: PostgresTransactionFinishQueue(pool: database.pool), finisher: finisher,
             leaseSeconds: max(settings.consumption.leaseSeconds, budget + 1), log: log)
+    }
+
+    /// The project credentials a background worker signs Apple's JWTs with (opened with the server's key).
+    static func credentialAdministration(database: Database, caches: Caches, sealer: AESGCMCredentialSealer?)
+        -> CredentialAdministration
+    {
+        CredentialAdministration(
+            projects: caches.projects, store: PostgresCredentialStore(pool: database.pool), sealer: sealer,
+            inspector: P256KeyInspector(), now: { Date() })
     }
 }

@@ -236,25 +236,13 @@ final class ConsoleE2ETests: SharedServerTestCase {
         let bundle = E2E.uniqueBundle()
         var payload = TransactionPayload(bundleId: bundle)
         payload.extra = [("price", 9990), ("currency", "USD")]
-        let screenshots = TestPaths.repoRoot.appendingPathComponent(".build/console-screenshots")
-        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
-        var environment = ProcessInfo.processInfo.environment
-        environment["BOUNCER_URL"] = "http://127.0.0.1:\(server.port)"
-        environment["ADMIN_TOKEN"] = E2E.adminToken
-        environment["BUNDLE_ID"] = bundle
-        environment["PRODUCT_ID"] = payload.productId
-        environment["USER_ID"] = "console_\(E2E.uniqueId())"
-        environment["SIGNED_TRANSACTION"] = try payload.mint()
-        environment["SCREENSHOT_DIR"] = screenshots.path
-        let script = TestPaths.repoRoot.appendingPathComponent("Tests/EndToEndTests/console/console_browser_test.py")
-        let run = try ProcessRun.run(URL(fileURLWithPath: "/usr/bin/env"), [python, script.path], environment: environment)
-        let output = String(decoding: run.stdout, as: UTF8.self)
-        if run.status == 3 {
-            let message = "headless Chromium or Selenium is not installed (apt-get install chromium chromium-driver "
-                + "python3-selenium): \(output)"
-            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail(message); return }
-            throw XCTSkip(message)
-        }
+        let screenshots = ConsoleBrowser.screenshots
+        let run = try ConsoleBrowser.run("console_browser_test.py", server: server, [
+            "BUNDLE_ID": bundle, "PRODUCT_ID": payload.productId, "USER_ID": "console_\(E2E.uniqueId())",
+            "SIGNED_TRANSACTION": try payload.mint(),
+        ])
+        let output = run.output
+        if run.status == 3 { return }
         XCTAssertEqual(run.status, 0, "console_browser_test.py failed:\n\(output)\n\(run.stderr)\nserver:\n\(server.stderr)")
         for step in ["sign-in page", "signed in: HttpOnly SameSite=Strict cookie", "product mapped",
                      "customer found with entitlement pro", "grant added: entitlements, grants and timeline",

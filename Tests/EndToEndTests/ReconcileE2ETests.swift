@@ -145,13 +145,19 @@ final class ReconcileE2ETests: XCTestCase {
         XCTAssertEqual(try s.db.count("reconcile_runs", project: s.tenant.id), 2)
     }
 
-    func testRefundOfANonConsumableIsFoundWithTransactionInfo() throws {
-        let s = try makeSetup(label: "reconcile_lifetime")
-        defer { s.server.stopAndAssertCleanExit() }
+    /// A non-consumable of the setup's project ("com.e2e.lifetime", entitlement lifetime).
+    func nonConsumable(_ s: Setup) -> TransactionPayload {
         var lifetime = TransactionPayload(bundleId: s.tenant.bundleId)
         lifetime.type = "Non-Consumable"
         lifetime.productId = "com.e2e.lifetime"
         lifetime.expiresDate = nil
+        return lifetime
+    }
+
+    func testRefundOfANonConsumableIsFoundWithTransactionInfo() throws {
+        let s = try makeSetup(label: "reconcile_lifetime")
+        defer { s.server.stopAndAssertCleanExit() }
+        let lifetime = nonConsumable(s)
         XCTAssertEqual(try s.api.postReceipt(s.tenant.publicKey, try lifetime.mint(), user: "bob").status, 201)
         var refunded = lifetime
         refunded.revocationDate = E2E.ms(-10)

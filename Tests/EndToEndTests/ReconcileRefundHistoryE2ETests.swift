@@ -9,10 +9,7 @@ extension ReconcileE2ETests {
     func testRefundApplesNeverNotifiedIsFoundInRefundHistoryOnce() throws {
         let s = try makeSetup(label: "reconcile_refund_history")
         defer { s.server.stopAndAssertCleanExit() }
-        var lifetime = TransactionPayload(bundleId: s.tenant.bundleId)
-        lifetime.type = "Non-Consumable"
-        lifetime.productId = "com.e2e.lifetime"
-        lifetime.expiresDate = nil
+        let lifetime = nonConsumable(s)
         XCTAssertEqual(try s.api.postReceipt(s.tenant.publicKey, try lifetime.mint(), user: "dana").status, 201)
         XCTAssertEqual(try s.api.user(s.tenant.publicKey, "dana").json()["entitlements"], ["lifetime"])
         // Apple refunded it; no REFUND notification ever came. Apple's refund history for the customer lists it.

@@ -19,16 +19,7 @@ import time
 import urllib.error
 import urllib.request
 
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-except ImportError as error:  # the Swift test turns this into a skip (or a failure in CI)
-    print(f"MISSING selenium: {error}")
-    sys.exit(3)
+from browser import EC, By, Select, WebDriverWait, check, start_chromium, step  # exits 3 without Chromium
 
 URL = os.environ["BOUNCER_URL"].rstrip("/")
 TOKEN = os.environ["ADMIN_TOKEN"]
@@ -38,15 +29,6 @@ USER = os.environ["USER_ID"]
 JWS = os.environ["SIGNED_TRANSACTION"]
 SHOTS = os.environ.get("SCREENSHOT_DIR", ".build/console-screenshots")
 os.makedirs(SHOTS, exist_ok=True)
-
-
-def step(text):
-    print(f"STEP {text}", flush=True)
-
-
-def check(condition, text):
-    if not condition:
-        raise AssertionError(text)
 
 
 def http(method, path, body=None, bearer=True, headers=None):
@@ -65,34 +47,12 @@ def http(method, path, body=None, bearer=True, headers=None):
         return error.code, dict(error.headers), error.read()
 
 
-def find_binary(*names):
-    for name in names:
-        for directory in os.environ.get("PATH", "").split(":") + ["/usr/bin", "/usr/lib/chromium"]:
-            path = os.path.join(directory, name)
-            if os.path.isfile(path) and os.access(path, os.X_OK):
-                return path
-    return None
-
-
-chromium = find_binary("chromium", "chromium-browser", "google-chrome")
-driver_path = find_binary("chromedriver")
-if not chromium or not driver_path:
-    print(f"MISSING browser: chromium={chromium} chromedriver={driver_path}")
-    sys.exit(3)
-
-options = Options()
-options.binary_location = chromium
-for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,900",
-            "--disable-extensions", "--no-first-run"]:
-    options.add_argument(arg)
-options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
 DOWNLOADS = os.path.join(SHOTS, "downloads")
 os.makedirs(DOWNLOADS, exist_ok=True)
 for name in os.listdir(DOWNLOADS):
     os.remove(os.path.join(DOWNLOADS, name))
-options.add_experimental_option("prefs", {"download.default_directory": os.path.abspath(DOWNLOADS),
-                                          "download.prompt_for_download": False})
-driver = webdriver.Chrome(service=Service(driver_path), options=options)
+driver = start_chromium({"download.default_directory": os.path.abspath(DOWNLOADS),
+                         "download.prompt_for_download": False})
 wait = WebDriverWait(driver, 20)
 results = {}
 
