@@ -17,7 +17,9 @@ final class FinishTransactionE2ETests: XCTestCase {
 
     func row(_ db: E2EDatabase, _ tenant: Tenant, _ transactionId: String) throws -> Row? {
         try db.query("""
-            SELECT status, attempts::int8 AS attempts, finished_at IS NOT NULL AS finished FROM transaction_finishes
+            SELECT status, attempts::int8 AS attempts, finished_at IS NOT NULL AS finished, last_error,
+                apple_error_code::int8 AS apple_error_code
+            FROM transaction_finishes
             WHERE project_id = \(tenant.id)::uuid AND transaction_id = \(transactionId)
             """).first
     }
@@ -94,5 +96,43 @@ final class FinishTransactionE2ETests: XCTestCase {
         XCTAssertEqual(try db.query("""
             SELECT count(*)::int8 AS n FROM audit_log WHERE project_id = \(tenant.id)::uuid AND changes ? 'finish_transactions'
             """).first?.decode("n", as: Int64.self), 2)
+    }
+
+    func testApplesOutageIsRetriedWithBackoffAndARefusalIsFinal() throws {
+        let connected = try AppleConnectedBouncer(label: "finish_retries", overrides: [
+            "BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS": "0.2", "BOUNCER_APPLE_API_TIMEOUT_SECONDS": "2",
+        ])
+        let server = try connected.server
+        defer { server.stopAndAssertCleanExit() }
+        let api = API(client: server.client)
+        let db = try connected.db
+        let (tenant, _) = try connected.createProject(api: api, settings: [("finish_transactions", true)],
+                                                      products: [("com.e2e.coins", ["coins"])])
+        // Apple down: the worker records the failure and tries again later, not in the receipt's answer.
+        connected.apple.inject(.serverError(status: 503), on: .finishTransaction, times: nil)
+        let coins = consumable(tenant)
+        connected.apple.allowFinish(coins.transactionId, environment: .sandbox)
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try coins.mint(), user: "finn").status, 201)
+        XCTAssertTrue(try E2E.eventually {
+            guard let r = try row(db, tenant, coins.transactionId) else { return false }
+            return try r.decode("status", as: String.self) == "pending" && r.decode("last_error", as: String?.self) != nil
+        })
+        XCTAssertEqual(connected.apple.finishedTransactions(environment: .sandbox), [])
+        connected.apple.clearFailures()
+        XCTAssertTrue(E2E.eventually { connected.apple.finishedTransactions(environment: .sandbox) == [coins.transactionId] })
+        XCTAssertTrue(try E2E.eventually { try row(db, tenant, coins.transactionId)?.decode("status", as: String.self) == "finished" })
+        let finished = try XCTUnwrap(row(db, tenant, coins.transactionId))
+        XCTAssertGreaterThanOrEqual(try finished.decode("attempts", as: Int64.self), 2)
+        XCTAssertNil(try finished.decode("last_error", as: String?.self))
+
+        // A transaction Apple does not know (404 4040010): final, asked once.
+        let unknown = consumable(tenant)
+        XCTAssertEqual(try api.postReceipt(tenant.publicKey, try unknown.mint(), user: "finn").status, 201)
+        XCTAssertTrue(try E2E.eventually { try row(db, tenant, unknown.transactionId)?.decode("status", as: String.self) == "failed" })
+        let failed = try XCTUnwrap(row(db, tenant, unknown.transactionId))
+        XCTAssertEqual(try failed.decode("apple_error_code", as: Int64?.self), 4040010)
+        XCTAssertEqual(try failed.decode("attempts", as: Int64.self), 1)
+        Thread.sleep(forTimeInterval: 1.5)   // more than the worker's poll interval
+        XCTAssertEqual(connected.apple.requests.filter { $0.endpoint == .finishTransaction && $0.id == unknown.transactionId }.count, 1)
     }
 }
