@@ -265,6 +265,7 @@ struct CustomersController: APIController {
                 body.field("revocation_date", t.revocationDate)
                 body.field("source", t.source)
                 body.field("first_seen_at", t.firstSeenAt)
+                body.field("finished_at", t.finishedAt)
                 body.key("payload")
                 // Stored by Bouncer as jsonb, so it parses; should it not, the export says so rather than failing.
                 if let payload = try? JSONParser.parse(Array(t.payloadJSON.utf8)) { body.json(payload) } else { body.null() }

@@ -26,12 +26,14 @@ struct ProjectsController: APIController {
         + "allow_xcode (boolean), require_secret_key_for_reads (boolean), "
         + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
         + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), " + consumptionSettingsHelp + ", "
-        + "entitlement_tokens (boolean), entitlement_token_ttl_seconds (30 to 86400), " + sandboxHelp + "."
+        + "entitlement_tokens (boolean), entitlement_token_ttl_seconds (30 to 86400), " + sandboxHelp
+        + ", finish_transactions (boolean)."
     static let updateSuggestion = "Send at least one of: name, bundle_id, app_apple_id (integer or null), environments, "
         + "transfer_policy (transfer, share, block), allow_xcode, require_secret_key_for_reads, "
         + "app_account_token_policy (ignore, require_match, prefer), app_purchase_entitlements "
         + "({\"purchased_before_version\": \"2.0\", \"entitlements\": [\"pro\"]} or null), " + consumptionSettingsHelp + ", "
-        + "entitlement_tokens (boolean), entitlement_token_ttl_seconds (30 to 86400), " + sandboxHelp + "."
+        + "entitlement_tokens (boolean), entitlement_token_ttl_seconds (30 to 86400), " + sandboxHelp
+        + ", finish_transactions (boolean)."
     static let sandboxHelp = "sandbox_access (all, allowlist), sandbox_allowed_user_ids (up to "
         + "\(SandboxAccessRules.maxAllowedUserIds) user ids)"
     static let consumptionSettingsHelp = "consumption_response (off, auto), consumption_customer_consented (boolean), "
@@ -158,6 +160,7 @@ struct ProjectsController: APIController {
         settings.appPurchaseEntitlements = appPurchaseEntitlements(&fields)
         settings.entitlementTokens = fields.bool("entitlement_tokens")
         settings.entitlementTokenTTLSeconds = fields.int("entitlement_token_ttl_seconds")
+        settings.finishTransactions = fields.bool("finish_transactions")
         settings.sandboxAccess = fields.enumeration("sandbox_access", SandboxAccess.allCases.map(\.rawValue))
             .flatMap(SandboxAccess.init(rawValue:))
         // Lengths and count are SandboxAccessRules' (one answer lists every problem).
@@ -251,6 +254,7 @@ struct ProjectsController: APIController {
         body.field("entitlement_token_ttl_seconds", project.entitlementTokenTTLSeconds)
         body.field("sandbox_access", project.sandbox.access.rawValue)
         body.field("sandbox_allowed_user_ids", project.sandbox.allowedUserIds)
+        body.field("finish_transactions", project.finishTransactions)
         body.field("public_key", project.publicKey)
         body.objects("public_keys", administered.publicKeys) { key, body in
             body.field("key", key.publicKey ?? "")
@@ -288,6 +292,7 @@ extension NewProject {
         if let setting = settings.appPurchaseEntitlements { appPurchaseEntitlements = setting }
         if let tokens = settings.entitlementTokens { entitlementTokens = tokens }
         if let ttl = settings.entitlementTokenTTLSeconds { entitlementTokenTTLSeconds = ttl }
+        if let finish = settings.finishTransactions { finishTransactions = finish }
         if settings.sandboxAccess != nil || settings.sandboxAllowedUserIds != nil {
             sandbox = SandboxAccessPolicy(access: settings.sandboxAccess ?? .all,
                                           allowedUserIds: settings.sandboxAllowedUserIds ?? [])

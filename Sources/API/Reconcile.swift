@@ -58,6 +58,7 @@ struct ReconciliationController: APIController {
         body.field("checked", run.checked)
         body.field("changed", run.changed)
         body.field("notifications_applied", run.notificationsApplied)
+        body.field("refunds_found", run.refundsFound)
         body.objects("errors", run.errors) { problem, body in
             body.field("stage", problem.stage)
             body.field("environment", problem.environment?.rawValue)

@@ -139,6 +139,8 @@ extension ServeCommand {
         services.append(AuditRetention(store: auditLog, days: settings.auditRetentionDays, log: log))
         services.append(makeConsumptionResponder(settings: settings, database: database, caches: caches,
                                                  sealer: sealer, appStore: meteredAppStore, log: log))
+        services.append(makeTransactionFinisher(settings: settings, database: database, caches: caches,
+                                                sealer: sealer, appStore: meteredAppStore, log: log))
         var router = Router()
         Routes.register(on: &router, dependencies)
         ConsoleRoutes.register(on: &router)
@@ -155,9 +157,7 @@ extension ServeCommand {
         settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
         appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
     ) -> ConsumptionResponderService {
-        let credentials = CredentialAdministration(
-            projects: caches.projects, store: PostgresCredentialStore(pool: database.pool), sealer: sealer,
-            inspector: P256KeyInspector(), now: { Date() })
+        let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
         let responder = ConsumptionResponder(
             projects: caches.projects, credentials: credentials, appStore: appStore,
             retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
@@ -166,5 +166,30 @@ extension ServeCommand {
         consumption.leaseSeconds = max(consumption.leaseSeconds, budget + 1)
         return ConsumptionResponderService(queue: PostgresConsumptionQueue(pool: database.pool), responder: responder,
                                            settings: consumption, log: log)
+    }
+
+    /// The Finish Transaction worker over the durable queue (projects with `finish_transactions`); retries back off
+    /// from the refund defense's base, and its lease always outlasts one Apple call.
+    static func makeTransactionFinisher(
+        settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
+        appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
+    ) -> TransactionFinisherService {
+        let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
+        let finisher = TransactionFinisher(
+            projects: caches.projects, credentials: credentials, appStore: appStore,
+            retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
+        let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
+        return TransactionFinisherService(
+            queue: PostgresTransactionFinishQueue(pool: database.pool), finisher: finisher,
+            leaseSeconds: max(settings.consumption.leaseSeconds, budget + 1), log: log)
+    }
+
+    /// The project credentials a background worker signs Apple's JWTs with (opened with the server's key).
+    static func credentialAdministration(database: Database, caches: Caches, sealer: AESGCMCredentialSealer?)
+        -> CredentialAdministration
+    {
+        CredentialAdministration(
+            projects: caches.projects, store: PostgresCredentialStore(pool: database.pool), sealer: sealer,
+            inspector: P256KeyInspector(), now: { Date() })
     }
 }

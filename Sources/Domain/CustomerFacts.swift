@@ -87,11 +87,14 @@ public struct TransactionRecord: Sendable, Equatable {
     public var firstSeenAt: Date
     /// The verified payload as stored (JSON text; for the export).
     public var payloadJSON: String
+    /// When Apple took Finish Transaction for it (`finish_transactions`).
+    public var finishedAt: Date?
 
     /// Creates a value.
     public init(transactionId: String, originalTransactionId: String, environment: StoreEnvironment, productId: String,
                 purchaseDate: Date, expiresDate: Date?, revocationDate: Date?, revocationType: RevocationType?,
-                source: String?, firstSeenAt: Date, payloadJSON: String, revocationReason: Int? = nil) {
+                source: String?, firstSeenAt: Date, payloadJSON: String, revocationReason: Int? = nil,
+                finishedAt: Date? = nil) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.environment = environment
@@ -104,6 +107,7 @@ public struct TransactionRecord: Sendable, Equatable {
         self.source = source
         self.firstSeenAt = firstSeenAt
         self.payloadJSON = payloadJSON
+        self.finishedAt = finishedAt
     }
 }
 

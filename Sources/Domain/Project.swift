@@ -35,6 +35,9 @@ public struct Project: Sendable, Equatable {
     public var consumption: ConsumptionSettings = ConsumptionSettings()
     /// Whose Sandbox purchases grant anything (`sandbox_access`, `sandbox_allowed_user_ids`).
     public var sandbox: SandboxAccessPolicy = .all
+    /// Whether consumables and non-consumables are reported finished to Apple once recorded (server-managed
+    /// delivery, `finish_transactions`).
+    public var finishTransactions: Bool = false
     /// When the project was created.
     public var createdAt: Date
     /// When the project last changed.
@@ -105,6 +108,8 @@ public struct NewProject: Sendable, Equatable {
     public var accountId: UUID?
     /// Whose Sandbox purchases grant anything (default: everyone's).
     public var sandbox: SandboxAccessPolicy = .all
+    /// Report consumables and non-consumables finished to Apple once recorded (default: off).
+    public var finishTransactions: Bool = false
 
     /// Creates the settings with the documented defaults.
     public init(
@@ -155,6 +160,8 @@ public struct ProjectChanges: Sendable, Equatable {
     public var sandboxAccess: SandboxAccess?
     /// New `sandbox_allowed_user_ids`.
     public var sandboxAllowedUserIds: [String]?
+    /// New `finish_transactions`.
+    public var finishTransactions: Bool?
 
     /// An empty change set.
     public init() {}
@@ -174,6 +181,7 @@ public struct ProjectChanges: Sendable, Equatable {
         if let appPurchaseEntitlements { p.appPurchaseEntitlements = appPurchaseEntitlements }
         if let entitlementTokens { p.entitlementTokens = entitlementTokens }
         if let entitlementTokenTTLSeconds { p.entitlementTokenTTLSeconds = entitlementTokenTTLSeconds }
+        if let finishTransactions { p.finishTransactions = finishTransactions }
         if sandboxAccess != nil || sandboxAllowedUserIds != nil {
             p.sandbox = SandboxAccessPolicy(access: sandboxAccess ?? p.sandbox.access,
                                             allowedUserIds: sandboxAllowedUserIds ?? p.sandbox.allowedUserIds)

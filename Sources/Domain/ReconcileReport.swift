@@ -20,6 +20,8 @@ public enum ReconcileVia: String, Sendable {
     case transactionInfo = "transaction_info"
     /// A notification recovered from Notification History (applied as if the webhook had received it).
     case notificationHistory = "notification_history"
+    /// Get Refund History of a customer (an Apple account) of the project.
+    case refundHistory = "refund_history"
 }
 
 /// How a run ended.
@@ -53,6 +55,41 @@ public struct ReconcileCandidate: Sendable, Equatable {
         self.originalTransactionId = originalTransactionId
         self.latestTransactionId = latestTransactionId
         self.type = type
+    }
+}
+
+/// One customer (an Apple account) whose refund history a run reads: purchases sharing an `appTransactionId` are
+/// one account; a purchase without one stands for its own account.
+public struct RefundHistoryCustomer: Sendable, Equatable {
+    /// The environment of the customer's purchases.
+    public var environment: StoreEnvironment
+    /// `app:<appTransactionId>` or `purchase:<originalTransactionId>`.
+    public var key: String
+    /// Any of the customer's transactions (what Get Refund History is asked about).
+    public var transactionId: String
+    /// The revision the last read of this customer ended at; `nil`: from the start.
+    public var revision: String?
+
+    /// Creates a value.
+    public init(environment: StoreEnvironment, key: String, transactionId: String, revision: String?) {
+        self.environment = environment
+        self.key = key
+        self.transactionId = transactionId
+        self.revision = revision
+    }
+}
+
+/// What applying one verified transaction did: the purchase's change, and whether it recorded a new refund.
+public struct ReconcileApplied: Sendable, Equatable {
+    /// The purchase's change, when it changed.
+    public var change: ReconcileChange?
+    /// The transaction was not revoked before and is now (a refund Apple had not notified us of).
+    public var newRefund: Bool
+
+    /// Creates a value.
+    public init(change: ReconcileChange?, newRefund: Bool) {
+        self.change = change
+        self.newRefund = newRefund
     }
 }
 
@@ -169,6 +206,9 @@ public struct ReconcileReport: Sendable, Equatable {
     public var changed = 0
     /// Notifications recovered from Notification History that were new (not delivered before).
     public var notificationsApplied = 0
+    /// Refunds Apple never notified: transactions the run was first to record as refunded (revoked), whichever
+    /// check found them (a refund recovered from Notification History was notified, so it is not counted).
+    public var refundsFound = 0
     /// Candidates left for the next run by the rate budget.
     public var skipped = 0
     /// Calls made to Apple.
@@ -201,6 +241,9 @@ public struct ReconcileSettings: Sendable, Equatable {
     public var callsPerSecond = 10.0
     /// Calls of the budget kept for Notification History pages (the purchase checks stop before them).
     public var historyReserve = 25
+    /// Get Refund History pages read per customer and run (20 refunds a page, as Apple documents); the rest waits
+    /// for the next run, from the revision reached.
+    public var refundPagesPerCustomer = 5
     /// "Not long expired": subscriptions whose period (or grace period) ended less than this ago are checked.
     public var expiredWindow: TimeInterval = 60 * 86_400
     /// Each history pass starts this long before the last complete one ended: Apple may list a notification a

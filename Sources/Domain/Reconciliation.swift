@@ -26,9 +26,15 @@ public protocol ReconciliationStore: Sendable {
     /// Notes that Apple was asked about the purchase at `at`.
     func markChecked(projectId: UUID, environment: StoreEnvironment, originalTransactionId: String, at: Date) throws
     /// Applies a verified transaction (and renewal info) as `bouncer_record_transaction`/`_renewal` do for any
-    /// source, with source `reconcile`, no user bound; records and returns the change when the purchase changed.
+    /// source, with source `reconcile`, no user bound; records and returns the change when the purchase changed,
+    /// and whether the transaction was first recorded as refunded by this call.
     func applyChecked(transaction: TransactionFacts, renewal: RenewalFacts?, via: ReconcileVia, project: Project,
-                      runId: Int64, now: Date) throws -> ReconcileChange?
+                      runId: Int64, now: Date) throws -> ReconcileApplied
+    /// The project's customers in `environments` (purchases grouped by Apple account), read longest ago first.
+    func refundHistoryCustomers(projectId: UUID, environments: [StoreEnvironment], limit: Int) throws
+        -> [RefundHistoryCustomer]
+    /// Notes that the customer's refund history was read up to `revision` (`nil`: read it from the start next time).
+    func setRefundRevision(projectId: UUID, customer: RefundHistoryCustomer, revision: String?, at: Date) throws
     /// Records a verified notification from history exactly as the webhook would (deduplicated by
     /// `notificationUUID`), with source `reconcile`; records and returns the change when its purchase changed.
     func applyRecovered(_ notification: NotificationFacts, project: Project, runId: Int64, now: Date) throws
@@ -44,9 +50,12 @@ public protocol ReconciliationStore: Sendable {
 /// Reconciliation and notification catch-up, shared by the scheduler, the admin API and the CLI.
 ///
 /// For one project with credentials, under the project's lock (one run at a time across instances):
-/// 1. every known subscription (`ReconciliationStore.subscriptionsToCheck`) from Get All Subscription Statuses;
-/// 2. refunds and revocations of other purchases (non-consumable, non-renewing) from Get Transaction Info;
-/// 3. Notification History since the last complete pass, each signedPayload recorded as if delivered.
+/// 1. each customer's Get Refund History from the revision the last read reached (at most a quarter of the
+///    budget), every refunded transaction recorded: a refund of a consumable or of a past renewal is found too, and
+///    a refunded one-time purchase needs no check of its own;
+/// 2. every known subscription (`ReconciliationStore.subscriptionsToCheck`) from Get All Subscription Statuses;
+/// 3. refunds and revocations of other purchases (non-consumable, non-renewing) from Get Transaction Info;
+/// 4. Notification History since the last complete pass, each signedPayload recorded as if delivered.
 /// Everything Apple returns is verified first (`SignedDataVerifying`) and applied through the same rules as any
 /// other source. A failed call is never a verdict: a 404 for a known transaction is a problem, not a refund.
 /// Apple unavailable, Apple refusing our credentials, or the database failing stops the run (`failed`) and
@@ -176,6 +185,7 @@ public struct Reconciliation: Sendable {
         let environments = [StoreEnvironment.production, .sandbox].filter { project.environments.contains($0) }
         progress("run \(runId) of project \(project.id.uuidString.lowercased()) (\(environments.map(\.rawValue).joined(separator: ", ")))")
         do {
+            try readRefundHistory(project, environments, credentials, &state, progress)
             try checkPurchases(project, environments, credentials, &state, progress)
             for environment in environments {
                 try catchUp(project, environment, credentials, startedAt, &state, progress)
@@ -276,7 +286,7 @@ public struct Reconciliation: Sendable {
                         transactionId: candidate.latestTransactionId, environment: candidate.environment,
                         credentials: credentials)
                     state.report.checked += 1
-                    try applyTransaction(jws, renewal: nil, via: .transactionInfo, project, candidate, &state, progress)
+                    try applyTransaction(jws, renewal: nil, via: .transactionInfo, project, &state, progress)
                 }
                 try store.markChecked(projectId: project.id, environment: candidate.environment,
                                       originalTransactionId: candidate.originalTransactionId, at: now())
@@ -310,16 +320,20 @@ public struct Reconciliation: Sendable {
                                            message: "renewal info rejected: \(failure)"))
         }
         try applyTransaction(status.signedTransactionInfo, renewal: renewal, via: .subscriptionStatus, project,
-                             candidate, &state, progress)
+                             &state, progress)
     }
 
     private func applyTransaction(_ jws: String, renewal: RenewalFacts?, via: ReconcileVia, _ project: Project,
-                                  _ candidate: ReconcileCandidate, _ state: inout RunState,
+                                  _ state: inout RunState,
                                   _ progress: (String) -> Void) throws {
         let transaction = try verifier.verifyTransaction(jws, for: project)
-        let change = try store.applyChecked(transaction: transaction, renewal: renewal, via: via, project: project,
-                                            runId: state.report.runId, now: now())
-        if let change {
+        let applied = try store.applyChecked(transaction: transaction, renewal: renewal, via: via, project: project,
+                                             runId: state.report.runId, now: now())
+        if applied.newRefund {
+            state.report.refundsFound += 1
+            progress("\(transaction.environment) \(transaction.transactionId): refund found (\(via.rawValue))")
+        }
+        if let change = applied.change {
             state.report.changed += 1
             progress("\(change.environment) \(change.originalTransactionId): "
                 + "\(change.beforeStatus?.rawValue ?? "unknown") -> \(change.afterStatus.rawValue) (\(via.rawValue))")
@@ -393,5 +407,61 @@ public struct Reconciliation: Sendable {
             try store.setCatchUpCursor(projectId: project.id, environment: environment, to: end, now: now())
         }
         progress("\(environment) history: \(pages) pages\(complete ? "" : " (incomplete: the cursor stays)")")
+    }
+
+    /// Get Refund History of the project's customers, each from the revision its last read reached (Apple: store
+    /// the last page's revision and ask from it for newer refunds), at most `refundPagesPerCustomer` pages each and
+    /// a quarter of the calls the purchase checks may use in all. Customers not reached wait for the next run
+    /// (read longest ago first).
+    private func readRefundHistory(_ project: Project, _ environments: [StoreEnvironment],
+                                   _ credentials: AppStoreAPICredentials, _ state: inout RunState,
+                                   _ progress: (String) -> Void) throws {
+        state.stage = ReconcileVia.refundHistory.rawValue
+        let budget = max(0, settings.maxCallsPerRun - settings.historyReserve * environments.count) / 4
+        guard budget > 0 else { return }
+        let customers = try store.refundHistoryCustomers(projectId: project.id, environments: environments,
+                                                         limit: budget)
+        var read = 0
+        for customer in customers {
+            state.environment = customer.environment
+            var revision = customer.revision
+            var pages = 0
+            var failed = false
+            while pages < settings.refundPagesPerCustomer, state.report.appleCalls < budget, takeCall(&state) {
+                let fetched = Result { () throws -> TransactionHistoryPage in
+                    try appStore.refundHistory(transactionId: customer.transactionId, revision: revision,
+                                               environment: customer.environment, credentials: credentials)
+                }
+                guard case .success(let page) = fetched else {
+                    if case .failure(let error) = fetched {
+                        if Self.stopsRun(error) { throw error }
+                        // A revision Apple no longer accepts, or a customer it no longer knows: read from the start
+                        // next time (what was read twice records nothing new).
+                        state.problem(ReconcileProblem(stage: state.stage, environment: customer.environment,
+                                                       message: "refund history of \(customer.key): \(error)"))
+                    }
+                    failed = true
+                    break
+                }
+                pages += 1
+                for jws in page.signedItems {
+                    do {
+                        try applyTransaction(jws, renewal: nil, via: .refundHistory, project, &state, progress)
+                    } catch let error where !Self.stopsRun(error) {
+                        state.problem(ReconcileProblem(stage: state.stage, environment: customer.environment,
+                                                       message: "refunded transaction not applied: \(error)"))
+                    }
+                }
+                if let next = page.next { revision = next }
+                guard page.hasMore, page.next != nil else { break }
+            }
+            if pages > 0 || failed {
+                read += 1
+                try store.setRefundRevision(projectId: project.id, customer: customer, revision: failed ? nil : revision,
+                                            at: now())
+            }
+            if state.report.appleCalls >= budget || state.cancelled { break }
+        }
+        progress("refund history: \(read) of \(customers.count) customers read, \(state.report.refundsFound) refunds found")
     }
 }

@@ -127,6 +127,7 @@ enum AuditRows {
             ("consumption_response", .string(project.consumption.response.rawValue)),
             ("sandbox_access", .string(project.sandbox.access.rawValue)),
             ("sandbox_allowed_user_ids", .list(project.sandbox.allowedUserIds.map { .string($0) })),
+            ("finish_transactions", .bool(project.finishTransactions)),
         ]
     }
 

@@ -188,7 +188,9 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
         for row in try purchaseFacts.rows("""
             t.transaction_id, t.original_transaction_id, t.environment, t.product_id, t.purchase_date,
                 t.expires_date, t.revocation_date, t.revocation_type, t.revocation_reason, t.source, t.first_seen_at,
-                t.payload::text AS payload
+                t.payload::text AS payload,
+                (SELECT f.finished_at FROM transaction_finishes f WHERE f.project_id = t.project_id
+                    AND f.environment = t.environment AND f.transaction_id = t.transaction_id) AS finished_at
             """, of: "transactions", as: "t", orderBy: #"t.purchase_date, t.transaction_id COLLATE "C""#) {
             facts.transactions.append(TransactionRecord(
                 transactionId: try row.decode("transaction_id", as: String.self),
@@ -202,7 +204,8 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
                 source: try row.decode("source", as: String?.self),
                 firstSeenAt: try row.decode("first_seen_at", as: Date.self),
                 payloadJSON: try row.decode("payload", as: String.self),
-                revocationReason: try row.decode("revocation_reason", as: Int?.self)))
+                revocationReason: try row.decode("revocation_reason", as: Int?.self),
+                finishedAt: try row.decode("finished_at", as: Date?.self)))
         }
 
         for row in try purchaseFacts.rows(

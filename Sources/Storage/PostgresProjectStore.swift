@@ -16,7 +16,7 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
         require_secret_key_for_reads, app_account_token_policy, projects.created_at, updated_at,
         consumption_response, consumption_customer_consented, consumption_sample_content_provided,
         consumption_refund_preference,
-        entitlement_tokens, entitlement_token_ttl_seconds, sandbox_access, sandbox_allowed_user_ids,
+        entitlement_tokens, entitlement_token_ttl_seconds, sandbox_access, sandbox_allowed_user_ids, finish_transactions,
         projects.app_purchase_entitlements ->> 'purchased_before_version' AS app_purchase_before_version,
         ARRAY(SELECT jsonb_array_elements_text(projects.app_purchase_entitlements -> 'entitlements'))
             AS app_purchase_entitlement_list,
@@ -72,7 +72,8 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
                         require_secret_key_for_reads, app_account_token_policy, app_purchase_entitlements, created_at,
                         updated_at, consumption_response, consumption_customer_consented,
                         consumption_sample_content_provided, consumption_refund_preference,
-                        entitlement_tokens, entitlement_token_ttl_seconds, sandbox_access, sandbox_allowed_user_ids)
+                        entitlement_tokens, entitlement_token_ttl_seconds, sandbox_access, sandbox_allowed_user_ids,
+                        finish_transactions)
                     VALUES (\(id), \(accountId), \(new.name), \(new.bundleId), \(Bind.int64(new.appAppleId)),
                         \(new.environments.map(\.rawValue)), \(new.transferPolicy.rawValue), \(new.allowXcode),
                         \(new.requireSecretKeyForReads), \(new.appAccountTokenPolicy.rawValue),
@@ -83,7 +84,8 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
                         \(now), \(now), \(new.consumption.response.rawValue), \(new.consumption.customerConsented),
                         \(new.consumption.sampleContentProvided), \(Bind.text(new.consumption.refundPreference?.rawValue)),
                         \(new.entitlementTokens), \(Int64(new.entitlementTokenTTLSeconds))::int4,
-                        \(new.sandbox.access.rawValue), \(new.sandbox.allowedUserIds)::text[])
+                        \(new.sandbox.access.rawValue), \(new.sandbox.allowedUserIds)::text[],
+                        \(new.finishTransactions))
                     """)
                 for key in keys { try Self.insert(key, projectId: id, connection) }
                 try Self.announceChange(of: id, connection)
@@ -148,6 +150,7 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
                         entitlement_token_ttl_seconds = \(Int64(next.entitlementTokenTTLSeconds))::int4,
                         sandbox_access = \(next.sandbox.access.rawValue),
                         sandbox_allowed_user_ids = \(next.sandbox.allowedUserIds)::text[],
+                        finish_transactions = \(next.finishTransactions),
                         updated_at = \(now)
                     WHERE id = \(id)
                     RETURNING \(unsafeSQL: Self.columns)
@@ -352,6 +355,7 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
             accountId: try row.decode("account_id", as: UUID.self)
         )
         project.entitlementTokens = try row.decode("entitlement_tokens", as: Bool.self)
+        project.finishTransactions = try row.decode("finish_transactions", as: Bool.self)
         project.entitlementTokenTTLSeconds = Int(try row.decode("entitlement_token_ttl_seconds", as: Int64.self))
         project.consumption = try consumptionSettings(from: row)
         // Values the CHECK constraint allows; anything else reads as the default.

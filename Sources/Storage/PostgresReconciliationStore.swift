@@ -83,6 +83,7 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
                         outcome = \(report.outcome.rawValue), checked = \(Int64(report.checked))::int,
                         changed = \(Int64(report.changed))::int,
                         notifications_applied = \(Int64(report.notificationsApplied))::int,
+                        refunds_found = \(Int64(report.refundsFound))::int,
                         skipped = \(Int64(report.skipped))::int, apple_calls = \(Int64(report.appleCalls))::int,
                         errors = \(errors)::jsonb
                     WHERE project_id = \(report.projectId) AND id = \(report.runId)
@@ -94,6 +95,7 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
                         AuditChange("checked", .null, .int(report.checked)),
                         AuditChange("changed", .null, .int(report.changed)),
                         AuditChange("notifications_applied", .null, .int(report.notificationsApplied)),
+                        AuditChange("refunds_found", .null, .int(report.refundsFound)),
                     ])
                 }
                 return updated
@@ -177,12 +179,13 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
     }
 
     public func applyChecked(transaction: TransactionFacts, renewal: RenewalFacts?, via: ReconcileVia,
-                             project: Project, runId: Int64, now: Date) throws -> ReconcileChange?
+                             project: Project, runId: Int64, now: Date) throws -> ReconcileApplied
     {
         let t = transaction
         return try StorageErrors.mapping("reconcile apply") {
-            try pool.transaction { connection -> ReconcileChange? in
+            try pool.transaction { connection -> ReconcileApplied in
                 let before = try Self.purchase(project.id, t.environment, t.originalTransactionId, on: connection)
+                let wasRevoked = try Self.isRevoked(project.id, t, on: connection)
                 do {
                     // bouncer_record_transaction (schema/functions/) with p_source 'reconcile' and no user.
                     try connection.query("""
@@ -210,11 +213,66 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
                             \(r.eligibleWinBackOfferIds)::text[], \(now))
                         """)
                 }
+                let isRevoked = try Self.isRevoked(project.id, t, on: connection)
+                let newRefund = !wasRevoked && isRevoked
                 guard let after = try Self.purchase(project.id, t.environment, t.originalTransactionId, on: connection),
                       let change = ReconcileChange.between(before, after, runId: runId, via: via, at: now)
-                else { return nil }
+                else { return ReconcileApplied(change: nil, newRefund: newRefund) }
                 try Self.insert(change, projectId: project.id, on: connection)
-                return change
+                return ReconcileApplied(change: change, newRefund: newRefund)
+            }
+        }
+    }
+
+    public func refundHistoryCustomers(projectId: UUID, environments: [StoreEnvironment], limit: Int) throws
+        -> [RefundHistoryCustomer]
+    {
+        let names = environments.map(\.rawValue)
+        return try StorageErrors.mapping("reconcile refund customers") {
+            try pool.withConnection { connection in
+                // One row per Apple account (an appTransactionId, else the purchase alone), asked about through its
+                // most recent purchase's latest transaction.
+                try connection.query("""
+                    SELECT c.environment, c.customer, c.transaction_id, r.revision FROM (
+                        SELECT DISTINCT ON (k.environment, k.customer) k.environment, k.customer, k.transaction_id
+                        FROM (
+                            SELECT p.environment, p.latest_transaction_id AS transaction_id, p.purchase_date,
+                                p.original_transaction_id,
+                                CASE WHEN t.app_transaction_id IS NOT NULL THEN 'app:' || t.app_transaction_id
+                                     ELSE 'purchase:' || p.original_transaction_id END AS customer
+                            FROM purchases p
+                            LEFT JOIN transactions t ON t.project_id = p.project_id AND t.environment = p.environment
+                                AND t.transaction_id = p.latest_transaction_id
+                            WHERE p.project_id = \(projectId) AND p.environment = ANY(\(names))
+                        ) k
+                        ORDER BY k.environment, k.customer, k.purchase_date DESC NULLS LAST,
+                            k.original_transaction_id COLLATE "C"
+                    ) c
+                    LEFT JOIN reconcile_refund_revisions r ON r.project_id = \(projectId)
+                        AND r.environment = c.environment AND r.customer = c.customer
+                    ORDER BY r.read_at ASC NULLS FIRST, c.customer COLLATE "C", c.environment
+                    LIMIT \(Int64(max(0, limit)))
+                    """).map { row in
+                    RefundHistoryCustomer(
+                        environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
+                        key: try row.decode("customer", as: String.self),
+                        transactionId: try row.decode("transaction_id", as: String.self),
+                        revision: try row.decode("revision", as: String?.self))
+                }
+            }
+        }
+    }
+
+    public func setRefundRevision(projectId: UUID, customer: RefundHistoryCustomer, revision: String?, at: Date) throws {
+        _ = try StorageErrors.mapping("reconcile refund revision") {
+            try pool.autocommit { connection in
+                try connection.execute("""
+                    INSERT INTO reconcile_refund_revisions (project_id, environment, customer, revision, read_at)
+                    VALUES (\(projectId), \(customer.environment.rawValue), \(customer.key), \(Bind.text(revision))::text,
+                        \(at))
+                    ON CONFLICT (project_id, environment, customer)
+                    DO UPDATE SET revision = EXCLUDED.revision, read_at = EXCLUDED.read_at
+                    """)
             }
         }
     }
@@ -278,7 +336,7 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
             try pool.withConnection { connection in
                 var reports = try connection.query("""
                     SELECT id, trigger, started_at, finished_at, outcome, checked, changed, notifications_applied,
-                        skipped, apple_calls, errors::text AS errors
+                        refunds_found, skipped, apple_calls, errors::text AS errors
                     FROM reconcile_runs WHERE project_id = \(projectId)
                     ORDER BY started_at DESC, id DESC LIMIT \(Int64(max(0, limit)))
                     """).map { row -> ReconcileReport in
@@ -291,6 +349,7 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
                     report.checked = try row.decode("checked", as: Int.self)
                     report.changed = try row.decode("changed", as: Int.self)
                     report.notificationsApplied = try row.decode("notifications_applied", as: Int.self)
+                    report.refundsFound = try row.decode("refunds_found", as: Int.self)
                     report.skipped = try row.decode("skipped", as: Int.self)
                     report.appleCalls = try row.decode("apple_calls", as: Int.self)
                     report.errors = Self.errors(fromJSON: try row.decode("errors", as: String.self))
@@ -346,6 +405,15 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
             WHERE p.project_id = \(projectId) AND p.environment = \(environment.rawValue)
               AND p.original_transaction_id = \(originalTransactionId)
             """).first.map(PurchaseRows.state)
+    }
+
+    /// Whether the stored transaction is revoked (`false` when it is not stored).
+    private static func isRevoked(_ projectId: UUID, _ t: TransactionFacts, on connection: Connection) throws -> Bool {
+        try connection.query("""
+            SELECT revocation_date IS NOT NULL AS revoked FROM transactions
+            WHERE project_id = \(projectId) AND environment = \(t.environment.rawValue)
+              AND transaction_id = \(t.transactionId)
+            """).first?.decode("revoked", as: Bool.self) ?? false
     }
 
     private static func insert(_ c: ReconcileChange, projectId: UUID, on connection: Connection) throws {

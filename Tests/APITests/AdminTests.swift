@@ -34,7 +34,7 @@ final class AdminTests: XCTestCase {
                                                  "consumption_refund_preference", "app_purchase_entitlements",
                                                  "entitlement_tokens", "entitlement_token_ttl_seconds",
                                                  "sandbox_access", "sandbox_allowed_user_ids",
-                                                 "public_key", "public_keys",
+                                                 "finish_transactions", "public_key", "public_keys",
                                                  "secret_keys", "created_at", "updated_at", "secret_key"])
         XCTAssertEqual(json["app_account_token_policy"]?.stringValue, "ignore")
         XCTAssertEqual(json["public_keys"], [["key": .string(publicKey), "created_at": "2026-06-01T00:00:00.000Z",
@@ -116,7 +116,7 @@ final class AdminTests: XCTestCase {
             + #""consumption_sample_content_provided":false,"consumption_refund_preference":null,"#
             + #""app_purchase_entitlements":null,"#
             + #""entitlement_tokens":false,"entitlement_token_ttl_seconds":300,"#
-            + #""sandbox_access":"all","sandbox_allowed_user_ids":[],"#
+            + #""sandbox_access":"all","sandbox_allowed_user_ids":[],"finish_transactions":false,"#
             + #""public_key":"pk_0123456789abcdef0123456789abcdef","#
             + #""public_keys":[{"key":"pk_0123456789abcdef0123456789abcdef","created_at":"2026-06-01T00:00:00.000Z","#
             + #""expires_at":null}],"secret_keys":[{"last4":"abab","created_at":"2026-06-01T00:00:00.000Z","#

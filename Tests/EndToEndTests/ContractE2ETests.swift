@@ -24,7 +24,7 @@ final class ContractE2ETests: SharedServerTestCase {
             "require_secret_key_for_reads", "app_account_token_policy", "consumption_response",
             "consumption_customer_consented", "consumption_sample_content_provided", "consumption_refund_preference",
             "app_purchase_entitlements", "entitlement_tokens", "entitlement_token_ttl_seconds", "sandbox_access",
-            "sandbox_allowed_user_ids", "public_key", "public_keys", "secret_keys", "created_at", "updated_at",
+            "sandbox_allowed_user_ids", "finish_transactions", "public_key", "public_keys", "secret_keys", "created_at", "updated_at",
             "secret_key",
         ])
         XCTAssertNotNil(UUID(uuidString: tenant.id), tenant.id)

@@ -100,7 +100,7 @@ final class ReconcileE2ETests: XCTestCase {
         XCTAssertEqual(body["errors"], [])
         XCTAssertEqual(body["outcome"], "completed")
         XCTAssertEqual(body["trigger"], "admin")
-        XCTAssertEqual(body["apple_calls"], 3, "one status call, one history page per environment")
+        XCTAssertEqual(body["apple_calls"], 4, "one status call, one history page per environment, one refund history page")
 
         // The customer's answer changed, and so did the stored facts, marked as written by reconciliation.
         let user = try s.api.user(s.tenant.publicKey, "alice").json()
@@ -145,13 +145,19 @@ final class ReconcileE2ETests: XCTestCase {
         XCTAssertEqual(try s.db.count("reconcile_runs", project: s.tenant.id), 2)
     }
 
-    func testRefundOfANonConsumableIsFoundWithTransactionInfo() throws {
-        let s = try makeSetup(label: "reconcile_lifetime")
-        defer { s.server.stopAndAssertCleanExit() }
+    /// A non-consumable of the setup's project ("com.e2e.lifetime", entitlement lifetime).
+    func nonConsumable(_ s: Setup) -> TransactionPayload {
         var lifetime = TransactionPayload(bundleId: s.tenant.bundleId)
         lifetime.type = "Non-Consumable"
         lifetime.productId = "com.e2e.lifetime"
         lifetime.expiresDate = nil
+        return lifetime
+    }
+
+    func testRefundOfANonConsumableIsFoundWithTransactionInfo() throws {
+        let s = try makeSetup(label: "reconcile_lifetime")
+        defer { s.server.stopAndAssertCleanExit() }
+        let lifetime = nonConsumable(s)
         XCTAssertEqual(try s.api.postReceipt(s.tenant.publicKey, try lifetime.mint(), user: "bob").status, 201)
         var refunded = lifetime
         refunded.revocationDate = E2E.ms(-10)
@@ -387,9 +393,10 @@ final class ReconcileE2ETests: XCTestCase {
             instances.insert(try row.decode("instance", as: String.self))
         }
         XCTAssertLessThanOrEqual(instances.count, 2)
-        // Every call Apple received belongs to exactly one recorded run: 3 status calls + 2 history pages each.
+        // Every call Apple received belongs to exactly one recorded run: 3 refund history pages + 3 status calls + 2
+        // history pages each.
         XCTAssertEqual(Int64(s.apple.requests.count), calls)
-        XCTAssertLessThanOrEqual(calls, Int64(runs.count) * 5)
-        XCTAssertGreaterThanOrEqual(calls, Int64(runs.count - 1) * 5 + 1)
+        XCTAssertLessThanOrEqual(calls, Int64(runs.count) * 8)
+        XCTAssertGreaterThanOrEqual(calls, Int64(runs.count - 1) * 8 + 1)
     }
 }

@@ -109,12 +109,19 @@ final class ReconciliationStoreTests: XCTestCase {
         let at = Self.t0.addingTimeInterval(Self.day)
 
         // The same facts again: nothing changed, nothing recorded.
-        XCTAssertNil(try store.applyChecked(transaction: bought, renewal: nil, via: .subscriptionStatus,
-                                            project: project, runId: runId, now: at))
+        XCTAssertEqual(try store.applyChecked(transaction: bought, renewal: nil, via: .subscriptionStatus,
+                                              project: project, runId: runId, now: at),
+                       ReconcileApplied(change: nil, newRefund: false))
         // Apple's newer statement: refunded.
         let refunded = Self.transaction("sub1", signed: at, revoked: at)
-        let change = try XCTUnwrap(try store.applyChecked(transaction: refunded, renewal: nil, via: .subscriptionStatus,
-                                                          project: project, runId: runId, now: at))
+        let applied = try store.applyChecked(transaction: refunded, renewal: nil, via: .subscriptionStatus,
+                                             project: project, runId: runId, now: at)
+        XCTAssertTrue(applied.newRefund)
+        let change = try XCTUnwrap(applied.change)
+        // The same refund again: not new.
+        XCTAssertEqual(try store.applyChecked(transaction: refunded, renewal: nil, via: .refundHistory,
+                                              project: project, runId: runId, now: at),
+                       ReconcileApplied(change: nil, newRefund: false))
         XCTAssertEqual(change.beforeStatus, .active)
         XCTAssertEqual(change.afterStatus, .revoked)
         XCTAssertEqual(change.afterRevocationDate, at)

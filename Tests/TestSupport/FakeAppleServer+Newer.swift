@@ -34,7 +34,9 @@ extension FakeAppleServer {
         store.mutex.withLock { $0.newer.tokensSet[environment] ?? [:] }
     }
 
-    /// Get Refund History answers these pages for `transactionId` (tokens "revision-n" as transaction history).
+    /// Get Refund History answers these pages for `transactionId`: "revision-n" continues after page n, and the last
+    /// page's revision stays valid, answering what was added since (pages appended later); a transaction without
+    /// pages answers an empty history with "revision-0" (a customer with no refunds).
     public func setRefundHistory(_ transactionId: String, pages: [[String]], environment: Environment) {
         store.mutex.withLock { $0.newer.refunds[environment, default: [:]][transactionId] = pages }
     }
@@ -108,13 +110,19 @@ extension FakeAppleServer {
             state.tokensSet[environment, default: [:]][id] = token.lowercased()
             return .respond(status: 200)
         case .refundHistory:
-            guard let pages = state.refunds[environment]?[id] else { return appleError(404, 4040010, "Transaction id not found.") }
-            let revision = request.query.first { $0.name == "revision" }?.value
-            guard let result = page(pages, token: revision, prefix: "revision-") else {
-                return appleError(400, 4000005, "Invalid revision.")
+            let pages = state.refunds[environment]?[id] ?? []
+            var index = 0
+            if let revision = request.query.first(where: { $0.name == "revision" })?.value {
+                guard revision.hasPrefix("revision-"), let n = Int(revision.dropFirst("revision-".count)),
+                      n >= 0, n <= pages.count else {
+                    return appleError(400, 4000005, "Invalid revision.")
+                }
+                index = n
             }
-            return ok(["revision": .string(result.next), "hasMore": .bool(result.hasMore),
-                       "signedTransactions": .array(result.items.map { .string($0) })])
+            let items = index < pages.count ? pages[index] : []
+            let next = index < pages.count ? index + 1 : index
+            return ok(["revision": .string("revision-\(next)"), "hasMore": .bool(next < pages.count),
+                       "signedTransactions": .array(items.map { .string($0) })])
         case .massExtendRenewalDate:
             guard let body = request.jsonBody?.objectValue, let requestId = body["requestIdentifier"]?.stringValue,
                   UUID(uuidString: requestId) != nil else {

@@ -55,6 +55,7 @@ BEGIN
             'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
         INTO v_count, v_tx FROM consumed;
         PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
+        PERFORM bouncer_finish_queue_add(p_project_id, v_tx);
         RETURN v_count;
     END IF;
 
@@ -72,10 +73,13 @@ BEGIN
         RETURNING c AS taken)
     SELECT array_agg(consumed.taken ORDER BY (consumed.taken).seq) INTO v_rows FROM consumed;
     -- The money facts of the batch's purchases first (revenue_transactions, schema/0062): its events show them.
-    PERFORM bouncer_revenue_roll_up(p_project_id, (
-        SELECT jsonb_agg(jsonb_build_object('environment', c.environment,
+    -- Its new consumables and non-consumables are queued for Finish Transaction (schema/0047).
+    SELECT jsonb_agg(jsonb_build_object('environment', c.environment,
             'original_transaction_id', c.original_transaction_id, 'tx', c.data -> 'tx'))
-        FROM unnest(v_rows) c WHERE c.data ? 'tx'));
+    INTO v_tx
+    FROM unnest(v_rows) c WHERE c.data ? 'tx';
+    PERFORM bouncer_revenue_roll_up(p_project_id, v_tx);
+    PERFORM bouncer_finish_queue_add(p_project_id, v_tx);
 
     FOR r IN
         WITH c AS MATERIALIZED (

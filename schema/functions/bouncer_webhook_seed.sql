@@ -26,6 +26,7 @@ BEGIN
             'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
     INTO v_tx FROM consumed;
     PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
+    PERFORM bouncer_finish_queue_add(p_project_id, v_tx);
     INSERT INTO webhook_entitlement_states (project_id, user_id, entitlement, environment, original_transaction_id,
         product_id, expires_at)
     SELECT p_project_id, u.user_id, n.* FROM (

@@ -417,6 +417,9 @@ const splitList = (text) => text.split(",").map((s) => s.trim()).filter((s) => s
 
 // ---- Customers ---------------------------------------------------------------------------------------------
 
+/** Apple's order ids: letters and digits, at least one letter (transaction ids are all digits), at most 32. */
+const isOrderId = (text) => /^[A-Za-z0-9]{1,32}$/.test(text) && /[A-Za-z]/.test(text);
+
 const userPath = (id, user) => `/v1/admin/projects/${id}/users/${encodeURIComponent(user)}`;
 
 /** A datetime-local value as an ISO instant; unparsable text is sent as typed so the API explains it. */
@@ -435,15 +438,44 @@ async function customersPage(id, query) {
     location.hash = `#/projects/${id}/customers?user=${encodeURIComponent(input.value.trim())}`;
   } }, field("user_id", "User id", input, "The app's user id (appAccountToken or the id your backend posts)."),
   h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Find")));
-  const txInput = h("input", { id: "customer-transaction-id", name: "transaction_id", inputmode: "numeric",
-    value: query.get("transaction") || "" });
+  const txInput = h("input", { id: "customer-transaction-id", name: "transaction_id",
+    value: query.get("transaction") || query.get("order") || "" });
   const txForm = h("form", { class: "card", role: "search", id: "transaction-search-form", onsubmit: (e) => {
     e.preventDefault();
-    location.hash = `#/projects/${id}/customers?transaction=${encodeURIComponent(txInput.value.trim())}`;
-  } }, field("transaction_id", "Or a transaction id", txInput,
-    "Any transaction id Bouncer recorded (a purchase, a renewal, a restore): finds the users holding its purchase."),
-  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Find by transaction")));
+    const text = txInput.value.trim();
+    // Transaction ids are digits; an App Store order id (the customer's emailed receipt) has letters too.
+    const kind = isOrderId(text) ? "order" : "transaction";
+    location.hash = `#/projects/${id}/customers?${kind}=${encodeURIComponent(text)}`;
+  } }, field("transaction_id", "Or a transaction id or an order id", txInput,
+    "Any transaction id Bouncer recorded (a purchase, a renewal, a restore), or the order id of the customer's "
+      + "emailed App Store receipt (e.g. MK5TTTVWJH, asked of Apple): finds the users holding its purchases."),
+  h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Find")));
   main.replaceChildren(h("h1", {}, "Customers"), form, txForm, result);
+  const order = query.get("order");
+  if (order) {
+    result.replaceChildren(loading());
+    let o;
+    try {
+      o = await api("GET", `/v1/admin/projects/${id}/orders/${encodeURIComponent(order)}`);
+    } catch (error) { showError(result, error, txForm); return; }
+    const holders = new Map((o.holders || []).map((x) => [x.original_transaction_id, x.user_ids]));
+    const users = [...new Set((o.holders || []).flatMap((x) => x.user_ids))];
+    result.replaceChildren(h("div", { class: "card", id: "order-result" },
+      h("h2", {}, "Order ", h("code", {}, o.order_id), " ",
+        h("span", { class: `badge ${o.status === "valid" ? "active" : "expired"}`, id: "order-status" }, o.status)),
+      pagedTable(["Transaction", "Product", "Status", "Purchased", "Users"], o.transactions || [], (x) =>
+        h("tr", { "data-transaction-id": x.transaction_id },
+          h("td", {}, h("a", { href: `#/projects/${id}/customers?transaction=${encodeURIComponent(x.transaction_id)}` },
+            h("code", {}, x.transaction_id))),
+          h("td", {}, h("code", {}, x.product_id)), h("td", {}, h("span", { class: `badge ${x.status}` }, x.status)),
+          h("td", {}, x.purchase_date || "—"), h("td", {}, (holders.get(x.original_transaction_id) || []).join(", ") || "none")),
+        "order-transactions"),
+      users.length
+        ? h("ul", { id: "order-holders" }, users.map((u) => h("li", {},
+          h("a", { href: `#/projects/${id}/customers?user=${encodeURIComponent(u)}`, "data-user-id": u }, u))))
+        : h("p", { id: "order-holders", class: "muted" }, "No user here holds these purchases (never posted, moved away or erased).")));
+    return;
+  }
   const transaction = query.get("transaction");
   if (transaction) {
     result.replaceChildren(loading());

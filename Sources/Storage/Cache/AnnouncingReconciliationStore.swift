@@ -17,15 +17,15 @@ public final class AnnouncingReconciliationStore: AnnouncingStore<any Reconcilia
     }
 
     public func applyChecked(transaction: TransactionFacts, renewal: RenewalFacts?, via: ReconcileVia,
-                             project: Project, runId: Int64, now: Date) throws -> ReconcileChange?
+                             project: Project, runId: Int64, now: Date) throws -> ReconcileApplied
     {
-        let change = try inner.applyChecked(transaction: transaction, renewal: renewal, via: via, project: project,
-                                            runId: runId, now: now)
-        if change != nil {
+        let applied = try inner.applyChecked(transaction: transaction, renewal: renewal, via: via, project: project,
+                                             runId: runId, now: now)
+        if applied.change != nil || applied.newRefund {
             announce([.purchase(project.id, environment: transaction.environment.rawValue,
                                 originalTransactionId: transaction.originalTransactionId)])
         }
-        return change
+        return applied
     }
 
     public func applyRecovered(_ notification: NotificationFacts, project: Project, runId: Int64, now: Date) throws
@@ -72,6 +72,16 @@ public final class AnnouncingReconciliationStore: AnnouncingStore<any Reconcilia
     {
         try inner.markChecked(projectId: projectId, environment: environment,
                               originalTransactionId: originalTransactionId, at: at)
+    }
+
+    public func refundHistoryCustomers(projectId: UUID, environments: [StoreEnvironment], limit: Int) throws
+        -> [RefundHistoryCustomer]
+    {
+        try inner.refundHistoryCustomers(projectId: projectId, environments: environments, limit: limit)
+    }
+
+    public func setRefundRevision(projectId: UUID, customer: RefundHistoryCustomer, revision: String?, at: Date) throws {
+        try inner.setRefundRevision(projectId: projectId, customer: customer, revision: revision, at: at)
     }
 
     public func catchUpCursor(projectId: UUID, environment: StoreEnvironment) throws -> Date? {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives the Bouncer console in headless Chromium (Selenium), against a live `bouncer serve`.
 
-Run by ConsoleBrowserE2ETests (Swift), which starts the server and passes, in the environment:
+Run by ConsoleE2ETests (Swift), which starts the server and passes, in the environment:
 BOUNCER_URL, ADMIN_TOKEN, BUNDLE_ID, PRODUCT_ID, USER_ID, SIGNED_TRANSACTION (a TestPKI-signed JWS of that
 bundle and product), SCREENSHOT_DIR. Prints one "STEP ..." line per checked step and a final "RESULT {json}" with
 the measurements; exits 0 only when every check held. Exit 3 means Chromium/Selenium are missing.
