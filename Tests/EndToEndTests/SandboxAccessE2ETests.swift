@@ -92,4 +92,37 @@ final class SandboxAccessE2ETests: SharedServerTestCase {
         XCTAssertEqual(now["status"], "active")
         XCTAssertEqual(now["entitlements"], ["pro"])
     }
+
+    /// The webhook copy applies the same rule: a stranger's Sandbox purchase is announced as a purchase
+    /// (subscription.started: a fact) but grants no entitlement (no entitlement.granted), a tester's does.
+    func testAllowlistedSandboxGrantsAreTheOnlyOnesAnnouncedToTheWebhook() throws {
+        let api = try self.api, server = try self.server, db = try self.db
+        let tenant = try api.createProject()
+        try api.mapProduct(tenant)
+        // A webhook configured (its deliveries to a closed loopback port are refused and retried: only the outbox
+        // rows matter here).
+        _ = try db.query("""
+            INSERT INTO webhook_endpoints (project_id, url, events, sealed_secret, encryption_key_id, created_at, updated_at)
+            VALUES (\(tenant.id)::uuid, 'https://127.0.0.1:9/hook', NULL, '\\x00'::bytea, '0123456789abcdef', now(), now())
+            """)
+        let patched = try server.client.send("PATCH", "/v1/admin/projects/\(tenant.id)", json: [
+            "sandbox_access": "allowlist", "sandbox_allowed_user_ids": ["tester"],
+        ], headers: E2E.admin)
+        XCTAssertEqual(patched.status, 200, patched.description)
+        for user in ["tester", "stranger"] {
+            let posted = try api.postReceipt(tenant.publicKey, try TransactionPayload(bundleId: tenant.bundleId).mint(),
+                                             user: user)
+            XCTAssertEqual(posted.status, 201, posted.description)
+        }
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 }, "derived")
+        let rows = try db.query("""
+            SELECT user_id, type FROM webhook_events WHERE project_id = \(tenant.id)::uuid ORDER BY user_id, seq
+            """)
+        XCTAssertEqual(try rows.map { [try $0.decode("user_id", as: String.self), try $0.decode("type", as: String.self)] }, [
+            ["stranger", "subscription.started"],
+            ["tester", "subscription.started"],
+            ["tester", "entitlement.granted"],
+        ])
+    }
+
 }

@@ -2,6 +2,8 @@
 -- purchases under the current product mapping, each with the purchase whose access lasts longest (NULL: forever;
 -- ties by original transaction id, then environment). The products held are found by skipping through
 -- webhook_purchase_states_held_idx (a loose index scan), then each one's best purchase is its first entry.
+-- Sandbox access (schema/0060, Domain's SandboxAccessRules.withholds): under 'allowlist' a Sandbox purchase of a user
+-- outside sandbox_allowed_user_ids grants nothing.
 CREATE OR REPLACE FUNCTION bouncer_webhook_copy_entitlements(p_project_id uuid, p_user_id text)
 RETURNS TABLE (entitlement text, environment text, original_transaction_id text, product_id text,
     expires_at timestamptz)
@@ -25,6 +27,8 @@ LANGUAGE sql STABLE AS $$
         FROM webhook_purchase_states st
         WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.status = 'active'
           AND st.product_id = h.product_id
+          AND NOT (st.environment = 'Sandbox' AND EXISTS (SELECT 1 FROM projects p WHERE p.id = p_project_id
+                       AND p.sandbox_access = 'allowlist' AND NOT p_user_id = ANY (p.sandbox_allowed_user_ids)))
         ORDER BY st.access_ends_at DESC NULLS FIRST, st.original_transaction_id COLLATE "C", st.environment COLLATE "C"
         LIMIT 1) b
     CROSS JOIN LATERAL unnest(pr.entitlements) AS e(entitlement)
