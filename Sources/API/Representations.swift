@@ -36,6 +36,16 @@ public enum Representations {
         RetentionMessagesController.assetsBody("messages", "message_id", messages)
     }
 
+    /// Apple's retention images as `GET /v1/admin/projects/:id/retention/images` lists them.
+    public static func retentionImages(_ images: [RetentionAssetState]) -> [UInt8] {
+        RetentionMessagesController.assetsBody("images", "image_id", images)
+    }
+
+    /// An uploaded retention image as `PUT …/retention/images/:imageId` returns it.
+    public static func retentionImage(_ imageId: UUID, environment: StoreEnvironment, bytes: Int) -> [UInt8] {
+        RetentionMessagesController.imageBody(imageId, environment, bytes: bytes)
+    }
+
     /// An uploaded retention message as `PUT …/retention/messages/:messageId` returns it.
     public static func retentionMessage(_ upload: RetentionMessageUpload, environment: StoreEnvironment) -> [UInt8] {
         RetentionMessagesController.messageBody(upload, environment)

@@ -132,13 +132,18 @@ struct RetentionMessagesController: APIController {
         try RequestBody.translating(suggestion: Self.imageSuggestion) {
             try service().uploadImage(projectId: id, imageId: imageId, png: request.body, environment: environment)
         }
+        return Response.json(200, Self.imageBody(imageId, environment, bytes: request.body.count))
+    }
+
+    /// An uploaded image, as `PUT …/retention/images/:imageId` answers it.
+    static func imageBody(_ imageId: UUID, _ environment: StoreEnvironment, bytes: Int) -> [UInt8] {
         var body = JSONBody(capacity: 160)
         body.object {
             $0.field("image_id", imageId.uuidString.lowercased())
             $0.field("environment", environment.rawValue)
-            $0.field("bytes", request.body.count)
+            $0.field("bytes", bytes)
         }
-        return Response.json(200, body.bytes)
+        return body.bytes
     }
 
     func deleteImage(_ request: Request) throws -> Response {

@@ -12,13 +12,18 @@ public enum RetentionCommands {
                bouncer retention messages upload PROJECT_ID --header TEXT --body TEXT [--message-id UUID]
                                                  [--image-id UUID --alt-text TEXT] [--environment E]
                bouncer retention messages delete PROJECT_ID MESSAGE_ID [--environment E]
+               bouncer retention images list PROJECT_ID [--environment E]
+               bouncer retention images upload PROJECT_ID FILE.png [--image-id UUID] [--environment E]
+               bouncer retention images delete PROJECT_ID IMAGE_ID [--environment E]
                bouncer retention default-message set PROJECT_ID PRODUCT_ID LOCALE MESSAGE_ID [--environment E]
+               bouncer retention default-message delete PROJECT_ID PRODUCT_ID LOCALE [--environment E]
                bouncer retention realtime-url set PROJECT_ID URL [--environment E]
                bouncer retention performance-test PROJECT_ID ORIGINAL_TRANSACTION_ID
 
         Calls Apple's Retention Messaging API with the project's App Store credentials, as the admin routes
         /v1/admin/projects/{id}/retention/... do. E is Production or Sandbox (default Sandbox; the performance test
-        runs in Sandbox only). upload without --message-id uses a new UUID. Header: at most 66 characters, body 144,
+        runs in Sandbox only). upload without --message-id (--image-id) uses a new UUID; an image is a PNG file of at
+        most 1 MiB. Header: at most 66 characters, body 144,
         alt text 150; the URL must be https.
         Prints JSON as the admin API does. Exit status: 0 done, 1 failed (Apple refused or unavailable, unknown
         project, database), 2 invalid arguments (Apple not asked).
@@ -108,6 +113,35 @@ public enum RetentionCommands {
                 try $0.deleteMessage(projectId: projectId, messageId: messageId, environment: environment)
                 return []
             }
+        case "images list":
+            try expect(1)
+            return metered { [Representations.retentionImages(try $0.images(projectId: projectId, environment: environment))] }
+        case "images upload":
+            try expect(2)
+            let imageId = try options["--image-id"].map { (text) throws(UsageError) in try uuid(text, "--image-id") } ?? UUID()
+            let png = try imageFile(arguments[1])
+            return recorded("PUT", base + "images/:imageId", ["id": id, "imageId": imageId.uuidString.lowercased()],
+                            projectId) {
+                try $0.uploadImage(projectId: projectId, imageId: imageId, png: png, environment: environment)
+                return [Representations.retentionImage(imageId, environment: environment, bytes: png.count)]
+            }
+        case "images delete":
+            try expect(2)
+            let imageId = try uuid(arguments[1], "IMAGE_ID")
+            return recorded("DELETE", base + "images/:imageId", ["id": id, "imageId": imageId.uuidString.lowercased()],
+                            projectId) {
+                try $0.deleteImage(projectId: projectId, imageId: imageId, environment: environment)
+                return []
+            }
+        case "default-message delete":
+            try expect(3)
+            let (productId, locale) = (arguments[1], arguments[2])
+            return recorded("DELETE", base + "default-messages/:productId/:locale",
+                            ["id": id, "productId": productId, "locale": locale], projectId) {
+                try $0.deleteDefaultMessage(projectId: projectId, productId: productId, locale: locale,
+                                            environment: environment)
+                return []
+            }
         case "default-message set":
             try expect(4)
             let (productId, locale) = (arguments[1], arguments[2])
@@ -165,6 +199,16 @@ public enum RetentionCommands {
             CLI.err("bouncer: App Store Server API client: \(error)\n")
             return nil
         }
+    }
+
+    /// The bytes of a PNG file for `images upload`: at most the API's limit (the use case checks the signature).
+    private static func imageFile(_ path: String) throws(UsageError) -> [UInt8] {
+        let limit = RetentionMessageAdministration.maxImageBytes
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let size = attributes[.size] as? Int else { throw UsageError(message: "cannot read \(path)") }
+        guard size <= limit else { throw UsageError(message: "\(path): an image is at most \(limit) bytes") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw UsageError(message: "cannot read \(path)") }
+        return Array(data)
     }
 
     private static func environmentOption(_ text: String?) throws(UsageError) -> StoreEnvironment {

@@ -230,6 +230,52 @@ final class RetentionAdminE2ETests: AppleConnectedTestCase {
         ])
     }
 
+    /// The CLI's images (upload from a PNG file, list, delete) and default-message delete, as the API does them,
+    /// audited as `cli`; a file that is not a PNG is an invalid argument (exit 2), Apple not asked.
+    func testTheCLIManagesImagesAndDeletesADefaultMessage() throws {
+        let t = try tenant()
+        let env = try Self.fixture.get().cliEnvironment()
+        let imageId = UUID().uuidString.lowercased(), messageId = UUID().uuidString.lowercased()
+        func run(_ args: [String]) throws -> CLIRun { try CLIRun.run(["retention"] + args, environment: env) }
+        func json(_ r: CLIRun) throws -> JSONValue { try JSONParser.parse(Array(r.stdout.utf8)) }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("retention-cli-\(E2E.uniqueId())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("offer.png")
+        try Data(Self.png).write(to: file)
+        let notPNG = dir.appendingPathComponent("offer.txt")
+        try Data("not a png".utf8).write(to: notPNG)
+
+        let upload = try run(["images", "upload", t.id, file.path, "--image-id", imageId])
+        XCTAssertEqual(upload.status, 0, upload.stderr)
+        XCTAssertEqual(try json(upload), ["image_id": .string(imageId), "environment": "Sandbox", "bytes": 16])
+        XCTAssertEqual(try apple.retention(.sandbox).images[imageId]?.bytes, 16)
+        let list = try run(["images", "list", t.id])
+        XCTAssertEqual(list.status, 0, list.stderr)
+        XCTAssertTrue(try XCTUnwrap(json(list)["images"]?.arrayValue).contains(["image_id": .string(imageId), "state": "APPROVED"]))
+        let before = try apple.requests.count
+        XCTAssertEqual(try run(["images", "upload", t.id, notPNG.path]).status, 2, "an invalid image: exit 2")
+        XCTAssertEqual(try apple.requests.count, before, "Apple not asked")
+        let deleted = try run(["images", "delete", t.id, imageId])
+        XCTAssertEqual(deleted.status, 0, deleted.stderr)
+        XCTAssertNil(try apple.retention(.sandbox).images[imageId])
+
+        XCTAssertEqual(try run(["messages", "upload", t.id, "--header", "H", "--body", "B", "--message-id", messageId]).status, 0)
+        XCTAssertEqual(try run(["default-message", "set", t.id, "com.e2e.pro.monthly", "de-DE", messageId]).status, 0)
+        let unset = try run(["default-message", "delete", t.id, "com.e2e.pro.monthly", "de-DE"])
+        XCTAssertEqual(unset.status, 0, unset.stderr)
+        XCTAssertNil(try apple.retention(.sandbox).defaults["com.e2e.pro.monthly/de-DE"])
+
+        let actors = try db.query("""
+            SELECT action || ' ' || actor_label AS r FROM audit_log
+            WHERE project_id = \(t.id)::uuid AND action LIKE 'retention.%' ORDER BY at
+            """).map { try $0.decode("r", as: String.self) }
+        XCTAssertEqual(actors, [
+            "retention.upload_image cli", "retention.delete_image cli", "retention.upload_message cli",
+            "retention.set_default_message cli", "retention.delete_default_message cli",
+        ])
+    }
+
     /// The console's Retention page in headless Chromium (`Tests/EndToEndTests/console/retention_browser_test.py`):
     /// the rules, Apple's messages with their state, a text message uploaded from the form, the latest decisions.
     /// Skips when Chromium or Selenium is missing, unless `CI=true`.
