@@ -20,14 +20,12 @@ extension AppStoreServerClient: RetentionMessagingAPI {
     public func messages(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
         -> [RetentionAssetState]
     {
-        let body = try call("GET", "/inApps/v1/messaging/message/list", environment, credentials)
-        return try Self.assets(body, list: "messageIdentifiers", id: "messageIdentifier", state: "messageState",
-                               limit: configuration.maxResponseBytes)
+        try assets("message", environment, credentials)
     }
 
     public func deleteMessage(_ messageId: UUID, environment: StoreEnvironment,
                               credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        _ = try call("DELETE", "/inApps/v1/messaging/message/\(messageId.uuidString.lowercased())", environment, credentials)
+        try deleteAsset("message", messageId, environment, credentials)
     }
 
     public func uploadImage(_ imageId: UUID, png: [UInt8], environment: StoreEnvironment,
@@ -39,14 +37,28 @@ extension AppStoreServerClient: RetentionMessagingAPI {
     public func images(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
         -> [RetentionAssetState]
     {
-        let body = try call("GET", "/inApps/v1/messaging/image/list", environment, credentials)
-        return try Self.assets(body, list: "imageIdentifiers", id: "imageIdentifier", state: "imageState",
-                               limit: configuration.maxResponseBytes)
+        try assets("image", environment, credentials)
     }
 
     public func deleteImage(_ imageId: UUID, environment: StoreEnvironment,
                             credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        _ = try call("DELETE", "/inApps/v1/messaging/image/\(imageId.uuidString.lowercased())", environment, credentials)
+        try deleteAsset("image", imageId, environment, credentials)
+    }
+
+    /// Get Message List or Get Image List (`kind`: `message`, `image`): `{KINDIdentifiers: [{KINDIdentifier,
+    /// KINDState}]}`.
+    private func assets(_ kind: String, _ environment: StoreEnvironment, _ credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> [RetentionAssetState]
+    {
+        let body = try call("GET", "/inApps/v1/messaging/\(kind)/list", environment, credentials)
+        return try Self.assets(body, list: "\(kind)Identifiers", id: "\(kind)Identifier", state: "\(kind)State",
+                               limit: configuration.maxResponseBytes)
+    }
+
+    /// Delete Message or Delete Image (`kind`: `message`, `image`).
+    private func deleteAsset(_ kind: String, _ id: UUID, _ environment: StoreEnvironment,
+                             _ credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        _ = try call("DELETE", "/inApps/v1/messaging/\(kind)/\(id.uuidString.lowercased())", environment, credentials)
     }
 
     public func configureDefaultMessage(productId: String, locale: String, messageId: UUID,

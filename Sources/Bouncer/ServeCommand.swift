@@ -152,36 +152,46 @@ extension ServeCommand {
         return status
     }
 
-    /// The CONSUMPTION_REQUEST responder over the durable queue; its lease always outlasts one Apple call.
+    /// The CONSUMPTION_REQUEST responder over the durable queue.
     static func makeConsumptionResponder(
         settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
         appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
     ) -> ConsumptionResponderService {
-        let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
-        let responder = ConsumptionResponder(
-            projects: caches.projects, credentials: credentials, appStore: appStore,
-            retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
+        let worker = AppleQueueWorker(settings: settings, database: database, caches: caches, sealer: sealer)
+        let responder = ConsumptionResponder(projects: caches.projects, credentials: worker.credentials,
+                                             appStore: appStore, retryBase: worker.retryBase)
         var consumption = settings.consumption
-        let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
-        consumption.leaseSeconds = max(consumption.leaseSeconds, budget + 1)
+        consumption.leaseSeconds = worker.leaseSeconds
         return ConsumptionResponderService(queue: PostgresConsumptionQueue(pool: database.pool), responder: responder,
                                            settings: consumption, log: log)
     }
 
-    /// The Finish Transaction worker over the durable queue (projects with `finish_transactions`); retries back off
-    /// from the refund defense's base, and its lease always outlasts one Apple call.
+    /// The Finish Transaction worker over the durable queue (projects with `finish_transactions`), with the refund
+    /// defense's retry base and lease.
     static func makeTransactionFinisher(
         settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
         appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
     ) -> TransactionFinisherService {
-        let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
-        let finisher = TransactionFinisher(
-            projects: caches.projects, credentials: credentials, appStore: appStore,
-            retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
-        let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
-        return TransactionFinisherService(
-            queue: PostgresTransactionFinishQueue(pool: database.pool), finisher: finisher,
-            leaseSeconds: max(settings.consumption.leaseSeconds, budget + 1), log: log)
+        let worker = AppleQueueWorker(settings: settings, database: database, caches: caches, sealer: sealer)
+        let finisher = TransactionFinisher(projects: caches.projects, credentials: worker.credentials,
+                                           appStore: appStore, retryBase: worker.retryBase)
+        return TransactionFinisherService(queue: PostgresTransactionFinishQueue(pool: database.pool),
+                                          finisher: finisher, leaseSeconds: worker.leaseSeconds, log: log)
+    }
+
+    /// What a worker that calls Apple for rows of a leased queue shares: the credentials it signs with, the first
+    /// retry delay (`BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS`) and a lease that always outlasts one Apple call.
+    struct AppleQueueWorker {
+        let credentials: CredentialAdministration
+        let retryBase: Double
+        let leaseSeconds: Int
+
+        init(settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?) {
+            credentials = ServeCommand.credentialAdministration(database: database, caches: caches, sealer: sealer)
+            retryBase = Double(settings.consumption.retryBase / .milliseconds(1)) / 1000
+            let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
+            leaseSeconds = max(settings.consumption.leaseSeconds, budget + 1)
+        }
     }
 
     /// The project credentials a background worker signs Apple's JWTs with (opened with the server's key).
