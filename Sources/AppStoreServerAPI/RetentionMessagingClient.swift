@@ -17,48 +17,25 @@ extension AppStoreServerClient: RetentionMessagingAPI {
                      credentials, body: JSONValue.object(JSONObject(members)).serialized())
     }
 
-    public func messages(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-        -> [RetentionAssetState]
-    {
-        try assets("message", environment, credentials)
-    }
-
-    public func deleteMessage(_ messageId: UUID, environment: StoreEnvironment,
-                              credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        try deleteAsset("message", messageId, environment, credentials)
-    }
-
     public func uploadImage(_ imageId: UUID, png: [UInt8], environment: StoreEnvironment,
                             credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
         _ = try call("PUT", "/inApps/v1/messaging/image/\(imageId.uuidString.lowercased())", environment, credentials,
                      body: png, contentType: "image/png")
     }
 
-    public func images(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-        -> [RetentionAssetState]
-    {
-        try assets("image", environment, credentials)
-    }
-
-    public func deleteImage(_ imageId: UUID, environment: StoreEnvironment,
-                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        try deleteAsset("image", imageId, environment, credentials)
-    }
-
-    /// Get Message List or Get Image List (`kind`: `message`, `image`): `{KINDIdentifiers: [{KINDIdentifier,
-    /// KINDState}]}`.
-    private func assets(_ kind: String, _ environment: StoreEnvironment, _ credentials: AppStoreAPICredentials)
-        throws(AppStoreAPIError) -> [RetentionAssetState]
-    {
+    /// `{KINDIdentifiers: [{KINDIdentifier, KINDState}]}`.
+    public func assets(_ kind: RetentionAssetKind, environment: StoreEnvironment,
+                       credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> [RetentionAssetState] {
+        let kind = kind.rawValue
         let body = try call("GET", "/inApps/v1/messaging/\(kind)/list", environment, credentials)
         return try Self.assets(body, list: "\(kind)Identifiers", id: "\(kind)Identifier", state: "\(kind)State",
                                limit: configuration.maxResponseBytes)
     }
 
-    /// Delete Message or Delete Image (`kind`: `message`, `image`).
-    private func deleteAsset(_ kind: String, _ id: UUID, _ environment: StoreEnvironment,
-                             _ credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        _ = try call("DELETE", "/inApps/v1/messaging/\(kind)/\(id.uuidString.lowercased())", environment, credentials)
+    public func deleteAsset(_ kind: RetentionAssetKind, _ id: UUID, environment: StoreEnvironment,
+                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+        _ = try call("DELETE", "/inApps/v1/messaging/\(kind.rawValue)/\(id.uuidString.lowercased())", environment,
+                     credentials)
     }
 
     public func configureDefaultMessage(productId: String, locale: String, messageId: UUID,
