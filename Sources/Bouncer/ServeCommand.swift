@@ -137,10 +137,8 @@ extension ServeCommand {
             }
         }
         services.append(AuditRetention(store: auditLog, days: settings.auditRetentionDays, log: log))
-        services.append(makeConsumptionResponder(settings: settings, database: database, caches: caches,
-                                                 sealer: sealer, appStore: meteredAppStore, log: log))
-        services.append(makeTransactionFinisher(settings: settings, database: database, caches: caches,
-                                                sealer: sealer, appStore: meteredAppStore, log: log))
+        services += makeAppleQueueWorkers(settings: settings, database: database, caches: caches, sealer: sealer,
+                                          appStore: meteredAppStore, log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)
         ConsoleRoutes.register(on: &router)
@@ -152,46 +150,28 @@ extension ServeCommand {
         return status
     }
 
-    /// The CONSUMPTION_REQUEST responder over the durable queue.
-    static func makeConsumptionResponder(
+    /// The workers over the durable queues that call Apple: the CONSUMPTION_REQUEST responder and the Finish
+    /// Transaction worker (projects with `finish_transactions`). Both sign with the projects' stored credentials,
+    /// back off from `BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS`, and hold a lease that always outlasts one Apple call.
+    static func makeAppleQueueWorkers(
         settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
         appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
-    ) -> ConsumptionResponderService {
-        let worker = AppleQueueWorker(settings: settings, database: database, caches: caches, sealer: sealer)
-        let responder = ConsumptionResponder(projects: caches.projects, credentials: worker.credentials,
-                                             appStore: appStore, retryBase: worker.retryBase)
+    ) -> [any Service] {
+        let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
+        let retryBase = Double(settings.consumption.retryBase / .milliseconds(1)) / 1000
+        let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
         var consumption = settings.consumption
-        consumption.leaseSeconds = worker.leaseSeconds
-        return ConsumptionResponderService(queue: PostgresConsumptionQueue(pool: database.pool), responder: responder,
-                                           settings: consumption, log: log)
-    }
-
-    /// The Finish Transaction worker over the durable queue (projects with `finish_transactions`), with the refund
-    /// defense's retry base and lease.
-    static func makeTransactionFinisher(
-        settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
-        appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
-    ) -> TransactionFinisherService {
-        let worker = AppleQueueWorker(settings: settings, database: database, caches: caches, sealer: sealer)
-        let finisher = TransactionFinisher(projects: caches.projects, credentials: worker.credentials,
-                                           appStore: appStore, retryBase: worker.retryBase)
-        return TransactionFinisherService(queue: PostgresTransactionFinishQueue(pool: database.pool),
-                                          finisher: finisher, leaseSeconds: worker.leaseSeconds, log: log)
-    }
-
-    /// What a worker that calls Apple for rows of a leased queue shares: the credentials it signs with, the first
-    /// retry delay (`BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS`) and a lease that always outlasts one Apple call.
-    struct AppleQueueWorker {
-        let credentials: CredentialAdministration
-        let retryBase: Double
-        let leaseSeconds: Int
-
-        init(settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?) {
-            credentials = ServeCommand.credentialAdministration(database: database, caches: caches, sealer: sealer)
-            retryBase = Double(settings.consumption.retryBase / .milliseconds(1)) / 1000
-            let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
-            leaseSeconds = max(settings.consumption.leaseSeconds, budget + 1)
-        }
+        consumption.leaseSeconds = max(consumption.leaseSeconds, budget + 1)
+        let responder = ConsumptionResponder(projects: caches.projects, credentials: credentials, appStore: appStore,
+                                             retryBase: retryBase)
+        let finisher = TransactionFinisher(projects: caches.projects, credentials: credentials, appStore: appStore,
+                                           retryBase: retryBase)
+        return [
+            ConsumptionResponderService(queue: PostgresConsumptionQueue(pool: database.pool), responder: responder,
+                                        settings: consumption, log: log),
+            TransactionFinisherService(queue: PostgresTransactionFinishQueue(pool: database.pool), finisher: finisher,
+                                       leaseSeconds: consumption.leaseSeconds, log: log),
+        ]
     }
 
     /// The project credentials a background worker signs Apple's JWTs with (opened with the server's key).
