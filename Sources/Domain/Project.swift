@@ -103,14 +103,10 @@ public struct Project: Sendable, Equatable {
         set { settings[keyPath: setting] = newValue }
     }
 
-    /// Whether data from `environment` is accepted for this project.
-    ///
-    /// Xcode and LocalTesting data (which anyone can sign) are accepted only with `allowXcode` AND Sandbox among
-    /// `environments`: they are test data, so a Production-only project never takes them. Even then they are
-    /// stored as their own purchases and never change a Sandbox or Production one.
+    /// Whether data from `environment` is accepted for this project (`StoreEnvironment.isAccepted`). StoreKit
+    /// testing data, when accepted, is stored as its own purchases and never changes a Sandbox or Production one.
     public func accepts(_ environment: StoreEnvironment) -> Bool {
-        if environment.isLocalTesting { return settings.allowXcode && settings.environments.contains(.sandbox) }
-        return settings.environments.contains(environment)
+        environment.isAccepted(in: settings.environments, allowXcode: settings.allowXcode)
     }
 }
 
