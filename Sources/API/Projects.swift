@@ -281,21 +281,9 @@ extension NewProject {
     /// A new project named `name` for `bundleId`, with the documented defaults except where `settings` says
     /// otherwise (its `name` and `bundleId` are not read): how the admin API and `bouncer project create` build one.
     public init(name: String, bundleId: String, settings: ProjectChanges) {
-        self.init(name: name, bundleId: bundleId)
-        if let appAppleId = settings.appAppleId { self.appAppleId = appAppleId }
-        if let environments = settings.environments { self.environments = environments }
-        if let policy = settings.transferPolicy { transferPolicy = policy }
-        if let allowXcode = settings.allowXcode { self.allowXcode = allowXcode }
-        if let require = settings.requireSecretKeyForReads { requireSecretKeyForReads = require }
-        if let tokenPolicy = settings.appAccountTokenPolicy { appAccountTokenPolicy = tokenPolicy }
-        consumption = settings.consumption.applied(to: consumption)
-        if let setting = settings.appPurchaseEntitlements { appPurchaseEntitlements = setting }
-        if let tokens = settings.entitlementTokens { entitlementTokens = tokens }
-        if let ttl = settings.entitlementTokenTTLSeconds { entitlementTokenTTLSeconds = ttl }
-        if let finish = settings.finishTransactions { finishTransactions = finish }
-        if settings.sandboxAccess != nil || settings.sandboxAllowedUserIds != nil {
-            sandbox = SandboxAccessPolicy(access: settings.sandboxAccess ?? .all,
-                                          allowedUserIds: settings.sandboxAllowedUserIds ?? [])
-        }
+        var changes = settings
+        changes.name = nil
+        changes.bundleId = nil
+        self.init(changes.applied(to: ProjectSettings(name: name, bundleId: bundleId)))
     }
 }

@@ -142,17 +142,14 @@ public struct ReceiptVerifier: Sendable {
         guard let environment = claimed else {
             throw VerificationError(code: .environmentNotAllowed, step: .claims, reason: "unknown receipt type \"\(payload.receiptType)\"")
         }
-        if environment == .xcode {
-            // Same rule as the JWS path: test data needs the explicit flag AND Sandbox among the environments.
-            guard policy.allowXcode, policy.environments.contains(.sandbox) else {
+        guard environment.isAccepted(in: policy.environments, allowXcode: policy.allowXcode) else {
+            // The rule is StoreEnvironment.isAccepted, the JWS path's: test data needs the flag AND Sandbox.
+            if environment.isLocalTesting {
                 throw VerificationError(code: .environmentNotAllowed, step: .claims,
-                                               reason: "Xcode (StoreKit Testing) receipts need allow_xcode and Sandbox among the project's environments")
+                                        reason: "Xcode (StoreKit Testing) receipts need allow_xcode and Sandbox among the project's environments")
             }
-        } else {
-            guard policy.environments.contains(environment) else {
-                throw VerificationError(code: .environmentNotAllowed, step: .claims,
-                                               reason: "\(environment.rawValue) receipts (type \(payload.receiptType)) are not allowed for this project")
-            }
+            throw VerificationError(code: .environmentNotAllowed, step: .claims,
+                                    reason: "\(environment.rawValue) receipts (type \(payload.receiptType)) are not allowed for this project")
         }
         return environment
     }

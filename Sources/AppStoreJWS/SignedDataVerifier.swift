@@ -457,7 +457,7 @@ public final class SignedDataVerifier: Sendable {
         guard let environment = claims.environment else {
             throw VerificationError(code: .environmentNotAllowed, step: .claims, reason: "payload \(claims.path)environment is missing")
         }
-        if environment == .xcode || environment == .localTesting, !policy.allows(environment) {
+        if environment.isLocalTesting, !policy.allows(environment) {
             throw VerificationError(code: .environmentNotAllowed, step: .claims,
                                     reason: "\(environment.rawValue) (StoreKit Testing) data needs allow_xcode and Sandbox among the project's environments")
         }

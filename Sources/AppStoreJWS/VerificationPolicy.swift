@@ -20,11 +20,9 @@ public struct VerificationPolicy: Sendable, Hashable {
         self.allowXcode = allowXcode
     }
 
-    /// Whether data claiming `environment` may pass. Xcode and LocalTesting (StoreKit testing data) need the
-    /// explicit flag AND Sandbox among `environments`: test data never satisfies a policy that did not opt in,
-    /// nor a Production-only one even with the flag.
+    /// Whether data claiming `environment` may pass (`StoreEnvironment.isAccepted`: StoreKit testing data needs the
+    /// flag AND Sandbox among `environments`).
     func allows(_ environment: AppStoreEnvironment) -> Bool {
-        if environment == .xcode || environment == .localTesting { return allowXcode && environments.contains(.sandbox) }
-        return environments.contains(environment)
+        environment.isAccepted(in: environments, allowXcode: allowXcode)
     }
 }

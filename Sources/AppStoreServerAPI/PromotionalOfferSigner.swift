@@ -21,12 +21,13 @@ public struct PromotionalOfferSigner: PromotionalOfferSigning {
     public func signJWS(_ claims: PromotionalOfferClaims, with credentials: UnsealedAppStoreCredentials) throws
         -> String
     {
-        try Self.sign(Self.payload(claims), with: credentials)
+        try Self.sign(Self.payload(claims, [("offerIdentifier", .string(claims.offerIdentifier))]), with: credentials)
     }
 
     public func signEligibility(_ claims: IntroductoryOfferEligibilityClaims,
                                 with credentials: UnsealedAppStoreCredentials) throws -> String {
-        try Self.sign(Self.payload(claims), with: credentials)
+        try Self.sign(Self.payload(claims, [("allowIntroductoryOffer", .bool(claims.allowIntroductoryOffer))]),
+                      with: credentials)
     }
 
     /// The compact ES256 JWS of `payload` under Apple's header, with the project's key.
@@ -40,31 +41,17 @@ public struct PromotionalOfferSigner: PromotionalOfferSigning {
         JSONValue.object(["alg": "ES256", "kid": .string(keyId), "typ": "JWT"]).serialized()
     }
 
-    /// The claims in Apple's documented order; `transactionId` only when given.
-    static func payload(_ claims: PromotionalOfferClaims) -> [UInt8] {
-        payload(issuerId: claims.issuerId, issuedAt: claims.issuedAt, audience: PromotionalOfferClaims.audience,
-                bundleId: claims.bundleId, nonce: claims.nonce, productId: claims.productId,
-                request: [("offerIdentifier", .string(claims.offerIdentifier))], transactionId: claims.transactionId)
-    }
-
-    /// The eligibility claims: the base claims in the same order, then `productId`, `allowIntroductoryOffer` and
-    /// `transactionId` only when given.
-    static func payload(_ claims: IntroductoryOfferEligibilityClaims) -> [UInt8] {
-        payload(issuerId: claims.issuerId, issuedAt: claims.issuedAt,
-                audience: IntroductoryOfferEligibilityClaims.audience, bundleId: claims.bundleId, nonce: claims.nonce,
-                productId: claims.productId, request: [("allowIntroductoryOffer", .bool(claims.allowIntroductoryOffer))],
-                transactionId: claims.transactionId)
-    }
-
-    /// Apple's base claims (`iss`, `iat`, `aud`, `bid`, `nonce`), then `productId`, the request's own claims and
-    /// `transactionId` only when given: the one writer of the claims of a JWS signed for StoreKit.
-    private static func payload(issuerId: String, issuedAt: Int64, audience: String, bundleId: String, nonce: String,
-                                productId: String, request: [(String, JSONValue)], transactionId: String?) -> [UInt8] {
+    /// Apple's base claims (`iss`, `iat`, `aud`, `bid`, `nonce`), then `productId`, the request's own claims
+    /// (`request`) and `transactionId` only when given: the one writer of the claims of a JWS signed for StoreKit.
+    static func payload<Request>(_ claims: StoreKitSignatureClaims<Request>, _ request: [(String, JSONValue)])
+        -> [UInt8]
+    {
         var pairs: [(String, JSONValue)] = [
-            ("iss", .string(issuerId)), ("iat", JSONValue(issuedAt)), ("aud", .string(audience)),
-            ("bid", .string(bundleId)), ("nonce", .string(nonce)), ("productId", .string(productId)),
+            ("iss", .string(claims.issuerId)), ("iat", JSONValue(claims.issuedAt)),
+            ("aud", .string(StoreKitSignatureClaims<Request>.audience)), ("bid", .string(claims.bundleId)),
+            ("nonce", .string(claims.nonce)), ("productId", .string(claims.productId)),
         ] + request
-        if let transactionId { pairs.append(("transactionId", .string(transactionId))) }
+        if let transactionId = claims.transactionId { pairs.append(("transactionId", .string(transactionId))) }
         return JSONValue.object(JSONObject(pairs)).serialized()
     }
 }

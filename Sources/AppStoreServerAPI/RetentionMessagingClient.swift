@@ -17,36 +17,25 @@ extension AppStoreServerClient: RetentionMessagingAPI {
                      credentials, body: JSONValue.object(JSONObject(members)).serialized())
     }
 
-    public func messages(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-        -> [RetentionAssetState]
-    {
-        let body = try call("GET", "/inApps/v1/messaging/message/list", environment, credentials)
-        return try Self.assets(body, list: "messageIdentifiers", id: "messageIdentifier", state: "messageState",
-                               limit: configuration.maxResponseBytes)
-    }
-
-    public func deleteMessage(_ messageId: UUID, environment: StoreEnvironment,
-                              credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        _ = try call("DELETE", "/inApps/v1/messaging/message/\(messageId.uuidString.lowercased())", environment, credentials)
-    }
-
     public func uploadImage(_ imageId: UUID, png: [UInt8], environment: StoreEnvironment,
                             credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
         _ = try call("PUT", "/inApps/v1/messaging/image/\(imageId.uuidString.lowercased())", environment, credentials,
                      body: png, contentType: "image/png")
     }
 
-    public func images(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-        -> [RetentionAssetState]
-    {
-        let body = try call("GET", "/inApps/v1/messaging/image/list", environment, credentials)
-        return try Self.assets(body, list: "imageIdentifiers", id: "imageIdentifier", state: "imageState",
+    /// `{KINDIdentifiers: [{KINDIdentifier, KINDState}]}`.
+    public func assets(_ kind: RetentionAssetKind, environment: StoreEnvironment,
+                       credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> [RetentionAssetState] {
+        let kind = kind.rawValue
+        let body = try call("GET", "/inApps/v1/messaging/\(kind)/list", environment, credentials)
+        return try Self.assets(body, list: "\(kind)Identifiers", id: "\(kind)Identifier", state: "\(kind)State",
                                limit: configuration.maxResponseBytes)
     }
 
-    public func deleteImage(_ imageId: UUID, environment: StoreEnvironment,
+    public func deleteAsset(_ kind: RetentionAssetKind, _ id: UUID, environment: StoreEnvironment,
                             credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        _ = try call("DELETE", "/inApps/v1/messaging/image/\(imageId.uuidString.lowercased())", environment, credentials)
+        _ = try call("DELETE", "/inApps/v1/messaging/\(kind.rawValue)/\(id.uuidString.lowercased())", environment,
+                     credentials)
     }
 
     public func configureDefaultMessage(productId: String, locale: String, messageId: UUID,

@@ -137,10 +137,8 @@ extension ServeCommand {
             }
         }
         services.append(AuditRetention(store: auditLog, days: settings.auditRetentionDays, log: log))
-        services.append(makeConsumptionResponder(settings: settings, database: database, caches: caches,
-                                                 sealer: sealer, appStore: meteredAppStore, log: log))
-        services.append(makeTransactionFinisher(settings: settings, database: database, caches: caches,
-                                                sealer: sealer, appStore: meteredAppStore, log: log))
+        services += makeAppleQueueWorkers(settings: settings, database: database, caches: caches, sealer: sealer,
+                                          appStore: meteredAppStore, log: log)
         var router = Router()
         Routes.register(on: &router, dependencies)
         ConsoleRoutes.register(on: &router)
@@ -152,36 +150,28 @@ extension ServeCommand {
         return status
     }
 
-    /// The CONSUMPTION_REQUEST responder over the durable queue; its lease always outlasts one Apple call.
-    static func makeConsumptionResponder(
+    /// The workers over the durable queues that call Apple: the CONSUMPTION_REQUEST responder and the Finish
+    /// Transaction worker (projects with `finish_transactions`). Both sign with the projects' stored credentials,
+    /// back off from `BOUNCER_CONSUMPTION_RETRY_BASE_SECONDS`, and hold a lease that always outlasts one Apple call.
+    static func makeAppleQueueWorkers(
         settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
         appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
-    ) -> ConsumptionResponderService {
+    ) -> [any Service] {
         let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
-        let responder = ConsumptionResponder(
-            projects: caches.projects, credentials: credentials, appStore: appStore,
-            retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
+        let retryBase = Double(settings.consumption.retryBase / .milliseconds(1)) / 1000
+        let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
         var consumption = settings.consumption
-        let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
         consumption.leaseSeconds = max(consumption.leaseSeconds, budget + 1)
-        return ConsumptionResponderService(queue: PostgresConsumptionQueue(pool: database.pool), responder: responder,
-                                           settings: consumption, log: log)
-    }
-
-    /// The Finish Transaction worker over the durable queue (projects with `finish_transactions`); retries back off
-    /// from the refund defense's base, and its lease always outlasts one Apple call.
-    static func makeTransactionFinisher(
-        settings: ServeSettings, database: Database, caches: Caches, sealer: AESGCMCredentialSealer?,
-        appStore: any AppleServerAPI, log: @escaping @Sendable (String) -> Void
-    ) -> TransactionFinisherService {
-        let credentials = credentialAdministration(database: database, caches: caches, sealer: sealer)
-        let finisher = TransactionFinisher(
-            projects: caches.projects, credentials: credentials, appStore: appStore,
-            retryBase: Double(settings.consumption.retryBase / .milliseconds(1)) / 1000)
-        let budget = Int(settings.appleAPI.callBudget.components.seconds) + 1
-        return TransactionFinisherService(
-            queue: PostgresTransactionFinishQueue(pool: database.pool), finisher: finisher,
-            leaseSeconds: max(settings.consumption.leaseSeconds, budget + 1), log: log)
+        let responder = ConsumptionResponder(projects: caches.projects, credentials: credentials, appStore: appStore,
+                                             retryBase: retryBase)
+        let finisher = TransactionFinisher(projects: caches.projects, credentials: credentials, appStore: appStore,
+                                           retryBase: retryBase)
+        return [
+            ConsumptionResponderService(queue: PostgresConsumptionQueue(pool: database.pool), responder: responder,
+                                        settings: consumption, log: log),
+            TransactionFinisherService(queue: PostgresTransactionFinishQueue(pool: database.pool), finisher: finisher,
+                                       leaseSeconds: consumption.leaseSeconds, log: log),
+        ]
     }
 
     /// The project credentials a background worker signs Apple's JWTs with (opened with the server's key).

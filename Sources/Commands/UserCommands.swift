@@ -53,7 +53,7 @@ public enum UserCommands {
                 switch rest[i] {
                 case "--reason": reason = rest[i + 1]
                 case "--expires-at":
-                    guard let date = ISO8601DateFormatter().date(from: rest[i + 1]) else {
+                    guard let date = AdminTimestamp.parse(rest[i + 1]) else {
                         throw AdminCommands.UsageError(message: "--expires-at must be like 2027-01-01T00:00:00Z")
                     }
                     expiresAt = date

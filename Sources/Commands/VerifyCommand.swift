@@ -1,3 +1,4 @@
+import API
 import AppStoreJWS
 import Foundation
 import JSON
@@ -220,7 +221,7 @@ public enum VerifyCommand {
                     options.at = Date()
                 } else if let seconds = Int64(text) {
                     options.at = Date(timeIntervalSince1970: TimeInterval(seconds))
-                } else if let date = parseISO8601(text) {
+                } else if let date = AdminTimestamp.parse(text) {
                     options.at = date
                 } else {
                     throw .message("--at takes an ISO 8601 date, Unix seconds, \"now\" or \"signed\"")
@@ -241,13 +242,6 @@ public enum VerifyCommand {
             index += 1
         }
         return options
-    }
-
-    private static func parseISO8601(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text)
     }
 
     enum InputResult { case success(String), failure(String) }

@@ -124,40 +124,25 @@ public enum IntroductoryOfferRules {
     }
 }
 
-/// The claims of Apple's introductory-offer eligibility JWS ("Generating JWS to sign App Store requests"): the base
-/// claims (`iss`, `iat`, `aud`, `bid`, `nonce`) and the request's (`productId`, `allowIntroductoryOffer`, optional
-/// `transactionId`), for `Product.PurchaseOption.introductoryOfferEligibility(compactJWS:)`. The header is
-/// `{"alg":"ES256","kid":<key id>,"typ":"JWT"}`, as for promotional offers.
-public struct IntroductoryOfferEligibilityClaims: Sendable, Equatable {
+/// The introductory-offer eligibility decision's own claim (`aud` `introductory-offer-eligibility`), for
+/// `Product.PurchaseOption.introductoryOfferEligibility(compactJWS:)`.
+public struct IntroductoryOfferEligibilityClaim: StoreKitSignedRequest {
     /// `aud` for introductory-offer eligibility.
     public static let audience = "introductory-offer-eligibility"
-
-    /// `iss`: the team's Issuer ID.
-    public var issuerId: String
-    /// `iat`: seconds since 1970.
-    public var issuedAt: Int64
-    /// `bid`: the app's bundle id.
-    public var bundleId: String
-    /// `nonce`: a one-time UUID, lowercase.
-    public var nonce: String
-    /// `productId`.
-    public var productId: String
     /// `allowIntroductoryOffer`: the decision.
     public var allowIntroductoryOffer: Bool
-    /// `transactionId`, omitted when `nil`.
-    public var transactionId: String?
 
     /// Creates a value.
-    public init(issuerId: String, issuedAt: Int64, bundleId: String, nonce: String, productId: String,
-                allowIntroductoryOffer: Bool, transactionId: String?) {
-        self.issuerId = issuerId
-        self.issuedAt = issuedAt
-        self.bundleId = bundleId
-        self.nonce = nonce
-        self.productId = productId
-        self.allowIntroductoryOffer = allowIntroductoryOffer
-        self.transactionId = transactionId
-    }
+    public init(allowIntroductoryOffer: Bool) { self.allowIntroductoryOffer = allowIntroductoryOffer }
+}
+
+/// The claims of Apple's introductory-offer eligibility JWS: the base claims and `productId`,
+/// `allowIntroductoryOffer`, optional `transactionId`.
+public typealias IntroductoryOfferEligibilityClaims = StoreKitSignatureClaims<IntroductoryOfferEligibilityClaim>
+
+extension StoreKitSignatureClaims where Request == IntroductoryOfferEligibilityClaim {
+    /// `allowIntroductoryOffer`: the decision.
+    public var allowIntroductoryOffer: Bool { request.allowIntroductoryOffer }
 }
 
 /// Reads the person's introductory offers from stored verified facts, in one bounded query.
@@ -225,7 +210,8 @@ public struct IntroductoryOfferEligibility: Sendable {
         let claims = IntroductoryOfferEligibilityClaims(
             issuerId: opened.credentials.issuerId, issuedAt: issuedAt, bundleId: project.bundleId,
             nonce: newNonce().uuidString.lowercased(), productId: request.productId,
-            allowIntroductoryOffer: decision.eligible, transactionId: request.transactionId)
+            request: IntroductoryOfferEligibilityClaim(allowIntroductoryOffer: decision.eligible),
+            transactionId: request.transactionId)
         return IntroductoryOfferEligibilityAnswer(decision: decision, signature: try signer.signEligibility(claims, with: opened))
     }
 }

@@ -69,20 +69,19 @@ extension MeteredAppleServerAPI: RetentionMessagingAPI {
         }
     }
 
-    public func messages(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-        -> [RetentionAssetState]
-    {
+    public func assets(_ kind: RetentionAssetKind, environment: StoreEnvironment,
+                       credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> [RetentionAssetState] {
         let api = try retention()
         return try counted(credentials) { () throws(AppStoreAPIError) in
-            try api.messages(environment: environment, credentials: credentials)
+            try api.assets(kind, environment: environment, credentials: credentials)
         }
     }
 
-    public func deleteMessage(_ messageId: UUID, environment: StoreEnvironment,
-                              credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
+    public func deleteAsset(_ kind: RetentionAssetKind, _ id: UUID, environment: StoreEnvironment,
+                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
         let api = try retention()
         try counted(credentials) { () throws(AppStoreAPIError) in
-            try api.deleteMessage(messageId, environment: environment, credentials: credentials)
+            try api.deleteAsset(kind, id, environment: environment, credentials: credentials)
         }
     }
 
@@ -91,23 +90,6 @@ extension MeteredAppleServerAPI: RetentionMessagingAPI {
         let api = try retention()
         try counted(credentials) { () throws(AppStoreAPIError) in
             try api.uploadImage(imageId, png: png, environment: environment, credentials: credentials)
-        }
-    }
-
-    public func images(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-        -> [RetentionAssetState]
-    {
-        let api = try retention()
-        return try counted(credentials) { () throws(AppStoreAPIError) in
-            try api.images(environment: environment, credentials: credentials)
-        }
-    }
-
-    public func deleteImage(_ imageId: UUID, environment: StoreEnvironment,
-                            credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        let api = try retention()
-        try counted(credentials) { () throws(AppStoreAPIError) in
-            try api.deleteImage(imageId, environment: environment, credentials: credentials)
         }
     }
 

@@ -61,12 +61,21 @@ public struct LegacyOfferSignature: Sendable, Equatable {
     }
 }
 
-/// The claims of a JWS promotional-offer signature, as Apple's "Generating JWS to sign App Store requests" lists
-/// them: the base claims (`iss`, `iat`, `aud`, `bid`, `nonce`) and the offer's (`productId`, `offerIdentifier`,
-/// optional `transactionId`). The header is `{"alg":"ES256","kid":<key id>,"typ":"JWT"}`.
-public struct PromotionalOfferClaims: Sendable, Equatable {
-    /// `aud` for promotional offers.
-    public static let audience = "promotional-offer"
+/// What a JWS signed for StoreKit carries besides the base claims: its audience, and its own claims (which the
+/// signer writes).
+public protocol StoreKitSignedRequest: Sendable, Equatable {
+    /// `aud`.
+    static var audience: String { get }
+}
+
+/// The claims of a JWS the server signs for StoreKit with the project's In-App Purchase key, as Apple's "Generating
+/// JWS to sign App Store requests" lists them: the base claims (`iss`, `iat`, `aud`, `bid`, `nonce`), `productId`, the
+/// request's own claims and an optional `transactionId`. The header is `{"alg":"ES256","kid":<key id>,"typ":"JWT"}`.
+/// One type for promotional offers (`PromotionalOfferClaims`) and introductory-offer eligibility
+/// (`IntroductoryOfferEligibilityClaims`).
+public struct StoreKitSignatureClaims<Request: StoreKitSignedRequest>: Sendable, Equatable {
+    /// `aud`.
+    public static var audience: String { Request.audience }
 
     /// `iss`: the team's Issuer ID.
     public var issuerId: String
@@ -78,22 +87,49 @@ public struct PromotionalOfferClaims: Sendable, Equatable {
     public var nonce: String
     /// `productId`.
     public var productId: String
-    /// `offerIdentifier`.
-    public var offerIdentifier: String
+    /// The request's own claims.
+    public var request: Request
     /// `transactionId`, omitted when `nil`.
     public var transactionId: String?
 
     /// Creates a value.
     public init(issuerId: String, issuedAt: Int64, bundleId: String, nonce: String, productId: String,
-                offerIdentifier: String, transactionId: String?) {
+                request: Request, transactionId: String?) {
         self.issuerId = issuerId
         self.issuedAt = issuedAt
         self.bundleId = bundleId
         self.nonce = nonce
         self.productId = productId
-        self.offerIdentifier = offerIdentifier
+        self.request = request
         self.transactionId = transactionId
     }
+}
+
+/// A promotional offer's own claim (`aud` `promotional-offer`).
+public struct PromotionalOfferClaim: StoreKitSignedRequest {
+    /// `aud` for promotional offers.
+    public static let audience = "promotional-offer"
+    /// `offerIdentifier`.
+    public var offerIdentifier: String
+
+    /// Creates a value.
+    public init(offerIdentifier: String) { self.offerIdentifier = offerIdentifier }
+}
+
+/// The claims of a JWS promotional-offer signature: the base claims and `productId`, `offerIdentifier`, optional
+/// `transactionId`.
+public typealias PromotionalOfferClaims = StoreKitSignatureClaims<PromotionalOfferClaim>
+
+extension StoreKitSignatureClaims where Request == PromotionalOfferClaim {
+    /// Creates a value.
+    public init(issuerId: String, issuedAt: Int64, bundleId: String, nonce: String, productId: String,
+                offerIdentifier: String, transactionId: String?) {
+        self.init(issuerId: issuerId, issuedAt: issuedAt, bundleId: bundleId, nonce: nonce, productId: productId,
+                  request: PromotionalOfferClaim(offerIdentifier: offerIdentifier), transactionId: transactionId)
+    }
+
+    /// `offerIdentifier`.
+    public var offerIdentifier: String { request.offerIdentifier }
 }
 
 /// Signs promotional offers with a project's In-App Purchase key (implemented over `Crypto` by the executable's

@@ -1,11 +1,8 @@
 public import Foundation
 
-/// A tenant: one app, its keys and its rules.
-public struct Project: Sendable, Equatable {
-    /// Stable identifier.
-    public var id: UUID
-    /// The account that owns the project (`Account`).
-    public var accountId: UUID
+/// A project's settings: what an admin gives when creating it (`NewProject`) and changes later (`ProjectChanges`),
+/// with the documented defaults. `Project` and `NewProject` read and write them as their own members.
+public struct ProjectSettings: Sendable, Equatable {
     /// Display name.
     public var name: String
     /// The app's bundle identifier; signed data for any other bundle is rejected.
@@ -17,7 +14,7 @@ public struct Project: Sendable, Equatable {
     /// What happens when a purchase is restored on another account.
     public var transferPolicy: TransferPolicy
     /// Whether Xcode / LocalTesting data (not signed by Apple) is accepted, when Sandbox is also among
-    /// `environments` (see `accepts`); it is stored apart from Apple-signed purchases.
+    /// `environments` (see `Project.accepts`); it is stored apart from Apple-signed purchases.
     public var allowXcode: Bool
     /// Whether reading subscriptions requires the secret key (public keys ship inside apps).
     public var requireSecretKeyForReads: Bool
@@ -29,86 +26,12 @@ public struct Project: Sendable, Equatable {
     public var entitlementTokens: Bool = false
     /// The longest lifetime of an entitlement token (`EntitlementTokenRules.ttlSeconds`).
     public var entitlementTokenTTLSeconds: Int = EntitlementTokenRules.defaultTTLSeconds
-    /// The current public key (`pk_…`), safe to embed in apps; retiring keys are in the store's key list.
-    public var publicKey: String
-    /// How Bouncer answers Apple's CONSUMPTION_REQUEST notifications (refund defense).
+    /// How Bouncer answers Apple's CONSUMPTION_REQUEST notifications (refund defense; default: off).
     public var consumption: ConsumptionSettings = ConsumptionSettings()
-    /// Whose Sandbox purchases grant anything (`sandbox_access`, `sandbox_allowed_user_ids`).
+    /// Whose Sandbox purchases grant anything (`sandbox_access`, `sandbox_allowed_user_ids`; default: everyone's).
     public var sandbox: SandboxAccessPolicy = .all
     /// Whether consumables and non-consumables are reported finished to Apple once recorded (server-managed
-    /// delivery, `finish_transactions`).
-    public var finishTransactions: Bool = false
-    /// When the project was created.
-    public var createdAt: Date
-    /// When the project last changed.
-    public var updatedAt: Date
-
-    /// Creates a project value.
-    public init(
-        id: UUID, name: String, bundleId: String, appAppleId: Int64? = nil,
-        environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
-        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
-        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil,
-        publicKey: String, createdAt: Date, updatedAt: Date, accountId: UUID = Account.defaultId
-    ) {
-        self.appPurchaseEntitlements = appPurchaseEntitlements
-        self.id = id
-        self.accountId = accountId
-        self.name = name
-        self.bundleId = bundleId
-        self.appAppleId = appAppleId
-        self.environments = environments
-        self.transferPolicy = transferPolicy
-        self.allowXcode = allowXcode
-        self.requireSecretKeyForReads = requireSecretKeyForReads
-        self.appAccountTokenPolicy = appAccountTokenPolicy
-        self.publicKey = publicKey
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-    }
-
-    /// Whether data from `environment` is accepted for this project.
-    ///
-    /// Xcode and LocalTesting data (which anyone can sign) are accepted only with `allowXcode` AND Sandbox among
-    /// `environments`: they are test data, so a Production-only project never takes them. Even then they are
-    /// stored as their own purchases and never change a Sandbox or Production one.
-    public func accepts(_ environment: StoreEnvironment) -> Bool {
-        if environment.isLocalTesting { return allowXcode && environments.contains(.sandbox) }
-        return environments.contains(environment)
-    }
-}
-
-/// The settings an admin gives when creating a project.
-public struct NewProject: Sendable, Equatable {
-    /// Display name.
-    public var name: String
-    /// The app's bundle identifier.
-    public var bundleId: String
-    /// The app's Apple ID, if known.
-    public var appAppleId: Int64?
-    /// Accepted environments.
-    public var environments: [StoreEnvironment]
-    /// Restore-on-another-account rule.
-    public var transferPolicy: TransferPolicy
-    /// Accept Xcode-signed data.
-    public var allowXcode: Bool
-    /// Require the secret key to read subscriptions.
-    public var requireSecretKeyForReads: Bool
-    /// How `appAccountToken` binds purchases to users.
-    public var appAccountTokenPolicy: AppAccountTokenPolicy
-    /// Refund defense settings (defaults: off).
-    public var consumption: ConsumptionSettings = ConsumptionSettings()
-    /// Entitlements for customers who first got the app before a version.
-    public var appPurchaseEntitlements: AppPurchaseEntitlements?
-    /// Issue entitlement tokens.
-    public var entitlementTokens: Bool = false
-    /// Entitlement token lifetime bound, in seconds.
-    public var entitlementTokenTTLSeconds: Int = EntitlementTokenRules.defaultTTLSeconds
-    /// The owning account; `nil`: the server's only account (the store refuses when there are several).
-    public var accountId: UUID?
-    /// Whose Sandbox purchases grant anything (default: everyone's).
-    public var sandbox: SandboxAccessPolicy = .all
-    /// Report consumables and non-consumables finished to Apple once recorded (default: off).
+    /// delivery, `finish_transactions`; default: off).
     public var finishTransactions: Bool = false
 
     /// Creates the settings with the documented defaults.
@@ -118,7 +41,6 @@ public struct NewProject: Sendable, Equatable {
         allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
         appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil
     ) {
-        self.appPurchaseEntitlements = appPurchaseEntitlements
         self.name = name
         self.bundleId = bundleId
         self.appAppleId = appAppleId
@@ -127,6 +49,101 @@ public struct NewProject: Sendable, Equatable {
         self.allowXcode = allowXcode
         self.requireSecretKeyForReads = requireSecretKeyForReads
         self.appAccountTokenPolicy = appAccountTokenPolicy
+        self.appPurchaseEntitlements = appPurchaseEntitlements
+    }
+}
+
+/// A tenant: one app, its keys and its rules. Its settings read and write as its own members (`project.bundleId`).
+@dynamicMemberLookup
+public struct Project: Sendable, Equatable {
+    /// Stable identifier.
+    public var id: UUID
+    /// The account that owns the project (`Account`).
+    public var accountId: UUID
+    /// The project's settings.
+    public var settings: ProjectSettings
+    /// The current public key (`pk_…`), safe to embed in apps; retiring keys are in the store's key list.
+    public var publicKey: String
+    /// When the project was created.
+    public var createdAt: Date
+    /// When the project last changed.
+    public var updatedAt: Date
+
+    /// Creates a project value.
+    public init(id: UUID, settings: ProjectSettings, publicKey: String, createdAt: Date, updatedAt: Date,
+                accountId: UUID = Account.defaultId) {
+        self.id = id
+        self.accountId = accountId
+        self.settings = settings
+        self.publicKey = publicKey
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// Creates a project value with the settings' documented defaults where not given.
+    public init(
+        id: UUID, name: String, bundleId: String, appAppleId: Int64? = nil,
+        environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
+        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
+        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil,
+        publicKey: String, createdAt: Date, updatedAt: Date, accountId: UUID = Account.defaultId
+    ) {
+        self.init(id: id, settings: ProjectSettings(
+                      name: name, bundleId: bundleId, appAppleId: appAppleId, environments: environments,
+                      transferPolicy: transferPolicy, allowXcode: allowXcode,
+                      requireSecretKeyForReads: requireSecretKeyForReads, appAccountTokenPolicy: appAccountTokenPolicy,
+                      appPurchaseEntitlements: appPurchaseEntitlements),
+                  publicKey: publicKey, createdAt: createdAt, updatedAt: updatedAt, accountId: accountId)
+    }
+
+    /// A setting, as a member of the project.
+    @inlinable
+    public subscript<Value>(dynamicMember setting: WritableKeyPath<ProjectSettings, Value>) -> Value {
+        get { settings[keyPath: setting] }
+        set { settings[keyPath: setting] = newValue }
+    }
+
+    /// Whether data from `environment` is accepted for this project (`StoreEnvironment.isAccepted`). StoreKit
+    /// testing data, when accepted, is stored as its own purchases and never changes a Sandbox or Production one.
+    public func accepts(_ environment: StoreEnvironment) -> Bool {
+        environment.isAccepted(in: settings.environments, allowXcode: settings.allowXcode)
+    }
+}
+
+/// The settings an admin gives when creating a project, and the account it goes to. Its settings read and write
+/// as its own members (`new.bundleId`).
+@dynamicMemberLookup
+public struct NewProject: Sendable, Equatable {
+    /// The project's settings.
+    public var settings: ProjectSettings
+    /// The owning account; `nil`: the server's only account (the store refuses when there are several).
+    public var accountId: UUID?
+
+    /// New settings, for the server's only account unless `accountId` says otherwise.
+    public init(_ settings: ProjectSettings, accountId: UUID? = nil) {
+        self.settings = settings
+        self.accountId = accountId
+    }
+
+    /// The settings with the documented defaults where not given.
+    public init(
+        name: String, bundleId: String, appAppleId: Int64? = nil,
+        environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
+        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
+        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil
+    ) {
+        self.init(ProjectSettings(name: name, bundleId: bundleId, appAppleId: appAppleId, environments: environments,
+                                  transferPolicy: transferPolicy, allowXcode: allowXcode,
+                                  requireSecretKeyForReads: requireSecretKeyForReads,
+                                  appAccountTokenPolicy: appAccountTokenPolicy,
+                                  appPurchaseEntitlements: appPurchaseEntitlements))
+    }
+
+    /// A setting, as a member of the new project.
+    @inlinable
+    public subscript<Value>(dynamicMember setting: WritableKeyPath<ProjectSettings, Value>) -> Value {
+        get { settings[keyPath: setting] }
+        set { settings[keyPath: setting] = newValue }
     }
 }
 
@@ -166,9 +183,17 @@ public struct ProjectChanges: Sendable, Equatable {
     /// An empty change set.
     public init() {}
 
-    /// Applies the changes to `project`.
+    /// Applies the changes to `project`'s settings.
     public func applied(to project: Project) -> Project {
         var p = project
+        p.settings = applied(to: project.settings)
+        return p
+    }
+
+    /// Applies the changes to `settings`: the one place a change meets a setting (a project's update, and a new
+    /// project's settings over the defaults).
+    public func applied(to settings: ProjectSettings) -> ProjectSettings {
+        var p = settings
         if let name { p.name = name }
         if let bundleId { p.bundleId = bundleId }
         if let appAppleId { p.appAppleId = appAppleId }

@@ -7,20 +7,15 @@ public protocol RetentionMessagingAPI: Sendable {
     /// `PUT /inApps/v1/messaging/message/{messageIdentifier}` (Upload Message).
     func uploadMessage(_ message: RetentionMessageUpload, environment: StoreEnvironment,
                        credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-    /// `GET /inApps/v1/messaging/message/list` (Get Message List): every message and its review state.
-    func messages(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-        -> [RetentionAssetState]
-    /// `DELETE /inApps/v1/messaging/message/{messageIdentifier}` (Delete Message).
-    func deleteMessage(_ messageId: UUID, environment: StoreEnvironment,
-                       credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
+    /// `GET /inApps/v1/messaging/{message|image}/list` (Get Message List, Get Image List): every asset of the kind and
+    /// its review state.
+    func assets(_ kind: RetentionAssetKind, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) -> [RetentionAssetState]
+    /// `DELETE /inApps/v1/messaging/{message|image}/{identifier}` (Delete Message, Delete Image).
+    func deleteAsset(_ kind: RetentionAssetKind, _ id: UUID, environment: StoreEnvironment,
+                     credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
     /// `PUT /inApps/v1/messaging/image/{imageIdentifier}` with the PNG (Upload Image).
     func uploadImage(_ imageId: UUID, png: [UInt8], environment: StoreEnvironment,
-                     credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-    /// `GET /inApps/v1/messaging/image/list` (Get Image List).
-    func images(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
-        -> [RetentionAssetState]
-    /// `DELETE /inApps/v1/messaging/image/{imageIdentifier}` (Delete Image).
-    func deleteImage(_ imageId: UUID, environment: StoreEnvironment,
                      credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
     /// `PUT /inApps/v1/messaging/default/{productId}/{locale}` with `{"messageIdentifier"}` (Configure Default
     /// Message).
@@ -36,6 +31,33 @@ public protocol RetentionMessagingAPI: Sendable {
     /// Sandbox only): the test's id and configuration.
     func initiatePerformanceTest(originalTransactionId: String, credentials: AppStoreAPICredentials)
         throws(AppStoreAPIError) -> PerformanceTestStarted
+}
+
+/// What the Retention Messaging API stores and reviews: messages and images (the path segment of their routes and the
+/// stem of their list's keys, `messageIdentifiers` / `imageIdentifier` / `imageState`).
+public enum RetentionAssetKind: String, Sendable {
+    /// A text message (`message`).
+    case message
+    /// A PNG image (`image`).
+    case image
+}
+
+extension RetentionMessagingAPI {
+    /// Get Message List: every message and its review state.
+    public func messages(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
+        -> [RetentionAssetState] { try assets(.message, environment: environment, credentials: credentials) }
+
+    /// Get Image List.
+    public func images(environment: StoreEnvironment, credentials: AppStoreAPICredentials) throws(AppStoreAPIError)
+        -> [RetentionAssetState] { try assets(.image, environment: environment, credentials: credentials) }
+
+    /// Delete Message.
+    public func deleteMessage(_ messageId: UUID, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) { try deleteAsset(.message, messageId, environment: environment, credentials: credentials) }
+
+    /// Delete Image.
+    public func deleteImage(_ imageId: UUID, environment: StoreEnvironment, credentials: AppStoreAPICredentials)
+        throws(AppStoreAPIError) { try deleteAsset(.image, imageId, environment: environment, credentials: credentials) }
 }
 
 /// A text message to upload: `header` and `body` (Apple bounds their lengths), optionally with an uploaded image.

@@ -22,6 +22,16 @@ extension StoreEnvironment {
     public var isSignedByApple: Bool { self == .production || self == .sandbox }
     /// Xcode or LocalTesting: StoreKit testing data, which anyone can sign.
     public var isLocalTesting: Bool { self == .xcode || self == .localTesting }
+
+    /// Whether a tenant that accepts `environments`, and StoreKit testing data when `allowXcode`, accepts data from
+    /// this environment: the one statement of the rule (`Project.accepts`, the verifiers' `VerificationPolicy`).
+    /// Xcode and LocalTesting data (which anyone can sign) pass only with `allowXcode` AND Sandbox among
+    /// `environments`: test data never satisfies a tenant that did not opt in, nor a Production-only one.
+    @inlinable
+    public func isAccepted(in environments: some Collection<StoreEnvironment>, allowXcode: Bool) -> Bool {
+        if isLocalTesting { return allowXcode && environments.contains(.sandbox) }
+        return environments.contains(self)
+    }
 }
 
 /// The kind of in-app product a transaction is for (`type` in Apple's payload).

@@ -17,58 +17,32 @@ public struct ConsumptionSettingsOfServe: Sendable {
     public init() {}
 }
 
-/// The refund defense responder: one thread per `bouncer serve` that claims due CONSUMPTION_REQUESTs (the queue's
-/// lease and `SKIP LOCKED` keep instances apart), answers each through `ConsumptionResponder`, records the outcome
-/// and logs one line per answer (never a key or a token).
-public final class ConsumptionResponderService: Service {
-    private let job: Job
+/// The refund defense responder: the worker over the CONSUMPTION_REQUEST queue that answers each claimed request
+/// through `ConsumptionResponder`, records the outcome and logs one line per answer (never a key or a token).
+public typealias ConsumptionResponderService = LeasedQueueWorker<ConsumptionRequest>
 
-    /// Rows claimed per look (each answered in turn before the next look).
-    public static let batch = 16
-
-    /// A responder over `queue`; `start` starts its thread.
-    public init(queue: any ConsumptionQueue, responder: ConsumptionResponder, settings: ConsumptionSettingsOfServe,
-                log: @escaping @Sendable (String) -> Void) {
-        job = Job(name: "bouncer-consumption", interval: settings.pollInterval) { _ in
-            Self.pass(queue: queue, responder: responder, settings: settings, log: log) ? .again : .wait
-        }
-    }
-
-    /// `consumption-responder`.
-    public var name: String { "consumption-responder" }
-
-    /// Starts the thread.
-    public func start() { job.start() }
-
-    /// Stops claiming; waits for an answer in flight, without a bound of its own (the Apple call budget bounds it):
-    /// `grace` is not used.
-    public func stop(grace: Duration) { job.stop(grace: nil) }
-
-    /// Whether the thread runs.
-    public var isRunning: Bool { job.isRunning }
-
-    /// One look at the queue; whether it answered anything.
-    private static func pass(queue: any ConsumptionQueue, responder: ConsumptionResponder,
-                             settings: ConsumptionSettingsOfServe, log: @Sendable (String) -> Void) -> Bool {
-        let claimed: [ConsumptionRequest]
-        do {
-            claimed = try queue.claimDue(now: Date(), leaseSeconds: settings.leaseSeconds, limit: Self.batch)
-        } catch {
-            log(Self.line(["event": "consumption", "error": .string("claim failed: \(error)")]))
-            return false
-        }
-        for request in claimed {
-            let outcome = responder.answer(request, now: Date(), random: Double.random(in: 0..<1))
-            do {
-                let written = try queue.complete(request, outcome: outcome, now: Date())
-                log(Self.describe(request, outcome, written: written))
-            } catch {
-                // The lease lapses and the row is answered again: Apple takes a repeated answer.
-                log(Self.line(["event": "consumption", "notification_uuid": .string(request.notificationUUID.uuidString.lowercased()),
-                               "error": .string("recording the outcome failed: \(error)")]))
-            }
-        }
-        return !claimed.isEmpty
+extension LeasedQueueWorker where Item == ConsumptionRequest {
+    /// A responder over `queue`, named `consumption-responder`; `start` starts its thread.
+    public convenience init(queue: any ConsumptionQueue, responder: ConsumptionResponder,
+                            settings: ConsumptionSettingsOfServe, log: @escaping @Sendable (String) -> Void) {
+        self.init(name: "consumption-responder", threadName: "bouncer-consumption", event: "consumption",
+                  pollInterval: settings.pollInterval,
+                  claim: { try queue.claimDue(now: Date(), leaseSeconds: settings.leaseSeconds, limit: $0) },
+                  handle: { request in
+                      let outcome = responder.answer(request, now: Date(), random: Double.random(in: 0..<1))
+                      do {
+                          let written = try queue.complete(request, outcome: outcome, now: Date())
+                          log(Self.describe(request, outcome, written: written))
+                      } catch {
+                          // The lease lapses and the row is answered again: Apple takes a repeated answer.
+                          log(Self.line([
+                              "event": "consumption",
+                              "notification_uuid": .string(request.notificationUUID.uuidString.lowercased()),
+                              "error": .string("recording the outcome failed: \(error)"),
+                          ]))
+                      }
+                  },
+                  log: log)
     }
 
     /// The log line of one answer: project, notification, environment, attempt, status and why.

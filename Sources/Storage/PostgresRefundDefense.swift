@@ -3,94 +3,69 @@ public import Foundation
 import Postgres
 
 /// The CONSUMPTION_REQUEST queue (schema/0010's `consumption_requests`, written by a trigger with each
-/// notification): responders claim due rows with `FOR UPDATE SKIP LOCKED` and a lease, so two instances never hold
-/// the same row at once, and a responder that dies mid-call leaves the row to be claimed again when its lease lapses.
+/// notification), leased as `LeasedQueue` says: a responder that dies mid-call leaves the row to be claimed again.
 public final class PostgresConsumptionQueue: PostgresStore, @unchecked Sendable, ConsumptionQueue {
+    private static let queue = LeasedQueue(
+        table: "consumption_requests", key: "notification_uuid",
+        dueColumns: ", t.type, t.purchase_date, t.expires_date",
+        join: """
+            LEFT JOIN transactions t ON t.project_id = q.project_id AND t.environment = q.environment
+                AND t.transaction_id = q.transaction_id
+            """,
+        returning: """
+            q.project_id, q.environment, q.notification_uuid, q.transaction_id, q.original_transaction_id,
+            q.requested_at, q.deadline, q.attempts, due.type, due.purchase_date, due.expires_date
+            """)
+
     /// Claims due rows oldest-due first, each with the transaction's stored type and dates (for
     /// `consumptionPercentage`).
     public func claimDue(now: Date, leaseSeconds: Int, limit: Int) throws -> [ConsumptionRequest] {
-        let token = UUID()
-        let leaseUntil = now.addingTimeInterval(TimeInterval(max(1, leaseSeconds)))
-        return try StorageErrors.mapping("claim consumption requests") {
-            try pool.autocommit { connection in
-                try connection.query("""
-                    WITH due AS (
-                        SELECT c.project_id, c.environment, c.notification_uuid, t.type, t.purchase_date, t.expires_date
-                        FROM consumption_requests c
-                        LEFT JOIN transactions t ON t.project_id = c.project_id AND t.environment = c.environment
-                            AND t.transaction_id = c.transaction_id
-                        WHERE c.status = 'pending' AND c.next_attempt_at <= \(now)
-                          AND (c.lease_until IS NULL OR c.lease_until <= \(now))
-                        ORDER BY c.next_attempt_at
-                        LIMIT \(Int64(max(1, limit)))
-                        FOR UPDATE OF c SKIP LOCKED)
-                    UPDATE consumption_requests c SET attempts = c.attempts + 1, lease_until = \(leaseUntil),
-                        lease_token = \(token), updated_at = \(now)
-                    FROM due
-                    WHERE c.project_id = due.project_id AND c.environment = due.environment
-                      AND c.notification_uuid = due.notification_uuid
-                    RETURNING c.project_id, c.environment, c.notification_uuid, c.transaction_id,
-                        c.original_transaction_id, c.requested_at, c.deadline, c.attempts, due.type,
-                        due.purchase_date, due.expires_date
-                    """).map { row in
-                    ConsumptionRequest(
-                        projectId: try row.decode("project_id", as: UUID.self),
-                        environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
-                        notificationUUID: try row.decode("notification_uuid", as: UUID.self),
-                        transactionId: try row.decode("transaction_id", as: String?.self),
-                        originalTransactionId: try row.decode("original_transaction_id", as: String?.self),
-                        requestedAt: try row.decode("requested_at", as: Date.self),
-                        deadline: try row.decode("deadline", as: Date.self),
-                        attempts: try row.decode("attempts", as: Int.self),
-                        leaseToken: token,
-                        productType: try row.decode("type", as: String?.self),
-                        purchaseDate: try row.decode("purchase_date", as: Date?.self),
-                        expiresDate: try row.decode("expires_date", as: Date?.self))
-                }
-            }
+        try Self.queue.claim("claim consumption requests", on: pool, now: now, leaseSeconds: leaseSeconds,
+                             limit: limit) { row, token in
+            ConsumptionRequest(
+                projectId: try row.decode("project_id", as: UUID.self),
+                environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
+                notificationUUID: try row.decode("notification_uuid", as: UUID.self),
+                transactionId: try row.decode("transaction_id", as: String?.self),
+                originalTransactionId: try row.decode("original_transaction_id", as: String?.self),
+                requestedAt: try row.decode("requested_at", as: Date.self),
+                deadline: try row.decode("deadline", as: Date.self),
+                attempts: try row.decode("attempts", as: Int.self),
+                leaseToken: token,
+                productType: try row.decode("type", as: String?.self),
+                purchaseDate: try row.decode("purchase_date", as: Date?.self),
+                expiresDate: try row.decode("expires_date", as: Date?.self))
         }
     }
 
     /// Writes the outcome while the claim's token still holds the row; releases the lease.
     public func complete(_ request: ConsumptionRequest, outcome: ConsumptionOutcome, now: Date) throws -> Bool {
-        var lastError: String?
-        var appleCode: Int?
+        var written = LeasedQueue.Outcome(status: outcome.status.rawValue, nextAttempt: now)
         var sentAt: Date?
         var body: ConsumptionInformation?
-        var nextAttempt = now
         switch outcome {
         case .sent(let information):
             sentAt = now
             body = information
         case .skipped(_, let reason), .expired(let reason), .failed(let reason):
-            lastError = reason
+            written.lastError = reason
         case .rejected(let reason, let code):
-            lastError = reason
-            appleCode = code
+            written.lastError = reason
+            written.appleCode = code
         case .retry(let at, let reason):
-            lastError = reason
-            nextAttempt = at
+            written.lastError = reason
+            written.nextAttempt = at
         }
-        // Bounded: our reasons and Apple's message are short, but nothing unbounded goes into a row.
-        lastError = lastError.map { String($0.prefix(1000)) }
-        return try StorageErrors.mapping("complete consumption request") {
-            try pool.autocommit { connection in
-                try connection.execute("""
-                    UPDATE consumption_requests SET status = \(outcome.status.rawValue),
-                        last_error = \(Bind.text(lastError)), apple_error_code = \(Bind.int(appleCode))::int,
-                        sent_at = \(Bind.date(sentAt)), next_attempt_at = \(nextAttempt),
-                        request_body = CASE WHEN \(body != nil) THEN jsonb_strip_nulls(jsonb_build_object(
-                            'customerConsented', true, 'deliveryStatus', \(Bind.text(body?.deliveryStatus))::text,
-                            'consumptionPercentage', \(Bind.int(body?.consumptionPercentage))::int,
-                            'sampleContentProvided', \(Bind.bool(body?.sampleContentProvided)),
-                            'refundPreference', \(Bind.text(body?.refundPreference))::text)) ELSE request_body END,
-                        lease_until = NULL, lease_token = NULL, updated_at = \(now)
-                    WHERE project_id = \(request.projectId) AND environment = \(request.environment.rawValue)
-                      AND notification_uuid = \(request.notificationUUID) AND lease_token = \(request.leaseToken)
-                      AND status = 'pending'
-                    """) == 1
-            }
-        }
+        let row = LeasedQueue.Claimed(projectId: request.projectId, environment: request.environment.rawValue,
+                                      key: request.notificationUUID, token: request.leaseToken)
+        return try Self.queue.complete("complete consumption request", on: pool, row, written, now: now, columns: """
+            sent_at = \(Bind.date(sentAt)),
+            request_body = CASE WHEN \(body != nil) THEN jsonb_strip_nulls(jsonb_build_object(
+                'customerConsented', true, 'deliveryStatus', \(Bind.text(body?.deliveryStatus))::text,
+                'consumptionPercentage', \(Bind.int(body?.consumptionPercentage))::int,
+                'sampleContentProvided', \(Bind.bool(body?.sampleContentProvided)),
+                'refundPreference', \(Bind.text(body?.refundPreference))::text)) ELSE request_body END,
+            """)
     }
 }
 
