@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.parse
 
-from headless import EC, By, WebDriverWait, check, chrome, step
+from headless import EC, By, Select, WebDriverWait, check, chrome, step, wait_for
 
 URL = os.environ["BOUNCER_URL"].rstrip("/")
 PROJECT = os.environ["PROJECT_ID"]
@@ -36,19 +36,6 @@ def visible(css):
 
 def present(css):
     return wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
-
-
-def wait_for(condition, text, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-        except Exception:  # noqa: BLE001 - the page is redrawing: an element gone or stale is "not yet"
-            value = None
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(text)
 
 
 def api(path):
@@ -98,7 +85,7 @@ def api_rows(page):
     return [(c["user_id"], c["status"], str(c["net_milli"]), ",".join(c["entitlements"])) for c in page["customers"]]
 
 
-def list_loaded(previous_url=None):
+def list_loaded():
     present("#customer-list-table")
     time.sleep(0.2)
 
@@ -166,7 +153,6 @@ try:
     check(customer_rows() == api_rows(page), f"the list: {customer_rows()} != {api_rows(page)}")
     step("the list equals the API's")
 
-    from selenium.webdriver.support.ui import Select
     Select(driver.find_element(By.ID, "filter-status")).select_by_value("revoked")
     driver.find_element(By.CSS_SELECTOR, "#customer-filters button[type=submit]").click()
     wait_for(lambda: "status=revoked" in driver.current_url, "the filter is in the URL")
