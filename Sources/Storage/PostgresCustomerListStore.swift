@@ -4,7 +4,8 @@ import Postgres
 
 /// The customer list (`GET /v1/admin/projects/:id/customers`, README "Customers as a list"): one statement over the
 /// project's current bindings (`subscriptions`, by its primary key's `project_id` prefix), their purchases (primary
-/// key) and their transactions' money facts (`revenue_transactions_original_idx`), with the money rules of
+/// key) and their transactions' money facts (`revenue_transactions_original_idx`); a page's entitlements by the
+/// bindings' and grants' `(project_id, user_id…)` indexes. The money rules are those of
 /// `schema/functions/bouncer_money_*.sql` as the `revenue` chart applies them. The net is computed for every customer
 /// only when the query sorts or filters by it; otherwise for the page's customers alone.
 public final class PostgresCustomerListStore: PostgresStore, @unchecked Sendable, CustomerListStore {
@@ -65,10 +66,13 @@ public final class PostgresCustomerListStore: PostgresStore, @unchecked Sendable
                     SELECT pn.user_id, pn.v, pn.status, pn.first_seen, pn.last_purchase, pn.net,
                         x.currencies, x.amounts,
                         ARRAY(SELECT DISTINCT e.entitlement FROM (
-                            SELECT unnest(pr.entitlements) AS entitlement FROM h
-                            JOIN products pr ON pr.project_id = q.project AND pr.product_id = h.product_id
-                            WHERE h.user_id = pn.user_id AND h.status = 'active'
-                              AND NOT (h.environment = 'Sandbox' AND EXISTS (SELECT 1 FROM projects o
+                            SELECT unnest(pr.entitlements) AS entitlement FROM subscriptions s
+                            JOIN purchases p ON p.project_id = s.project_id AND p.environment = s.environment
+                                AND p.original_transaction_id = s.original_transaction_id
+                            JOIN products pr ON pr.project_id = q.project AND pr.product_id = p.product_id
+                            WHERE s.project_id = q.project AND s.user_id = pn.user_id AND s.revoked_at IS NULL
+                              AND (q.env IS NULL OR s.environment = q.env) AND bouncer_purchase_status(p, q.now) = 'active'
+                              AND NOT (p.environment = 'Sandbox' AND EXISTS (SELECT 1 FROM projects o
                                   WHERE o.id = q.project AND o.sandbox_access = 'allowlist'
                                     AND NOT pn.user_id = ANY (o.sandbox_allowed_user_ids)))
                             UNION ALL
