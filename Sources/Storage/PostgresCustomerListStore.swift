@@ -119,7 +119,9 @@ public final class PostgresCustomerListStore: PostgresStore, @unchecked Sendable
 
     /// CTEs `m` (each money amount of the customers of `source`: proceeds by purchase day, refunded proceeds
     /// negated by refund day, with the rate into the reporting currency, NULL when none) and `out` (`source`'s rows
-    /// with `net`, the sum of the converted amounts, each rounded once), as the `revenue` chart's net.
+    /// with `net`, the sum of the converted amounts, each rounded once), as the `revenue` chart's net. `rates` is
+    /// MATERIALIZED: once per (currency, day); inlined, the planner pushes `rate IS NOT NULL` below the DISTINCT and
+    /// looks a rate up per amount (8× slower on 100,000 customers).
     static func netOver(_ source: String, as out: String = "n") -> String {
         """
         a AS (SELECT \(source).user_id, r.currency, r.purchase_date, r.refund_date, r.refund_milli_percent,
@@ -134,7 +136,7 @@ public final class PostgresCustomerListStore: PostgresStore, @unchecked Sendable
             SELECT a.user_id, a.currency, (a.refund_date AT TIME ZONE 'UTC')::date,
                 -bouncer_money_share(a.proceeds, a.refund_milli_percent)
             FROM a WHERE a.refund_date IS NOT NULL AND a.refund_milli_percent > 0),
-        rates AS (SELECT d.currency, d.day, bouncer_money_rate(d.currency, q.cur, d.day) AS rate
+        rates AS MATERIALIZED (SELECT d.currency, d.day, bouncer_money_rate(d.currency, q.cur, d.day) AS rate
             FROM q, (SELECT DISTINCT e.currency, e.day FROM e) d),
         m AS (SELECT e.*, rates.rate FROM e JOIN rates ON rates.currency = e.currency AND rates.day = e.day),
         \(out) AS (SELECT \(source).*, COALESCE(t.net, 0)::int8 AS net FROM \(source)
