@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "API", dependencies: ["Domain", "HTTPCore", "JSON", "Primitives"], swiftSettings: strict),
         // The admin console's static files, compiled into the binary (`.embedInCode`: no bundle beside it, no CDN).
         .target(name: "Console", dependencies: ["HTTPCore"],
-                resources: ["index.html", "console.css", "console.js", "charts.js", "favicon.svg"]
+                resources: ["index.html", "console.css", "console.js", "charts.js", "revenue.js", "favicon.svg"]
                     .map { .embedInCode("assets/" + $0) },
                 swiftSettings: strict),
 

@@ -69,6 +69,8 @@ public struct APIDependencies: Sendable {
     public let overview: (any OverviewMetricsStore)?
     /// The charts, money settings and exchange rates (issue 26); `nil` answers 503 there.
     public let charts: (any ChartStore)?
+    /// The customer list (`GET /v1/admin/projects/:id/customers`); `nil` answers 503 there.
+    public let customerList: (any CustomerListStore)?
     /// The clock; status is always evaluated at this instant.
     /// Accounts and their API keys (`bk_…` on the admin routes); nil: the admin token only, and the account routes
     /// answer 503.
@@ -113,7 +115,7 @@ public struct APIDependencies: Sendable {
         maxReceiptBodyBytes: Int = 1024 * 1024, maxReceiptRecords: Int = 2_000,
         adminAuthFailures: FailureLockout = FailureLockout(), consoleSessions: (any ConsoleSessionStore)? = nil,
         console: ConsoleSettings = ConsoleSettings(), overview: (any OverviewMetricsStore)? = nil,
-        charts: (any ChartStore)? = nil,
+        charts: (any ChartStore)? = nil, customerList: (any CustomerListStore)? = nil,
         accounts: (any AccountStore)? = nil, usage: UsageMeter? = nil,
         members: (store: any MemberStore, crypto: any MemberCryptography)? = nil,
         auditLog: (any AuditLogStore)? = nil, auditGaps: AuditGaps = AuditGaps(),
@@ -147,6 +149,7 @@ public struct APIDependencies: Sendable {
         self.console = console
         self.overview = overview
         self.charts = charts
+        self.customerList = customerList
         self.accounts = accounts
         self.usage = usage
         self.members = members

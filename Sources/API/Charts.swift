@@ -79,17 +79,9 @@ struct ChartsController: APIController {
             case "environment":
                 environment = MetricsController.environment(item.value, &details) ?? environment
             case "product_id":
-                if item.value.isEmpty || item.value.utf8.count > 200 || item.value.utf8.contains(0) {
-                    details.append(ErrorDetail(path: ["product_id"], message: "String must contain 1 to 200 characters, no NUL"))
-                } else {
-                    productId = item.value
-                }
+                productId = productIdParameter(item.value, &details) ?? productId
             case "country":
-                if item.value.utf8.count == 3, item.value.utf8.allSatisfy({ (0x41...0x5A).contains($0) }) {
-                    country = item.value
-                } else {
-                    details.append(ErrorDetail(path: ["country"], message: "Expected ISO 3166-1 alpha-3, e.g. USA"))
-                }
+                country = countryParameter(item.value, &details) ?? country
             case "format":
                 csv = AuditLogController.csvFormat(item.value, &details) ?? csv
             default:
@@ -101,6 +93,24 @@ struct ChartsController: APIController {
         return (ChartQuery(projectId: projectId, chart: chart, from: Date(timeIntervalSince1970: Double(first) * 86_400),
                            to: Date(timeIntervalSince1970: Double(last + 1) * 86_400), interval: interval,
                            environment: environment, productId: productId, country: country), csv)
+    }
+
+    /// `product_id=`: 1 to 200 characters, no NUL; else nil and a detail (the charts' and the customer list's).
+    static func productIdParameter(_ value: String, _ details: inout [ErrorDetail]) -> String? {
+        guard !value.isEmpty, value.utf8.count <= 200, !value.utf8.contains(0) else {
+            details.append(ErrorDetail(path: ["product_id"], message: "String must contain 1 to 200 characters, no NUL"))
+            return nil
+        }
+        return value
+    }
+
+    /// `country=`: Apple's storefront, ISO 3166-1 alpha-3 (`USA`); else nil and a detail.
+    static func countryParameter(_ value: String, _ details: inout [ErrorDetail]) -> String? {
+        guard value.utf8.count == 3, value.utf8.allSatisfy({ (0x41...0x5A).contains($0) }) else {
+            details.append(ErrorDetail(path: ["country"], message: "Expected ISO 3166-1 alpha-3, e.g. USA"))
+            return nil
+        }
+        return value
     }
 
     /// `PUT /v1/admin/projects/:id/revenue-settings` `{small_business_program, reporting_currency}`.

@@ -70,6 +70,7 @@ public enum Routes {
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
             ChartsController(projects: deps.projects, store: deps.charts, now: deps.now),
             TransactionExportController(projects: deps.projects, store: deps.charts, now: deps.now),
+            CustomerListController(projects: deps.projects, store: deps.customerList, now: deps.now),
             ConsoleController(admin: admin, console: deps.console),
             MembersController(admin: admin),
             CustomersController(

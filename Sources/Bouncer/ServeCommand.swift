@@ -111,6 +111,7 @@ extension ServeCommand {
             console: console,
             overview: PostgresOverviewMetricsStore(pool: database.pool),
             charts: PostgresChartStore(pool: database.pool),
+            customerList: PostgresCustomerListStore(pool: database.pool),
             accounts: PostgresAccountStore(pool: database.pool),
             usage: usage,
             members: (PostgresMemberStore(pool: database.pool), OpenSSLMemberCryptography()),

@@ -21,6 +21,7 @@ public enum ConsoleRoutes {
             ("console.css", PackageResources.console_css, "text/css; charset=utf-8"),
             ("console.js", PackageResources.console_js, "text/javascript; charset=utf-8"),
             ("charts.js", PackageResources.charts_js, "text/javascript; charset=utf-8"),
+            ("revenue.js", PackageResources.revenue_js, "text/javascript; charset=utf-8"),
             ("favicon.svg", PackageResources.favicon_svg, "image/svg+xml"),
         ]
         var assets: [String: Asset] = [:]

@@ -6,7 +6,7 @@ import XCTest
 /// The console's embedded files: present, typed, and the ETag/304 rule, without a server.
 final class ConsoleRoutesTests: XCTestCase {
     func testEveryFileIsEmbeddedWithItsType() throws {
-        XCTAssertEqual(ConsoleRoutes.assetNames, ["charts.js", "console.css", "console.js", "favicon.svg", "index.html"])
+        XCTAssertEqual(ConsoleRoutes.assetNames, ["charts.js", "console.css", "console.js", "favicon.svg", "index.html", "revenue.js"])
         for name in ConsoleRoutes.assetNames {
             let asset = try XCTUnwrap(ConsoleRoutes.assets[name])
             XCTAssertFalse(asset.body.isEmpty, name)

@@ -1,6 +1,7 @@
 // The Bouncer admin console: a few pages over the JSON admin API. No dependencies, no inline script (CSP).
 // The session is an HttpOnly cookie; the CSRF token lives only in this module's memory.
 import { lineChart, barChart } from "./charts.js";
+import { revenueCharts, customerList } from "./revenue.js";
 
 let csrf = null;
 /** Who is signed in: `GET /v1/admin/session`'s `{kind, account_id?, role?, email?, permissions}`. */
@@ -496,7 +497,7 @@ async function customersPage(id, query) {
     return;
   }
   const user = query.get("user");
-  if (!user) return;
+  if (!user) return customerList(ui, id, query, result);
   result.replaceChildren(loading());
   let p;
   try { p = await loadProject(id); } catch (error) { showError(result, error); return; }
@@ -848,21 +849,57 @@ const milli = (v) => (v / 1000).toLocaleString(undefined, { maximumFractionDigit
 const money = (amounts) => Object.keys(amounts).length
   ? Object.entries(amounts).map(([c, v]) => `${milli(v)} ${c}`).join(" · ") : "—";
 
+/** What the console's revenue module needs of this one (its helpers, so the pages look and fail alike). */
+const ui = { h, api, showError, loading, dataTable, field };
+
+const isDay = (text) => /^\d{4}-\d{2}-\d{2}$/.test(text || "");
+
 async function dashboardPage(id, query) {
   setNav(id, `#/projects/${id}/dashboard`);
-  const days = ["7", "30", "90"].includes(query.get("days")) ? Number(query.get("days")) : 30;
+  // The range: a preset of days up to today, or from/to (UTC days, inclusive); the charts' interval and filters.
+  const custom = isDay(query.get("from")) && isDay(query.get("to"));
+  const days = custom ? 0 : ["7", "30", "90", "365"].includes(query.get("days")) ? Number(query.get("days")) : 30;
   const env = query.get("env") || "";
-  const go = (d, e) => { location.hash = `#/projects/${id}/dashboard?days=${d}${e ? "&env=" + e : ""}`; };
+  const interval = ["day", "week", "month"].includes(query.get("interval")) ? query.get("interval") : "day";
+  const product = query.get("product") || "";
+  const country = query.get("country") || "";
+  const state = { days, from: custom ? query.get("from") : "", to: custom ? query.get("to") : "", env, interval, product, country };
+  const go = (change) => {
+    const next = { ...state, ...change };
+    const q = new URLSearchParams();
+    if (next.from && next.to) { q.set("from", next.from); q.set("to", next.to); } else q.set("days", String(next.days || 30));
+    for (const [k, v] of [["env", next.env], ["interval", next.interval === "day" ? "" : next.interval], ["product", next.product], ["country", next.country]]) {
+      if (v) q.set(k, v);
+    }
+    location.hash = `#/projects/${id}/dashboard?${q}`;
+  };
+  const today = new Date();
+  const to = custom ? query.get("to") : today.toISOString().slice(0, 10);
+  const from = custom ? query.get("from") : new Date(today.getTime() - (days - 1) * 86400000).toISOString().slice(0, 10);
+  const picker = h("form", { class: "row", id: "range-form", "aria-label": "Range and filters", onsubmit: (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    go({ from: f.from.value, to: f.to.value, interval: f.interval.value, product: f.product.value.trim(),
+      country: f.country.value.trim().toUpperCase() });
+  } },
+  h("label", { class: "inline" }, "From", h("input", { type: "date", name: "from", id: "range-from", value: from })),
+  h("label", { class: "inline" }, "To", h("input", { type: "date", name: "to", id: "range-to", value: to })),
+  h("label", { class: "inline" }, "By", h("select", { name: "interval", id: "range-interval" },
+    ["day", "week", "month"].map((v) => h("option", { value: v, selected: v === interval }, v)))),
+  h("label", { class: "inline" }, "Product", h("input", { name: "product", id: "range-product", value: product, placeholder: "all" })),
+  h("label", { class: "inline" }, "Storefront", h("input", { name: "country", id: "range-country", value: country, placeholder: "all", maxlength: 3, size: 4 })),
+  h("button", { type: "submit", class: "primary" }, "Apply"));
   const controls = h("div", { class: "row segmented", role: "group", "aria-label": "Range" },
-    [7, 30, 90].map((d) => h("button", { type: "button", "aria-pressed": String(d === days), "data-days": d, onclick: () => go(d, env) }, `${d} days`)),
-    h("select", { id: "dashboard-env", "aria-label": "Environment", onchange: (e) => go(days, e.target.value) },
+    [7, 30, 90, 365].map((d) => h("button", { type: "button", "aria-pressed": String(d === days), "data-days": d,
+      onclick: () => go({ days: d, from: "", to: "" }) }, `${d} days`)),
+    h("select", { id: "dashboard-env", "aria-label": "Environment", onchange: (e) => go({ env: e.target.value }) },
       ["", "Sandbox", "all"].map((v) => h("option", { value: v, selected: v === env },
         v === "" ? "Production" : v === "all" ? "All environments" : v))));
   const body = h("div", {}, loading());
-  main.replaceChildren(h("h1", {}, "Dashboard"), controls, body);
-  const to = new Date();
-  const from = new Date(to.getTime() - (days - 1) * 86400000);
-  const params = new URLSearchParams({ from: from.toISOString().slice(0, 10), to: to.toISOString().slice(0, 10), interval: "day" });
+  const charts = h("div", { id: "revenue-section" });
+  main.replaceChildren(h("h1", {}, "Dashboard"), controls, picker, body, h("h2", {}, "Revenue and subscriptions"), charts);
+  revenueCharts(ui, id, { from, to, interval, environment: env === "all" ? "" : env || "Production", product_id: product, country }, charts);
+  const params = new URLSearchParams({ from, to, interval: "day" });
   if (env) params.set("environment", env);
   let o;
   try { o = await api("GET", `/v1/admin/projects/${id}/metrics/overview?${params}`); }

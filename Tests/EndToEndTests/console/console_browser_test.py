@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 
-from headless import EC, By, Select, WebDriverWait, check, chrome, step
+from headless import EC, By, Select, WebDriverWait, check, chrome, step, wait_for
 
 URL = os.environ["BOUNCER_URL"].rstrip("/")
 TOKEN = os.environ["ADMIN_TOKEN"]
@@ -73,16 +73,6 @@ class Receiver(httpserver.BaseHTTPRequestHandler):
 
 receiver = httpserver.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
 threading.Thread(target=receiver.serve_forever, daemon=True).start()
-
-
-def wait_for(condition, text, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(text)
 
 
 ROLES = ["owner", "admin", "developer", "viewer", "support"]

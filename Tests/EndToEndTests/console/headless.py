@@ -5,6 +5,7 @@ failure in CI, which installs them).
 """
 import os
 import sys
+import time
 
 try:
     from selenium import webdriver
@@ -25,6 +26,21 @@ def step(text):
 def check(condition, text):
     if not condition:
         raise AssertionError(text)
+
+
+def wait_for(condition, text, seconds=20):
+    """The first truthy value of condition(), polled; an exception (an element gone while the page redraws) is "not
+    yet". AssertionError(text) after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except Exception:  # noqa: BLE001
+            value = None
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(text)
 
 
 def find_binary(*names):

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Drives the dashboard's charts and the customer list in headless Chromium (Selenium), as a viewer.
+
+Run by ConsoleChartsE2ETests (Swift), which passes in the environment: BOUNCER_URL, PROJECT_ID, EMAIL and PASSWORD (a
+member with revenue.read and customers.read), FROM and TO (the range the scenario's charts cover), SCREENSHOT_DIR.
+The API's JSON is read with the same session (fetch from the page), so the page and the numbers it is compared with
+come from one principal. Prints one "STEP ..." line per checked step; exits 0 only when every check held. Exit 3 means
+Chromium/Selenium are missing.
+"""
+import os
+import sys
+import time
+import urllib.parse
+
+from headless import EC, By, Select, WebDriverWait, check, chrome, step, wait_for
+
+URL = os.environ["BOUNCER_URL"].rstrip("/")
+PROJECT = os.environ["PROJECT_ID"]
+EMAIL = os.environ["EMAIL"]
+PASSWORD = os.environ["PASSWORD"]
+FROM = os.environ["FROM"]
+TO = os.environ["TO"]
+SHOTS = os.environ.get("SCREENSHOT_DIR", ".build/console-screenshots")
+os.makedirs(SHOTS, exist_ok=True)
+CHARTS = ["mrr", "mrr_movement", "revenue", "active_subscriptions", "active_trials", "trial_conversion", "churn",
+          "refund_rate"]
+RATIOS = {"trial_conversion": "conversion_rate", "churn": "churn_rate", "refund_rate": "refund_rate"}
+
+driver = chrome()
+wait = WebDriverWait(driver, 20)
+
+
+def visible(css):
+    return wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def present(css):
+    return wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def api(path):
+    """GET path with the page's session cookie: the JSON, or an AssertionError naming the status."""
+    result = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        fetch(arguments[0], { credentials: "same-origin", headers: { Accept: "application/json" } })
+          .then(async (r) => done({ status: r.status, body: await r.json() }))
+          .catch((e) => done({ status: 0, body: String(e) }));
+    """, path)
+    check(result["status"] == 200, f"GET {path}: {result}")
+    return result["body"]
+
+
+def amount(milli):
+    """The console's money text: milli-units to two decimals, half away from zero, in integers."""
+    cents = (abs(milli) + 5) // 10
+    return f"{'-' if milli < 0 else ''}{cents // 100:,}.{cents % 100:02d}"
+
+
+def percent(ratio):
+    if ratio is None:
+        return "—"
+    whole, fraction = ratio.split(".")
+    return f"{int(whole) * 100 + int(fraction[:2])}.{fraction[2:]} %"
+
+
+def shown(measure, value, ratio):
+    if measure == ratio:
+        return percent(value)
+    return amount(value) if measure.endswith("_milli") else str(value)
+
+
+def attr(value):
+    return "null" if value is None else str(value)
+
+
+def customer_rows():
+    return [(r.get_attribute("data-user-id"),
+             r.find_element(By.CSS_SELECTOR, "[data-status]").get_attribute("data-status"),
+             r.find_element(By.CSS_SELECTOR, "[data-net]").get_attribute("data-net"),
+             r.find_element(By.CSS_SELECTOR, "[data-entitlements]").get_attribute("data-entitlements"))
+            for r in driver.find_elements(By.CSS_SELECTOR, "#customer-list-table tr[data-user-id]")]
+
+
+def api_rows(page):
+    return [(c["user_id"], c["status"], str(c["net_milli"]), ",".join(c["entitlements"])) for c in page["customers"]]
+
+
+def list_loaded():
+    present("#customer-list-table")
+    time.sleep(0.2)
+
+
+try:
+    driver.get(f"{URL}/admin/#/signin")
+    visible("#member-email").send_keys(EMAIL)
+    driver.find_element(By.ID, "member-password").send_keys(PASSWORD)
+    driver.find_element(By.CSS_SELECTOR, "#member-sign-in-form button[type=submit]").click()
+    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, '#whoami[data-role="viewer"]'), "viewer signed in")
+    step("viewer signed in")
+
+    driver.get(f"{URL}/admin/#/projects/{PROJECT}/dashboard?from={FROM}&to={TO}&env=Sandbox&interval=month")
+    visible("#revenue-charts")
+    query = urllib.parse.urlencode({"from": FROM, "to": TO, "interval": "month", "environment": "Sandbox"})
+    for chart in CHARTS:
+        card = present(f"#chart-{chart}")
+        json = api(f"/v1/admin/projects/{PROJECT}/charts/{chart}?{query}")
+        ratio = RATIOS.get(chart)
+        rows = card.find_elements(By.CSS_SELECTOR, "tr[data-date]")
+        check([r.get_attribute("data-date") for r in rows] == [p["date"] for p in json["points"]],
+              f"{chart}: the points' dates")
+        for row, point in zip(rows, json["points"]):
+            for cell in row.find_elements(By.CSS_SELECTOR, "td[data-measure]"):
+                m = cell.get_attribute("data-measure")
+                check(cell.get_attribute("data-value") == attr(point[m]), f"{chart} {point['date']} {m}: "
+                      f"{cell.get_attribute('data-value')} != {point[m]}")
+                check(cell.get_attribute("textContent") == shown(m, point[m], ratio),
+                      f"{chart} {point['date']} {m} text: {cell.get_attribute('textContent')}")
+        totals = card.find_elements(By.CSS_SELECTOR, "dd[data-measure]")
+        check(len(totals) == len([k for k in json["totals"] if k != "unconverted"]), f"{chart}: every total shown")
+        for dd in totals:
+            m = dd.get_attribute("data-measure")
+            check(dd.get_attribute("data-value") == attr(json["totals"][m]), f"{chart} total {m}")
+            check(dd.text == shown(m, json["totals"][m], ratio), f"{chart} total {m} text: {dd.text}")
+        for currency, values in json["totals"].get("unconverted", {}).items():
+            apart = card.find_element(By.CSS_SELECTOR, f".unconverted [data-currency='{currency}']").text
+            for m, v in values.items():
+                if m.endswith("_milli"):
+                    check(f"{amount(v)} {currency}" in apart, f"{chart}: {currency} {m} apart: {apart}")
+    revenue = api(f"/v1/admin/projects/{PROJECT}/charts/revenue?{query}")
+    check(revenue["points"][1]["net_milli"] != 0 and revenue["totals"]["unconverted"], "the scenario has money to show")
+    driver.save_screenshot(os.path.join(SHOTS, "17-revenue-charts.png"))
+    step("every chart's points and totals equal the API's")
+
+    mrr_link = driver.find_element(By.CSS_SELECTOR, "#chart-mrr h3 a.customers-link").get_attribute("href")
+    check(mrr_link.endswith(f"#/projects/{PROJECT}/customers?environment=Sandbox&status=active"), f"MRR's customers: {mrr_link}")
+    bar = driver.find_element(By.CSS_SELECTOR, "#chart-revenue svg a")
+    href = bar.get_dom_attribute("href")
+    expected = f"#/projects/{PROJECT}/customers?environment=Sandbox&first_seen_from={FROM}&first_seen_to=2025-01-31"
+    check(href.endswith(expected), f"the first bar's customers: {href}")
+    bar.find_element(By.CSS_SELECTOR, "rect").click()
+    wait_for(lambda: driver.current_url.endswith(expected), f"the bar opened its customers: {driver.current_url}")
+    list_loaded()
+    january = api(f"/v1/admin/projects/{PROJECT}/customers?environment=Sandbox&first_seen_from={FROM}"
+                  f"&first_seen_to=2025-01-31&limit=25")
+    check(customer_rows() == api_rows(january), f"January's customers: {customer_rows()} != {api_rows(january)}")
+    check([r[0] for r in customer_rows()] == ["carol", "bob", "alice"], f"first seen in January: {customer_rows()}")
+    check(driver.find_element(By.ID, "filter-first-seen-from").get_attribute("value") == FROM, "the filter is set")
+    step("a revenue bar opens the customers first seen in its month")
+
+    driver.get(f"{URL}/admin/#/projects/{PROJECT}/customers?sort=-net")
+    wait_for(lambda: len(customer_rows()) == 25, "a full first page")
+    page = api(f"/v1/admin/projects/{PROJECT}/customers?sort=-net&limit=25")
+    check(customer_rows() == api_rows(page), f"the list: {customer_rows()} != {api_rows(page)}")
+    step("the list equals the API's")
+
+    Select(driver.find_element(By.ID, "filter-status")).select_by_value("revoked")
+    driver.find_element(By.CSS_SELECTOR, "#customer-filters button[type=submit]").click()
+    wait_for(lambda: "status=revoked" in driver.current_url, "the filter is in the URL")
+    wait_for(lambda: len(customer_rows()) < 25, "the filtered list")
+    revoked = api(f"/v1/admin/projects/{PROJECT}/customers?status=revoked&sort=-net&limit=25")
+    check(customer_rows() == api_rows(revoked) and [r[0] for r in customer_rows()] == ["alice"],
+          f"revoked: {customer_rows()}")
+    step("a status filter from the form")
+
+    driver.get(f"{URL}/admin/#/projects/{PROJECT}/customers?sort=first_seen")
+    wait_for(lambda: len(customer_rows()) == 25, "page 1")
+    walked = [r[0] for r in customer_rows()]
+    first_page = list(walked)
+    driver.find_element(By.ID, "customers-next").click()
+    wait_for(lambda: driver.find_element(By.ID, "customers-page").text == "Page 2", "page 2")
+    wait_for(lambda: customer_rows() and customer_rows()[0][0] not in first_page, "page 2's rows")
+    walked += [r[0] for r in customer_rows()]
+    check(not driver.find_elements(By.CSS_SELECTOR, "#customers-next:not([hidden])"), "two pages in all")
+    everyone, cursor = [], None
+    while True:
+        chunk = api(f"/v1/admin/projects/{PROJECT}/customers?sort=first_seen&limit=25"
+                    + (f"&cursor={cursor}" if cursor else ""))
+        everyone += [c["user_id"] for c in chunk["customers"]]
+        cursor = chunk["next_cursor"]
+        if not cursor:
+            break
+    check(walked == everyone and len(everyone) == 31, f"walked {walked} != {everyone}")
+    driver.find_element(By.ID, "customers-previous").click()
+    wait_for(lambda: driver.find_element(By.ID, "customers-page").text == "Page 1", "back on page 1")
+    wait_for(lambda: [r[0] for r in customer_rows()] == first_page, "page 1's rows again")
+    step("pages walked forward and back")
+
+    violations = [e for e in driver.get_log("browser") if "Content Security Policy" in e.get("message", "")]
+    check(not violations, f"no CSP violations: {violations}")
+    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    check(not errors, f"no script errors: {errors}")
+    step("no CSP violations")
+except Exception as error:  # noqa: BLE001 - report any failure with the page state
+    print(f"FAILED {error}")
+    try:
+        driver.save_screenshot(os.path.join(SHOTS, "17-revenue-failed.png"))
+        print(driver.current_url)
+        print(driver.find_element(By.TAG_NAME, "main").text[:3000])
+        print(driver.get_log("browser"))
+    except Exception:  # noqa: BLE001
+        pass
+    driver.quit()
+    sys.exit(1)
+driver.quit()
