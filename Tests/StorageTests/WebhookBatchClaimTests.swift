@@ -2,7 +2,7 @@ import Dispatch
 import Domain
 import Foundation
 import Postgres
-import Storage
+@testable import Storage
 import Synchronization
 import XCTest
 
@@ -451,5 +451,49 @@ final class WebhookBatchClaimTests: XCTestCase {
         try run("UPDATE webhook_events SET user_id = NULL WHERE user_id = 'b'")
         try run("UPDATE webhook_events SET status = 'delivered' WHERE status = 'pending'")
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), [])
+    }
+
+    /// A claim and the complete of its batch reach their queue rows by key (or ctid), never by a scan of the queue,
+    /// so their cost follows the batch, not the queue. With the planner's choice, on a queue of a few thousand heads
+    /// as analysed in service, the claim's update (joined to its locked rows by key) and the complete's lease and
+    /// delete statements (`q.seq = ANY (…)`) each scanned the whole queue: 3 sequential scans per batch (this test
+    /// on main `8a032ec`), each of every version a drain leaves until autovacuum comes (~200 pages late in
+    /// `bench/api`'s webhook drain: 730 and 3 × ~250 buffers a batch). Counted: sequential scans of webhook_queue
+    /// started in the batch's transaction, 16 events of 3,000 heads.
+    func testACompleteAndClaimNeverScanTheQueue() throws {
+        let (s, _, project) = try hooked("whqueuescan", poolSize: 1)
+        defer { s.close() }
+        let scans = try s.pool.withConnection { c -> Int64 in
+            _ = try c.execute("""
+                INSERT INTO webhook_events (project_id, id, type, user_id, data, created_at, next_attempt_at,
+                    retry_window_start)
+                SELECT \(project), 'evt_' || md5(g::text), 'ping', 'u' || g, '{}', now(), now() - interval '1 hour',
+                    now()
+                FROM generate_series(1, 3000) g
+                """)
+            _ = try c.execute("ANALYZE webhook_queue")
+            _ = try c.execute("ANALYZE webhook_events")
+            // The counter includes what this backend has not flushed yet: a difference inside one transaction.
+            func scans() throws -> Int64 {
+                try XCTUnwrap(try c.query("""
+                    SELECT pg_stat_get_xact_numscans('webhook_queue'::regclass) AS n
+                    """).first).decode("n", as: Int64.self)
+            }
+            _ = try c.execute("BEGIN")
+            let before = try scans()
+            let claimed = try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, on: c)
+            XCTAssertEqual(claimed.count, 16)
+            let later = try PostgresWebhookStore.record(
+                claimed.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) },
+                owner: "one", on: c)
+            XCTAssertTrue(later.isEmpty)
+            let n = try scans() - before
+            _ = try c.execute("COMMIT")
+            return n
+        }
+        XCTAssertEqual(scans, 0, "sequential scans of webhook_queue by a claim and a complete of 16")
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'delivered'"), 16)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 3_000 - 16)
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
     }
 }
