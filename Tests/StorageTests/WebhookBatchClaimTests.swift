@@ -496,4 +496,24 @@ final class WebhookBatchClaimTests: XCTestCase {
         XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 3_000 - 16)
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
     }
+
+    /// 0067: no foreign key cascades a deleted event's queue row any more; the delete trigger removes it, for a
+    /// project's deletion (the cascade from projects) as for erase's and a test's direct deletes.
+    func testDeletedEventsTakeTheirQueueRowsWithThem() throws {
+        let (s, store, project) = try hooked("whqueuegone")
+        defer { s.close() }
+        for user in ["a", "b", "a", nil] {
+            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
+        }
+        _ = try store.claim(owner: "one", limit: 1, leaseSeconds: 60)
+        try s.pool.withConnection { c in
+            _ = try c.execute("DELETE FROM webhook_events WHERE user_id = 'b'")
+        }
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 2, "a's head and the ping")
+        try s.pool.withConnection { c in
+            _ = try c.execute("DELETE FROM projects WHERE id = \(project)")
+        }
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 0)
+    }
 }
