@@ -148,8 +148,15 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
                         WHERE q.project_id = \(projectId)::uuid AND q.user_id IS NULL AND e.status = 'pending'
                         ORDER BY seq DESC LIMIT \(limit)::int
                         """)
+                } else if status == .failed {
+                    // webhook_events_failed_idx (0068: failed_at is set exactly while an event is failed).
+                    rows = try connection.query("""
+                        SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_events e
+                        WHERE e.project_id = \(projectId) AND e.failed_at IS NOT NULL
+                        ORDER BY e.seq DESC LIMIT \(limit)
+                        """)
                 } else if let status {
-                    // Failed: webhook_events_failed_idx (0041); delivered: the primary key, newest first.
+                    // Delivered: the primary key, newest first.
                     rows = try connection.query("""
                         SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_events e
                         WHERE e.project_id = \(projectId) AND e.status = \(status.rawValue)

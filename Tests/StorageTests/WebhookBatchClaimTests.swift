@@ -516,4 +516,53 @@ final class WebhookBatchClaimTests: XCTestCase {
         }
         XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 0)
     }
+
+    /// 0068: a delivery updates its event in place (HOT): no column an index names changes (the failed events are
+    /// indexed by `failed_at`, which only a failure sets) and the page has room (fillfactor 60). On main `8a032ec`
+    /// none of the 16 was (`status` was in the failed index's predicate), 13 now; a failure still sets `failed_at`,
+    /// and a manual retry clears it.
+    func testADeliveryUpdatesItsEventInPlace() throws {
+        let (s, store, project) = try hooked("whhot", poolSize: 1)
+        defer { s.close() }
+        let (updated, hot) = try s.pool.withConnection { c -> (Int64, Int64) in
+            _ = try c.execute("""
+                INSERT INTO webhook_events (project_id, id, type, user_id, data, created_at, next_attempt_at,
+                    retry_window_start)
+                SELECT \(project), 'evt_' || md5(g::text), 'ping', 'u' || g, jsonb_build_object('pad', repeat('x', 300)),
+                    now(), now() - interval '1 hour', now()
+                FROM generate_series(1, 17) g
+                """)
+            // The counters include what this backend has not flushed yet: differences inside one transaction.
+            func counts() throws -> (Int64, Int64) {
+                let row = try XCTUnwrap(try c.query("""
+                    SELECT pg_stat_get_xact_tuples_updated('webhook_events'::regclass) AS n,
+                        pg_stat_get_xact_tuples_hot_updated('webhook_events'::regclass) AS hot
+                    """).first)
+                return (try row.decode("n", as: Int64.self), try row.decode("hot", as: Int64.self))
+            }
+            _ = try c.execute("BEGIN")
+            let before = try counts()
+            let claimed = try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, on: c)
+            XCTAssertEqual(claimed.count, 16)
+            _ = try PostgresWebhookStore.record(
+                claimed.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) },
+                owner: "one", on: c)
+            let after = try counts()
+            _ = try c.execute("COMMIT")
+            return (after.0 - before.0, after.1 - before.1)
+        }
+        XCTAssertEqual(updated, 16)
+        // 13 here: a batch updating every row of a page finds room for ~3/4 of them (the rest are new versions).
+        XCTAssertGreaterThanOrEqual(hot, 12, "deliveries updated in place")
+        let last = try XCTUnwrap(try store.claim(owner: "one", limit: 1, leaseSeconds: 60).first)
+        let at = Date()
+        try store.complete(last, owner: "one", at: at, durationMs: 1,
+                           outcome: .notDelivered(status: 500, error: "HTTP 500", retryAt: at, failed: true))
+        XCTAssertEqual(try store.deliveries(projectId: project, status: .failed, limit: 10).map(\.eventId),
+                       [last.eventId])
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE failed_at IS NOT NULL"), 1)
+        _ = try store.retry(projectId: project, eventId: last.eventId, now: Date())
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE failed_at IS NOT NULL"), 0)
+        XCTAssertEqual(try store.deliveries(projectId: project, status: .failed, limit: 10).count, 0)
+    }
 }
