@@ -148,8 +148,15 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
                         WHERE q.project_id = \(projectId)::uuid AND q.user_id IS NULL AND e.status = 'pending'
                         ORDER BY seq DESC LIMIT \(limit)::int
                         """)
+                } else if status == .failed {
+                    // webhook_events_failed_idx (0068: failed_at is set exactly while an event is failed).
+                    rows = try connection.query("""
+                        SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_events e
+                        WHERE e.project_id = \(projectId) AND e.failed_at IS NOT NULL
+                        ORDER BY e.seq DESC LIMIT \(limit)
+                        """)
                 } else if let status {
-                    // Failed: webhook_events_failed_idx (0041); delivered: the primary key, newest first.
+                    // Delivered: the primary key, newest first.
                     rows = try connection.query("""
                         SELECT \(unsafeSQL: Self.deliveryColumns) FROM webhook_events e
                         WHERE e.project_id = \(projectId) AND e.status = \(status.rawValue)
@@ -311,13 +318,16 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         }
     }
 
-    private static func claim(owner: String, limit: Int, leaseSeconds: Int, on connection: Connection) throws
+    static func claim(owner: String, limit: Int, leaseSeconds: Int, on connection: Connection) throws
         -> [ClaimedEvent]
     {
-        // Only the queue row is written: the lease (and the attempt's number) live there, the event is read.
+        // Only the queue row is written: the lease (and the attempt's number) live there, the event is read. The
+        // update finds each locked row by its ctid (a Tid Scan; nobody else can move a row this statement locked, and
+        // one moved since the statement's snapshot is not found: it waits for the next claim). Joined by key, the
+        // planner hashed a scan of the whole queue, dead versions included, at every claim.
         let rows = try connection.query("""
             WITH due AS (
-                SELECT q.project_id, q.seq FROM webhook_queue q
+                SELECT q.ctid AS row, q.project_id, q.seq FROM webhook_queue q
                 WHERE q.next_attempt_at <= now()
                 ORDER BY q.next_attempt_at, q.seq
                 LIMIT \(limit)
@@ -325,7 +335,7 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
             UPDATE webhook_queue q SET next_attempt_at = now() + make_interval(secs => \(leaseSeconds)),
                 lease_owner = \(owner), attempts = q.attempts + 1
             FROM due JOIN webhook_events e ON e.project_id = due.project_id AND e.seq = due.seq
-            WHERE q.project_id = due.project_id AND q.seq = due.seq
+            WHERE q.ctid = due.row
             RETURNING e.project_id, e.seq, e.id, e.type, e.user_id, e.data::text AS data, e.created_at,
                 q.attempts, e.retry_window_start
             """)
@@ -429,7 +439,7 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         }
     }
 
-    private static func record(_ completions: [Completion], owner: String, on connection: Connection) throws
+    static func record(_ completions: [Completion], owner: String, on connection: Connection) throws
         -> [Completion]
     {
         var projectIds: [String] = [], seqs: [Int64] = [], attempts: [Int64] = [], atUs: [Int64] = []

@@ -2,7 +2,7 @@ import Dispatch
 import Domain
 import Foundation
 import Postgres
-import Storage
+@testable import Storage
 import Synchronization
 import XCTest
 
@@ -451,5 +451,118 @@ final class WebhookBatchClaimTests: XCTestCase {
         try run("UPDATE webhook_events SET user_id = NULL WHERE user_id = 'b'")
         try run("UPDATE webhook_events SET status = 'delivered' WHERE status = 'pending'")
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), [])
+    }
+
+    /// A claim and the complete of its batch reach their queue rows by key (or ctid), never by a scan of the queue,
+    /// so their cost follows the batch, not the queue. With the planner's choice, on a queue of a few thousand heads
+    /// as analysed in service, the claim's update (joined to its locked rows by key) and the complete's lease and
+    /// delete statements (`q.seq = ANY (…)`) each scanned the whole queue: 3 sequential scans per batch (this test
+    /// on main `8a032ec`), each of every version a drain leaves until autovacuum comes (~200 pages late in
+    /// `bench/api`'s webhook drain: 730 and 3 × ~250 buffers a batch). Counted: sequential scans of webhook_queue
+    /// started in the batch's transaction, 16 events of 3,000 heads.
+    func testACompleteAndClaimNeverScanTheQueue() throws {
+        let (s, _, project) = try hooked("whqueuescan", poolSize: 1)
+        defer { s.close() }
+        let scans = try s.pool.withConnection { c -> Int64 in
+            _ = try c.execute("""
+                INSERT INTO webhook_events (project_id, id, type, user_id, data, created_at, next_attempt_at,
+                    retry_window_start)
+                SELECT \(project), 'evt_' || md5(g::text), 'ping', 'u' || g, '{}', now(), now() - interval '1 hour',
+                    now()
+                FROM generate_series(1, 3000) g
+                """)
+            _ = try c.execute("ANALYZE webhook_queue")
+            _ = try c.execute("ANALYZE webhook_events")
+            // The counter includes what this backend has not flushed yet: a difference inside one transaction.
+            func scans() throws -> Int64 {
+                try XCTUnwrap(try c.query("""
+                    SELECT pg_stat_get_xact_numscans('webhook_queue'::regclass) AS n
+                    """).first).decode("n", as: Int64.self)
+            }
+            _ = try c.execute("BEGIN")
+            let before = try scans()
+            let claimed = try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, on: c)
+            XCTAssertEqual(claimed.count, 16)
+            let later = try PostgresWebhookStore.record(
+                claimed.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) },
+                owner: "one", on: c)
+            XCTAssertTrue(later.isEmpty)
+            let n = try scans() - before
+            _ = try c.execute("COMMIT")
+            return n
+        }
+        XCTAssertEqual(scans, 0, "sequential scans of webhook_queue by a claim and a complete of 16")
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'delivered'"), 16)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 3_000 - 16)
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+    }
+
+    /// 0067: no foreign key cascades a deleted event's queue row any more; the delete trigger removes it, for a
+    /// project's deletion (the cascade from projects) as for erase's and a test's direct deletes.
+    func testDeletedEventsTakeTheirQueueRowsWithThem() throws {
+        let (s, store, project) = try hooked("whqueuegone")
+        defer { s.close() }
+        for user in ["a", "b", "a", nil] {
+            _ = try store.emit(projectId: project, userId: user, type: "ping", dataJSON: "{}")
+        }
+        _ = try store.claim(owner: "one", limit: 1, leaseSeconds: 60)
+        try s.pool.withConnection { c in
+            _ = try c.execute("DELETE FROM webhook_events WHERE user_id = 'b'")
+        }
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 2, "a's head and the ping")
+        try s.pool.withConnection { c in
+            _ = try c.execute("DELETE FROM projects WHERE id = \(project)")
+        }
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 0)
+    }
+
+    /// 0068: a delivery updates its event in place (HOT): no column an index names changes (the failed events are
+    /// indexed by `failed_at`, which only a failure sets) and the page has room (fillfactor 60). On main `8a032ec`
+    /// none of the 16 was (`status` was in the failed index's predicate), 13 now; a failure still sets `failed_at`,
+    /// and a manual retry clears it.
+    func testADeliveryUpdatesItsEventInPlace() throws {
+        let (s, store, project) = try hooked("whhot", poolSize: 1)
+        defer { s.close() }
+        let (updated, hot) = try s.pool.withConnection { c -> (Int64, Int64) in
+            _ = try c.execute("""
+                INSERT INTO webhook_events (project_id, id, type, user_id, data, created_at, next_attempt_at,
+                    retry_window_start)
+                SELECT \(project), 'evt_' || md5(g::text), 'ping', 'u' || g, jsonb_build_object('pad', repeat('x', 300)),
+                    now(), now() - interval '1 hour', now()
+                FROM generate_series(1, 17) g
+                """)
+            // The counters include what this backend has not flushed yet: differences inside one transaction.
+            func counts() throws -> (Int64, Int64) {
+                let row = try XCTUnwrap(try c.query("""
+                    SELECT pg_stat_get_xact_tuples_updated('webhook_events'::regclass) AS n,
+                        pg_stat_get_xact_tuples_hot_updated('webhook_events'::regclass) AS hot
+                    """).first)
+                return (try row.decode("n", as: Int64.self), try row.decode("hot", as: Int64.self))
+            }
+            _ = try c.execute("BEGIN")
+            let before = try counts()
+            let claimed = try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, on: c)
+            XCTAssertEqual(claimed.count, 16)
+            _ = try PostgresWebhookStore.record(
+                claimed.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) },
+                owner: "one", on: c)
+            let after = try counts()
+            _ = try c.execute("COMMIT")
+            return (after.0 - before.0, after.1 - before.1)
+        }
+        XCTAssertEqual(updated, 16)
+        // 13 here: a batch updating every row of a page finds room for ~3/4 of them (the rest are new versions).
+        XCTAssertGreaterThanOrEqual(hot, 12, "deliveries updated in place")
+        let last = try XCTUnwrap(try store.claim(owner: "one", limit: 1, leaseSeconds: 60).first)
+        let at = Date()
+        try store.complete(last, owner: "one", at: at, durationMs: 1,
+                           outcome: .notDelivered(status: 500, error: "HTTP 500", retryAt: at, failed: true))
+        XCTAssertEqual(try store.deliveries(projectId: project, status: .failed, limit: 10).map(\.eventId),
+                       [last.eventId])
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE failed_at IS NOT NULL"), 1)
+        _ = try store.retry(projectId: project, eventId: last.eventId, now: Date())
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE failed_at IS NOT NULL"), 0)
+        XCTAssertEqual(try store.deliveries(projectId: project, status: .failed, limit: 10).count, 0)
     }
 }

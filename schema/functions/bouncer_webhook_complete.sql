@@ -9,11 +9,17 @@
 -- user (a deriver), which this one must not wait for (the deriver may be waiting for a user this batch holds).
 -- The dispatcher records those in its next batch; their leases still hold them. The event rows are locked first,
 -- then the users' locks tried, the order erase's DELETE and its trigger take them.
+--
+-- Every statement here reaches its rows by key from the batch's arrays (primary-key probes, the successor's one
+-- entry of webhook_events_user_seq_idx), never by scanning a table: enable_seqscan is off for the call. With it on,
+-- the planner read the lease and delete statements' `q.seq = ANY (…)` as a selective filter and scanned the whole
+-- queue (heap and dead versions: a drain leaves ~2 per delivered event until autovacuum comes), so a batch cost
+-- grew with the queue's bloat, not the batch (StorageTests.WebhookBatchClaimTests.testACompleteAndClaimNeverScanTheQueue).
 CREATE OR REPLACE FUNCTION bouncer_webhook_complete(p_owner text, p_project_ids uuid[], p_seqs bigint[],
     p_attempts int[], p_at_us bigint[], p_status_codes int[], p_errors text[], p_durations_ms int[],
     p_statuses text[], p_next_us bigint[])
 RETURNS TABLE (project_id uuid, seq bigint)
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET enable_seqscan = off AS $$
 #variable_conflict use_column
 DECLARE
     v_ready bigint[] := '{}';
@@ -44,9 +50,11 @@ BEGIN
         JOIN unnest(p_project_ids, p_seqs) AS o(project_id, seq) ON q.project_id = o.project_id AND q.seq = o.seq
         WHERE q.lease_owner = p_owner AND q.seq = ANY (v_ready)
         FOR UPDATE OF q) m;
-    UPDATE webhook_queue q SET lease_owner = NULL
-    FROM unnest(p_project_ids, p_seqs, p_statuses) AS o(project_id, seq, status)
-    WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status = 'pending' AND q.seq = ANY (v_mine);
+    IF 'pending' = ANY (p_statuses) THEN
+        UPDATE webhook_queue q SET lease_owner = NULL
+        FROM unnest(p_project_ids, p_seqs, p_statuses) AS o(project_id, seq, status)
+        WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status = 'pending' AND q.seq = ANY (v_mine);
+    END IF;
 
     -- Delivered and failed heads leave the queue; each one's user (whose lock this transaction holds: v_ready) gets
     -- its next pending event, looked for in a later statement than the lock (a new snapshot; see

@@ -1,6 +1,10 @@
--- After a DELETE on webhook_events (trigger webhook_events_queue_deleted, 0031): each user whose head went (its
--- queue row left by the foreign key's cascade) gets the oldest pending event left, which is later than the oldest
--- one deleted (the head was the oldest). Erase and a deleted webhook delete every pending event, so nothing enters.
+-- After a DELETE on webhook_events (trigger webhook_events_queue_deleted, 0031): the deleted events' queue rows go
+-- (0067: no foreign key cascades them), and each user whose head went gets the oldest pending event left, which is
+-- later than the oldest one deleted (the head was the oldest). Erase and a deleted webhook delete every pending
+-- event, so nothing enters.
+--
+-- The users' locks (16979) come first: a transaction moving a user's head in (the dispatcher's complete, an
+-- emitter) holds it until its commit, so the statements after the locks see that head and delete or keep it.
 CREATE OR REPLACE FUNCTION bouncer_webhook_queue_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -12,6 +16,15 @@ BEGIN
         GROUP BY g.project_id, g.user_id
     LOOP
         PERFORM pg_advisory_xact_lock(16979, hashtext(r.project_id::text || '/' || r.user_id));
+    END LOOP;
+    -- Only pending events have queue rows.
+    DELETE FROM webhook_queue q USING gone g
+    WHERE q.project_id = g.project_id AND q.seq = g.seq AND g.status = 'pending';
+    FOR r IN
+        SELECT g.project_id, g.user_id, min(g.seq) AS seq FROM gone g
+        WHERE g.status = 'pending' AND g.user_id IS NOT NULL
+        GROUP BY g.project_id, g.user_id
+    LOOP
         INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at, attempts)
         SELECT e.project_id, e.seq, e.user_id, e.next_attempt_at, e.attempts FROM webhook_events e
         WHERE e.project_id = r.project_id AND e.user_id = r.user_id AND e.seq > r.seq AND e.status = 'pending'
