@@ -51,7 +51,7 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
                 var points = buckets.map {
                     ChartPoint(date: Date(timeIntervalSince1970: Double($0.lo)), values: Array(repeating: 0, count: width))
                 }
-                let statement = Self.statements[query.chart] ?? ""
+                let statement = Self.statements[query.chart] ?? Self.cohortStatements[query.chart] ?? ""
                 for row in try c.query("""
                     WITH q AS NOT MATERIALIZED (SELECT \(query.projectId)::uuid AS project,
                         \(query.environment?.rawValue)::text AS env, \(query.productId)::text AS product,

@@ -1,0 +1,83 @@
+import Domain
+
+/// The cohort charts' statements (`subscription_retention`, `realized_ltv`), after `PostgresChartStore.chart`'s
+/// common CTEs (`q`, `b`, `t`: ChartStatements.swift). A cohort is an interval of `b`: the subscriptions (retention)
+/// or customers (LTV) whose first payment falls in it; what they did afterwards is followed up to now, past the
+/// range's end. README "Charts" defines both.
+extension PostgresChartStore {
+    /// `paid` (ChartStatements.swift) for a transaction aliased `a`.
+    static func paidPeriod(_ a: String) -> String {
+        paid.replacingOccurrences(of: "t.", with: a + ".")
+    }
+
+    /// UTC calendar months after an instant (the same day of the month, clamped to its last day).
+    static func monthsAfter(_ instant: String, _ months: String) -> String {
+        "((\(instant) AT TIME ZONE 'UTC') + make_interval(months => \(months))) AT TIME ZONE 'UTC'"
+    }
+
+    static let cohortStatements: [Chart: String] = [
+        // Members: each purchase's first paid period (`paid`), by its purchase date. Candidates are the periods with
+        // no paid service before them (paid_ms_before = 0; under a product or country filter, any: the filtered
+        // purchase may begin later), checked against the purchase's earlier transactions. Month k of a member is
+        // [first + k months, first + k + 1 months): reached once it has begun, retained when a paid period
+        // overlaps it (up to its expiry or revocation, as the active counts).
+        .subscriptionRetention: """
+            m AS MATERIALIZED (SELECT b.i, t.environment AS env, t.original_transaction_id AS o,
+                    t.purchase_date AS first
+                FROM q, b, t WHERE \(paid) AND t.purchase_date >= b.lo AND t.purchase_date < b.hi
+                  AND (t.paid_ms_before = 0 OR q.product IS NOT NULL OR q.country IS NOT NULL)
+                  AND NOT EXISTS (SELECT 1 FROM t w WHERE w.environment = t.environment
+                      AND w.original_transaction_id = t.original_transaction_id AND \(paidPeriod("w"))
+                      AND (w.purchase_date, w.transaction_id) < (t.purchase_date, t.transaction_id))),
+            k AS (SELECT m.i, m.env, m.o, g.k, \(monthsAfter("m.first", "g.k")) AS lo,
+                    \(monthsAfter("m.first", "g.k + 1")) AS hi
+                FROM m, generate_series(\(Chart.retentionMonths.lowerBound), \(Chart.retentionMonths.upperBound)) g (k)),
+            y AS (SELECT k.i, k.k, k.lo <= q.now AS reached, k.lo <= q.now AND EXISTS (SELECT 1 FROM t
+                    WHERE t.environment = k.env AND t.original_transaction_id = k.o AND \(paid)
+                      AND t.purchase_date < k.hi AND t.purchase_date >= k.lo - interval '400 days'
+                      AND LEAST(t.expires_date, COALESCE(t.revocation_date, 'infinity'::timestamptz)) > k.lo)
+                      AS retained
+                FROM q, k)
+            SELECT b.i, NULL::text AS currency, (SELECT count(*) FROM m WHERE m.i = b.i)::int8 AS m0,
+                \(Chart.retentionMonths.map { k in
+                    "count(*) FILTER (WHERE y.k = \(k) AND y.reached)::int8 AS m\(1 + 2 * k), "
+                    + "count(*) FILTER (WHERE y.k = \(k) AND y.retained)::int8 AS m\(2 + 2 * k)"
+                }.joined(separator: ",\n    "))
+            FROM b LEFT JOIN y ON y.i = b.i GROUP BY b.i
+            """,
+        // Customers: the user holding a purchase now (its latest binding not moved away; else the purchase is its own
+        // customer), per environment. A customer's first payment is their earliest transaction with a price; their
+        // net, every transaction's proceeds since, less the refunded proceeds (by refund date), up to now, each
+        // amount at its own day's rate; amounts without one apart, with the customers they came from.
+        .realizedLTV: """
+            o AS MATERIALIZED (SELECT t.environment, t.original_transaction_id AS o, COALESCE('u:' || (
+                    SELECT s.user_id FROM subscriptions s WHERE s.project_id = q.project
+                      AND s.environment = t.environment AND s.original_transaction_id = t.original_transaction_id
+                      AND s.revoked_at IS NULL ORDER BY s.bound_at DESC, s.user_id LIMIT 1),
+                    'p:' || t.original_transaction_id) AS cu
+                FROM q, t WHERE t.price_milli > 0 GROUP BY q.project, 1, 2),
+            p AS MATERIALIZED (SELECT t.*, o.cu, bouncer_money_proceeds(t.price_milli, bouncer_money_commission(q.sbp,
+                    t.type = 'Auto-Renewable Subscription', t.paid_days_before)) AS proceeds
+                FROM q, t JOIN o ON o.environment = t.environment AND o.o = t.original_transaction_id
+                WHERE t.price_milli > 0),
+            f AS (SELECT p.environment, p.cu, min(p.purchase_date) AS first FROM p GROUP BY 1, 2),
+            m AS MATERIALIZED (SELECT b.i, f.environment, f.cu FROM b, f WHERE f.first >= b.lo AND f.first < b.hi),
+            e AS (SELECT m.i, m.cu, p.currency, (p.purchase_date AT TIME ZONE 'UTC')::date AS day, p.proceeds AS a
+                FROM m JOIN p ON p.environment = m.environment AND p.cu = m.cu
+                UNION ALL
+                SELECT m.i, m.cu, p.currency, (p.refund_date AT TIME ZONE 'UTC')::date,
+                    - bouncer_money_share(p.proceeds, p.refund_milli_percent)
+                FROM q, m JOIN p ON p.environment = m.environment AND p.cu = m.cu
+                WHERE p.refund_milli_percent > 0 AND p.refund_date <= q.now),
+            r AS (SELECT d.currency, d.day, bouncer_money_rate(d.currency, q.cur, d.day) AS rate
+                FROM q, (SELECT DISTINCT e.currency, e.day FROM e) d),
+            x AS (SELECT e.*, r.rate FROM e JOIN r ON r.currency = e.currency AND r.day = e.day)
+            SELECT b.i, NULL::text AS currency, (SELECT count(*) FROM m WHERE m.i = b.i)::int8 AS m0,
+                COALESCE((SELECT sum(bouncer_money_convert(x.a, x.rate)) FROM x WHERE x.i = b.i
+                    AND x.rate IS NOT NULL), 0)::int8 AS m1
+            FROM b
+            UNION ALL
+            SELECT x.i, x.currency, count(DISTINCT x.cu)::int8, sum(x.a)::int8 FROM x WHERE x.rate IS NULL GROUP BY 1, 2
+            """,
+    ]
+}
