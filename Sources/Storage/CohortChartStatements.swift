@@ -15,6 +15,9 @@ extension PostgresChartStore {
         "((\(instant) AT TIME ZONE 'UTC') + make_interval(months => \(months))) AT TIME ZONE 'UTC'"
     }
 
+    /// The boundaries of months 0…12: 14 instants.
+    private static let months = Chart.retentionMonths.upperBound + 1
+
     static let cohortStatements: [Chart: String] = [
         // Members: each purchase's first paid period (`paid`), by its purchase date. Candidates are the periods with
         // no paid service before them (paid_ms_before = 0; under a product or country filter, any: the filtered
@@ -23,27 +26,31 @@ extension PostgresChartStore {
         // overlaps it (up to its expiry or revocation, as the active counts).
         .subscriptionRetention: """
             m AS MATERIALIZED (SELECT b.i, t.environment AS env, t.original_transaction_id AS o,
-                    t.purchase_date AS first
+                    t.purchase_date AS first, ARRAY(SELECT \(monthsAfter("t.purchase_date", "g.k"))
+                        FROM generate_series(0, \(months)) g (k) ORDER BY g.k) AS lo
                 FROM q, b, t WHERE \(paid) AND t.purchase_date >= b.lo AND t.purchase_date < b.hi
                   AND (t.paid_ms_before = 0 OR q.product IS NOT NULL OR q.country IS NOT NULL)
                   AND NOT EXISTS (SELECT 1 FROM t w WHERE w.environment = t.environment
                       AND w.original_transaction_id = t.original_transaction_id AND \(paidPeriod("w"))
                       AND (w.purchase_date, w.transaction_id) < (t.purchase_date, t.transaction_id))),
-            k AS (SELECT m.i, m.env, m.o, g.k, \(monthsAfter("m.first", "g.k")) AS lo,
-                    \(monthsAfter("m.first", "g.k + 1")) AS hi
-                FROM m, generate_series(\(Chart.retentionMonths.lowerBound), \(Chart.retentionMonths.upperBound)) g (k)),
-            y AS (SELECT k.i, k.k, k.lo <= q.now AS reached, k.lo <= q.now AND EXISTS (SELECT 1 FROM t
-                    WHERE t.environment = k.env AND t.original_transaction_id = k.o AND \(paid)
-                      AND t.purchase_date < k.hi AND t.purchase_date >= k.lo - interval '400 days'
-                      AND LEAST(t.expires_date, COALESCE(t.revocation_date, 'infinity'::timestamptz)) > k.lo)
-                      AS retained
-                FROM q, k)
-            SELECT b.i, NULL::text AS currency, (SELECT count(*) FROM m WHERE m.i = b.i)::int8 AS m0,
-                \(Chart.retentionMonths.map { k in
-                    "count(*) FILTER (WHERE y.k = \(k) AND y.reached)::int8 AS m\(1 + 2 * k), "
-                    + "count(*) FILTER (WHERE y.k = \(k) AND y.retained)::int8 AS m\(2 + 2 * k)"
-                }.joined(separator: ",\n    "))
-            FROM b LEFT JOIN y ON y.i = b.i GROUP BY b.i
+            y AS (SELECT DISTINCT m.i, m.env, m.o, g.k
+                FROM q, m JOIN t ON t.environment = m.env AND t.original_transaction_id = m.o AND \(paid)
+                    AND t.purchase_date >= m.first AND t.purchase_date < m.lo[\(months + 1)]
+                CROSS JOIN LATERAL (SELECT LEAST(t.expires_date, COALESCE(t.revocation_date, 'infinity'::timestamptz))
+                    AS ends) e
+                CROSS JOIN LATERAL generate_series(width_bucket(t.purchase_date, m.lo) - 1,
+                    LEAST(width_bucket(e.ends - interval '1 microsecond', m.lo), \(months)) - 1) g (k)
+                WHERE e.ends > t.purchase_date AND m.lo[g.k + 1] <= q.now),
+            mc AS (SELECT m.i, count(*) AS n, \(Chart.retentionMonths.map {
+                    "count(*) FILTER (WHERE m.lo[\($0 + 1)] <= q.now) AS h\($0)" }.joined(separator: ", "))
+                FROM q, m GROUP BY m.i),
+            yc AS (SELECT y.i, \(Chart.retentionMonths.map { "count(*) FILTER (WHERE y.k = \($0)) AS r\($0)" }
+                    .joined(separator: ", "))
+                FROM y GROUP BY y.i)
+            SELECT b.i, NULL::text AS currency, COALESCE(mc.n, 0)::int8 AS m0, \(Chart.retentionMonths.map {
+                    "COALESCE(mc.h\($0), 0)::int8 AS m\(1 + 2 * $0), COALESCE(yc.r\($0), 0)::int8 AS m\(2 + 2 * $0)"
+                }.joined(separator: ", "))
+            FROM b LEFT JOIN mc ON mc.i = b.i LEFT JOIN yc ON yc.i = b.i
             """,
         // Customers: the user holding a purchase now (its latest binding not moved away; else the purchase is its own
         // customer), per environment. A customer's first payment is their earliest transaction with a price; their
