@@ -1,7 +1,9 @@
 import Domain
 
 /// Each chart's statement after `PostgresChartStore.chart`'s common CTEs (`q`: the query and the project's
-/// settings; `b`: the intervals `i` with `lo`, `hi` and the instants `at0`, `at1` (their start and end, at most now);
+/// settings, `bounds` the intervals' boundaries for `width_bucket`: `width_bucket(x, q.bounds) - 1` is the interval
+/// of an instant in `[lo, hi)`; `b`: the intervals `i` with `lo`, `hi` and the instants `at0`, `at1` (their start and
+/// end, at most now);
 /// `t`: the project's `revenue_transactions` under the filters). Each answers rows `(i, currency, m0…)`: `currency`
 /// NULL for the reporting currency, else amounts of that currency that had no rate. README "Charts" defines each.
 extension PostgresChartStore {
@@ -18,23 +20,28 @@ extension PostgresChartStore {
         """
     }
 
-    /// Converts `e`'s amounts (`e`: i, currency, day, a0…) at each one's day's rate (`bouncer_money_rate`), each
-    /// rounded once (`bouncer_money_convert`); amounts without a rate stay in their currency, apart. `columns`: each
-    /// output column as a sum of signed amounts (`[(0, 1)]`: + a0; `[(1, 1), (3, -1)]`: a1 − a3), or nil for a count
-    /// `a<n>` summed as is.
+    /// Converts `e`'s amounts (`e`: i, currency, day, a0…) at each one's day's rate (`bouncer_money_rate`, asked once
+    /// per currency and day), each rounded once (`bouncer_money_convert`); amounts without a rate stay in their
+    /// currency, apart. Equal amounts of a day convert equally, so each distinct one is converted once and counted
+    /// (`n`). `columns`: each output column as a sum of signed amounts (`[(0, 1)]`: + a0; `[(1, 1), (3, -1)]`:
+    /// a1 − a3), or nil for a count `a<n>` summed as is.
     static func converted(_ columns: [(amounts: [(Int, Int)], count: Int?)]) -> String {
         func money(_ a: Int) -> String {
-            "CASE WHEN x.rate IS NULL THEN x.a\(a) ELSE bouncer_money_convert(x.a\(a), x.rate) END"
+            "x.n * CASE WHEN x.rate IS NULL THEN x.a\(a) ELSE bouncer_money_convert(x.a\(a), x.rate) END"
         }
+        let used = Set(columns.flatMap { $0.amounts.map(\.0) + ($0.count.map { [$0] } ?? []) }).sorted()
         let select = columns.enumerated().map { m, column -> String in
-            if let count = column.count { return "sum(x.a\(count))::int8 AS m\(m)" }
+            if let count = column.count { return "sum(x.n * x.a\(count))::int8 AS m\(m)" }
             let terms = column.amounts.map { a, sign in (sign < 0 ? "- " : "+ ") + "sum(\(money(a)))" }
             return "(0 " + terms.joined(separator: " ") + ")::int8 AS m\(m)"
         }
+        let amounts = used.map { "e.a\($0)" }.joined(separator: ", ")
         return """
-            r AS (SELECT d.currency, d.day, bouncer_money_rate(d.currency, q.cur, d.day) AS rate
-                FROM q, (SELECT DISTINCT e.currency, e.day FROM e) d),
-            x AS (SELECT e.*, r.rate FROM e JOIN r ON r.currency = e.currency AND r.day = e.day)
+            g AS (SELECT e.i, e.currency, e.day, \(amounts), count(*) AS n FROM e
+                GROUP BY e.i, e.currency, e.day, \(amounts)),
+            r AS MATERIALIZED (SELECT d.currency, d.day, bouncer_money_rate(d.currency, q.cur, d.day) AS rate
+                FROM q, (SELECT DISTINCT g.currency, g.day FROM g) d),
+            x AS (SELECT g.*, r.rate FROM g JOIN r ON r.currency = g.currency AND r.day = g.day)
             SELECT x.i, CASE WHEN x.rate IS NULL THEN x.currency END AS currency, \(select.joined(separator: ", "))
             FROM x GROUP BY 1, 2
             """
@@ -52,19 +59,18 @@ extension PostgresChartStore {
 
     static let statements: [Chart: String] = [
         .revenue: """
-            p AS (SELECT t.*, bouncer_money_proceeds(t.price_milli, bouncer_money_commission(q.sbp,
+            p AS NOT MATERIALIZED (SELECT t.*, bouncer_money_proceeds(t.price_milli, bouncer_money_commission(q.sbp,
                     t.type = 'Auto-Renewable Subscription', t.paid_days_before)) AS proceeds
                 FROM q, t WHERE t.price_milli > 0),
-            e AS (SELECT b.i, p.currency, (p.purchase_date AT TIME ZONE 'UTC')::date AS day, p.price_milli AS a0,
-                    p.proceeds AS a1, 0::int8 AS a2, 0::int8 AS a3
-                FROM q, b, p WHERE p.purchase_date >= b.lo AND p.purchase_date < b.hi
-                  AND p.purchase_date >= q.lo AND p.purchase_date < q.hi
+            e AS (SELECT width_bucket(p.purchase_date, q.bounds) - 1 AS i, p.currency,
+                    (p.purchase_date AT TIME ZONE 'UTC')::date AS day, p.price_milli AS a0, p.proceeds AS a1,
+                    0::int8 AS a2, 0::int8 AS a3
+                FROM q, p WHERE p.purchase_date >= q.lo AND p.purchase_date < q.hi
                 UNION ALL
-                SELECT b.i, p.currency, (p.refund_date AT TIME ZONE 'UTC')::date, 0, 0,
-                    bouncer_money_share(p.price_milli, p.refund_milli_percent),
+                SELECT width_bucket(p.refund_date, q.bounds) - 1, p.currency, (p.refund_date AT TIME ZONE 'UTC')::date,
+                    0, 0, bouncer_money_share(p.price_milli, p.refund_milli_percent),
                     bouncer_money_share(p.proceeds, p.refund_milli_percent)
-                FROM q, b, p WHERE p.refund_date >= b.lo AND p.refund_date < b.hi
-                  AND p.refund_date >= q.lo AND p.refund_date < q.hi AND p.refund_milli_percent > 0),
+                FROM q, p WHERE p.refund_date >= q.lo AND p.refund_date < q.hi AND p.refund_milli_percent > 0),
             \(converted([([(0, 1)], nil), ([(1, 1)], nil), ([(2, 1)], nil), ([(1, 1), (3, -1)], nil)]))
             """,
         .mrr: """

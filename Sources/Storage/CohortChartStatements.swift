@@ -76,7 +76,7 @@ extension PostgresChartStore {
                     - bouncer_money_share(p.proceeds, p.refund_milli_percent)
                 FROM q, m JOIN p ON p.environment = m.environment AND p.cu = m.cu
                 WHERE p.refund_milli_percent > 0 AND p.refund_date <= q.now),
-            r AS (SELECT d.currency, d.day, bouncer_money_rate(d.currency, q.cur, d.day) AS rate
+            r AS MATERIALIZED (SELECT d.currency, d.day, bouncer_money_rate(d.currency, q.cur, d.day) AS rate
                 FROM q, (SELECT DISTINCT e.currency, e.day FROM e) d),
             x AS (SELECT e.*, r.rate FROM e JOIN r ON r.currency = e.currency AND r.day = e.day)
             SELECT b.i, NULL::text AS currency, (SELECT count(*) FROM m WHERE m.i = b.i)::int8 AS m0,

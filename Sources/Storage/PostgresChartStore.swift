@@ -57,7 +57,9 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
                         \(query.environment?.rawValue)::text AS env, \(query.productId)::text AS product,
                         \(query.country)::text AS country, \(settings.reportingCurrency)::text AS cur,
                         \(settings.smallBusinessProgram)::boolean AS sbp, \(now)::timestamptz AS now,
-                        to_timestamp(\(buckets.first?.lo ?? 0)::int8) AS lo, to_timestamp(\(buckets.last?.hi ?? 0)::int8) AS hi),
+                        to_timestamp(\(buckets.first?.lo ?? 0)::int8) AS lo, to_timestamp(\(buckets.last?.hi ?? 0)::int8) AS hi,
+                        ARRAY(SELECT to_timestamp(x) FROM unnest(\(buckets.map(\.lo) + [buckets.last?.hi ?? 0])::int8[])
+                            x ORDER BY x) AS bounds),
                     b AS MATERIALIZED (SELECT (u.n - 1)::int8 AS i, to_timestamp(u.lo) AS lo, to_timestamp(u.hi) AS hi,
                         LEAST(to_timestamp(u.lo), q.now) AS at0, LEAST(to_timestamp(u.hi), q.now) AS at1
                         FROM q, unnest(\(buckets.map(\.lo))::int8[], \(buckets.map(\.hi))::int8[]) WITH ORDINALITY u (lo, hi, n)),

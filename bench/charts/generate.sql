@@ -40,20 +40,27 @@ INSERT INTO pr VALUES
 -- Each purchase's transactions: k = 0 (a trial when it has one), 1, … while the geometric draw keeps it and the
 -- period began by now.
 INSERT INTO transactions (project_id, transaction_id, original_transaction_id, product_id, type, environment,
-    purchase_date, original_purchase_date, expires_date, revocation_date, signed_date, payload, bundle_id, source)
+    purchase_date, original_purchase_date, expires_date, revocation_date, signed_date, payload, bundle_id, source,
+    price_milli, currency, offer_discount_type, revocation_type, revocation_percentage, is_renewal, ends_at)
 SELECT :'project', CASE WHEN x.k = 0 THEN x.otid ELSE x.otid || '.' || x.k END, x.otid, x.product_id, x.type,
        'Production', x.p, x.s, x.e,
        CASE WHEN x.refund = 1 THEN x.p + interval '3 days' END, x.p,
        jsonb_strip_nulls(jsonb_build_object(
-           'price', CASE WHEN x.trial_k THEN 0 ELSE round(x.price * x.factor / 10) * 10 END,
+           'price', x.price_milli,
            'currency', x.currency, 'storefront', x.storefront,
            'offerDiscountType', CASE WHEN x.trial_k THEN 'FREE_TRIAL' END,
            'revocationType', CASE x.refund WHEN 1 THEN 'REFUND_FULL' WHEN 2 THEN 'REFUND_PRORATED' END,
            'revocationPercentage', CASE WHEN x.refund = 2 THEN 50000 END,
            'revocationDate', CASE WHEN x.refund > 0
                THEN (extract(epoch FROM x.p + interval '3 days') * 1000)::bigint END)),
-       'com.bench.app', 'receipt'
-FROM (SELECT g.otid, g.s, pr.product_id, pr.type, pr.price, m.factor, m.currency, m.storefront, k.k,
+       'com.bench.app', 'receipt',
+       -- The plain columns bouncer_record_transaction writes from the payload (schema/0040).
+       x.price_milli, x.currency, CASE WHEN x.trial_k THEN 'FREE_TRIAL' END,
+       CASE x.refund WHEN 1 THEN 'REFUND_FULL' WHEN 2 THEN 'REFUND_PRORATED' END,
+       CASE WHEN x.refund = 2 THEN 50000 END, x.k > 0,
+       LEAST(x.e, CASE WHEN x.refund = 1 THEN x.p + interval '3 days' END)
+FROM (SELECT g.otid, g.s, pr.product_id, pr.type, m.currency, m.storefront, k.k,
+             CASE WHEN trial AND k.k = 0 THEN 0 ELSE (round(pr.price * m.factor / 10) * 10)::bigint END AS price_milli,
              trial AND k.k = 0 AS trial_k,
              CASE WHEN trial AND k.k = 0 THEN g.s
                   WHEN trial THEN g.s + interval '7 days' + (k.k - 1) * pr.period
@@ -88,7 +95,7 @@ FROM purchases p WHERE p.project_id = :'project';
 
 -- Daily rates, EUR-based as the ECB publishes them, over the data's days; INR has none.
 INSERT INTO exchange_rates (day, base, currency, rate)
-SELECT d::date, 'EUR', c.currency, round(c.rate * (1 + 0.03 * sin(extract(epoch FROM d) / 86400 / 37.0)), 4)
+SELECT d::date, 'EUR', c.currency, round((c.rate * (1 + 0.03 * sin(extract(epoch FROM d)::float8 / 86400 / 37)))::numeric, 4)
 FROM generate_series(now() - interval '800 days', now(), interval '1 day') AS d,
      (VALUES ('USD', 1.08), ('GBP', 0.85), ('JPY', 160.0), ('CAD', 1.47), ('AUD', 1.62), ('CHF', 0.95),
              ('BRL', 5.6)) AS c (currency, rate)
