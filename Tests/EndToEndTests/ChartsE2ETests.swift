@@ -281,6 +281,29 @@ final class ChartsE2ETests: SharedServerTestCase {
         XCTAssertEqual(table(euro, ["gross_milli"])[0], ["24972"])
     }
 
+    /// MRR counts a purchase's latest period active at each instant: an upgrade refunded away early hands the
+    /// purchase back to the monthly period it had replaced (the sweep takes such a purchase instant by instant).
+    func testARefundedUpgradeHandsMRRBackToTheEarlierPeriod() throws {
+        let api = try api
+        let tenant = try api.createProject()
+        try post(api, tenant, "u", [
+            Period(start: "2025-01-01T12:00:00Z", end: "2025-02-01T12:00:00Z", price: 9990),
+            Period(start: "2025-01-10T12:00:00Z", end: "2026-01-10T12:00:00Z", price: 59_990,
+                   product: "com.e2e.pro.yearly", refund: ("2025-01-15T12:00:00Z", "REFUND_FULL", nil)),
+        ])
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        let range = "from=2025-01-09&to=2025-01-16&interval=day"
+        // At each day's end: the monthly 9990 until the yearly begins on the 10th (59990 / 12 = 4999), the monthly
+        // again once the yearly is revoked on the 15th.
+        XCTAssertEqual(table(try chart(tenant, "mrr", range), ["mrr_milli"]).map { $0[0] },
+                       ["9990", "4999", "4999", "4999", "4999", "4999", "9990", "9990"])
+        XCTAssertEqual(table(try chart(tenant, "mrr_movement", range), ["contraction_milli", "expansion_milli"]),
+                       [["0", "0"], ["4991", "0"], ["0", "0"], ["0", "0"], ["0", "0"], ["0", "0"], ["0", "4991"], ["0", "0"]])
+        XCTAssertEqual(table(try chart(tenant, "active_subscriptions", range), ["active_subscriptions"]).map { $0[0] },
+                       Array(repeating: "1", count: 8))
+        XCTAssertEqual(totals(try chart(tenant, "churn", range), ["active_at_start", "churned"]), ["8", "0"])
+    }
+
     func testValidationAndPermissions() throws {
         let api = try api
         let tenant = try api.createProject()

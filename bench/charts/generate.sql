@@ -21,7 +21,7 @@ SELECT o, (o + 1000000000)::text AS otid,
 FROM (SELECT o, abs(hashint4(o)) % 1000 AS h1, abs(hashint4(o + 1)) % 1000 AS h2, abs(hashint4(o + 2)) % 1000 AS h3,
              (abs(hashint4(o + 3)) % 100000 + 1) / 100001.0 AS h4,
              date_trunc('second', now()) - (abs(hashint4(o + 4)) % (730 * 86400)) * interval '1 second' AS s
-      FROM generate_series(1, (:n / 5.8)::int) AS o) h;
+      FROM generate_series(1, (:n / 4.6)::int) AS o) h;
 
 CREATE TEMP TABLE m (market int, storefront text, currency text, factor numeric);
 INSERT INTO m VALUES (0, 'USA', 'USD', 1), (1, 'GBR', 'GBP', 0.8), (2, 'DEU', 'EUR', 1), (3, 'FRA', 'EUR', 1),
