@@ -12,6 +12,15 @@ extension PostgresChartStore {
         t.type = 'Auto-Renewable Subscription' AND NOT t.trial AND t.price_milli > 0 AND t.expires_date IS NOT NULL
         """
 
+    /// `rd`: the range's rows of the daily roll-up `revenue_days` (schema/0072) under the filters.
+    static let days = """
+        rd AS NOT MATERIALIZED (SELECT d.* FROM revenue_days d, q
+            WHERE d.project_id = q.project AND d.day >= (q.lo AT TIME ZONE 'UTC')::date
+              AND d.day < (q.hi AT TIME ZONE 'UTC')::date AND (q.env IS NULL OR d.environment = q.env)
+              AND (q.product IS NULL OR d.product_id = q.product)
+              AND (q.country IS NULL OR d.storefront = q.country))
+        """
+
     /// Converts `e`'s amounts (`e`: i, currency, day, a0…) at each one's day's rate (`bouncer_money_rate`, asked once
     /// per currency and day), each rounded once (`bouncer_money_convert`); amounts without a rate stay in their
     /// currency, apart. Equal amounts of a day convert equally, so each distinct one is converted once and counted
@@ -42,20 +51,22 @@ extension PostgresChartStore {
     }
 
     static let statements: [Chart: String] = [
+        // From the daily roll-up (schema/0072): each row's amounts are equal, so each rule applies to its price
+        // and counts n times; the project's Small Business Program lowers the commission to 15 % at read time.
         .revenue: """
-            p AS NOT MATERIALIZED (SELECT t.*, bouncer_money_proceeds(t.price_milli, bouncer_money_commission(q.sbp,
-                    t.type = 'Auto-Renewable Subscription', t.paid_days_before)) AS proceeds
-                FROM q, t WHERE t.price_milli > 0),
-            e AS (SELECT width_bucket(p.purchase_date, q.bounds) - 1 AS i, p.currency,
-                    (p.purchase_date AT TIME ZONE 'UTC')::date AS day, p.price_milli AS a0, p.proceeds AS a1,
-                    0::int8 AS a2, 0::int8 AS a3
-                FROM q, p WHERE p.purchase_date >= q.lo AND p.purchase_date < q.hi
+            \(days),
+            p AS NOT MATERIALIZED (SELECT rd.*, bouncer_money_proceeds(rd.price_milli,
+                    LEAST(rd.tier, bouncer_money_commission(q.sbp, false, 0))) AS proceeds
+                FROM q, rd),
+            e AS (SELECT width_bucket(p.day::timestamp AT TIME ZONE 'UTC', q.bounds) - 1 AS i, p.currency, p.day,
+                    p.price_milli AS a0, p.proceeds AS a1, 0::int8 AS a2, 0::int8 AS a3, p.n
+                FROM q, p WHERE p.kind = 0
                 UNION ALL
-                SELECT width_bucket(p.refund_date, q.bounds) - 1, p.currency, (p.refund_date AT TIME ZONE 'UTC')::date,
-                    0, 0, bouncer_money_share(p.price_milli, p.refund_milli_percent),
-                    bouncer_money_share(p.proceeds, p.refund_milli_percent)
-                FROM q, p WHERE p.refund_date >= q.lo AND p.refund_date < q.hi AND p.refund_milli_percent > 0),
-            \(converted([([(0, 1)], nil), ([(1, 1)], nil), ([(2, 1)], nil), ([(1, 1), (3, -1)], nil)]))
+                SELECT width_bucket(p.day::timestamp AT TIME ZONE 'UTC', q.bounds) - 1, p.currency, p.day, 0, 0,
+                    bouncer_money_share(p.price_milli, p.refund_milli_percent),
+                    bouncer_money_share(p.proceeds, p.refund_milli_percent), p.n
+                FROM q, p WHERE p.kind = 1),
+            \(converted([([(0, 1)], nil), ([(1, 1)], nil), ([(2, 1)], nil), ([(1, 1), (3, -1)], nil)], counted: true))
             """,
         .trialConversion: """
             z AS (SELECT 1)
@@ -67,11 +78,12 @@ extension PostgresChartStore {
             FROM b LEFT JOIN t ON t.trial AND t.purchase_date >= b.lo AND t.purchase_date < b.hi GROUP BY b.i
             """,
         .refundRate: """
-            z AS (SELECT 1)
-            SELECT b.i, NULL::text AS currency, count(t.transaction_id)::int8 AS m0,
-                count(t.transaction_id) FILTER (WHERE t.refund_milli_percent > 0)::int8 AS m1
-            FROM b LEFT JOIN t ON t.price_milli > 0 AND t.purchase_date >= b.lo AND t.purchase_date < b.hi
-            GROUP BY b.i
+            \(days),
+            s AS (SELECT width_bucket(rd.day::timestamp AT TIME ZONE 'UTC', q.bounds) - 1 AS i, sum(rd.n) AS n,
+                    sum(rd.refunded) AS refunded
+                FROM q, rd WHERE rd.kind = 0 GROUP BY 1)
+            SELECT b.i, NULL::text AS currency, COALESCE(s.n, 0)::int8 AS m0, COALESCE(s.refunded, 0)::int8 AS m1
+            FROM b LEFT JOIN s ON s.i = b.i
             """,
     ]
 }

@@ -122,8 +122,25 @@ final class ChartsE2ETests: SharedServerTestCase {
         func rows() throws -> String {
             try XCTUnwrap(try db.query("\(unsafeSQL: snapshot) \(tenant.id)::uuid").first?.decode("rows", as: String.self))
         }
+        // The daily roll-up (0072) follows every write, removal included: the same rows after the rebuild, and the
+        // day of each sale and refund as the transactions say (B's half refund, A's full one; F's renewals at 30 %
+        // then, from 2025-02-01, 15 %).
+        func days() throws -> [String] {
+            try db.query("""
+                SELECT day::text || ' ' || kind || ' ' || currency || ' ' || price_milli || ' ' || tier || ' '
+                    || refund_milli_percent || ' ' || n || ' ' || refunded AS r
+                FROM revenue_days WHERE project_id = \(tenant.id)::uuid ORDER BY day, kind, currency, price_milli
+                """).map { try $0.decode("r", as: String.self) }
+        }
+        let rolledUp = try days()
+        XCTAssertEqual(rolledUp.filter { $0.split(separator: " ")[1] == "1" },
+                       ["2025-02-20 1 EUR 4990 30 50000 1 0", "2025-03-10 1 USD 9990 30 100000 1 0"])
+        XCTAssertEqual(rolledUp.filter { $0.hasPrefix("2025-01-01 0") || $0.hasPrefix("2025-02-01 0") },
+                       ["2025-01-01 0 USD 2000 30 0 1 0", "2025-02-01 0 USD 2000 15 0 1 0"])
+        XCTAssertEqual(rolledUp.filter { $0.hasPrefix("2025-03-05 0") }, ["2025-03-05 0 USD 9990 30 0 1 1"])
         let incremental = try rows()
         _ = try db.query("DELETE FROM revenue_transactions WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        XCTAssertEqual(try days(), [])
         _ = try db.query("""
             INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
             SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
@@ -131,6 +148,7 @@ final class ChartsE2ETests: SharedServerTestCase {
             """)
         XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
         XCTAssertEqual(try rows(), incremental)
+        XCTAssertEqual(try days(), rolledUp)
 
         let range = "from=2025-01-01&to=2025-03-31&interval=month"
         // Revenue. Proceeds at 30 % (F's February renewal at 15 %), EUR at its day's rate, each amount rounded once:
