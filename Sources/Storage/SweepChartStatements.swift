@@ -48,12 +48,11 @@ extension PostgresChartStore {
     /// (renewals, upgrades), a period is the latest from its first instant until the next one begins; a purchase
     /// where one does (`nested`: a later period refunded away early) is taken instant by instant.
     static let segments = """
-        c1 AS (SELECT c.*, bouncer_money_monthly(c.price_milli, c.s, c.expires_date) AS v,
-                lead(c.a) OVER (PARTITION BY c.o ORDER BY c.s, c.id) AS next_a,
-                min(c.z) OVER (PARTITION BY c.o ORDER BY c.s, c.id ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
-                    AS later_z
-            FROM c),
-        nested AS (SELECT DISTINCT c1.o FROM c1 WHERE c1.later_z < c1.z),
+        c1 AS (SELECT c.o, c.a, c.z, c.currency, bouncer_money_monthly(c.price_milli, c.s, c.expires_date) AS v,
+                lead(c.a) OVER o AS next_a, lead(c.z) OVER o AS next_z
+            FROM c WINDOW o AS (PARTITION BY c.o ORDER BY c.s, c.id)),
+        -- A later period ends before an earlier one exactly when the ends, in purchase order, fall somewhere.
+        nested AS (SELECT DISTINCT c1.o FROM c1 WHERE c1.next_z < c1.z),
         seg AS (SELECT c1.o, c1.a, LEAST(c1.z, COALESCE(c1.next_a - 1, c1.z)) AS z, c1.v, c1.currency FROM c1
                 WHERE NOT EXISTS (SELECT 1 FROM nested WHERE nested.o = c1.o)
                   AND c1.a <= LEAST(c1.z, COALESCE(c1.next_a - 1, c1.z))
@@ -89,11 +88,11 @@ extension PostgresChartStore {
             dk AS (SELECT d.currency, d.v, d.k, sum(d.d) AS d
                 FROM (SELECT seg.currency, seg.v, seg.a AS k, 1 AS d FROM seg
                     UNION ALL SELECT seg.currency, seg.v, seg.z + 1, -1 FROM seg) d GROUP BY 1, 2, 3),
-            cv AS (SELECT DISTINCT dk.currency, dk.v FROM dk),
-            h AS (SELECT cv.currency, cv.v, k.k, sum(COALESCE(dk.d, 0)) OVER (PARTITION BY cv.currency, cv.v
-                    ORDER BY k.k) AS n
-                FROM w CROSS JOIN cv CROSS JOIN LATERAL generate_series(0, w.n) k (k)
-                LEFT JOIN dk ON dk.currency = cv.currency AND dk.v = cv.v AND dk.k = k.k),
+            -- How many purchases hold each (currency, monthly price) from each change to the next.
+            h AS (SELECT x.currency, x.v, k.k, x.n
+                FROM w, (SELECT dk.currency, dk.v, dk.k, sum(dk.d) OVER cv AS n, lead(dk.k) OVER cv AS next_k
+                    FROM dk WINDOW cv AS (PARTITION BY dk.currency, dk.v ORDER BY dk.k)) x
+                CROSS JOIN LATERAL generate_series(x.k, COALESCE(x.next_k - 1, w.n)) k (k)),
             e AS (SELECT b.i, h.currency, (b.at1 AT TIME ZONE 'UTC')::date AS day, h.v AS a0, 1::int8 AS a1, h.n
                 FROM b JOIN h ON h.k = b.i + 1 AND h.n > 0),
             \(converted([([(0, 1)], nil), ([], 1)], counted: true))
