@@ -62,13 +62,28 @@ extension PostgresChartStore {
                       AND s.environment = t.environment AND s.original_transaction_id = t.original_transaction_id
                       AND s.revoked_at IS NULL ORDER BY s.bound_at DESC, s.user_id LIMIT 1),
                     'p:' || t.original_transaction_id) AS cu
-                FROM q, t WHERE t.price_milli > 0 GROUP BY q.project, 1, 2),
+                FROM q, t WHERE t.price_milli > 0 AND t.purchase_date >= q.lo GROUP BY q.project, 1, 2),
             p AS MATERIALIZED (SELECT t.*, o.cu, bouncer_money_proceeds(t.price_milli, bouncer_money_commission(q.sbp,
                     t.type = 'Auto-Renewable Subscription', t.paid_days_before)) AS proceeds
                 FROM q, t JOIN o ON o.environment = t.environment AND o.o = t.original_transaction_id
-                WHERE t.price_milli > 0),
+                WHERE t.price_milli > 0 AND t.purchase_date >= q.lo),
             f AS (SELECT p.environment, p.cu, min(p.purchase_date) AS first FROM p GROUP BY 1, 2),
-            m AS MATERIALIZED (SELECT b.i, f.environment, f.cu FROM b, f WHERE f.first >= b.lo AND f.first < b.hi),
+            -- A customer who paid before the range is in an earlier cohort: a purchase of theirs (one they hold now,
+            -- as above) with a transaction with a price before it.
+            m AS MATERIALIZED (SELECT b.i, f.environment, f.cu FROM q, b, f
+                WHERE f.first >= b.lo AND f.first < b.hi
+                  AND NOT (CASE WHEN f.cu LIKE 'p:%' THEN EXISTS (SELECT 1 FROM t w
+                          WHERE w.environment = f.environment AND w.original_transaction_id = substr(f.cu, 3)
+                            AND w.price_milli > 0 AND w.purchase_date < q.lo)
+                      ELSE EXISTS (SELECT 1 FROM subscriptions s JOIN t w ON w.environment = s.environment
+                              AND w.original_transaction_id = s.original_transaction_id
+                          WHERE s.project_id = q.project AND s.user_id = substr(f.cu, 3)
+                            AND s.environment = f.environment AND s.revoked_at IS NULL
+                            AND w.price_milli > 0 AND w.purchase_date < q.lo
+                            AND NOT EXISTS (SELECT 1 FROM subscriptions s2 WHERE s2.project_id = q.project
+                                AND s2.environment = s.environment AND s2.original_transaction_id = s.original_transaction_id
+                                AND s2.revoked_at IS NULL AND (s2.bound_at > s.bound_at
+                                    OR (s2.bound_at = s.bound_at AND s2.user_id < s.user_id)))) END)),
             e AS (SELECT m.i, m.cu, p.currency, (p.purchase_date AT TIME ZONE 'UTC')::date AS day, p.proceeds AS a
                 FROM m JOIN p ON p.environment = m.environment AND p.cu = m.cu
                 UNION ALL
@@ -78,11 +93,12 @@ extension PostgresChartStore {
                 WHERE p.refund_milli_percent > 0 AND p.refund_date <= q.now),
             r AS MATERIALIZED (SELECT d.currency, d.day, bouncer_money_rate(d.currency, q.cur, d.day) AS rate
                 FROM q, (SELECT DISTINCT e.currency, e.day FROM e) d),
-            x AS (SELECT e.*, r.rate FROM e JOIN r ON r.currency = e.currency AND r.day = e.day)
-            SELECT b.i, NULL::text AS currency, (SELECT count(*) FROM m WHERE m.i = b.i)::int8 AS m0,
-                COALESCE((SELECT sum(bouncer_money_convert(x.a, x.rate)) FROM x WHERE x.i = b.i
-                    AND x.rate IS NOT NULL), 0)::int8 AS m1
-            FROM b
+            x AS MATERIALIZED (SELECT e.*, r.rate FROM e JOIN r ON r.currency = e.currency AND r.day = e.day),
+            net AS (SELECT x.i, sum(bouncer_money_convert(x.a, x.rate)) AS a FROM x WHERE x.rate IS NOT NULL
+                GROUP BY x.i),
+            mc AS (SELECT m.i, count(*) AS n FROM m GROUP BY m.i)
+            SELECT b.i, NULL::text AS currency, COALESCE(mc.n, 0)::int8 AS m0, COALESCE(net.a, 0)::int8 AS m1
+            FROM b LEFT JOIN mc ON mc.i = b.i LEFT JOIN net ON net.i = b.i
             UNION ALL
             SELECT x.i, x.currency, count(DISTINCT x.cu)::int8, sum(x.a)::int8 FROM x WHERE x.rate IS NULL GROUP BY 1, 2
             """,
