@@ -70,8 +70,8 @@ extension PostgresChartStore {
             f AS (SELECT p.environment, p.cu, min(p.purchase_date) AS first FROM p GROUP BY 1, 2),
             -- A customer who paid before the range is in an earlier cohort: a purchase of theirs (one they hold now,
             -- as above) with a transaction with a price before it.
-            m AS MATERIALIZED (SELECT b.i, f.environment, f.cu FROM q, b, f
-                WHERE f.first >= b.lo AND f.first < b.hi
+            m AS MATERIALIZED (SELECT width_bucket(f.first, q.bounds) - 1 AS i, f.environment, f.cu FROM q, f
+                WHERE f.first < q.hi
                   AND NOT (CASE WHEN f.cu LIKE 'p:%' THEN EXISTS (SELECT 1 FROM t w
                           WHERE w.environment = f.environment AND w.original_transaction_id = substr(f.cu, 3)
                             AND w.price_milli > 0 AND w.purchase_date < q.lo)

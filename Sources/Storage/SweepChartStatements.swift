@@ -77,10 +77,10 @@ extension PostgresChartStore {
         // Churned in interval i: covered at T_i, not at T_{i+1}: a run ending at i (runs that touch are joined).
         .churn: """
             \(sweepPeriods(paid)),
-            \(islands)
-            SELECT b.i, NULL::text AS currency, cov.n::int8 AS m0,
-                (SELECT count(*) FROM isl WHERE isl.z = b.i)::int8 AS m1
-            FROM b JOIN cov ON cov.k = b.i
+            \(islands),
+            ended AS (SELECT isl.z AS i, count(*) AS n FROM isl GROUP BY isl.z)
+            SELECT b.i, NULL::text AS currency, cov.n::int8 AS m0, COALESCE(ended.n, 0)::int8 AS m1
+            FROM b JOIN cov ON cov.k = b.i LEFT JOIN ended ON ended.i = b.i
             """,
         .mrr: """
             \(sweepPeriods(paid)),
