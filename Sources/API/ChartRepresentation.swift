@@ -54,17 +54,18 @@ enum ChartRepresentation {
             body.key(named: name)
             body.int(values.indices.contains(i) ? values[i] : 0)
         }
-        if let ratio = ratio(values, chart) {
+        for ratio in ratios(values, chart) {
             body.key(named: ratio.name)
             if let value = ratio.value { body.string(value) } else { body.null() }
         }
     }
 
-    private static func ratio(_ values: [Int64], _ chart: Chart) -> (name: String, value: String?)? {
-        guard let r = chart.ratio else { return nil }
-        let n = values.indices.contains(r.numerator) ? values[r.numerator] : 0
-        let d = values.indices.contains(r.denominator) ? values[r.denominator] : 0
-        return (r.name, ChartResult.ratio(n, d))
+    private static func ratios(_ values: [Int64], _ chart: Chart) -> [(name: String, value: String?)] {
+        chart.ratios.map { r in
+            let n = values.indices.contains(r.numerator) ? values[r.numerator] : 0
+            let d = values.indices.contains(r.denominator) ? values[r.denominator] : 0
+            return (r.name, ChartResult.ratio(n, d))
+        }
     }
 
     /// The same table as CSV (RFC 4180, formula-safe cells: `AuditLogController.csvCell`): `date,currency,measures…`
@@ -73,11 +74,11 @@ enum ChartRepresentation {
     static func csv(_ result: ChartResult, _ query: ChartQuery) -> String {
         let chart = query.chart
         var columns = ["date", "currency"] + chart.measures
-        if let r = chart.ratio { columns.append(r.name) }
+        columns += chart.ratios.map(\.name)
         var out = columns.joined(separator: ",") + "\r\n"
         func row(_ date: String, _ currency: String, _ values: [Int64]) {
             var cells = [date, currency] + chart.measures.indices.map { values.indices.contains($0) ? String(values[$0]) : "0" }
-            if let r = ratio(values, chart) { cells.append(r.value ?? "") }
+            cells += ratios(values, chart).map { $0.value ?? "" }
             out += cells.map(AuditLogController.csvCell).joined(separator: ",") + "\r\n"
         }
         func rows(_ point: ChartPoint, _ date: String) {

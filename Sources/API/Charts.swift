@@ -42,13 +42,19 @@ struct ChartsController: APIController {
         let store = try use()
         guard try projects.project(id: id) != nil else { throw HTTPError.projectNotFound }
         let result = try store.chart(query, now: now())
+        var response: Response
         if csv {
             var headers = HTTPHeaders()
             headers.set("Content-Type", "text/csv; charset=utf-8")
             headers.set("Content-Disposition", "attachment; filename=\"\(query.chart.rawValue).csv\"")
-            return Response(status: 200, headers: headers, body: Array(ChartRepresentation.csv(result, query).utf8))
+            response = Response(status: 200, headers: headers, body: Array(ChartRepresentation.csv(result, query).utf8))
+        } else {
+            response = Response.json(200, ChartRepresentation.json(result, query))
         }
-        return Response.json(200, ChartRepresentation.json(result, query))
+        // How fresh, in either format (the JSON also says it as `fresh_as_of`; a CSV has no place for it).
+        response.headers.set("Bouncer-Fresh-As-Of",
+                             RFC3339.string(secondsSince1970: result.freshAsOf.timeIntervalSince1970))
+        return response
     }
 
     /// The validated query: unknown parameters are ignored, a repeated one is the last.

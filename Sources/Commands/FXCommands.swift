@@ -23,50 +23,6 @@ public enum FXCommands {
     /// The largest file read (the full ECB history is about 7 MB).
     static let maxBytes = 64 * 1024 * 1024
 
-    struct ParseError: Error { let message: String }
-
-    /// The rates of an ECB history CSV.
-    static func parse(_ text: String) throws(ParseError) -> [ExchangeRate] {
-        var lines = text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
-        guard !lines.isEmpty else { throw ParseError(message: "empty file") }
-        let header = lines.removeFirst().split(separator: ",", omittingEmptySubsequences: false)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-        guard header.first == "Date" else { throw ParseError(message: "line 1: expected a header starting with Date") }
-        let currencies = header.dropFirst().map { $0 }
-        for code in currencies where !code.isEmpty && !ExchangeRate.isCurrencyCode(code) {
-            throw ParseError(message: "line 1: \(code.prefix(16)) is not an ISO 4217 code")
-        }
-        var rates: [ExchangeRate] = []
-        for (n, line) in lines.enumerated() {
-            let cells = line.split(separator: ",", omittingEmptySubsequences: false)
-                .map { $0.trimmingCharacters(in: .whitespaces) }
-            guard let first = cells.first, let day = parseDay(first) else {
-                throw ParseError(message: "line \(n + 2): expected a date as YYYY-MM-DD")
-            }
-            for (i, cell) in cells.dropFirst().enumerated() where !cell.isEmpty && cell != "N/A" {
-                guard currencies.indices.contains(i), !currencies[i].isEmpty else {
-                    throw ParseError(message: "line \(n + 2): more cells than the header")
-                }
-                guard let rate = ExchangeRate.Value(cell) else {
-                    throw ParseError(message: "line \(n + 2): \(currencies[i]) is not a positive decimal")
-                }
-                rates.append(ExchangeRate(day: Date(timeIntervalSince1970: Double(day) * 86_400), base: "EUR",
-                                          currency: currencies[i], rate: rate))
-            }
-        }
-        return rates
-    }
-
-    /// Days since 1970 of `YYYY-MM-DD` (a real calendar date), else nil.
-    static func parseDay(_ text: String) -> Int64? {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              parts.allSatisfy({ $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
-              let y = Int64(parts[0]), let m = Int64(parts[1]), let d = Int64(parts[2]),
-              GregorianCalendar.isValid(year: y, month: m, day: d) else { return nil }
-        return GregorianCalendar.daysSince1970(year: y, month: m, day: d)
-    }
-
     static func run(_ args: [String]) -> Int32 {
         AdminCommands.run(args, usage: usage, { args throws(AdminCommands.UsageError) in
             guard args.count == 2, args[0] == "import" else {
@@ -77,8 +33,8 @@ public enum FXCommands {
                 throw AdminCommands.UsageError(message: "cannot read \(path) (at most \(maxBytes) bytes)")
             }
             let rates: [ExchangeRate]
-            do throws(ParseError) {
-                rates = try parse(String(decoding: data, as: UTF8.self))
+            do throws(ECBRatesCSV.ParseError) {
+                rates = try ECBRatesCSV.parse(Array(data))
             } catch {
                 throw AdminCommands.UsageError(message: "\(path): \(error.message)")
             }

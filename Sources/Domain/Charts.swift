@@ -12,6 +12,12 @@ public enum Chart: String, Sendable, CaseIterable {
     case trialConversion = "trial_conversion"
     case churn
     case refundRate = "refund_rate"
+    case subscriptionRetention = "subscription_retention"
+    case realizedLTV = "realized_ltv"
+
+    /// The months since a cohort's first payment that `subscription_retention` follows: 0 (the first payment's
+    /// month) to 12 (a year later).
+    public static let retentionMonths = 0...12
 
     /// The measures, in order. `_milli` ones are money.
     public var measures: [String] {
@@ -25,6 +31,9 @@ public enum Chart: String, Sendable, CaseIterable {
         case .trialConversion: return ["trials", "conversions"]
         case .churn: return ["active_at_start", "churned"]
         case .refundRate: return ["transactions", "refunded"]
+        case .subscriptionRetention:
+            return ["subscribers"] + Self.retentionMonths.flatMap { ["reached_\($0)", "retained_\($0)"] }
+        case .realizedLTV: return ["customers", "net_milli"]
         }
     }
 
@@ -44,8 +53,16 @@ public enum Chart: String, Sendable, CaseIterable {
         case .trialConversion: return ("conversion_rate", 1, 0)
         case .churn: return ("churn_rate", 1, 0)
         case .refundRate: return ("refund_rate", 1, 0)
+        case .realizedLTV: return ("net_per_customer_milli", 1, 0)
         default: return nil
         }
+    }
+
+    /// Every ratio column, in order: `ratio`'s, or `subscription_retention`'s one per month since
+    /// (`retention_k` = retained_k ÷ reached_k).
+    public var ratios: [(name: String, numerator: Int, denominator: Int)] {
+        guard self == .subscriptionRetention else { return ratio.map { [$0] } ?? [] }
+        return Self.retentionMonths.map { ("retention_\($0)", 2 + 2 * $0, 1 + 2 * $0) }
     }
 
     /// Whether the measures hold money (and so may have amounts without a rate, reported apart).
@@ -129,14 +146,14 @@ public struct ChartResult: Sendable, Equatable {
                           unconverted: unconverted)
     }
 
-    /// `numerator / denominator` with 4 decimals, rounded half away from zero, as text ("0.3333"); nil when the
-    /// denominator is 0.
+    /// `numerator / denominator` with 4 decimals, rounded half away from zero, as text ("0.3333", "-0.0500"); nil
+    /// when the denominator is not positive.
     public static func ratio(_ numerator: Int64, _ denominator: Int64) -> String? {
-        guard denominator > 0, numerator >= 0 else { return nil }
+        guard denominator > 0 else { return nil }
         let scaled = Money.rounded(Int128(numerator) * 10_000, dividedBy: Int128(denominator))
-        let whole = scaled / 10_000
-        let fraction = String(scaled % 10_000)
-        return "\(whole)." + String(repeating: "0", count: 4 - fraction.count) + fraction
+        let whole = String(scaled.magnitude / 10_000)
+        let fraction = String(scaled.magnitude % 10_000)
+        return (scaled < 0 ? "-" : "") + whole + "." + String(repeating: "0", count: 4 - fraction.count) + fraction
     }
 }
 

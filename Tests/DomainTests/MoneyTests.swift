@@ -85,5 +85,23 @@ final class MoneyTests: XCTestCase {
         XCTAssertEqual(ChartResult.ratio(2, 3), "0.6667")
         XCTAssertEqual(ChartResult.ratio(3, 3), "1.0000")
         XCTAssertNil(ChartResult.ratio(0, 0))
+        // A per-customer net below zero (a refund converted at a dearer day's rate than its sale) keeps its sign.
+        XCTAssertEqual(ChartResult.ratio(-1, 20), "-0.0500")
+        XCTAssertEqual(ChartResult.ratio(-68910, 3), "-22970.0000")
+        XCTAssertEqual(ChartResult.ratio(-1, 30_000), "0.0000")
+        XCTAssertNil(ChartResult.ratio(1, -2))
+    }
+
+    func testRetentionHasOneRatioPerMonthSince() {
+        let retention = Chart.subscriptionRetention
+        XCTAssertEqual(retention.measures.count, 1 + 2 * 13)
+        XCTAssertEqual(retention.ratios.map(\.name), (0...12).map { "retention_\($0)" })
+        for r in retention.ratios {
+            let month = r.name.dropFirst("retention_".count)
+            XCTAssertEqual(retention.measures[r.numerator], "retained_\(month)")
+            XCTAssertEqual(retention.measures[r.denominator], "reached_\(month)")
+        }
+        XCTAssertEqual(Chart.realizedLTV.ratios.map(\.name), ["net_per_customer_milli"])
+        XCTAssertEqual(Chart.revenue.ratios.count, 0)
     }
 }

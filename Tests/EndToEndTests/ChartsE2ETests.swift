@@ -122,8 +122,25 @@ final class ChartsE2ETests: SharedServerTestCase {
         func rows() throws -> String {
             try XCTUnwrap(try db.query("\(unsafeSQL: snapshot) \(tenant.id)::uuid").first?.decode("rows", as: String.self))
         }
+        // The daily roll-up (0072) follows every write, removal included: the same rows after the rebuild, and the
+        // day of each sale and refund as the transactions say (B's half refund, A's full one; F's renewals at 30 %
+        // then, from 2025-02-01, 15 %).
+        func days() throws -> [String] {
+            try db.query("""
+                SELECT day::text || ' ' || kind || ' ' || currency || ' ' || price_milli || ' ' || tier || ' '
+                    || refund_milli_percent || ' ' || n || ' ' || refunded AS r
+                FROM revenue_days WHERE project_id = \(tenant.id)::uuid ORDER BY day, kind, currency, price_milli
+                """).map { try $0.decode("r", as: String.self) }
+        }
+        let rolledUp = try days()
+        XCTAssertEqual(rolledUp.filter { $0.split(separator: " ")[1] == "1" },
+                       ["2025-02-20 1 EUR 4990 30 50000 1 0", "2025-03-10 1 USD 9990 30 100000 1 0"])
+        XCTAssertEqual(rolledUp.filter { $0.hasPrefix("2025-01-01 0") || $0.hasPrefix("2025-02-01 0") },
+                       ["2025-01-01 0 USD 2000 30 0 1 0", "2025-02-01 0 USD 2000 15 0 1 0"])
+        XCTAssertEqual(rolledUp.filter { $0.hasPrefix("2025-03-05 0") }, ["2025-03-05 0 USD 9990 30 0 1 1"])
         let incremental = try rows()
         _ = try db.query("DELETE FROM revenue_transactions WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        XCTAssertEqual(try days(), [])
         _ = try db.query("""
             INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
             SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
@@ -131,6 +148,7 @@ final class ChartsE2ETests: SharedServerTestCase {
             """)
         XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
         XCTAssertEqual(try rows(), incremental)
+        XCTAssertEqual(try days(), rolledUp)
 
         let range = "from=2025-01-01&to=2025-03-31&interval=month"
         // Revenue. Proceeds at 30 % (F's February renewal at 15 %), EUR at its day's rate, each amount rounded once:
@@ -206,6 +224,56 @@ final class ChartsE2ETests: SharedServerTestCase {
                        [["4", "0", "0.0000"], ["4", "1", "0.2500"], ["2", "1", "0.5000"]])
         XCTAssertEqual(totals(refunds, ["transactions", "refunded", "refund_rate"]), ["10", "2", "0.2000"])
 
+        // Retention by month of first payment (every month since has begun by now, in 2026): January's cohort is A
+        // (01-05), B (01-10), C (01-27, its trial's conversion); February's none (D's trial never paid, F's first
+        // payment was in 2024); March's E. Month 2: A's refunded third period still overlaps [03-05, 04-05) until
+        // its revocation, B's access ended 03-10, its month 2 began then; from month 3 only C's yearly plan.
+        let retention = try chart(tenant, "subscription_retention", range)
+        let since = Array(0...12)
+        let retentionColumns = ["subscribers"] + since.flatMap { ["reached_\($0)", "retained_\($0)"] }
+        XCTAssertEqual(table(retention, retentionColumns), [
+            ["3"] + since.flatMap { ["3", $0 < 2 ? "3" : $0 == 2 ? "2" : "1"] },
+            ["0"] + since.flatMap { _ in ["0", "0"] },
+            ["1"] + since.flatMap { ["1", $0 == 0 ? "1" : "0"] },
+        ])
+        XCTAssertEqual(table(retention, ["retention_0", "retention_1", "retention_2", "retention_3", "retention_12"]),
+                       [["1.0000", "1.0000", "0.6667", "0.3333", "0.3333"], ["null", "null", "null", "null", "null"],
+                        ["1.0000", "0.0000", "0.0000", "0.0000", "0.0000"]])
+        XCTAssertEqual(totals(retention, ["subscribers", "reached_0", "retained_0", "retained_1", "retained_2",
+                                          "retained_3", "retained_12"]), ["4", "4", "4", "3", "2", "1", "1"])
+        XCTAssertEqual(totals(retention, ["retention_0", "retention_1", "retention_2", "retention_12"]),
+                       ["1.0000", "0.7500", "0.5000", "0.2500"])
+        XCTAssertNil(retention["points"]?[0]?["unconverted"])
+        // Under a product filter the cohort is that product's: C's yearly plan, first paid 02-15, paid to 2026-02-15
+        // (month 11 is [2026-01-15, 2026-02-15); month 12 begins as it ends).
+        let yearly = try chart(tenant, "subscription_retention", range + "&product_id=com.e2e.pro.yearly")
+        XCTAssertEqual(table(yearly, ["subscribers", "retained_0", "retained_11", "retained_12"]),
+                       [["0", "0", "0", "0"], ["1", "1", "1", "0"], ["0", "0", "0", "0"]])
+
+        // Realized LTV: each customer's net since their first payment, to now, at each amount's day's rate.
+        // January: a 3 × 6993 − 6993 refunded = 13986; b 3493 × 1.1 (3842) + 3493 × 1.2 (4192) − 1747 × 1.2 (2096)
+        // = 5938; c 6993 + 41993 = 48986: 68910 for 3 customers. March: e, 2793 GBP without a rate, apart.
+        let ltv = try chart(tenant, "realized_ltv", range)
+        XCTAssertEqual(table(ltv, ["customers", "net_milli", "net_per_customer_milli"]),
+                       [["3", "68910", "22970.0000"], ["0", "0", "null"], ["1", "0", "0.0000"]])
+        XCTAssertEqual(ltv["points"]?[2]?["unconverted"], ["GBP": ["customers": 1, "net_milli": 2793,
+                                                                   "net_per_customer_milli": "2793.0000"]])
+        XCTAssertEqual(totals(ltv, ["customers", "net_milli", "net_per_customer_milli"]), ["4", "68910", "17227.5000"])
+        let ltvCSV = try api.client.get("/v1/admin/projects/\(tenant.id)/charts/realized_ltv?\(range)&format=csv",
+                                        headers: E2E.admin)
+        XCTAssertEqual(ltvCSV.header("Content-Type"), "text/csv; charset=utf-8")
+        // How fresh: every change is rolled up, so the answer's own time, in the JSON and in a header of either format.
+        let rfc3339 = ISO8601DateFormatter()
+        rfc3339.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let fresh = try XCTUnwrap(ltvCSV.header("Bouncer-Fresh-As-Of").flatMap(rfc3339.date))
+        XCTAssertLessThan(abs(fresh.timeIntervalSinceNow), 60)
+        let ltvJSON = try api.client.get("/v1/admin/projects/\(tenant.id)/charts/realized_ltv?\(range)", headers: E2E.admin)
+        XCTAssertEqual(try ltvJSON.json()["fresh_as_of"]?.stringValue, ltvJSON.header("Bouncer-Fresh-As-Of"))
+        XCTAssertEqual(String(decoding: ltvCSV.body, as: UTF8.self),
+                       "date,currency,customers,net_milli,net_per_customer_milli\r\n"
+                       + "2025-01-01,USD,3,68910,22970.0000\r\n2025-02-01,USD,0,0,\r\n2025-03-01,USD,1,0,0.0000\r\n"
+                       + "2025-03-01,GBP,1,2793,2793.0000\r\ntotal,USD,4,68910,17227.5000\r\ntotal,GBP,1,2793,2793.0000\r\n")
+
         // Filters: the yearly product alone; another storefront; another environment.
         XCTAssertEqual(table(try chart(tenant, "revenue", range + "&product_id=com.e2e.pro.yearly"), ["gross_milli"]),
                        [["0"], ["59990"], ["0"]])
@@ -229,6 +297,29 @@ final class ChartsE2ETests: SharedServerTestCase {
         let euro = try chart(tenant, "revenue", range)
         XCTAssertEqual(euro["currency"], "EUR")
         XCTAssertEqual(table(euro, ["gross_milli"])[0], ["24972"])
+    }
+
+    /// MRR counts a purchase's latest period active at each instant: an upgrade refunded away early hands the
+    /// purchase back to the monthly period it had replaced (the sweep takes such a purchase instant by instant).
+    func testARefundedUpgradeHandsMRRBackToTheEarlierPeriod() throws {
+        let api = try api
+        let tenant = try api.createProject()
+        try post(api, tenant, "u", [
+            Period(start: "2025-01-01T12:00:00Z", end: "2025-02-01T12:00:00Z", price: 9990),
+            Period(start: "2025-01-10T12:00:00Z", end: "2026-01-10T12:00:00Z", price: 59_990,
+                   product: "com.e2e.pro.yearly", refund: ("2025-01-15T12:00:00Z", "REFUND_FULL", nil)),
+        ])
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        let range = "from=2025-01-09&to=2025-01-16&interval=day"
+        // At each day's end: the monthly 9990 until the yearly begins on the 10th (59990 / 12 = 4999), the monthly
+        // again once the yearly is revoked on the 15th.
+        XCTAssertEqual(table(try chart(tenant, "mrr", range), ["mrr_milli"]).map { $0[0] },
+                       ["9990", "4999", "4999", "4999", "4999", "4999", "9990", "9990"])
+        XCTAssertEqual(table(try chart(tenant, "mrr_movement", range), ["contraction_milli", "expansion_milli"]),
+                       [["0", "0"], ["4991", "0"], ["0", "0"], ["0", "0"], ["0", "0"], ["0", "0"], ["0", "4991"], ["0", "0"]])
+        XCTAssertEqual(table(try chart(tenant, "active_subscriptions", range), ["active_subscriptions"]).map { $0[0] },
+                       Array(repeating: "1", count: 8))
+        XCTAssertEqual(totals(try chart(tenant, "churn", range), ["active_at_start", "churned"]), ["8", "0"])
     }
 
     func testValidationAndPermissions() throws {
