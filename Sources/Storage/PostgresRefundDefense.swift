@@ -13,39 +13,47 @@ public final class PostgresConsumptionQueue: PostgresStore, @unchecked Sendable,
         let leaseUntil = now.addingTimeInterval(TimeInterval(max(1, leaseSeconds)))
         return try StorageErrors.mapping("claim consumption requests") {
             try pool.autocommit { connection in
-                try connection.query("""
-                    WITH due AS (
-                        SELECT c.project_id, c.environment, c.notification_uuid, t.type, t.purchase_date, t.expires_date
-                        FROM consumption_requests c
-                        LEFT JOIN transactions t ON t.project_id = c.project_id AND t.environment = c.environment
-                            AND t.transaction_id = c.transaction_id
-                        WHERE c.status = 'pending' AND c.next_attempt_at <= \(now)
-                          AND (c.lease_until IS NULL OR c.lease_until <= \(now))
-                        ORDER BY c.next_attempt_at
-                        LIMIT \(Int64(max(1, limit)))
-                        FOR UPDATE OF c SKIP LOCKED)
-                    UPDATE consumption_requests c SET attempts = c.attempts + 1, lease_until = \(leaseUntil),
-                        lease_token = \(token), updated_at = \(now)
-                    FROM due
-                    WHERE c.project_id = due.project_id AND c.environment = due.environment
-                      AND c.notification_uuid = due.notification_uuid
-                    RETURNING c.project_id, c.environment, c.notification_uuid, c.transaction_id,
-                        c.original_transaction_id, c.requested_at, c.deadline, c.attempts, due.type,
-                        due.purchase_date, due.expires_date
-                    """).map { row in
-                    ConsumptionRequest(
-                        projectId: try row.decode("project_id", as: UUID.self),
-                        environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
-                        notificationUUID: try row.decode("notification_uuid", as: UUID.self),
-                        transactionId: try row.decode("transaction_id", as: String?.self),
-                        originalTransactionId: try row.decode("original_transaction_id", as: String?.self),
-                        requestedAt: try row.decode("requested_at", as: Date.self),
-                        deadline: try row.decode("deadline", as: Date.self),
-                        attempts: try row.decode("attempts", as: Int.self),
-                        leaseToken: token,
-                        productType: try row.decode("type", as: String?.self),
-                        purchaseDate: try row.decode("purchase_date", as: Date?.self),
-                        expiresDate: try row.decode("expires_date", as: Date?.self))
+                let due: Query = """
+                    SELECT DISTINCT c.project_id FROM consumption_requests c
+                    WHERE c.status = 'pending' AND c.next_attempt_at <= \(now)
+                      AND (c.lease_until IS NULL OR c.lease_until <= \(now))
+                    LIMIT \(Int64(max(1, limit)))
+                    """
+                return try claimAcrossProjects(on: connection, limit: max(1, limit), dueProjects: due) { project, limit in
+                    try connection.query("""
+                        WITH due AS (
+                            SELECT c.project_id, c.environment, c.notification_uuid, t.type, t.purchase_date, t.expires_date
+                            FROM consumption_requests c
+                            LEFT JOIN transactions t ON t.project_id = c.project_id AND t.environment = c.environment
+                                AND t.transaction_id = c.transaction_id
+                            WHERE c.status = 'pending' AND c.next_attempt_at <= \(now)
+                              AND (c.lease_until IS NULL OR c.lease_until <= \(now))\(unsafeSQL: Self.projectScope("c.project_id", project))
+                            ORDER BY c.next_attempt_at
+                            LIMIT \(Int64(limit))
+                            FOR UPDATE OF c SKIP LOCKED)
+                        UPDATE consumption_requests c SET attempts = c.attempts + 1, lease_until = \(leaseUntil),
+                            lease_token = \(token), updated_at = \(now)
+                        FROM due
+                        WHERE c.project_id = due.project_id AND c.environment = due.environment
+                          AND c.notification_uuid = due.notification_uuid
+                        RETURNING c.project_id, c.environment, c.notification_uuid, c.transaction_id,
+                            c.original_transaction_id, c.requested_at, c.deadline, c.attempts, due.type,
+                            due.purchase_date, due.expires_date
+                        """).map { row in
+                        ConsumptionRequest(
+                            projectId: try row.decode("project_id", as: UUID.self),
+                            environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
+                            notificationUUID: try row.decode("notification_uuid", as: UUID.self),
+                            transactionId: try row.decode("transaction_id", as: String?.self),
+                            originalTransactionId: try row.decode("original_transaction_id", as: String?.self),
+                            requestedAt: try row.decode("requested_at", as: Date.self),
+                            deadline: try row.decode("deadline", as: Date.self),
+                            attempts: try row.decode("attempts", as: Int.self),
+                            leaseToken: token,
+                            productType: try row.decode("type", as: String?.self),
+                            purchaseDate: try row.decode("purchase_date", as: Date?.self),
+                            expiresDate: try row.decode("expires_date", as: Date?.self))
+                    }
                 }
             }
         }

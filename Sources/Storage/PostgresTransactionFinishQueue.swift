@@ -13,27 +13,35 @@ public final class PostgresTransactionFinishQueue: PostgresStore, @unchecked Sen
         let leaseUntil = now.addingTimeInterval(TimeInterval(max(1, leaseSeconds)))
         return try StorageErrors.mapping("claim transaction finishes") {
             try pool.autocommit { connection in
-                try connection.query("""
-                    WITH due AS (
-                        SELECT f.project_id, f.environment, f.transaction_id FROM transaction_finishes f
-                        WHERE f.status = 'pending' AND f.next_attempt_at <= \(now)
-                          AND (f.lease_until IS NULL OR f.lease_until <= \(now))
-                        ORDER BY f.next_attempt_at
-                        LIMIT \(Int64(max(1, limit)))
-                        FOR UPDATE SKIP LOCKED)
-                    UPDATE transaction_finishes f SET attempts = f.attempts + 1, lease_until = \(leaseUntil),
-                        lease_token = \(token), updated_at = \(now)
-                    FROM due
-                    WHERE f.project_id = due.project_id AND f.environment = due.environment
-                      AND f.transaction_id = due.transaction_id
-                    RETURNING f.project_id, f.environment, f.transaction_id, f.attempts
-                    """).map { row in
-                    TransactionFinish(
-                        projectId: try row.decode("project_id", as: UUID.self),
-                        environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
-                        transactionId: try row.decode("transaction_id", as: String.self),
-                        attempts: try row.decode("attempts", as: Int.self),
-                        leaseToken: token)
+                let due: Query = """
+                    SELECT DISTINCT f.project_id FROM transaction_finishes f
+                    WHERE f.status = 'pending' AND f.next_attempt_at <= \(now)
+                      AND (f.lease_until IS NULL OR f.lease_until <= \(now))
+                    LIMIT \(Int64(max(1, limit)))
+                    """
+                return try claimAcrossProjects(on: connection, limit: max(1, limit), dueProjects: due) { project, limit in
+                    try connection.query("""
+                        WITH due AS (
+                            SELECT f.project_id, f.environment, f.transaction_id FROM transaction_finishes f
+                            WHERE f.status = 'pending' AND f.next_attempt_at <= \(now)
+                              AND (f.lease_until IS NULL OR f.lease_until <= \(now))\(unsafeSQL: Self.projectScope("f.project_id", project))
+                            ORDER BY f.next_attempt_at
+                            LIMIT \(Int64(limit))
+                            FOR UPDATE SKIP LOCKED)
+                        UPDATE transaction_finishes f SET attempts = f.attempts + 1, lease_until = \(leaseUntil),
+                            lease_token = \(token), updated_at = \(now)
+                        FROM due
+                        WHERE f.project_id = due.project_id AND f.environment = due.environment
+                          AND f.transaction_id = due.transaction_id
+                        RETURNING f.project_id, f.environment, f.transaction_id, f.attempts
+                        """).map { row in
+                        TransactionFinish(
+                            projectId: try row.decode("project_id", as: UUID.self),
+                            environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
+                            transactionId: try row.decode("transaction_id", as: String.self),
+                            attempts: try row.decode("attempts", as: Int.self),
+                            leaseToken: token)
+                    }
                 }
             }
         }

@@ -26,7 +26,7 @@ public final class CitusCluster: Sendable {
 
     /// The node Bouncer and the tests connect to.
     public let coordinator: LocalCluster
-    /// The nodes holding the shards (more join through `addWorker()`).
+    /// The two nodes holding the shards of every database (`startExtraNode()` makes more, for one test).
     public var workers: [LocalCluster] { state.withLock { $0.workers } }
     /// The directory holding `psql` and the server binaries Citus was found with.
     public let bin: String
@@ -36,7 +36,7 @@ public final class CitusCluster: Sendable {
 
     private struct State {
         var workers: [LocalCluster]
-        var databases: [String]
+        var extra: [LocalCluster]
     }
 
     /// Whether the scale-out tests must run (CI after building Citus) rather than skip.
@@ -87,21 +87,26 @@ public final class CitusCluster: Sendable {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o755])
         coordinator = try Self.startNode(root + "/coordinator", bin: bin)
-        state = Mutex(State(workers: [], databases: []))
-        for index in 1...2 { _ = try addWorker(named: "worker\(index)") }
+        state = Mutex(State(workers: [], extra: []))
+        for index in 1...2 {
+            let worker = try Self.startNode(root + "/worker\(index)", bin: bin)
+            state.withLock { $0.workers.append(worker) }
+        }
     }
 
-    /// Starts one more worker (not yet in any database's cluster: `addNode(_:to:)` registers it).
-    public func addWorker(named name: String? = nil) throws -> LocalCluster {
-        let count = state.withLock { $0.workers.count }
-        let worker = try Self.startNode(root + "/" + (name ?? "worker\(count + 1)"), bin: bin)
-        state.withLock { $0.workers.append(worker) }
-        return worker
+    /// Starts one more node for a test of its own: in no database until `addNode(_:to:)` registers it there, and
+    /// not among `workers` (later databases get the two workers only). Stopped with the cluster.
+    public func startExtraNode() throws -> LocalCluster {
+        let count = state.withLock { $0.extra.count }
+        let node = try Self.startNode(root + "/extra\(count + 1)", bin: bin)
+        state.withLock { $0.extra.append(node) }
+        return node
     }
 
     /// A node: `LocalCluster` (Unix socket for us), then Citus' settings appended after its own include, so they
     /// win: a loopback TCP listener for the other nodes, Citus preloaded, logical decoding for moving shards under
-    /// writes (PostgreSQL 15.20+ also wants `citus` among `output_plugin_libraries`, a setting older servers lack).
+    /// writes (PostgreSQL 15.20+ lists the plugins that may decode in `output_plugin_libraries`, a setting older
+    /// servers lack: Citus' own for shard moves, `pgoutput` for copying reference tables to a new node).
     private static func startNode(_ directory: String, bin: String) throws -> LocalCluster {
         let port = try freeLoopbackPort()
         let node = try LocalCluster.startOrReuse(directory: directory, durable: false, port: port)
@@ -116,7 +121,7 @@ public final class CitusCluster: Sendable {
             "max_replication_slots = 16",
             "max_wal_senders = 16",
         ]
-        if knowsPluginLibraries { lines.append("output_plugin_libraries = 'citus'") }
+        if knowsPluginLibraries { lines.append("output_plugin_libraries = 'citus, pgoutput'") }
         let conf = node.dataDirectory + "/postgresql.conf"
         guard let handle = FileHandle(forWritingAtPath: conf) else {
             throw HarnessFailure(description: "cannot append to \(conf)")
@@ -167,7 +172,6 @@ public final class CitusCluster: Sendable {
         let connection = try Connection(settings: settings)
         _ = try connection.query("SELECT citus_set_coordinator_host('127.0.0.1', \(coordinator.port)::int)")
         for worker in workers { try addNode(worker, connection: connection) }
-        state.withLock { $0.databases.append(name) }
         return settings
     }
 
@@ -189,13 +193,16 @@ public final class CitusCluster: Sendable {
 
     /// Runs `deploy/citus.sql` on database `name` the documented way (`psql -v ON_ERROR_STOP=1 --single-transaction`);
     /// returns psql's output, throws with it on failure.
+    /// `shardCount` sets `citus.shard_count` for the run (deploy/citus.sql's own default is Citus' 32).
     @discardableResult
-    public func distribute(database name: String) throws -> String {
+    public func distribute(database name: String, shardCount: Int? = nil) throws -> String {
         let script = TestPaths.repoRoot.appendingPathComponent("deploy/citus.sql").path
         let run = try ProcessRun.run(URL(fileURLWithPath: bin + "/psql"), [
             "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", script,
             "-h", coordinator.socketDirectory, "-p", String(coordinator.port), "-U", "postgres", "-d", name,
-        ])
+        ], environment: shardCount.map { count in
+            ProcessInfo.processInfo.environment.merging(["PGOPTIONS": "-c citus.shard_count=\(count)"]) { $1 }
+        })
         let output = String(decoding: run.stdout, as: UTF8.self) + run.stderr
         guard run.status == 0 else { throw HarnessFailure(description: "psql -f deploy/citus.sql exited \(run.status): \(output)") }
         return output
@@ -203,7 +210,7 @@ public final class CitusCluster: Sendable {
 
     /// A database on the cluster as Bouncer runs on it: created on every node, `bouncer migrate` through the
     /// coordinator, then `deploy/citus.sql`. Returns its name.
-    public func bouncerDatabase(label: String) throws -> String {
+    public func bouncerDatabase(label: String, shardCount: Int? = nil) throws -> String {
         let cleaned = String(label.lowercased().unicodeScalars
             .filter { ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "_" }.map(Character.init).prefix(30))
         let name = "citus_\(cleaned)_\(UInt32.random(in: 0...UInt32.max))"
@@ -215,13 +222,14 @@ public final class CitusCluster: Sendable {
         guard migrate.status == 0 else {
             throw HarnessFailure(description: "bouncer migrate on Citus exited \(migrate.status): \(migrate.stderr)")
         }
-        try distribute(database: name)
+        try distribute(database: name, shardCount: shardCount)
         return name
     }
 
     private func stopAll() {
-        for node in [coordinator] + workers { try? node.stop(immediate: true) }
-        for node in [coordinator] + workers { try? FileManager.default.removeItem(atPath: node.socketDirectory) }
+        let nodes = [coordinator] + state.withLock { $0.workers + $0.extra }
+        for node in nodes { try? node.stop(immediate: true) }
+        for node in nodes { try? FileManager.default.removeItem(atPath: node.socketDirectory) }
         try? FileManager.default.removeItem(atPath: root)
     }
 }
