@@ -13,12 +13,7 @@ public final class PostgresConsumptionQueue: PostgresStore, @unchecked Sendable,
         let leaseUntil = now.addingTimeInterval(TimeInterval(max(1, leaseSeconds)))
         return try StorageErrors.mapping("claim consumption requests") {
             try pool.autocommit { connection in
-                let due: Query = """
-                    SELECT DISTINCT c.project_id FROM consumption_requests c
-                    WHERE c.status = 'pending' AND c.next_attempt_at <= \(now)
-                      AND (c.lease_until IS NULL OR c.lease_until <= \(now))
-                    LIMIT \(Int64(max(1, limit)))
-                    """
+                let due = Self.dueProjects(in: "consumption_requests", now: now, limit: limit)
                 return try claimAcrossProjects(on: connection, limit: max(1, limit), dueProjects: due) { project, limit in
                     try connection.query("""
                         WITH due AS (

@@ -31,6 +31,16 @@ public class PostgresStore: @unchecked Sendable {
         return claimed
     }
 
+    /// The projects with due rows in a lease queue (`status`, `next_attempt_at`, `lease_until`: the consumption and
+    /// Finish Transaction queues), for `claimAcrossProjects`. `table` is one of ours, never input.
+    static func dueProjects(in table: String, now: Date, limit: Int) -> Query {
+        """
+        SELECT DISTINCT q.project_id FROM \(unsafeSQL: table) q
+        WHERE q.status = 'pending' AND q.next_attempt_at <= \(now) AND (q.lease_until IS NULL OR q.lease_until <= \(now))
+        LIMIT \(Int64(max(1, limit)))
+        """
+    }
+
     /// `AND <column> = '<project>'` for a claim scoped to one project (a UUID's text: no quoting issue), else "".
     static func projectScope(_ column: String, _ project: UUID?) -> String {
         project.map { " AND \(column) = '\($0.uuidString.lowercased())'::uuid" } ?? ""

@@ -13,12 +13,7 @@ public final class PostgresTransactionFinishQueue: PostgresStore, @unchecked Sen
         let leaseUntil = now.addingTimeInterval(TimeInterval(max(1, leaseSeconds)))
         return try StorageErrors.mapping("claim transaction finishes") {
             try pool.autocommit { connection in
-                let due: Query = """
-                    SELECT DISTINCT f.project_id FROM transaction_finishes f
-                    WHERE f.status = 'pending' AND f.next_attempt_at <= \(now)
-                      AND (f.lease_until IS NULL OR f.lease_until <= \(now))
-                    LIMIT \(Int64(max(1, limit)))
-                    """
+                let due = Self.dueProjects(in: "transaction_finishes", now: now, limit: limit)
                 return try claimAcrossProjects(on: connection, limit: max(1, limit), dueProjects: due) { project, limit in
                     try connection.query("""
                         WITH due AS (

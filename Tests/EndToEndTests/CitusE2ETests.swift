@@ -8,16 +8,8 @@ import XCTest
 /// end-to-end behaviour on Citus is the existing suites' run by deploy/citus-suite. Skipped (with the reason) where
 /// Citus is not installed, unless BOUNCER_CITUS=required.
 final class CitusE2ETests: XCTestCase {
-    private func cluster() throws -> CitusCluster {
-        do {
-            return try CitusCluster.shared()
-        } catch let unavailable as CitusCluster.Unavailable {
-            throw XCTSkip(unavailable.reason)
-        }
-    }
-
     func testCitusSQLPlacesEveryTableAndASecondRunChangesNothing() throws {
-        let citus = try cluster()
+        let citus = try CitusCluster.sharedOrSkip()
         let name = try citus.bouncerDatabase(label: "placement")
         let connection = try Connection(settings: citus.coordinator.settings.database(name))
         func placement() throws -> [String] {
@@ -64,7 +56,7 @@ final class CitusE2ETests: XCTestCase {
     }
 
     func testOneTenantsRowsLiveOnOneWorker() throws {
-        let citus = try cluster()
+        let citus = try CitusCluster.sharedOrSkip()
         let name = try citus.bouncerDatabase(label: "colocation")
         let server = try BouncerProcess(databaseURL: citus.url(database: name))
         defer { server.stopAndAssertCleanExit() }

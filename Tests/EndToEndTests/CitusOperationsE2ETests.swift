@@ -8,14 +8,6 @@ import XCTest
 /// the shards rebalance while receipts are posted; one tenant moves to a shard of its own while it is read; two
 /// Bouncer instances share the coordinator. Skipped (with the reason) where Citus is not installed.
 final class CitusOperationsE2ETests: XCTestCase {
-    private func cluster() throws -> CitusCluster {
-        do {
-            return try CitusCluster.shared()
-        } catch let unavailable as CitusCluster.Unavailable {
-            throw XCTSkip(unavailable.reason)
-        }
-    }
-
     /// Receipts for `tenant`, minted before the clock starts (minting runs a signer process).
     private func receipts(_ tenant: Tenant, count: Int) throws -> [(id: String, jws: String)] {
         try (0..<count).map { _ in
@@ -24,16 +16,17 @@ final class CitusOperationsE2ETests: XCTestCase {
         }
     }
 
-    /// Posts each receipt until it is recorded (201), as a client would, retrying a 503; every status seen.
+    /// Posts each receipt until it is recorded (201), as a client would, retrying a 503; every status seen, with
+    /// when it came.
     private static func postAll(_ receipts: [(id: String, jws: String)], key: String, port: Int, pause: Double)
-        -> [Int]
+        -> [(at: Date, status: Int)]
     {
-        var statuses: [Int] = []
+        var statuses: [(at: Date, status: Int)] = []
         for (index, receipt) in receipts.enumerated() {
             for _ in 0..<50 {
                 let status = (try? RawHTTPClient(port: port).post(
                     "/v1/receipts/\(key)", json: E2E.receiptBody(receipt.jws, user: "user\(index % 7)")).status) ?? -1
-                statuses.append(status)
+                statuses.append((Date(), status))
                 if status == 201 { break }
                 usleep(200_000)
             }
@@ -43,7 +36,7 @@ final class CitusOperationsE2ETests: XCTestCase {
     }
 
     func testAThirdWorkerJoinsAndTheShardsRebalanceWhileReceiptsArePosted() throws {
-        let citus = try cluster()
+        let citus = try CitusCluster.sharedOrSkip()
         let name = try citus.bouncerDatabase(label: "rebalance", shardCount: 8)
         let server = try BouncerProcess(databaseURL: citus.url(database: name))
         defer { server.stopAndAssertCleanExit() }
@@ -57,9 +50,12 @@ final class CitusOperationsE2ETests: XCTestCase {
         let third = try citus.startExtraNode()
         let port = server.port
         let rebalanced = Mutex<String?>(nil)
+        let window = Mutex<(start: Date, end: Date)?>(nil)
 
-        let results = onThreads(tenants.count + 1) { index -> [Int] in
+        let results = onThreads(tenants.count + 1) { index -> [(at: Date, status: Int)] in
             if index == tenants.count {
+                let start = Date()
+                defer { window.withLock { $0 = (start, Date()) } }
                 do {
                     try citus.addNode(third, to: name)
                     let connection = try Connection(settings: citus.coordinator.settings.database(name))
@@ -77,8 +73,11 @@ final class CitusOperationsE2ETests: XCTestCase {
         }
         XCTAssertEqual(rebalanced.withLock { $0 }, "finished")
         let statuses = results.compactMap { $0 }.flatMap { $0 }
-        XCTAssertEqual(Set(statuses).subtracting([201, 503]), [], "every POST answered 201 or a retryable 503")
-        XCTAssertEqual(statuses.filter { $0 == 201 }.count, 45)
+        XCTAssertEqual(Set(statuses.map(\.status)).subtracting([201, 503]), [], "every POST answered 201 or a retryable 503")
+        XCTAssertEqual(statuses.filter { $0.status == 201 }.count, 45)
+        let during = try XCTUnwrap(window.withLock { $0 })
+        XCTAssertGreaterThan(statuses.filter { $0.status == 201 && $0.at > during.start && $0.at < during.end }.count, 0,
+                             "receipts were recorded while the shards moved")
 
         // Nothing lost, nothing twice: each tenant holds exactly its receipts; and the new node holds shards.
         let connection = try Connection(settings: citus.coordinator.settings.database(name))
@@ -95,7 +94,7 @@ final class CitusOperationsE2ETests: XCTestCase {
     }
 
     func testOneTenantMovesToAShardOfItsOwnWhileItIsRead() throws {
-        let citus = try cluster()
+        let citus = try CitusCluster.sharedOrSkip()
         let name = try citus.bouncerDatabase(label: "isolate", shardCount: 4)
         let server = try BouncerProcess(databaseURL: citus.url(database: name))
         defer { server.stopAndAssertCleanExit() }
@@ -147,7 +146,7 @@ final class CitusOperationsE2ETests: XCTestCase {
     }
 
     func testTwoInstancesShareTheCoordinator() throws {
-        let citus = try cluster()
+        let citus = try CitusCluster.sharedOrSkip()
         let name = try citus.bouncerDatabase(label: "two")
         let first = try BouncerProcess(databaseURL: citus.url(database: name))
         defer { first.stopAndAssertCleanExit() }

@@ -1,6 +1,7 @@
 import Foundation
 public import Postgres
 import Synchronization
+import XCTest
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,6 +56,15 @@ public final class CitusCluster: Sendable {
     }
 
     private static let instance = Mutex<CitusCluster?>(nil)
+
+    /// `shared()` for a test: `Unavailable` becomes an `XCTSkip` with the reason.
+    public static func sharedOrSkip() throws -> CitusCluster {
+        do {
+            return try shared()
+        } catch let unavailable as Unavailable {
+            throw XCTSkip(unavailable.reason)
+        }
+    }
 
     /// The PostgreSQL bin directory whose `lib` holds `citus.so`, or the reason there is none.
     public static func locate() -> Result<String, Unavailable> {
