@@ -24,28 +24,34 @@ struct LeasedQueue {
 
     /// Claims up to `limit` due rows, oldest due first, under a new token leased for `leaseSeconds` (at least 1),
     /// counting an attempt each; `decode` reads each returned row with the token.
-    func claim<Item>(_ what: StaticString, on pool: ConnectionPool, now: Date, leaseSeconds: Int, limit: Int,
+    /// On Citus the claim runs per project with due rows (`PostgresStore.claimAcrossProjects`).
+    func claim<Item>(_ what: StaticString, on store: PostgresStore, now: Date, leaseSeconds: Int, limit: Int,
                      decode: (Row, UUID) throws -> Item) throws -> [Item] {
         let token = UUID()
         let leaseUntil = now.addingTimeInterval(TimeInterval(max(1, leaseSeconds)))
         return try StorageErrors.mapping(what) {
-            try pool.autocommit { connection in
-                try connection.query("""
-                    WITH due AS (
-                        SELECT q.project_id, q.environment, q.\(unsafeSQL: key)\(unsafeSQL: dueColumns)
-                        FROM \(unsafeSQL: table) q \(unsafeSQL: join)
-                        WHERE q.status = 'pending' AND q.next_attempt_at <= \(now)
-                          AND (q.lease_until IS NULL OR q.lease_until <= \(now))
-                        ORDER BY q.next_attempt_at
-                        LIMIT \(Int64(max(1, limit)))
-                        FOR UPDATE OF q SKIP LOCKED)
-                    UPDATE \(unsafeSQL: table) q SET attempts = q.attempts + 1, lease_until = \(leaseUntil),
-                        lease_token = \(token), updated_at = \(now)
-                    FROM due
-                    WHERE q.project_id = due.project_id AND q.environment = due.environment
-                      AND q.\(unsafeSQL: key) = due.\(unsafeSQL: key)
-                    RETURNING \(unsafeSQL: returning)
+            try store.pool.autocommit { connection in
+                let due = PostgresStore.dueProjects(in: table, now: now, limit: limit)
+                return try store.claimAcrossProjects(on: connection, limit: max(1, limit),
+                                                     dueProjects: due) { project, limit in
+                    let scope = PostgresStore.projectScope("q.project_id", project)
+                    return try connection.query("""
+                        WITH due AS (
+                            SELECT q.project_id, q.environment, q.\(unsafeSQL: key)\(unsafeSQL: dueColumns)
+                            FROM \(unsafeSQL: table) q \(unsafeSQL: join)
+                            WHERE q.status = 'pending' AND q.next_attempt_at <= \(now)
+                              AND (q.lease_until IS NULL OR q.lease_until <= \(now))\(unsafeSQL: scope)
+                            ORDER BY q.next_attempt_at
+                            LIMIT \(Int64(limit))
+                            FOR UPDATE OF q SKIP LOCKED)
+                        UPDATE \(unsafeSQL: table) q SET attempts = q.attempts + 1, lease_until = \(leaseUntil),
+                            lease_token = \(token), updated_at = \(now)
+                        FROM due
+                        WHERE q.project_id = due.project_id AND q.environment = due.environment
+                          AND q.\(unsafeSQL: key) = due.\(unsafeSQL: key)
+                        RETURNING \(unsafeSQL: returning)
                     """).map { try decode($0, token) }
+                }
             }
         }
     }

@@ -20,7 +20,7 @@ public final class PostgresConsumptionQueue: PostgresStore, @unchecked Sendable,
     /// Claims due rows oldest-due first, each with the transaction's stored type and dates (for
     /// `consumptionPercentage`).
     public func claimDue(now: Date, leaseSeconds: Int, limit: Int) throws -> [ConsumptionRequest] {
-        try Self.queue.claim("claim consumption requests", on: pool, now: now, leaseSeconds: leaseSeconds,
+        try Self.queue.claim("claim consumption requests", on: self, now: now, leaseSeconds: leaseSeconds,
                              limit: limit) { row, token in
             ConsumptionRequest(
                 projectId: try row.decode("project_id", as: UUID.self),

@@ -11,7 +11,7 @@ public final class PostgresTransactionFinishQueue: PostgresStore, @unchecked Sen
 
     /// Claims due rows, oldest due first.
     public func claimDue(now: Date, leaseSeconds: Int, limit: Int) throws -> [TransactionFinish] {
-        try Self.queue.claim("claim transaction finishes", on: pool, now: now, leaseSeconds: leaseSeconds,
+        try Self.queue.claim("claim transaction finishes", on: self, now: now, leaseSeconds: leaseSeconds,
                              limit: limit) { row, token in
             TransactionFinish(
                 projectId: try row.decode("project_id", as: UUID.self),

@@ -249,9 +249,15 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
     public func projectsWithChanges(limit: Int) throws -> [UUID] {
         try StorageErrors.mapping("projects with changes") {
             try pool.withConnection { connection in
+                // Citus plans no recursive CTE over a distributed table: there, each shard's DISTINCT (deploy/citus.md).
+                if try isCitus(connection) {
+                    return try connection.query("SELECT DISTINCT project_id FROM purchase_changes LIMIT \(limit)").map {
+                        try $0.decode("project_id", as: UUID.self)
+                    }
+                }
                 // A skip through the primary key (one probe per project), not a DISTINCT over every pending row: the
                 // log grows while the deriver yields to a burst, and this runs before each of its batches.
-                try connection.query("""
+                return try connection.query("""
                     WITH RECURSIVE p(project_id) AS (
                         (SELECT c.project_id FROM purchase_changes c ORDER BY c.project_id LIMIT 1)
                         UNION ALL

@@ -37,6 +37,7 @@ DECLARE
     v_had_row boolean := false;     -- log: the transaction was stored before this call …
     v_old_revocation timestamptz;   -- log: … with this revocation date …
     v_inserted boolean;
+    v_returned record;             -- the upsert's RETURNING: inserted, stored
     v_revocation timestamptz;
     v_revocation_reason int;
     v_revocation_type text;
@@ -49,11 +50,17 @@ DECLARE
 BEGIN
     -- log: the stored transaction's revocation and overview fields, read (and locked) first. FOR UPDATE returns the
     -- latest committed version, so a concurrent update of the same transaction is waited for, never missed.
-    SELECT true, t.revocation_date, bouncer_overview_fields(t) INTO v_had_row, v_old_revocation, v_tx_old
+    -- The row comes here and bouncer_overview_fields runs on it here, not in the statement: on Citus the statement
+    -- runs on the tenant's shard, whose whole-row type (transactions_102008) no function takes (deploy/citus.md).
+    SELECT t.* INTO v_stored
     FROM transactions t
     WHERE t.project_id = p_project_id AND t.environment = p_environment AND t.transaction_id = p_transaction_id
     FOR UPDATE;
-    v_had_row := COALESCE(v_had_row, false);
+    v_had_row := FOUND;
+    IF v_had_row THEN
+        v_old_revocation := v_stored.revocation_date;
+        v_tx_old := bouncer_overview_fields(v_stored);
+    END IF;
 
     -- The transaction: facts refreshed only when signed later, last_seen_at always, first_seen_at never, and only
     -- while the stored identity (original transaction, product, bundle; the environment is in the key) is the
@@ -117,10 +124,18 @@ BEGIN
         last_seen_at = GREATEST(EXCLUDED.last_seen_at, t.last_seen_at)
     WHERE t.original_transaction_id = EXCLUDED.original_transaction_id
       AND t.product_id = EXCLUDED.product_id AND t.bundle_id = EXCLUDED.bundle_id
-    RETURNING (t.xmax = 0), t.revocation_date, t.revocation_reason, t.revocation_type, t.revocation_percentage,
-        bouncer_overview_fields(t)
-    INTO v_inserted, v_revocation, v_revocation_reason, v_revocation_type, v_revocation_percentage, v_tx_new;
-    IF NOT FOUND THEN
+    -- Citus also refuses a non-IMMUTABLE function in RETURNING; ROW(t.*)::transactions names the table's row type
+    -- where t alone would name the shard's.
+    RETURNING (t.xmax = 0) AS inserted, ROW(t.*)::transactions AS stored INTO v_returned;
+    IF FOUND THEN
+        v_inserted := v_returned.inserted;
+        v_stored := v_returned.stored;
+        v_revocation := v_stored.revocation_date;
+        v_revocation_reason := v_stored.revocation_reason;
+        v_revocation_type := v_stored.revocation_type;
+        v_revocation_percentage := v_stored.revocation_percentage;
+        v_tx_new := bouncer_overview_fields(v_stored);
+    ELSE
         -- The refused upsert left the stored row locked: name (for the log only) the fields that differ.
         SELECT * INTO v_stored FROM transactions
         WHERE project_id = p_project_id AND environment = p_environment AND transaction_id = p_transaction_id;

@@ -146,8 +146,16 @@ final class E2EDatabase: @unchecked Sendable {
     let url: String
     let settings: ConnectionSettings
 
-    /// A new empty database in `cluster` (default: the process-wide test cluster).
+    /// A new empty database in `cluster` (default: the process-wide test cluster). With `BOUNCER_E2E_CITUS=1`
+    /// (deploy/citus-suite) the default is a database on the Citus cluster instead, migrated and distributed.
     init(label: String, cluster: LocalCluster? = nil) throws {
+        if cluster == nil, ProcessInfo.processInfo.environment["BOUNCER_E2E_CITUS"] == "1" {
+            let citus = try CitusCluster.shared()
+            name = try citus.bouncerDatabase(label: label)
+            settings = citus.coordinator.settings.database(name)
+            url = citus.url(database: name)
+            return
+        }
         let cluster = try cluster ?? TestDatabase.cluster()
         name = "e2e_\(label)_\(UInt32.random(in: 0...UInt32.max))"
         try cluster.createDatabase(name)
