@@ -4,7 +4,7 @@
 -- one row: 7.0 checks per POST in bench/api's POST phase (11.7 with a webhook), 2 buffers each, and the row lock
 -- itself: the first check of each transaction writes a tuple-lock WAL record on projects' page, and when another
 -- transaction holds it too (every concurrent receipt of the project), a new MultiXact (bench/README.md, "Sixth
--- round": 0.19 MultiXacts per POST; they are frozen by whole-table anti-wraparound vacuums). These tables are
+-- round": 0.19 MultiXacts per POST; their rate ages every table towards an anti-wraparound vacuum). These tables are
 -- written only by bouncer_record_transaction (transactions, purchases; transaction_jws in the same statement) and by
 -- the deriver's roll-ups under its project lock (16980), which read only the log. Tenant integrity comes from the
 -- writers instead: bouncer_record_transaction takes the project's shared lock (16981) and then finds the project
