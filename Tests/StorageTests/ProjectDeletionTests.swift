@@ -9,9 +9,10 @@ import XCTest
 /// The receipt's tables and the rollups derived from its log have no foreign key to `projects` (schema/0075): a
 /// receipt takes no lock on the project's row, and the project's deletion (`projects_deleted`) removes their rows.
 final class ProjectDeletionTests: XCTestCase {
-    /// The tables 0075 took the foreign key from: written by `bouncer_record_transaction` and the deriver's roll-ups.
-    static let unkeyed = ["overview_days", "overview_instants", "overview_trials", "purchases", "revenue_transactions",
-                          "transaction_jws", "transactions"]
+    /// The tables 0075 (and 0076) took the foreign key from: written by `bouncer_record_transaction` and the
+    /// deriver's roll-ups.
+    static let unkeyed = ["overview_days", "overview_instants", "overview_trials", "purchases", "revenue_days",
+                          "revenue_transactions", "transaction_jws", "transactions"]
 
     func testTheReceiptsTablesHaveNoForeignKeyToProjectsAndEveryOtherTenantTableKeepsIt() throws {
         let s = try TestStores.make(label: "projectfks")

@@ -18,6 +18,7 @@ BEGIN
     DELETE FROM overview_instants o WHERE o.project_id = OLD.id;
     DELETE FROM overview_trials o WHERE o.project_id = OLD.id;
     DELETE FROM revenue_transactions v WHERE v.project_id = OLD.id;
+    DELETE FROM revenue_days d WHERE d.project_id = OLD.id;
     RETURN OLD;
 END;
 $$;
