@@ -202,6 +202,8 @@ try:
     driver.find_element(By.ID, "member-password").send_keys(PASSWORD)
     driver.find_element(By.CSS_SELECTOR, "#member-sign-in-form button[type=submit]").click()
     wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, '#whoami[data-role="viewer"]'), "viewer signed in")
+    # The projects page the sign-in opens, drawn (a later hash change while it loads would be drawn over).
+    wait_for(lambda: PROJECT in driver.find_element(By.TAG_NAME, "main").text, "the projects page")
     step("viewer signed in")
 
     query = dashboard({"from": FROM, "to": TO, "env": "Sandbox", "interval": "month"})
