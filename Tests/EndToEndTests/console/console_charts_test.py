@@ -231,6 +231,10 @@ try:
     check(gbp.get_attribute("textContent") == "Customers 1, Net 2.79 GBP, Net per customer 2.79 GBP", f"apart: {gbp.text}")
     driver.execute_script("arguments[0].scrollIntoView()", card)
     driver.save_screenshot(os.path.join(SHOTS, "17-cohort-charts.png"))
+    driver.set_window_size(390, 844)
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    check(width <= 400, f"the cohort table scrolls in its card at phone width, not the page: {width}")
+    driver.set_window_size(1280, 900)
     step("every retention cell and LTV value equals the API's")
 
     # The filters apply: under the yearly product, carol's plan is a February cohort.
