@@ -122,7 +122,8 @@ final class ChartsE2ETests: SharedServerTestCase {
         func rows() throws -> String {
             try XCTUnwrap(try db.query("\(unsafeSQL: snapshot) \(tenant.id)::uuid").first?.decode("rows", as: String.self))
         }
-        // The daily roll-up (0072) follows every write, removal included: the same rows after the rebuild, and the
+        // The daily roll-up (0072, moved by the roll-up's own statements since 0078) follows every write, removal
+        // included: the same rows after the rebuild, and the
         // day of each sale and refund as the transactions say (B's half refund, A's full one; F's renewals at 30 %
         // then, from 2025-02-01, 15 %).
         func days() throws -> [String] {
@@ -139,7 +140,10 @@ final class ChartsE2ETests: SharedServerTestCase {
                        ["2025-01-01 0 USD 2000 30 0 1 0", "2025-02-01 0 USD 2000 15 0 1 0"])
         XCTAssertEqual(rolledUp.filter { $0.hasPrefix("2025-03-05 0") }, ["2025-03-05 0 USD 9990 30 0 1 1"])
         let incremental = try rows()
+        // A rebuild removes the project's roll-ups (no trigger on revenue_transactions: schema/0078) and replays.
         _ = try db.query("DELETE FROM revenue_transactions WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        XCTAssertEqual(try days().count, rolledUp.count)
+        _ = try db.query("DELETE FROM revenue_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         XCTAssertEqual(try days(), [])
         _ = try db.query("""
             INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
