@@ -5,7 +5,8 @@
 -- appended at the end writes one row. Rows are upserted with their current facts (an unchanged row is not written):
 -- a replay, or a crash between batches, changes nothing. Never in the receipt's transaction. A trial's `converted`
 -- (schema/0077) is set after the purchase's rows, for its trials; every row written or removed moves revenue_days
--- (schema/0072) by bouncer_revenue_days_move, here rather than in a trigger (schema/0078).
+-- (schema/0072) by bouncer_revenue_days_move, here rather than in a trigger (schema/0078), and each purchase's runs of
+-- paid service follow its rows (bouncer_revenue_runs_sync, schema/0078).
 --
 -- The rows: transactions with a price, and free trials; not family-shared ones (the organizer paid). Apple's one-year
 -- rule (paid_days_before): paid service accumulates per subscription group (upgrades, downgrades and crossgrades
@@ -133,6 +134,8 @@ BEGIN
               WHERE w.project_id = p_project_id AND w.original_transaction_id = g.original_id
                 AND w.environment = g.environment AND NOT w.trial AND w.price_milli > 0
                 AND w.purchase_date >= v.purchase_date);
+        -- The purchase's runs of paid service and their days (schema/0078), from the rows just written.
+        PERFORM bouncer_revenue_runs_sync(p_project_id, g.environment, g.original_id);
     END LOOP;
 END;
 $$;
