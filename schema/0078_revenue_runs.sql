@@ -7,8 +7,8 @@ DROP TRIGGER revenue_transactions_days ON revenue_transactions;
 DROP FUNCTION bouncer_revenue_days_sync();
 -- revenue_runs: each purchase's runs of paid service, [starts_at, ends_at): the union of its paid periods (an
 -- auto-renewable subscription's transaction, not a trial, with a price and an expiry; each from its purchase date to
--- its expiry or revocation, at most 400 days), periods that overlap or touch joined. next_starts_at: when the
--- purchase's next run begins (NULL: none). Written by bouncer_revenue_runs_sync.
+-- its expiry or revocation, at most 400 days), periods that overlap or touch joined. next_starts_at, next_ends_at:
+-- the purchase's next run (NULL: none). Written by bouncer_revenue_runs_sync.
 CREATE TABLE revenue_runs (
     project_id               uuid        NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
     environment              text        NOT NULL,
@@ -16,11 +16,12 @@ CREATE TABLE revenue_runs (
     starts_at                timestamptz NOT NULL,
     ends_at                  timestamptz NOT NULL,
     next_starts_at           timestamptz,
+    next_ends_at             timestamptz,
     PRIMARY KEY (project_id, environment, original_transaction_id, starts_at)
 );
 -- Churn's runs by when they end; the runs begun or ended on the current day (an instant that is not midnight: now).
 CREATE INDEX revenue_runs_ends_idx ON revenue_runs (project_id, ends_at) INCLUDE (environment, starts_at,
-    next_starts_at, original_transaction_id);
+    next_starts_at, next_ends_at, original_transaction_id);
 CREATE INDEX revenue_runs_starts_idx ON revenue_runs (project_id, starts_at) INCLUDE (environment);
 -- revenue_run_days: per UTC day and environment, how many runs begin (starts) and end (ends) after the previous
 -- midnight and by this one (`day` is the midnight that closes them: a run that begins at 00:00 counts on that day):

@@ -38,20 +38,22 @@ extension PostgresChartStore {
             SELECT b.i, NULL::text AS currency, act.n::int8 AS m0 FROM b JOIN act ON act.k = b.i + 1
             """,
         // Churned in interval i: active at T_i, not at T_{i+1}: a run covering T_i that ends by T_{i+1} (`j`: the
-        // 1-based instant T_i of its end), unless a later run of the purchase covers T_{i+1} (looked up only when
-        // the next one begins by then).
+        // 1-based instant T_i of its end), unless a later run of the purchase covers T_{i+1}: the next one (its
+        // columns), or, when that one also ended by then, one after it (looked up).
         .churn: """
             \(activeRuns),
             ended AS (SELECT width_bucket(r.ends_at - interval '1 microsecond', w.ts) AS j, r.environment,
-                    r.original_transaction_id AS o, r.starts_at, r.next_starts_at
+                    r.original_transaction_id AS o, r.starts_at, r.next_starts_at, r.next_ends_at
                 FROM q, w, revenue_runs r WHERE r.project_id = q.project AND (q.env IS NULL OR r.environment = q.env)
                   AND r.ends_at > w.ts[1] AND r.ends_at <= w.ts[w.n + 1]),
             en AS (SELECT e.j - 1 AS i, count(*) AS n FROM q, w, ended e
                 WHERE e.starts_at <= w.ts[e.j]
-                  AND NOT COALESCE(e.next_starts_at <= w.ts[e.j + 1] AND EXISTS (SELECT 1 FROM revenue_runs r
-                      WHERE r.project_id = q.project AND r.environment = e.environment
-                        AND r.original_transaction_id = e.o AND r.starts_at <= w.ts[e.j + 1]
-                        AND r.ends_at > w.ts[e.j + 1]), false)
+                  AND CASE WHEN e.next_starts_at IS NULL OR e.next_starts_at > w.ts[e.j + 1] THEN true
+                      WHEN e.next_ends_at > w.ts[e.j + 1] THEN false
+                      ELSE NOT EXISTS (SELECT 1 FROM revenue_runs r
+                          WHERE r.project_id = q.project AND r.environment = e.environment
+                            AND r.original_transaction_id = e.o AND r.starts_at <= w.ts[e.j + 1]
+                            AND r.ends_at > w.ts[e.j + 1]) END
                 GROUP BY 1)
             SELECT b.i, NULL::text AS currency, act.n::int8 AS m0, COALESCE(en.n, 0)::int8 AS m1
             FROM b JOIN act ON act.k = b.i LEFT JOIN en ON en.i = b.i

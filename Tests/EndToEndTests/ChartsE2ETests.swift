@@ -137,7 +137,7 @@ final class ChartsE2ETests: SharedServerTestCase {
         func runs() throws -> [String] {
             try db.query("""
                 SELECT 'r ' || environment || ' ' || original_transaction_id || ' ' || starts_at::text || ' '
-                    || ends_at::text || ' ' || COALESCE(next_starts_at::text, '-') AS r
+                    || ends_at::text || ' ' || COALESCE(next_starts_at::text, '-') || ' ' || COALESCE(next_ends_at::text, '-') AS r
                 FROM revenue_runs WHERE project_id = \(tenant.id)::uuid
                 UNION ALL
                 SELECT 'd ' || environment || ' ' || day::text || ' ' || starts || ' ' || ends
@@ -353,6 +353,26 @@ final class ChartsE2ETests: SharedServerTestCase {
         XCTAssertEqual(table(try chart(tenant, "active_subscriptions", range), ["active_subscriptions"]).map { $0[0] },
                        Array(repeating: "1", count: 8))
         XCTAssertEqual(totals(try chart(tenant, "churn", range), ["active_at_start", "churned"]), ["8", "0"])
+
+        // Three runs of one purchase, the first two ending within June: June's churn looks past the next run (it
+        // ended too) to the third, which covers July 1st. Monthly: active at May 1st 0, June 1st 1 (the first run),
+        // July 1st 1, August 1st 1 (the third ends at noon); churned: August's only.
+        try post(api, tenant, "z", [
+            Period(start: "2024-05-20T12:00:00Z", end: "2024-06-05T12:00:00Z", price: 9990),
+            Period(start: "2024-06-10T12:00:00Z", end: "2024-06-15T12:00:00Z", price: 9990),
+            Period(start: "2024-06-20T12:00:00Z", end: "2024-08-01T12:00:00Z", price: 9990),
+        ])
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        let summer = "from=2024-05-01&to=2024-08-31&interval=month"
+        XCTAssertEqual(table(try chart(tenant, "churn", summer), ["active_at_start", "churned"]),
+                       [["0", "0"], ["1", "0"], ["1", "0"], ["1", "1"]])
+        for query in [summer, "from=2024-05-15&to=2024-08-05&interval=day", "from=2024-05-01&to=2024-08-31&interval=week"] {
+            for (name, columns) in [("active_subscriptions", ["active_subscriptions"]),
+                                    ("churn", ["active_at_start", "churned"])] {
+                XCTAssertEqual(table(try chart(tenant, name, query), columns),
+                               table(try chart(tenant, name, query + "&country=USA"), columns), "\(name) \(query)")
+            }
+        }
 
         // Up to now, whose instant is past its midnight: the runs path adds the runs begun and ended since (one
         // still running, one ended an hour ago), the same as the sweep's (under the storefront filter).

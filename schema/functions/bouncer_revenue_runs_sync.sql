@@ -22,18 +22,20 @@ BEGIN
                 OVER (ORDER BY p1.s, p1.e ROWS UNBOUNDED PRECEDING) AS g
             FROM p1),
         i AS (SELECT min(p2.s) AS s, max(p2.e) AS e FROM p2 GROUP BY p2.g),
-        n AS (SELECT i.s, i.e, lead(i.s) OVER (ORDER BY i.s) AS ns FROM i),
-        o AS (SELECT r.starts_at AS s, r.ends_at AS e, r.next_starts_at AS ns FROM revenue_runs r
+        n AS (SELECT i.s, i.e, lead(i.s) OVER (ORDER BY i.s) AS ns, lead(i.e) OVER (ORDER BY i.s) AS ne FROM i),
+        o AS (SELECT r.starts_at AS s, r.ends_at AS e, r.next_starts_at AS ns, r.next_ends_at AS ne FROM revenue_runs r
             WHERE r.project_id = p_project_id AND r.environment = p_environment
               AND r.original_transaction_id = p_original_id),
         gone AS (DELETE FROM revenue_runs r WHERE r.project_id = p_project_id AND r.environment = p_environment
               AND r.original_transaction_id = p_original_id AND NOT EXISTS (SELECT 1 FROM n WHERE n.s = r.starts_at)),
         put AS (INSERT INTO revenue_runs AS r (project_id, environment, original_transaction_id, starts_at, ends_at,
-                next_starts_at)
-            SELECT p_project_id, p_environment, p_original_id, n.s, n.e, n.ns FROM n
-            WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.s = n.s AND o.e = n.e AND o.ns IS NOT DISTINCT FROM n.ns)
+                next_starts_at, next_ends_at)
+            SELECT p_project_id, p_environment, p_original_id, n.s, n.e, n.ns, n.ne FROM n
+            WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.s = n.s AND o.e = n.e AND o.ns IS NOT DISTINCT FROM n.ns
+                AND o.ne IS NOT DISTINCT FROM n.ne)
             ON CONFLICT (project_id, environment, original_transaction_id, starts_at) DO UPDATE SET
-                ends_at = EXCLUDED.ends_at, next_starts_at = EXCLUDED.next_starts_at),
+                ends_at = EXCLUDED.ends_at, next_starts_at = EXCLUDED.next_starts_at,
+                next_ends_at = EXCLUDED.next_ends_at),
         -- The midnight that closes an instant's day: the first one at or after it.
         d AS (SELECT x.day, sum(x.s) AS s, sum(x.e) AS e
             FROM (SELECT ((o.s - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1 AS day, -1 AS s, 0 AS e FROM o
