@@ -115,14 +115,45 @@ public final class BouncerProcess: @unchecked Sendable {
         guard process.isRunning else { return process.terminationReason == .exit ? process.terminationStatus : -2 }
         kill(process.processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        var zombieSince: Date?
+        while process.isRunning && Date() < deadline {
+            if let status = reapIfUnnoticed(&zombieSince) { return status }
+            usleep(20_000)
+        }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
+            let killed = Date().addingTimeInterval(5)
+            zombieSince = nil
+            while process.isRunning && Date() < killed {
+                if reapIfUnnoticed(&zombieSince) != nil { return -1 }
+                usleep(20_000)
+            }
+            if process.isRunning { return -1 }
             process.waitUntilExit()
             return -1
         }
         process.waitUntilExit()
         return process.terminationReason == .exit ? process.terminationStatus : -2
+    }
+
+    /// Foundation's `Process` learns of an exit when its watch socket closes, and a process spawned by another
+    /// thread at the same moment (a PostgreSQL started by another test) can inherit that socket and keep it open:
+    /// the server has exited (a zombie) but `isRunning` stays true, and `waitUntilExit` would wait for the other
+    /// process. A zombie for a second is reaped here: its exit status (-2 after a signal).
+    private func reapIfUnnoticed(_ zombieSince: inout Date?) -> Int32? {
+        let pid = process.processIdentifier
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")"),
+              stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z") else {
+            zombieSince = nil
+            return nil
+        }
+        let since = zombieSince ?? Date()
+        zombieSince = since
+        guard Date().timeIntervalSince(since) >= 1 else { return nil }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : -2
     }
 
     /// Stops the server and asserts a clean exit (status 0 after SIGTERM).
