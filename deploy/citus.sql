@@ -44,7 +44,8 @@ DECLARE
         'renewal_extensions', 'mass_renewal_extensions', 'webhook_endpoints', 'webhook_events', 'webhook_attempts',
         'webhook_queue', 'webhook_purchase_states', 'webhook_entitlement_states', 'grants', 'purchase_changes',
         'overview_days', 'overview_instants', 'overview_trials', 'transaction_finishes', 'transaction_jws',
-        'retention_rules', 'retention_decisions', 'revenue_settings', 'revenue_transactions', 'revenue_days'
+        'retention_rules', 'retention_decisions', 'revenue_settings', 'revenue_transactions', 'revenue_days',
+        'revenue_runs', 'revenue_run_days'
     ];
     -- Only the migrator reads these, through the coordinator, under its advisory lock there.
     local_tables text[] := ARRAY['schema_migrations', 'schema_functions'];

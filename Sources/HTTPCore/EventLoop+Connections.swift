@@ -248,10 +248,11 @@ extension EventLoop {
                 ResponseEncoder.encode(response, headRequest: isHead, requestID: requestID,
                                        connection: Self.connectionHeader(close: close, minor: minor),
                                        date: context.date.current(), into: &out)
-                self.complete(Completion(fd: fd, token: token, bytes: out, close: close))
+                // Counted before it is handed to the loop: a client that has the response sees it in /metrics.
                 core.log(method: request.method.rawValue, template: template, status: response.status,
                          bytes: response.body.count, startedAt: startedAt, requestID: requestID,
                          remote: remote, errorType: errorType)
+                self.complete(Completion(fd: fd, token: token, bytes: out, close: close))
             }
             if accepted {
                 conn.token = token
@@ -315,12 +316,13 @@ extension EventLoop {
         _ conn: Connection, _ response: Response, _ parsed: ParsedRequest, _ template: String,
         _ requestID: String, _ keepAlive: Bool, _ startedAt: UInt64, _ errorType: String? = nil
     ) {
-        writeInline(conn, response, headRequest: parsed.method == .head, requestID: requestID,
-                    keepAlive: keepAlive, versionMinor: parsed.versionMinor)
-        if !keepAlive { conn.phase = .closing }
+        // Counted before it is written, as on the pool: a client that has the response sees it in /metrics.
         core.log(method: parsed.method.rawValue, template: template, status: response.status,
                  bytes: response.body.count, startedAt: startedAt, requestID: requestID,
                  remote: conn.clientAddress, errorType: errorType)
+        writeInline(conn, response, headRequest: parsed.method == .head, requestID: requestID,
+                    keepAlive: keepAlive, versionMinor: parsed.versionMinor)
+        if !keepAlive { conn.phase = .closing }
     }
 
     func writeInline(

@@ -68,14 +68,14 @@ extension PostgresChartStore {
                 FROM q, p WHERE p.kind = 1),
             \(converted([([(0, 1)], nil), ([(1, 1)], nil), ([(2, 1)], nil), ([(1, 1), (3, -1)], nil)], counted: true))
             """,
+        // A trial's conversion is its row's `converted` (schema/0077, set by the roll-up): the range's trials from
+        // their partial index.
         .trialConversion: """
-            z AS (SELECT 1)
-            SELECT b.i, NULL::text AS currency, count(t.transaction_id)::int8 AS m0,
-                count(t.transaction_id) FILTER (WHERE EXISTS (SELECT 1 FROM revenue_transactions w
-                    WHERE w.project_id = t.project_id AND w.environment = t.environment
-                      AND w.original_transaction_id = t.original_transaction_id AND NOT w.trial AND w.price_milli > 0
-                      AND w.purchase_date >= t.purchase_date))::int8 AS m1
-            FROM b LEFT JOIN t ON t.trial AND t.purchase_date >= b.lo AND t.purchase_date < b.hi GROUP BY b.i
+            s AS (SELECT width_bucket(t.purchase_date, q.bounds) - 1 AS i, count(*) AS n,
+                    count(*) FILTER (WHERE t.converted) AS c
+                FROM q, t WHERE t.trial AND t.purchase_date >= q.lo AND t.purchase_date < q.hi GROUP BY 1)
+            SELECT b.i, NULL::text AS currency, COALESCE(s.n, 0)::int8 AS m0, COALESCE(s.c, 0)::int8 AS m1
+            FROM b LEFT JOIN s ON s.i = b.i
             """,
         .refundRate: """
             \(days),

@@ -53,7 +53,9 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
                 var points = buckets.map {
                     ChartPoint(date: Date(timeIntervalSince1970: Double($0.lo)), values: Array(repeating: 0, count: width))
                 }
-                let statement = Self.sweepStatements[query.chart] ?? Self.statements[query.chart]
+                // The runs of paid service join a purchase's products and storefronts: unfiltered charts only.
+                let runs = query.productId == nil && query.country == nil ? Self.runStatements[query.chart] : nil
+                let statement = runs ?? Self.sweepStatements[query.chart] ?? Self.statements[query.chart]
                     ?? Self.cohortStatements[query.chart] ?? ""
                 for row in try c.query("""
                     WITH q AS NOT MATERIALIZED (SELECT \(query.projectId)::uuid AS project,

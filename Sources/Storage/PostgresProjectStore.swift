@@ -168,8 +168,9 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
         }
     }
 
-    /// Deletes the project; its products, transactions, purchases, bindings and notifications go with it
-    /// (every tenant table's foreign key to `projects` cascades).
+    /// Deletes the project; its products, transactions, purchases, bindings and notifications go with it: the
+    /// foreign keys to `projects` cascade, and the tables the receipt writes without one (schema/0075) are emptied
+    /// by the `projects_deleted` trigger, after the receipts and derivations in flight for the project commit.
     public func deleteProject(id: UUID) throws -> Bool {
         try StorageErrors.mapping("delete project") {
             try pool.transaction { connection in

@@ -122,7 +122,8 @@ final class ChartsE2ETests: SharedServerTestCase {
         func rows() throws -> String {
             try XCTUnwrap(try db.query("\(unsafeSQL: snapshot) \(tenant.id)::uuid").first?.decode("rows", as: String.self))
         }
-        // The daily roll-up (0072) follows every write, removal included: the same rows after the rebuild, and the
+        // The daily roll-up (0072, moved by the roll-up's own statements since 0078) follows every write, removal
+        // included: the same rows after the rebuild, and the
         // day of each sale and refund as the transactions say (B's half refund, A's full one; F's renewals at 30 %
         // then, from 2025-02-01, 15 %).
         func days() throws -> [String] {
@@ -132,15 +133,35 @@ final class ChartsE2ETests: SharedServerTestCase {
                 FROM revenue_days WHERE project_id = \(tenant.id)::uuid ORDER BY day, kind, currency, price_milli
                 """).map { try $0.decode("r", as: String.self) }
         }
+        // The runs of paid service (0078) and their days, as text, for the same comparison.
+        func runs() throws -> [String] {
+            try db.query("""
+                SELECT 'r ' || environment || ' ' || original_transaction_id || ' ' || starts_at::text || ' '
+                    || ends_at::text || ' ' || COALESCE(next_starts_at::text, '-') || ' ' || COALESCE(next_ends_at::text, '-') AS r
+                FROM revenue_runs WHERE project_id = \(tenant.id)::uuid
+                UNION ALL
+                SELECT 'd ' || environment || ' ' || day::text || ' ' || starts || ' ' || ends
+                FROM revenue_run_days WHERE project_id = \(tenant.id)::uuid ORDER BY 1
+                """).map { try $0.decode("r", as: String.self) }
+        }
         let rolledUp = try days()
+        let runsRolledUp = try runs()
+        // A, B, C, E and F each one run (C's trial is not paid service; its upgrade continues the run).
+        XCTAssertEqual(runsRolledUp.filter { $0.hasPrefix("r ") }.count, 5)
         XCTAssertEqual(rolledUp.filter { $0.split(separator: " ")[1] == "1" },
                        ["2025-02-20 1 EUR 4990 30 50000 1 0", "2025-03-10 1 USD 9990 30 100000 1 0"])
         XCTAssertEqual(rolledUp.filter { $0.hasPrefix("2025-01-01 0") || $0.hasPrefix("2025-02-01 0") },
                        ["2025-01-01 0 USD 2000 30 0 1 0", "2025-02-01 0 USD 2000 15 0 1 0"])
         XCTAssertEqual(rolledUp.filter { $0.hasPrefix("2025-03-05 0") }, ["2025-03-05 0 USD 9990 30 0 1 1"])
         let incremental = try rows()
+        // A rebuild removes the project's roll-ups (no trigger on revenue_transactions: schema/0078) and replays.
         _ = try db.query("DELETE FROM revenue_transactions WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        XCTAssertEqual(try days().count, rolledUp.count)
+        _ = try db.query("DELETE FROM revenue_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        _ = try db.query("DELETE FROM revenue_runs WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        _ = try db.query("DELETE FROM revenue_run_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         XCTAssertEqual(try days(), [])
+        XCTAssertEqual(try runs(), [])
         _ = try db.query("""
             INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
             SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
@@ -149,6 +170,7 @@ final class ChartsE2ETests: SharedServerTestCase {
         XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
         XCTAssertEqual(try rows(), incremental)
         XCTAssertEqual(try days(), rolledUp)
+        XCTAssertEqual(try runs(), runsRolledUp)
 
         let range = "from=2025-01-01&to=2025-03-31&interval=month"
         // Revenue. Proceeds at 30 % (F's February renewal at 15 %), EUR at its day's rate, each amount rounded once:
@@ -211,6 +233,17 @@ final class ChartsE2ETests: SharedServerTestCase {
         XCTAssertEqual(table(churn, ["active_at_start", "churned", "churn_rate"]),
                        [["1", "0", "0.0000"], ["4", "0", "0.0000"], ["4", "3", "0.7500"]])
         XCTAssertEqual(totals(churn, ["active_at_start", "churned", "churn_rate"]), ["9", "3", "0.3333"])
+        // Unfiltered, both read the runs of paid service (schema/0078); under a filter (every purchase here is in the
+        // USA storefront) the sweep over the periods: the same values day by day, week by week, and up to now.
+        for query in ["from=2024-12-28&to=2025-04-05&interval=day", "from=2024-12-01&to=2025-04-30&interval=week",
+                      range] {
+            for (name, columns) in [("active_subscriptions", ["date", "active_subscriptions"]),
+                                    ("churn", ["date", "active_at_start", "churned"])] {
+                let runs = table(try chart(tenant, name, query), columns)
+                XCTAssertEqual(runs, table(try chart(tenant, name, query + "&country=USA"), columns), "\(name) \(query)")
+                XCTAssertFalse(runs.isEmpty)
+            }
+        }
 
         // Trials by start month: C's converted, D's did not.
         let trials = try chart(tenant, "trial_conversion", range)
@@ -320,6 +353,45 @@ final class ChartsE2ETests: SharedServerTestCase {
         XCTAssertEqual(table(try chart(tenant, "active_subscriptions", range), ["active_subscriptions"]).map { $0[0] },
                        Array(repeating: "1", count: 8))
         XCTAssertEqual(totals(try chart(tenant, "churn", range), ["active_at_start", "churned"]), ["8", "0"])
+
+        // Three runs of one purchase, the first two ending within June: June's churn looks past the next run (it
+        // ended too) to the third, which covers July 1st. Monthly: active at May 1st 0, June 1st 1 (the first run),
+        // July 1st 1, August 1st 1 (the third ends at noon); churned: August's only.
+        try post(api, tenant, "z", [
+            Period(start: "2024-05-20T12:00:00Z", end: "2024-06-05T12:00:00Z", price: 9990),
+            Period(start: "2024-06-10T12:00:00Z", end: "2024-06-15T12:00:00Z", price: 9990),
+            Period(start: "2024-06-20T12:00:00Z", end: "2024-08-01T12:00:00Z", price: 9990),
+        ])
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        let summer = "from=2024-05-01&to=2024-08-31&interval=month"
+        XCTAssertEqual(table(try chart(tenant, "churn", summer), ["active_at_start", "churned"]),
+                       [["0", "0"], ["1", "0"], ["1", "0"], ["1", "1"]])
+        for query in [summer, "from=2024-05-15&to=2024-08-05&interval=day", "from=2024-05-01&to=2024-08-31&interval=week"] {
+            for (name, columns) in [("active_subscriptions", ["active_subscriptions"]),
+                                    ("churn", ["active_at_start", "churned"])] {
+                XCTAssertEqual(table(try chart(tenant, name, query), columns),
+                               table(try chart(tenant, name, query + "&country=USA"), columns), "\(name) \(query)")
+            }
+        }
+
+        // Up to now, whose instant is past its midnight: the runs path adds the runs begun and ended since (one
+        // still running, one ended an hour ago), the same as the sweep's (under the storefront filter).
+        let iso = ISO8601DateFormatter()
+        let now = Date()
+        try post(api, tenant, "n1", [Period(start: iso.string(from: now - 36 * 3600), end: iso.string(from: now + 29 * 86400),
+                                            price: 9990)])
+        try post(api, tenant, "n2", [Period(start: iso.string(from: now - 40 * 3600), end: iso.string(from: now - 3600),
+                                            price: 9990)])
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        let recent = "from=\(iso.string(from: now - 6 * 86400).prefix(10))&to=\(iso.string(from: now).prefix(10))&interval=day"
+        let active = table(try chart(tenant, "active_subscriptions", recent), ["active_subscriptions"])
+        XCTAssertEqual(active.last, ["1"])
+        XCTAssertEqual(active, table(try chart(tenant, "active_subscriptions", recent + "&country=USA"),
+                                     ["active_subscriptions"]))
+        let columns = ["active_at_start", "churned"]
+        XCTAssertEqual(table(try chart(tenant, "churn", recent), columns),
+                       table(try chart(tenant, "churn", recent + "&country=USA"), columns))
+        XCTAssertEqual(totals(try chart(tenant, "churn", recent), ["churned"]), ["1"])
     }
 
     func testValidationAndPermissions() throws {

@@ -4,7 +4,8 @@ import XCTest
 
 /// The dashboard's charts and the customer list in headless Chromium (issue 26, item 4), as a viewer (a member with
 /// `revenue.read` and `customers.read`) against the real `bouncer serve`: every rendered value of every chart equals
-/// the API's JSON for the same range, a chart links to the customers behind a point with the filters set, and the
+/// the API's JSON for the same range (the cohort charts' every retention cell, net per customer and amount without a
+/// rate too, also under a product filter and for a range ending today), a chart links to the customers behind a point with the filters set, and the
 /// customer list filters and pages as the API does.
 final class ConsoleChartsE2ETests: SharedServerTestCase {
     override class var serverLabel: String { "console_charts" }
@@ -64,6 +65,7 @@ final class ConsoleChartsE2ETests: SharedServerTestCase {
             "PASSWORD": MemberSession.password, "FROM": "2025-01-01", "TO": "2025-03-31",
         ], context: "server:\n\(server.stderr)")
         for step in ["viewer signed in", "every chart's points and totals equal the API's",
+                     "every retention cell and LTV value equals the API's", "the cohort charts follow the range and the filters",
                      "a revenue bar opens the customers first seen in its month", "the list equals the API's",
                      "a status filter from the form", "pages walked forward and back", "no CSP violations"] {
             XCTAssertTrue(output.contains("STEP \(step)"), "missing step \(step):\n\(output)")

@@ -4,7 +4,14 @@
 -- has no mapping), the ownership decision ('bind', 'already_owned', 'transfer', 'share'; NULL without a user) and,
 -- for a transfer, the users who lost the purchase. p_source says who wrote the facts (transactions.source).
 --
--- Locks are taken in the order the Swift store always used: the transactions row, the purchases row, then the
+-- The tenant first (0075: transactions, purchases and transaction_jws have no foreign key to projects): the project's
+-- record lock (16981) shared, then the project looked up without a row lock. A project's deletion takes the lock
+-- exclusively (bouncer_project_deleted), so it waits for this transaction, or this call for its commit and then finds
+-- no project and refuses with 23503, the foreign key's SQLSTATE. Shared advisory locks never conflict with each
+-- other and live in memory: concurrent receipts no longer share-lock the project's row (a MultiXact and a WAL record
+-- each time two did). A group commit's later calls find the lock already held by the transaction.
+--
+-- Locks are then taken in the order the Swift store always used: the transactions row, the purchases row, then the
 -- purchase's subscriptions rows; the hand-over advisory lock only on the two rare paths (a purchase created, a
 -- renewal for a purchase not yet known). Each statement of a VOLATILE function takes a new snapshot under READ
 -- COMMITTED, so a statement after a lock wait sees what the lock holder committed. A refusal raises, which rolls
@@ -48,6 +55,10 @@ DECLARE
     v_p_old jsonb;                  -- log: the purchase's overview fields before this call …
     v_p_new jsonb;                  -- log: … and after it
 BEGIN
+    PERFORM pg_advisory_xact_lock_shared(16981, hashtext(p_project_id::text));
+    IF NOT EXISTS (SELECT 1 FROM projects p WHERE p.id = p_project_id) THEN
+        RAISE EXCEPTION 'project % does not exist', p_project_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
     -- log: the stored transaction's revocation and overview fields, read (and locked) first. FOR UPDATE returns the
     -- latest committed version, so a concurrent update of the same transaction is waited for, never missed.
     -- The row comes here and bouncer_overview_fields runs on it here, not in the statement: on Citus the statement

@@ -3,7 +3,10 @@
 -- writes a batch's events). Each purchase is rolled up from its earliest changed transaction (tx's old and new
 -- purchase dates; tx {"revenue": "all"}, 0062's backfill: all of it), continuing from the row before it, so a renewal
 -- appended at the end writes one row. Rows are upserted with their current facts (an unchanged row is not written):
--- a replay, or a crash between batches, changes nothing. Never in the receipt's transaction.
+-- a replay, or a crash between batches, changes nothing. Never in the receipt's transaction. A trial's `converted`
+-- (schema/0077) is set after the purchase's rows, for its trials; every row written or removed moves revenue_days
+-- (schema/0072) by bouncer_revenue_days_move, here rather than in a trigger (schema/0078), and each purchase's runs of
+-- paid service follow its rows (bouncer_revenue_runs_sync, schema/0078).
 --
 -- The rows: transactions with a price, and free trials; not family-shared ones (the organizer paid). Apple's one-year
 -- rule (paid_days_before): paid service accumulates per subscription group (upgrades, downgrades and crossgrades
@@ -15,6 +18,8 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     g record;
     t transactions;
+    v_old revenue_transactions;
+    v_new revenue_transactions;
     v_ids text[];
     v_carry bigint;
     v_ended timestamptz;
@@ -59,7 +64,11 @@ BEGIN
             IF NOT ((t.price_milli IS NOT NULL OR t.offer_discount_type = 'FREE_TRIAL')
                     AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED') THEN
                 DELETE FROM revenue_transactions v WHERE v.project_id = p_project_id
-                  AND v.environment = g.environment AND v.transaction_id = t.transaction_id;
+                  AND v.environment = g.environment AND v.transaction_id = t.transaction_id
+                RETURNING v.* INTO v_old;
+                IF FOUND THEN
+                    PERFORM bouncer_revenue_days_move(v_old, -1);
+                END IF;
                 CONTINUE;
             END IF;
             v_trial := COALESCE(t.offer_discount_type = 'FREE_TRIAL', false);
@@ -76,6 +85,9 @@ BEGIN
             IF v_paid_end IS NOT NULL THEN
                 v_ended := GREATEST(v_ended, v_paid_end);
             END IF;
+            -- The row it replaces, to move revenue_days (schema/0078) out of it when the upsert writes.
+            SELECT v.* INTO v_old FROM revenue_transactions v WHERE v.project_id = p_project_id
+              AND v.environment = t.environment AND v.transaction_id = t.transaction_id;
             INSERT INTO revenue_transactions AS v (project_id, environment, transaction_id, original_transaction_id,
                 product_id, type, storefront, currency, price_milli, trial, renewal, purchase_date, expires_date,
                 revocation_date, refund_date, refund_milli_percent, paid_days_before, paid_ms_before, paid_ms,
@@ -95,9 +107,35 @@ BEGIN
                 revocation_date = EXCLUDED.revocation_date, refund_date = EXCLUDED.refund_date,
                 refund_milli_percent = EXCLUDED.refund_milli_percent, paid_days_before = EXCLUDED.paid_days_before,
                 paid_ms_before = EXCLUDED.paid_ms_before, paid_ms = EXCLUDED.paid_ms, ended_max = EXCLUDED.ended_max
-            WHERE (v.*) IS DISTINCT FROM (EXCLUDED.*);
+            WHERE (v.original_transaction_id, v.product_id, v.type, v.storefront, v.currency, v.price_milli, v.trial,
+                    v.renewal, v.purchase_date, v.expires_date, v.revocation_date, v.refund_date,
+                    v.refund_milli_percent, v.paid_days_before, v.paid_ms_before, v.paid_ms, v.ended_max)
+                IS DISTINCT FROM (EXCLUDED.original_transaction_id, EXCLUDED.product_id, EXCLUDED.type,
+                    EXCLUDED.storefront, EXCLUDED.currency, EXCLUDED.price_milli, EXCLUDED.trial, EXCLUDED.renewal,
+                    EXCLUDED.purchase_date, EXCLUDED.expires_date, EXCLUDED.revocation_date, EXCLUDED.refund_date,
+                    EXCLUDED.refund_milli_percent, EXCLUDED.paid_days_before, EXCLUDED.paid_ms_before,
+                    EXCLUDED.paid_ms, EXCLUDED.ended_max)
+            RETURNING v.* INTO v_new;
+            IF v_new.project_id IS NOT NULL THEN
+                IF v_old.project_id IS NOT NULL THEN
+                    PERFORM bouncer_revenue_days_move(v_old, -1);
+                END IF;
+                PERFORM bouncer_revenue_days_move(v_new, 1);
+            END IF;
             v_carry := v_carry + v_ms;
         END LOOP;
+        -- trial_conversion's fact (schema/0077): each trial of the purchase converted when a paid period begins at or
+        -- after it. Its rows just changed, so its trials are set again (the partial index: a purchase without a trial
+        -- reads one index page); only a changed value is written.
+        UPDATE revenue_transactions v SET converted = NOT v.converted
+        WHERE v.project_id = p_project_id AND v.original_transaction_id = g.original_id
+          AND v.environment = g.environment AND v.trial
+          AND v.converted IS DISTINCT FROM EXISTS (SELECT 1 FROM revenue_transactions w
+              WHERE w.project_id = p_project_id AND w.original_transaction_id = g.original_id
+                AND w.environment = g.environment AND NOT w.trial AND w.price_milli > 0
+                AND w.purchase_date >= v.purchase_date);
+        -- The purchase's runs of paid service and their days (schema/0078), from the rows just written.
+        PERFORM bouncer_revenue_runs_sync(p_project_id, g.environment, g.original_id);
     END LOOP;
 END;
 $$;

@@ -7,9 +7,10 @@ const SVG = "http://www.w3.org/2000/svg";
 
 /**
  * The dashboard's charts, in order. `link`: the customers behind a point — "new" (first seen in the point's interval,
- * each bar and table row links there) or a status (the customers with that status now, linked from the chart's title).
- * The cohort charts (`subscription_retention`, `realized_ltv`: cohorts × months since) join this list with
- * `kind: "cohort"` once the API serves them; `renderCohort` below is their place.
+ * each bar and table row links there) or a status (the customers with that status now, linked from the chart's title);
+ * none for the cohort charts, whose cohorts (first payment) are not a filter of the customer list. `kind: "cohort"` is
+ * `subscription_retention`'s table of cohorts × months since (`cohortCard`); `realized_ltv` is bars of net per customer
+ * by cohort (`plot: 1`), its customers and net in the table.
  */
 export const CHARTS = [
   { chart: "mrr", title: "MRR", kind: "line", series: [["MRR", "mrr_milli"], ["Subscriptions", "subscriptions"]], plot: 1, link: "active" },
@@ -26,7 +27,13 @@ export const CHARTS = [
     ratio: ["Churn rate", "churn_rate"], link: "expired" },
   { chart: "refund_rate", title: "Refund rate", kind: "bar", series: [["Transactions", "transactions"], ["Refunded", "refunded"]],
     ratio: ["Refund rate", "refund_rate"], link: "revoked" },
+  { chart: "subscription_retention", title: "Subscription retention", kind: "cohort" },
+  { chart: "realized_ltv", title: "Realized LTV", kind: "bar", plot: 1,
+    series: [["Net per customer", "net_per_customer_milli"], ["Customers", "customers"], ["Net", "net_milli"]] },
 ];
+
+/** Months since first payment that `subscription_retention` reports: retention_0 … retention_12. */
+export const MONTHS_SINCE = Array.from({ length: 13 }, (_, k) => k);
 
 const isMoney = (measure) => measure.endsWith("_milli");
 
@@ -37,6 +44,20 @@ export function amount(milli) {
   return `${milli < 0 ? "-" : ""}${whole}.${String(cents % 100).padStart(2, "0")}`;
 }
 
+/**
+ * Decimal text of milli-units (the API's `net_per_customer_milli`, "17227.5000") as an amount with two decimals, rounded
+ * half away from zero in integers (of ten-thousandths of a milli-unit): "17227.5000" → "17.23"; "—" for null.
+ */
+export function decimalAmount(text) {
+  if (typeof text !== "string") return "—";
+  const negative = text.startsWith("-");
+  const [whole, fraction = ""] = text.replace("-", "").split(".");
+  const tiny = BigInt(whole) * 10000n + BigInt(fraction.padEnd(4, "0").slice(0, 4));
+  const cents = (tiny + 50000n) / 100000n;
+  const sign = negative && cents > 0n ? "-" : "";
+  return `${sign}${(cents / 100n).toLocaleString("en-US")}.${String(cents % 100n).padStart(2, "0")}`;
+}
+
 /** The API's ratio text ("0.3333") as a percentage ("33.33 %"); "—" for null. */
 export function percent(ratio) {
   if (typeof ratio !== "string") return "—";
@@ -44,7 +65,11 @@ export function percent(ratio) {
   return `${Number(whole) * 100 + Number(fraction.slice(0, 2))}.${fraction.slice(2)} %`;
 }
 
-const show = (measure, value) => (isMoney(measure) ? amount(value) : String(value));
+/** A measure's text: money (milli-units as an integer, or as decimal text for a per-customer mean), else the count. */
+const show = (measure, value) => (!isMoney(measure) ? String(value)
+  : typeof value === "number" ? amount(value) : decimalAmount(value));
+/** A value as a `data-value` attribute: the API's JSON value, `null` spelled out. */
+const raw = (value) => (value === null ? "null" : value);
 
 /** `YYYY-MM-DD` one day before `day`. */
 function dayBefore(day) {
@@ -78,7 +103,8 @@ export async function revenueCharts(ui, projectId, range, into) {
     h("p", { class: "muted", id: "charts-freshness", "data-fresh-as-of": first.fresh_as_of },
       `${first.from} to ${first.to}, by ${first.interval}, in ${first.currency}. Every change recorded before `
         + `${first.fresh_as_of} is counted.`),
-    h("div", { class: "charts", id: "revenue-charts" }, CHARTS.map((def, i) => chartCard(ui, projectId, def, results[i], filters))));
+    h("div", { class: "charts", id: "revenue-charts" }, CHARTS.map((def, i) =>
+      (def.kind === "cohort" ? cohortCard : chartCard)(ui, projectId, def, results[i], filters))));
 }
 
 function chartCard(ui, projectId, def, json, filters) {
@@ -90,7 +116,7 @@ function chartCard(ui, projectId, def, json, filters) {
     first_seen_to: i + 1 < points.length ? dayBefore(points[i + 1].date) : json.to });
   const pointHref = (i) => customersHref(projectId, { ...filters, ...interval(i) });
   const plotted = def.series.slice(0, def.plot || def.series.length);
-  const series = plotted.map(([name, m]) => ({ name, values: points.map((p) => (isMoney(m) ? p[m] / 1000 : p[m])) }));
+  const series = plotted.map(([name, m]) => ({ name, values: points.map((p) => (isMoney(m) ? Number(p[m]) / 1000 : Number(p[m]))) }));
   const money = def.series.some(([, m]) => isMoney(m));
   const title = money ? `${def.title} (${json.currency})` : def.title;
   const box = (def.kind === "line" ? lineChart : barChart)(title, labels, series);
@@ -104,38 +130,66 @@ function chartCard(ui, projectId, def, json, filters) {
       rect.replaceWith(a);
       a.append(rect);
     });
-  } else {
+  } else if (def.link) {
     const heading = box.querySelector("h3");
     heading.append(" ", h("a", { href: customersHref(projectId, { ...filters, status: def.link }), class: "customers-link",
       title: `The customers ${def.link} now` }, `Customers ${def.link} now`));
   }
   const measures = def.ratio ? [...def.series, def.ratio] : def.series;
-  const cell = (p, m) => (def.ratio && m === def.ratio[1] ? h("td", { "data-measure": m, "data-value": p[m] === null ? "null" : p[m] }, percent(p[m]))
-    : h("td", { "data-measure": m, "data-value": p[m] }, show(m, p[m])));
+  const text = (m, value) => (def.ratio && m === def.ratio[1] ? percent(value) : show(m, value));
+  const cell = (p, m) => h("td", { "data-measure": m, "data-value": raw(p[m]) }, text(m, p[m]));
   const totals = json.totals || {};
   const unconverted = Object.entries(totals.unconverted || {});
+  // Amounts without a rate, apart: per currency, each of its measures (money, and the customers it came from).
+  const apart = (values, currency) => Object.entries(values).flatMap(([m, v], i) => [i ? ", " : null,
+    h("span", { "data-measure": m, "data-value": raw(v) }, `${measureName(def, m)} ${show(m, v)}${isMoney(m) ? ` ${currency}` : ""}`)]);
+  const pointsApart = points.some((p) => Object.keys(p.unconverted || {}).length);
   box.append(
     h("dl", { class: "totals" }, measures.flatMap(([name, m]) => [h("dt", {}, name),
-      def.ratio && m === def.ratio[1]
-        ? h("dd", { "data-measure": m, "data-value": totals[m] === null ? "null" : totals[m] }, percent(totals[m]))
-        : h("dd", { "data-measure": m, "data-value": totals[m] }, show(m, totals[m]))])),
+      h("dd", { "data-measure": m, "data-value": raw(totals[m]) }, text(m, totals[m]))])),
     unconverted.length ? h("p", { class: "muted unconverted" }, "Without an exchange rate (not in the figures above): ",
-      unconverted.map(([currency, values]) => h("span", { "data-currency": currency },
-        def.series.filter(([, m]) => isMoney(m)).map(([name, m]) => `${name} ${amount(values[m])} ${currency}`).join(", ")))) : null,
+      unconverted.map(([currency, values]) => h("span", { "data-currency": currency }, apart(values, currency)))) : null,
     h("details", {}, h("summary", {}, "Points"),
-      ui.dataTable(["Date", ...measures.map(([name]) => name), ...(def.link === "new" ? ["Customers"] : [])],
-        points.map((p, i) => h("tr", { "data-date": p.date }, h("td", {}, p.date), measures.map(([, m]) => cell(p, m)),
-          def.link === "new" ? h("td", {}, h("a", { href: pointHref(i) }, "First seen then")) : null)))));
+      ui.dataTable(["Date", ...measures.map(([name]) => name), ...(pointsApart ? ["Without a rate"] : []),
+        ...(def.link === "new" ? ["Customers"] : [])],
+      points.map((p, i) => h("tr", { "data-date": p.date }, h("td", {}, p.date), measures.map(([, m]) => cell(p, m)),
+        pointsApart ? h("td", { class: "unconverted" }, Object.entries(p.unconverted || {}).map(([currency, values]) =>
+          h("div", { "data-currency": currency }, apart(values, currency)))) : null,
+        def.link === "new" ? h("td", {}, h("a", { href: pointHref(i) }, "First seen then")) : null)))));
   return box;
 }
 
+/** A measure's name in `def`'s series ("Net per customer"), or the API's own for one the chart does not plot. */
+function measureName(def, m) {
+  const found = def.series.find(([, key]) => key === m);
+  return found ? found[0] : m;
+}
+
 /**
- * Placeholder for the cohort charts (`subscription_retention`, `realized_ltv`): a table of cohorts by month since,
- * rendered from the API's JSON when those charts exist. Not wired until then.
+ * `subscription_retention` as a cohort table: a row per cohort (the interval of first payment) with its subscribers,
+ * a column per month since first payment (0 … 12), each cell the API's `retention_k` as a percentage shaded by its
+ * tenth (`heat-0` … `heat-10`), "—" where no subscriber of the cohort has reached that month yet; the pooled totals
+ * last. Every cell carries the API's values (`data-value`, `data-reached`, `data-retained`).
  */
-export function renderCohort(ui, def, json) {
-  return ui.h("div", { class: "card chart", id: `chart-${def.chart}` }, ui.h("h3", {}, def.title),
-    ui.h("pre", { class: "mono" }, JSON.stringify(json.points || [], null, 1)));
+function cohortCard(ui, projectId, def, json) {
+  const { h } = ui;
+  const cells = (row) => MONTHS_SINCE.map((k) => {
+    const ratio = row[`retention_${k}`];
+    const [whole, fraction] = typeof ratio === "string" ? ratio.split(".") : [];
+    return h("td", { class: ratio === null ? "heat none" : `heat heat-${Number(whole) * 10 + Number(fraction[0])}`,
+      "data-measure": `retention_${k}`, "data-value": raw(ratio), "data-reached": row[`reached_${k}`],
+      "data-retained": row[`retained_${k}`], title: `${row[`retained_${k}`]} of ${row[`reached_${k}`]} in month ${k}` },
+    percent(ratio));
+  });
+  const row = (label, values, attrs) => h("tr", attrs, h("th", { scope: "row" }, label),
+    h("td", { "data-measure": "subscribers", "data-value": values.subscribers }, String(values.subscribers)), cells(values));
+  const box = h("div", { class: "card chart cohort", id: `chart-${def.chart}`, "data-chart": def.chart },
+    h("h3", {}, def.title),
+    h("p", { class: "muted" }, "Share of each cohort (by first payment) still paying k months later; — where no one has reached that month yet."),
+    ui.dataTable(["Cohort", "Subscribers", ...MONTHS_SINCE.map((k) => `M${k}`)],
+      [...(json.points || []).map((p) => row(p.date, p, { "data-date": p.date })),
+        row("All", json.totals || {}, { "data-total": "" })]));
+  return box;
 }
 
 const SORTS = [["-first_seen", "First seen, newest first"], ["first_seen", "First seen, oldest first"],
