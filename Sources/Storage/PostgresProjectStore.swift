@@ -174,11 +174,6 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
     public func deleteProject(id: UUID) throws -> Bool {
         try StorageErrors.mapping("delete project") {
             try pool.transaction { connection in
-                // On Citus the trigger cannot reach the tenant's tables from the shards of `projects`: its rows go
-                // here first, from the coordinator (bouncer_project_deleted, deploy/citus.md).
-                if try isCitus(connection) {
-                    _ = try connection.query("SELECT bouncer_project_delete_rows(\(id)) AS done")
-                }
                 let deleted = try connection.query(
                     "DELETE FROM projects WHERE id = \(id) RETURNING \(unsafeSQL: Self.columns)").first
                 guard let deleted else { return false }

@@ -1,5 +1,5 @@
 -- Before a project's row is deleted (trigger projects_deleted, 0075): the rows of the tables with no foreign key to
--- projects go, as a cascade would take them (bouncer_project_delete_rows). First the project's record lock (16981: every bouncer_record_transaction
+-- projects go, as a cascade would take them. First the project's record lock (16981: every bouncer_record_transaction
 -- holds it shared) and its deriver lock (16980), exclusively: a receipt or a derivation in flight commits before the
 -- deletes below take their snapshots, so its rows are seen and deleted; one that comes later waits for this
 -- transaction and then finds no project (the record refuses with 23503) or no log rows (the deriver writes nothing).
@@ -8,12 +8,17 @@
 CREATE OR REPLACE FUNCTION bouncer_project_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    -- On Citus the trigger fires on the shards of `projects` (a reference table: one on every node), where no
-    -- statement may reach a distributed table; there the project store runs bouncer_project_delete_rows on the
-    -- coordinator before its DELETE instead (deploy/citus.md).
-    IF TG_TABLE_NAME = 'projects' THEN
-        PERFORM bouncer_project_delete_rows(OLD.id);
-    END IF;
+    PERFORM pg_advisory_xact_lock(16981, hashtext(OLD.id::text));
+    PERFORM pg_advisory_xact_lock(16980, hashtext(OLD.id::text));
+    DELETE FROM purchase_changes c WHERE c.project_id = OLD.id;
+    DELETE FROM transaction_jws j WHERE j.project_id = OLD.id;
+    DELETE FROM transactions t WHERE t.project_id = OLD.id;
+    DELETE FROM purchases p WHERE p.project_id = OLD.id;
+    DELETE FROM overview_days o WHERE o.project_id = OLD.id;
+    DELETE FROM overview_instants o WHERE o.project_id = OLD.id;
+    DELETE FROM overview_trials o WHERE o.project_id = OLD.id;
+    DELETE FROM revenue_transactions v WHERE v.project_id = OLD.id;
+    DELETE FROM revenue_days d WHERE d.project_id = OLD.id;
     RETURN OLD;
 END;
 $$;
