@@ -169,11 +169,13 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
     }
 
     /// Deletes the project; its products, transactions, purchases, bindings and notifications go with it: the
-    /// foreign keys to `projects` cascade, and the tables the receipt writes without one (schema/0075) are emptied
-    /// by the `projects_deleted` trigger, after the receipts and derivations in flight for the project commit.
+    /// foreign keys to `projects` cascade, and the tables the receipt and the roll-ups write without one
+    /// (schema/0075, 0076, 0080) are emptied first by `bouncer_project_purge`, after the receipts and derivations in
+    /// flight for the project commit (an explicit call, not a trigger: Citus runs no trigger on a reference table).
     public func deleteProject(id: UUID) throws -> Bool {
         try StorageErrors.mapping("delete project") {
             try pool.transaction { connection in
+                try connection.execute("SELECT bouncer_project_purge(\(id))")
                 let deleted = try connection.query(
                     "DELETE FROM projects WHERE id = \(id) RETURNING \(unsafeSQL: Self.columns)").first
                 guard let deleted else { return false }
