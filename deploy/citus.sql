@@ -104,3 +104,22 @@ BEGIN
     RAISE NOTICE 'deploy/citus.sql: placed %', array_to_string(unplaced, ', ');
 END
 $citus$;
+
+-- Bouncer's functions on every node. A statement routed to a tenant's worker runs there whole, with the functions it
+-- calls (the deriver's, the webhook copy's), so they must exist there too. Citus creates a function on the workers
+-- by itself when its types are already known there; those that take or return a table's row type (purchases,
+-- transactions, webhook_purchase_states) are made distributed objects here, after their tables. A function that is
+-- a distributed object follows every later `CREATE OR REPLACE` of the migrator. Idempotent.
+DO $functions$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+             WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'bouncer\_%' AND p.prokind = 'f'
+               AND NOT EXISTS (SELECT 1 FROM pg_dist_object o
+                               WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid)
+             ORDER BY p.oid LOOP
+        PERFORM create_distributed_function(f);
+    END LOOP;
+END
+$functions$;

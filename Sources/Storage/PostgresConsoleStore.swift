@@ -117,7 +117,8 @@ public final class PostgresOverviewMetricsStore: PostgresStore, @unchecked Senda
 
     /// The events at their instants from `q.n0` (a midnight) on: the instants table and the pending rows while it
     /// keeps that day (`q.kept`), else every transaction and purchase of the project (a "now" before yesterday, which
-    /// the server's clock never asks: the instants were pruned).
+    /// the server's clock never asks: the instants were pruned). `ROW(t.*)::transactions`, not `t`: on Citus, where
+    /// the statement runs on the tenant's worker, a whole row of a table is its shard's row type.
     private static let instants = """
         SELECT o.at, o.product_id, CASE WHEN o.currency_null THEN NULL ELSE o.currency END AS currency, o.ends,
             o.end_subs, o.expirations, o.mrr_n, o.mrr_milli
@@ -130,12 +131,14 @@ public final class PostgresOverviewMetricsStore: PostgresStore, @unchecked Senda
         UNION ALL
         SELECT e.at, e.product_id, e.currency, e.ends, e.end_subs, e.expirations, e.mrr_n, e.mrr_milli
         FROM q, transactions t, bouncer_overview_events(jsonb_build_array(jsonb_build_object('environment',
-            t.environment, 'tx', jsonb_build_object('new', bouncer_overview_fields(t))))) e
+            t.environment, 'tx', jsonb_build_object('new',
+                bouncer_overview_fields(ROW(t.*)::transactions))))) e
         WHERE NOT q.kept AND t.project_id = q.project AND (q.env IS NULL OR t.environment = q.env)
         UNION ALL
         SELECT e.at, e.product_id, e.currency, e.ends, e.end_subs, e.expirations, e.mrr_n, e.mrr_milli
         FROM q, purchases p, bouncer_overview_events(jsonb_build_array(jsonb_build_object('environment',
-            p.environment, 'tx', jsonb_build_object('p_new', bouncer_overview_purchase_fields(p))))) e
+            p.environment, 'tx', jsonb_build_object('p_new',
+                bouncer_overview_purchase_fields(ROW(p.*)::purchases))))) e
         WHERE NOT q.kept AND p.project_id = q.project AND (q.env IS NULL OR p.environment = q.env)
         """
 

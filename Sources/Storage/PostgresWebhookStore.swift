@@ -319,14 +319,40 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
     public func claim(owner: String, limit: Int, leaseSeconds: Int) throws -> [ClaimedEvent] {
         try StorageErrors.mapping("claim webhook events") {
             try pool.withConnection { connection in
-                try Self.claim(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection)
+                try claimEvents(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection)
             }
         }
     }
 
+    /// `claim` on `connection`: one statement across projects on one node; on Citus, which locks rows only in a
+    /// statement routed to one shard, the same statement per project with due events
+    /// (`PostgresStore.claimAcrossProjects`), each project's events in the queue's order.
+    func claimEvents(owner: String, limit: Int, leaseSeconds: Int, on connection: Connection) throws
+        -> [ClaimedEvent]
+    {
+        let due: Query = """
+            SELECT DISTINCT q.project_id FROM webhook_queue q WHERE q.next_attempt_at <= now()
+            LIMIT \(Int64(max(1, limit)))
+            """
+        return try claimAcrossProjects(on: connection, limit: limit, dueProjects: due) { project, limit in
+            try Self.claim(owner: owner, limit: limit, leaseSeconds: leaseSeconds, project: project, on: connection)
+        }
+    }
+
+    /// The claim's one statement across projects (one node).
     static func claim(owner: String, limit: Int, leaseSeconds: Int, on connection: Connection) throws
         -> [ClaimedEvent]
     {
+        try claim(owner: owner, limit: limit, leaseSeconds: leaseSeconds, project: nil, on: connection)
+    }
+
+    /// The claim's statement, of one project's events when `project` is not nil.
+    static func claim(owner: String, limit: Int, leaseSeconds: Int, project: UUID?, on connection: Connection) throws
+        -> [ClaimedEvent]
+    {
+        // Scoped (Citus): every table of the statement filtered on the project, so it is routed to one shard.
+        let scope = PostgresStore.projectScope("q.project_id", project)
+        let eventScope = PostgresStore.projectScope("e.project_id", project)
         // Only the queue row is written: the lease (and the attempt's number) live there, the event is read. The
         // update finds each locked row by its ctid (a Tid Scan; nobody else can move a row this statement locked, and
         // one moved since the statement's snapshot is not found: it waits for the next claim). Joined by key, the
@@ -334,14 +360,14 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         let rows = try connection.query("""
             WITH due AS (
                 SELECT q.ctid AS row, q.project_id, q.seq FROM webhook_queue q
-                WHERE q.next_attempt_at <= now()
+                WHERE q.next_attempt_at <= now()\(unsafeSQL: scope)
                 ORDER BY q.next_attempt_at, q.seq
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED)
             UPDATE webhook_queue q SET next_attempt_at = now() + make_interval(secs => \(leaseSeconds)),
                 lease_owner = \(owner), attempts = q.attempts + 1
             FROM due JOIN webhook_events e ON e.project_id = due.project_id AND e.seq = due.seq
-            WHERE q.ctid = due.row
+            WHERE q.ctid = due.row\(unsafeSQL: scope)\(unsafeSQL: eventScope)
             RETURNING e.project_id, e.seq, e.id, e.type, e.user_id, e.data::text AS data, e.created_at,
                 q.attempts, e.retry_window_start
             """)
@@ -431,16 +457,27 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
             if completions.isEmpty {
                 guard limit > 0 else { return ([], []) }
                 return ([], try pool.withConnection { connection in
-                    try Self.claim(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection)
+                    try self.claimEvents(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection)
                 })
             }
             let record = { (connection: Connection) throws -> [Completion] in
-                try Self.record(completions, owner: owner, on: connection)
+                // On Citus per project: bouncer_webhook_complete locks the events, which Citus does only in a
+                // statement routed to one shard (deploy/citus.md).
+                guard try self.isCitus(connection) else {
+                    return try Self.record(completions, owner: owner, on: connection)
+                }
+                var later: [Completion] = []
+                for project in Set(completions.map(\.event.projectId)) {
+                    later += try Self.record(completions.filter { $0.event.projectId == project }, owner: owner,
+                                             on: connection)
+                }
+                return later
             }
             if limit <= 0 { return (try pool.withConnection(record), []) }
             return try pool.transaction { connection in
                 let later = try record(connection)
-                return (later, try Self.claim(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection))
+                let claimed = try self.claimEvents(owner: owner, limit: limit, leaseSeconds: leaseSeconds, on: connection)
+                return (later, claimed)
             }
         }
     }

@@ -8,16 +8,29 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     -- The hyphenated form Foundation's UUID(uuidString:) accepts, in any letter case.
     v_uuid constant text := '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
+    r record;
+    v_p purchases;
+    v_new jsonb;
 BEGIN
     -- log: the other spelling loses the binding (not a transfer: no purchase.transferred), the canonical id holds it.
-    INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-    SELECT o.project_id, o.environment, o.original_transaction_id, jsonb_build_object('revoked',
-        jsonb_build_array(o.user_id), 'bound', lower(o.user_id), 'new', bouncer_change_snapshot(p)), now()
-    FROM subscriptions o
-    JOIN purchases p ON p.project_id = o.project_id AND p.environment = o.environment
-                    AND p.original_transaction_id = o.original_transaction_id
-    WHERE o.project_id = p_project_id AND o.revoked_at IS NULL AND o.user_id ~ v_uuid AND o.user_id <> lower(o.user_id)
-    ORDER BY o.bound_at, o.user_id COLLATE "C";
+    -- One row at a time, each purchase read into a variable and its snapshot taken here: on Citus a statement's
+    -- whole-row reference `p` would run bouncer_change_snapshot on the worker, on the shard's row type
+    -- (deploy/citus.md). Switching the policy is rare; the rows keep the order of one INSERT ... SELECT.
+    FOR r IN
+        SELECT s.environment, s.original_transaction_id, s.user_id FROM subscriptions s
+        WHERE s.project_id = p_project_id AND s.revoked_at IS NULL AND s.user_id ~ v_uuid
+          AND s.user_id <> lower(s.user_id)
+        ORDER BY s.bound_at, s.user_id COLLATE "C"
+    LOOP
+        SELECT p.* INTO v_p FROM purchases p
+        WHERE p.project_id = p_project_id AND p.environment = r.environment
+          AND p.original_transaction_id = r.original_transaction_id;
+        CONTINUE WHEN NOT FOUND;
+        v_new := bouncer_change_snapshot(v_p);
+        INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
+        VALUES (p_project_id, r.environment, r.original_transaction_id, jsonb_build_object('revoked',
+            jsonb_build_array(r.user_id), 'bound', lower(r.user_id), 'new', v_new), now());
+    END LOOP;
     -- A live binding under another spelling moves to the canonical id: the canonical row is bound (or re-activated),
     -- then the other spelling's revoked. DISTINCT ON: two other spellings of one UUID holding one purchase make one
     -- canonical row.

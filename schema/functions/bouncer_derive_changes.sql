@@ -37,6 +37,11 @@ DECLARE
     v_types text[] := '{}';
     v_data jsonb[] := '{}';
 BEGIN
+    -- On Citus (deploy/citus.md) each statement is planned for its values: Citus routes a statement to the tenant's
+    -- worker by its project id, which a generic plan leaves a parameter (`could not create distributed plan`).
+    IF current_setting('citus.version', true) IS NOT NULL THEN
+        PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+    END IF;
     IF p_wait THEN
         PERFORM pg_advisory_xact_lock(16980, hashtext(p_project_id::text));
     ELSIF NOT pg_try_advisory_xact_lock(16980, hashtext(p_project_id::text)) THEN
@@ -70,8 +75,11 @@ BEGIN
     END IF;
     WITH consumed AS (
         DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
-        RETURNING c AS taken)
-    SELECT array_agg(consumed.taken ORDER BY (consumed.taken).seq) INTO v_rows FROM consumed;
+        RETURNING c.project_id, c.seq, c.xact, c.environment, c.original_transaction_id, c.data, c.created_at)
+    -- Column by column, not `RETURNING c`: on Citus a whole row of a table is its shard's row type.
+    SELECT array_agg(ROW(consumed.project_id, consumed.seq, consumed.xact, consumed.environment,
+            consumed.original_transaction_id, consumed.data, consumed.created_at)::purchase_changes
+        ORDER BY consumed.seq) INTO v_rows FROM consumed;
     -- The money facts of the batch's purchases first (revenue_transactions, schema/0062): its events show them.
     -- Its new consumables and non-consumables are queued for Finish Transaction (schema/0047).
     SELECT jsonb_agg(jsonb_build_object('environment', c.environment,

@@ -4,7 +4,9 @@
 -- finishes transactions. Runs in the transaction that deletes the rows, so each transaction is queued once; never in
 -- the receipt's transaction.
 CREATE OR REPLACE FUNCTION bouncer_finish_queue_add(p_project_id uuid, p_changes jsonb) RETURNS void
-LANGUAGE sql VOLATILE AS $$
+-- PL/pgSQL, not SQL: Citus plans no statement of an SQL function whose parameters name the tenant.
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
     INSERT INTO transaction_finishes (project_id, environment, transaction_id, next_attempt_at, created_at, updated_at)
     SELECT DISTINCT p_project_id, t.environment, t.transaction_id, now(), now(), now()
     FROM projects pr
@@ -16,5 +18,6 @@ LANGUAGE sql VOLATILE AS $$
       AND c.e -> 'tx' ? 'new' AND NOT (c.e -> 'tx' ? 'old')
       AND c.e -> 'tx' -> 'new' ->> 'type' IN ('Consumable', 'Non-Consumable')
       AND t.type IN ('Consumable', 'Non-Consumable')
-    ON CONFLICT DO NOTHING
+    ON CONFLICT DO NOTHING;
+END;
 $$;

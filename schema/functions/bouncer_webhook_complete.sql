@@ -33,6 +33,7 @@ BEGIN
     FOR r IN
         SELECT e.project_id, e.seq, e.user_id FROM webhook_events e
         JOIN unnest(p_project_ids, p_seqs) AS o(project_id, seq) ON e.project_id = o.project_id AND e.seq = o.seq
+        WHERE e.project_id = ANY (p_project_ids)
         ORDER BY e.project_id, e.seq
         FOR UPDATE OF e
     LOOP
@@ -48,7 +49,7 @@ BEGIN
     SELECT COALESCE(array_agg(m.seq), '{}') INTO v_mine FROM (
         SELECT q.seq FROM webhook_queue q
         JOIN unnest(p_project_ids, p_seqs) AS o(project_id, seq) ON q.project_id = o.project_id AND q.seq = o.seq
-        WHERE q.lease_owner = p_owner AND q.seq = ANY (v_ready)
+        WHERE q.project_id = ANY (p_project_ids) AND q.lease_owner = p_owner AND q.seq = ANY (v_ready)
         FOR UPDATE OF q) m;
     IF 'pending' = ANY (p_statuses) THEN
         UPDATE webhook_queue q SET lease_owner = NULL
@@ -75,6 +76,7 @@ BEGIN
         CROSS JOIN LATERAL (
             SELECT e.project_id, e.seq, e.user_id, e.next_attempt_at, e.attempts FROM webhook_events e
             WHERE e.project_id = g.project_id AND e.user_id = g.user_id AND e.seq > g.seq AND e.status = 'pending'
+              AND e.project_id = ANY (p_project_ids)
             ORDER BY e.project_id, e.user_id, e.seq
             LIMIT 1) n
         ON CONFLICT DO NOTHING;

@@ -17,9 +17,13 @@ BEGIN
     LOOP
         PERFORM pg_advisory_xact_lock(16979, hashtext(r.project_id::text || '/' || r.user_id));
     END LOOP;
-    -- Only pending events have queue rows.
-    DELETE FROM webhook_queue q USING gone g
-    WHERE q.project_id = g.project_id AND q.seq = g.seq AND g.status = 'pending';
+    -- Only pending events have queue rows. One statement per project, filtered on it: on Citus this trigger runs on
+    -- the shard, where a statement may only be routed to the tenant's shard, and never joins the transition table.
+    FOR r IN
+        SELECT g.project_id, array_agg(g.seq) AS seqs FROM gone g WHERE g.status = 'pending' GROUP BY g.project_id
+    LOOP
+        DELETE FROM webhook_queue q WHERE q.project_id = r.project_id AND q.seq = ANY (r.seqs);
+    END LOOP;
     FOR r IN
         SELECT g.project_id, g.user_id, min(g.seq) AS seq FROM gone g
         WHERE g.status = 'pending' AND g.user_id IS NOT NULL

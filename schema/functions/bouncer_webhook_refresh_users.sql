@@ -19,6 +19,10 @@ DECLARE
     v_types text[];
     v_data jsonb[];
 BEGIN
+    -- Custom plans on Citus, as bouncer_derive_changes says.
+    IF current_setting('citus.version', true) IS NOT NULL THEN
+        PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+    END IF;
     PERFORM pg_advisory_xact_lock(16979, hashtext(p_project_id::text || '/' || u.user_id))
     FROM unnest(p_user_ids) WITH ORDINALITY AS u(user_id, nth) ORDER BY u.nth;
 
