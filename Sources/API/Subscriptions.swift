@@ -23,8 +23,16 @@ struct SubscriptionsController: APIController {
             request, project: project,
             suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
         let holdings = try purchases.holdings(userId: userId, project: project)
-        let summary = UserEntitlementSummary.summarize(holdings, for: project, userId: userId, at: now())
-        return Response.json(200, Self.subscriptionsBody(userId: userId, summary))
+        let now = now()
+        // A read cache's hit brings the answer an earlier read derived from the same holdings: sent again while
+        // nothing it depends on has changed (`SummaryMemo`), so a hit neither summarizes nor encodes.
+        if let body = holdings.memo.answer(holdings, for: project, userId: userId, at: now) {
+            return Response.json(200, body)
+        }
+        let summary = UserEntitlementSummary.summarize(holdings, for: project, userId: userId, at: now)
+        let body = Self.subscriptionsBody(userId: userId, summary)
+        holdings.memo.keep(body, holdings, for: project, userId: userId, at: now)
+        return Response.json(200, body)
     }
 
     /// The 200 body; each subscription's `entitlements` are what it grants now (empty unless active).

@@ -232,12 +232,20 @@ public struct UserHoldings: Sendable, Equatable {
     public var appTransactions: [StoredAppTransaction]
     /// The user's manual grants that are not removed (nor ended when read), oldest first.
     public var grants: [Grant]
+    /// What readers derived from this read (`SummaryMemo`), shared by its copies (a read cache's hits); not part of
+    /// the value's equality.
+    public let memo = SummaryMemo()
 
     /// Creates a value.
     public init(purchases: [OwnedPurchase], appTransactions: [StoredAppTransaction], grants: [Grant] = []) {
         self.purchases = purchases
         self.appTransactions = appTransactions
         self.grants = grants
+    }
+
+    /// Equal holdings; the memo is not compared.
+    public static func == (a: UserHoldings, b: UserHoldings) -> Bool {
+        a.purchases == b.purchases && a.appTransactions == b.appTransactions && a.grants == b.grants
     }
 }
 

@@ -19,10 +19,16 @@ public struct Response: Sendable {
 
     /// A response with `Content-Type: application/json` and the given serialized body.
     public static func json(_ status: Int, _ body: [UInt8], headers: HTTPHeaders = .init()) -> Response {
+        if headers.isEmpty { return Response(status: status, headers: jsonOnly, body: body) }
         var h = headers
         if !h.contains("Content-Type") { h.add("Content-Type", "application/json") }
         return Response(status: status, headers: h, body: body)
     }
+}
+
+extension Response {
+    /// The headers of most JSON answers, built once rather than per response.
+    static let jsonOnly: HTTPHeaders = ["Content-Type": "application/json"]
 }
 
 /// Reason phrases (RFC 9110 §15); clients must ignore them, but people read them in logs.

@@ -207,4 +207,56 @@ final class RouterTests: XCTestCase {
         XCTAssertEqual(router.rateLimits(.get, "/healthz"), [])
         XCTAssertNil(router.rateLimits(.get, "/nowhere"))
     }
+
+    /// The tree finds exactly what a scan of every route finds (the rule it replaced: same segment count, each
+    /// literal equal byte for byte, the most literals winning, the first registered on a tie), on overlapping
+    /// patterns and every path built from their pieces.
+    func testTreeMatchesTheLinearScanOnOverlappingPatterns() {
+        let patterns: [(HTTPMethod, String)] = [
+            (.get, "/"), (.get, "/v1/a/:x"), (.post, "/v1/a/:x"), (.get, "/v1/a/b"), (.put, "/v1/:y/b"),
+            (.get, "/v1/:y/:z"), (.delete, "/v1/:y/:z"), (.get, "/v1/:p/:q"), (.get, "/v1/a/:x/c"), (.get, "/v1/:y/b/c"),
+            (.patch, "/v1/a/b/:w"), (.get, "/:root"), (.get, "/v1"), (.options, "/v1/a/:x/:v"), (.get, "/v1/a/:x/:v"),
+            (.get, "/v1//x"), (.post, "/v2/:k"),
+        ]
+        var router = Router()
+        for (method, pattern) in patterns { router.add(method, pattern) { _ in Response(status: 200) } }
+        let pieces = ["", "v1", "v2", "a", "b", "c", "x", "zz"]
+        var paths = ["/"]
+        var frontier = [""]
+        for _ in 0..<4 {
+            frontier = frontier.flatMap { prefix in pieces.map { prefix + "/" + $0 } }
+            paths += frontier
+        }
+        let methods: [HTTPMethod] = [.get, .head, .post, .put, .patch, .delete, .options]
+        for path in paths {
+            let segments = Router.split(path)
+            let linear = router.routes.indices.filter { index in
+                let pattern = router.routes[index].segments
+                guard pattern.count == segments.count else { return false }
+                return zip(pattern, segments).allSatisfy { segment, actual in
+                    if case .literal(let literal) = segment { return literal.utf8.elementsEqual(actual.utf8) }
+                    return true
+                }
+            }
+            for method in methods {
+                let expected = linear.filter { index in
+                    router.routes[index].method == method || (method == .head && router.routes[index].method == .get)
+                }.max { router.routes[$0].literalCount < router.routes[$1].literalCount || (router.routes[$0].literalCount == router.routes[$1].literalCount && $0 > $1) }
+                switch router.match(method, path) {
+                case .found(let route, _):
+                    XCTAssertEqual(route.template, expected.map { router.routes[$0].template }, "\(method) \(path)")
+                    XCTAssertEqual(route.method, expected.map { router.routes[$0].method }, "\(method) \(path)")
+                case .methodNotAllowed(let allow):
+                    XCTAssertNil(expected, "\(method) \(path)")
+                    XCTAssertFalse(linear.isEmpty, "\(method) \(path)")
+                    XCTAssertEqual(Set(allow), Set(linear.map { router.routes[$0].method.rawValue }).union(
+                        linear.contains { router.routes[$0].method == .get } ? ["HEAD"] : []), "\(method) \(path)")
+                case .notFound:
+                    XCTAssertTrue(linear.isEmpty, "\(method) \(path)")
+                case .badPath(let message):
+                    XCTFail("\(method) \(path): \(message)")
+                }
+            }
+        }
+    }
 }
