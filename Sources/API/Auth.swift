@@ -20,6 +20,13 @@ struct KeyAuth: Sendable {
         return project
     }
 
+    /// `project(publicKey:suggestion:)`'s project when the projects' cache holds it (never blocks); nil for
+    /// everything else, the refusals included (`project` gives them).
+    func projectInMemory(_ publicKey: String?) -> Project? {
+        guard let publicKey, ProjectKeys.isPublicKeySyntax(publicKey) else { return nil }
+        return projects.projectInMemory(publicKey: publicKey, at: now())
+    }
+
     /// Enforces the project's read rule: a presented secret key must be right (even when not required);
     /// with `requireSecretKeyForReads`, one must be presented. Right means the current secret key or one still in
     /// its rotation grace.

@@ -207,6 +207,17 @@ struct APIRoute: Sendable {
     /// The path parameter naming a member who may call this admin route for themself without its permission
     /// (`forSelf`); nil: everyone needs the permission.
     private(set) var selfParameter: String?
+    /// A public-key route's answer from memory on the event loop (`answeringFromMemory`).
+    private(set) var fromMemory: (@Sendable (Request, Project) -> Response?)?
+
+    /// This public-key route, answered on the event loop when `answer` can from memory (`Router.add(inline:)`):
+    /// `answer` gets the project from the projects' cache and returns nil, having done nothing, whenever the handler
+    /// would need the database (or anything that may block); the handler then answers on the pool as before.
+    func answeringFromMemory(_ answer: @escaping @Sendable (Request, Project) -> Response?) -> APIRoute {
+        var route = self
+        route.fromMemory = answer
+        return route
+    }
 
     /// This route, counting each success as `kind`; `quota: false` exempts it from the account's quotas.
     func counting(_ kind: UsageKind, quota: Bool = true) -> APIRoute {
@@ -288,8 +299,12 @@ struct RouteGate: Sendable {
     /// Adds `route` to `router` behind its access check and the error mapping.
     func add(_ route: APIRoute, to router: inout Router) {
         let gate = self
-        router.add(route.method, route.pattern, rateLimits: route.rateLimits, maxBodyBytes: route.maxBodyBytes) {
-            request in
+        var inline: InlineHandler?
+        if let answer = route.fromMemory {
+            inline = { request in gate.runFromMemory(route, answer, request) }
+        }
+        router.add(route.method, route.pattern, rateLimits: route.rateLimits, maxBodyBytes: route.maxBodyBytes,
+                   inline: inline) { request in
             do {
                 return try gate.run(route, request)
             } catch {
@@ -300,6 +315,20 @@ struct RouteGate: Sendable {
                 throw error
             }
         }
+    }
+
+    /// `run` for a public-key route from memory only: the project from the projects' cache, an account whose
+    /// quotas take nothing per request (a per-second quota spends a token: left to `run`), then `answer`, and the
+    /// success counted as `run` counts it. Nil, with nothing done, whenever any of it is not in memory.
+    private func runFromMemory(_ route: APIRoute, _ answer: (Request, Project) -> Response?, _ request: Request)
+        -> Response?
+    {
+        guard case .publicKey = route.access, let project = keys.projectInMemory(request.pathParameters["publicKey"])
+        else { return nil }
+        if route.underQuota, let usage, !usage.admitsFreely(project) { return nil }
+        guard let response = answer(request, project) else { return nil }
+        if let kind = route.counts, response.status < 300 { usage?.count(kind, project) }
+        return response
     }
 
     private func run(_ route: APIRoute, _ request: Request) throws -> Response {

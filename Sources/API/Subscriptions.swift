@@ -10,7 +10,7 @@ struct SubscriptionsController: APIController {
 
     var routes: [APIRoute] {
         [APIRoute(.get, "/v1/subscriptions/:publicKey/:userId", .appRead, publicKey: Self.subscriptionsKeySuggestion,
-                  getSubscriptions)]
+                  getSubscriptions).answeringFromMemory(subscriptionsFromMemory)]
     }
 
     /// The published contract's exact text (anchors §0).
@@ -23,6 +23,21 @@ struct SubscriptionsController: APIController {
             request, project: project,
             suggestion: "Put the user id (1 to 256 characters) in the URL path: GET /v1/subscriptions/:public_key/:user_id.")
         let holdings = try purchases.holdings(userId: userId, project: project)
+        return answer(userId: userId, holdings, project)
+    }
+
+    /// `getSubscriptions` from memory (on the event loop): nil, for the pool, when the request presents a secret key
+    /// (checking it may read the database), the project requires one (refused there), the user id is refused, or the
+    /// read cache has no current entry for the user.
+    func subscriptionsFromMemory(_ request: Request, _ project: Project) -> Response? {
+        guard request.headers["Authorization"] == nil, !project.requireSecretKeyForReads,
+              let userId = try? PathParameters.userId(request, project: project, suggestion: ""),
+              let holdings = purchases.holdingsInMemory(userId: userId, project: project) else { return nil }
+        return answer(userId: userId, holdings, project)
+    }
+
+    /// The 200 answer for what `userId` holds.
+    private func answer(userId: String, _ holdings: UserHoldings, _ project: Project) -> Response {
         let now = now()
         // A read cache's hit brings the answer an earlier read derived from the same holdings: sent again while
         // nothing it depends on has changed (`SummaryMemo`), so a hit neither summarizes nor encodes.

@@ -136,6 +136,13 @@ struct UsageGate: Sendable {
         }
     }
 
+    /// Whether `admit` lets the project's account through with nothing spent: no quota stops it and none is per
+    /// second (whose token `admit` takes).
+    func admitsFreely(_ project: Project) -> Bool {
+        if case .open(requestsPerSecond: nil) = meter.admission(account: project.accountId, at: now()) { return true }
+        return false
+    }
+
     /// Counts a public request's success for its account.
     func count(_ kind: UsageKind, _ project: Project) {
         meter.count(kind, account: project.accountId, at: now())

@@ -97,6 +97,9 @@ public protocol ProjectStore: Sendable {
     /// The project that `publicKey` names, if that key is live at `now` (current, or retiring and not yet
     /// expired). The one entry point of public-key authentication: a single indexed lookup.
     func project(publicKey: String, at now: Date) throws -> Project?
+    /// `project(publicKey:at:)`'s answer when a store holds it in memory (never blocks); nil when only the
+    /// database can tell. The default: nil.
+    func projectInMemory(publicKey: String, at now: Date) -> Project?
     /// The project with `id`.
     func project(id: UUID) throws -> Project?
     /// All projects, oldest first.
@@ -121,6 +124,9 @@ public protocol ProjectStore: Sendable {
 }
 
 extension ProjectStore {
+    /// Nothing in memory: every lookup asks `project(publicKey:at:)`.
+    public func projectInMemory(publicKey: String, at now: Date) -> Project? { nil }
+
     /// Stores a new project with a fresh public key and the hash of a fresh secret key (tests and fixtures).
     public func createProject(_ new: NewProject, publicKey: String, secretKeyHash: [UInt8], now: Date) throws
         -> Project
@@ -215,9 +221,15 @@ public protocol PurchaseStore: Sendable {
     /// Everything `GET /v1/subscriptions` reads about `userId` — bound purchases and app transactions — in one
     /// read. The default has no app transactions (stores that keep none).
     func holdings(userId: String, project: Project) throws -> UserHoldings
+    /// `holdings(userId:project:)`'s answer when a store holds it in memory (a read cache's current entry; never
+    /// blocks); nil when only the database can tell. The default: nil.
+    func holdingsInMemory(userId: String, project: Project) -> UserHoldings?
 }
 
 extension PurchaseStore {
+    /// Nothing in memory: every read asks `holdings(userId:project:)`.
+    public func holdingsInMemory(userId: String, project: Project) -> UserHoldings? { nil }
+
     /// Bound purchases only: a store that keeps no app transactions.
     public func holdings(userId: String, project: Project) throws -> UserHoldings {
         UserHoldings(purchases: try ownedPurchases(userId: userId, project: project), appTransactions: [])

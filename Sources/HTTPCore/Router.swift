@@ -4,6 +4,10 @@ import Glibc
 /// may block. A thrown `HTTPError` is rendered with the request id; anything else becomes 500 `INTERNAL_ERROR`.
 public typealias Handler = @Sendable (Request) throws -> Response
 
+/// A route's answer from memory on the event loop (`Router.add(inline:)`); nil: the route's handler answers on the
+/// pool. Never blocks.
+public typealias InlineHandler = @Sendable (Request) -> Response?
+
 /// The rate limits that guard a route, declared where the route is registered and read by the server's
 /// admission hook from `Request.rateLimitScopes` (no matching of path strings).
 public struct RateLimitScopes: OptionSet, Sendable, Hashable {
@@ -47,6 +51,8 @@ public struct Router: Sendable {
         /// Raises the server's body limit for this route (nil: the server's `maxBodyBytes`).
         var maxBodyBytes: Int?
         var handler: Handler
+        /// Tried first on the event loop (`add(inline:)`): the answer, or nil to run `handler` on the pool.
+        var inline: InlineHandler?
     }
 
     enum Match: Sendable {
@@ -69,9 +75,13 @@ public struct Router: Sendable {
     /// limits that guard the route (none for operational routes). `maxBodyBytes` raises the server's body limit
     /// for this route only (a value at or below `Configuration.maxBodyBytes` changes nothing); it counts the body
     /// as sent, and a chunked body may add `maxChunkedFramingBytes` of framing on top, as for every route.
+    ///
+    /// `inline`, when given, runs first on the event loop for a `.workerPool` route: a request it can answer from
+    /// memory (its answer) skips the two thread hand-offs of the pool; nil sends the request to `handler` as usual.
+    /// It must never block and must have done nothing that `handler` would do again when it returns nil.
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, placement: Placement = .workerPool, rateLimits: RateLimitScopes = [],
-        maxBodyBytes: Int? = nil, _ handler: @escaping Handler
+        maxBodyBytes: Int? = nil, inline: InlineHandler? = nil, _ handler: @escaping Handler
     ) {
         let segments = Self.split(pattern).map { raw -> Segment in
             raw.hasPrefix(":") ? .parameter(String(raw.dropFirst())) : .literal(String(raw))
@@ -79,7 +89,8 @@ public struct Router: Sendable {
         let literalCount = segments.reduce(0) { if case .literal = $1 { $0 + 1 } else { $0 } }
         tree.insert(segments, route: routes.count)
         routes.append(Route(method: method, template: pattern, segments: segments, literalCount: literalCount,
-                            placement: placement, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes, handler: handler))
+                            placement: placement, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes, handler: handler,
+                            inline: inline))
     }
 
     /// Whether any route raises the body limit (the parser asks `maxBodyBytes(_:_:)` only then).

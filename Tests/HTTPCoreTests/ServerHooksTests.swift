@@ -84,4 +84,45 @@ final class ServerHooksTests: XCTestCase {
         XCTAssertEqual(all.prefix(5).map(\.requestID), ["r-0", "r-1", "r-2", "r-3", "r-4"])
         for r in all { XCTAssertLessThan(r.durationNanoseconds, 2_000_000_000) }
     }
+
+    /// A route's inline answer replaces its handler; nil hands the request to the handler on the pool. Either way
+    /// one observer record, with the route's template.
+    func testInlineAnswersAndNilFallsBackToThePool() throws {
+        var c = HTTPServer.Configuration()
+        c.workerCount = 2
+        c.eventLoopCount = 1
+        var r = Router()
+        let calls = Mutex<[String]>([])
+        r.add(.get, "/users/:id", inline: { request in
+            let id = request.pathParameters["id"] ?? "?"
+            calls.withLock { $0.append("inline " + id) }
+            return id == "cached" ? .json(200, Array("from memory".utf8)) : nil
+        }) { request in
+            let id = request.pathParameters["id"] ?? "?"
+            calls.withLock { $0.append("handler " + id) }
+            return .json(200, Array("from the pool".utf8))
+        }
+        let records = Records()
+        let live = try startLiveServer(c, router: r, observer: { records.append($0) })
+        server = live.server
+        let client = try TestClient(port: live.port)
+        try client.send("GET /users/cached HTTP/1.1\r\nHost: t\r\n\r\n")
+        let inline = try client.readResponse()
+        XCTAssertEqual(inline.status, 200)
+        XCTAssertEqual(inline.text, "from memory")
+        XCTAssertEqual(inline.header("Content-Type"), "application/json")
+        try client.send("HEAD /users/cached HTTP/1.1\r\nHost: t\r\n\r\n")
+        let head = try client.readResponse(head: true)
+        XCTAssertEqual(head.status, 200)
+        XCTAssertEqual(head.header("Content-Length"), "11")
+        XCTAssertEqual(head.text, "")
+        try client.send("GET /users/other HTTP/1.1\r\nHost: t\r\n\r\n")
+        let pooled = try client.readResponse()
+        XCTAssertEqual(pooled.status, 200)
+        XCTAssertEqual(pooled.text, "from the pool")
+        XCTAssertEqual(calls.withLock { $0 }, ["inline cached", "inline cached", "inline other", "handler other"])
+        let seen = records.all
+        XCTAssertEqual(seen.map(\.routeTemplate), ["/users/:id", "/users/:id", "/users/:id"])
+        XCTAssertEqual(seen.map(\.status), [200, 200, 200])
+    }
 }

@@ -49,21 +49,33 @@ public final class CachedProjectStore: ProjectStore {
     /// before the cache: one indexed lookup), so a project or key created through another instance works at once.
     /// Finding one there means this cache is behind: the project is reloaded.
     public func project(publicKey: String, at now: Date) throws -> Project? {
-        enum Lookup { case found(Project), expired, database(known: Bool) }
-        let lookup = state.withLock { s -> Lookup in
-            guard s.live else { return .database(known: true) }
-            guard let id = s.byPublicKey[publicKey] else { return .database(known: false) }
-            guard !s.stale.contains(id), let entry = s.projects[id] else { return .database(known: true) }
-            let live = entry.keys.contains { $0.kind == .public && $0.publicKey == publicKey && $0.isLive(at: now) }
-            return live ? .found(entry.project) : .expired
-        }
-        switch lookup {
+        switch lookup(publicKey: publicKey, at: now) {
         case .found(let project): return project
         case .expired: return nil
         case .database(let known):
             let project = try inner.project(publicKey: publicKey, at: now)
             if let project, !known { invalidate(project.id) }
             return project
+        }
+    }
+
+    /// The project when its key is cached and live; nil for everything `project(publicKey:at:)` would ask the
+    /// database about, and for a key that is no longer live (the database's answer then is nil too, but saying so
+    /// is left to it).
+    public func projectInMemory(publicKey: String, at now: Date) -> Project? {
+        if case .found(let project) = lookup(publicKey: publicKey, at: now) { return project }
+        return nil
+    }
+
+    private enum Lookup { case found(Project), expired, database(known: Bool) }
+
+    private func lookup(publicKey: String, at now: Date) -> Lookup {
+        state.withLock { s -> Lookup in
+            guard s.live else { return .database(known: true) }
+            guard let id = s.byPublicKey[publicKey] else { return .database(known: false) }
+            guard !s.stale.contains(id), let entry = s.projects[id] else { return .database(known: true) }
+            let live = entry.keys.contains { $0.kind == .public && $0.publicKey == publicKey && $0.isLive(at: now) }
+            return live ? .found(entry.project) : .expired
         }
     }
 

@@ -84,6 +84,11 @@ public final class CachedPurchaseStore: AnnouncingStore<any PurchaseStore>, @unc
         }
     }
 
+    /// From the cache only: a current entry (a hit, as `holdings` counts it), else nil with nothing counted.
+    public func holdingsInMemory(userId: String, project: Project) -> UserHoldings? {
+        cache.current(project: project, userId: userId)
+    }
+
     /// One query begun after `ticket`, filled into the cache unless a write raced it.
     private func query(userId: String, project: Project, ticket: UInt64) throws -> UserHoldings {
         let startedAt = cache.now()

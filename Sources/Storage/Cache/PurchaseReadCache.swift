@@ -235,17 +235,8 @@ public final class PurchaseReadCache: Sendable {
         let read = state.withLock { s -> Read in
             guard s.enabled else { return .alone(ticket: s.sequence) }
             let key = UserKey(projectId: project.id, userId: userId)
-            if let entry = s.entries.get(key) {
-                if now < entry.expiresAt {
-                    s.hits += 1
-                    if now >= entry.refreshAt {
-                        startWorker = s.queueRefresh(Refresh(key: key, project: project), capacity: refreshQueueCapacity,
-                                                     workers: refreshWorkers)
-                    }
-                    return .hit(entry.holdings)
-                }
-                s.remove(key)
-            }
+            if let holdings = hit(&s, key, project: project, at: now, startWorker: &startWorker) { return .hit(holdings) }
+            s.remove(key)  // expired (or absent: nothing to remove)
             s.misses += 1
             if let flight = s.flights[key] {
                 flight.waiting.add(1, ordering: .relaxed)
@@ -258,6 +249,33 @@ public final class PurchaseReadCache: Sendable {
         }
         if startWorker { DispatchQueue.global(qos: .utility).async { self.drainRefreshes() } }
         return read
+    }
+
+    /// The user's holdings when a current entry exists, as `read`'s hit (counted, a refresh queued past the entry's
+    /// refresh point); nil otherwise, with nothing counted, so the caller can `read` as if it had not asked.
+    func current(project: Project, userId: String) -> UserHoldings? {
+        let now = clock()
+        var startWorker = false
+        let holdings = state.withLock { s -> UserHoldings? in
+            guard s.enabled else { return nil }
+            return hit(&s, UserKey(projectId: project.id, userId: userId), project: project, at: now,
+                       startWorker: &startWorker)
+        }
+        if startWorker { DispatchQueue.global(qos: .utility).async { self.drainRefreshes() } }
+        return holdings
+    }
+
+    /// A current entry's holdings, counted as a hit, its refresh queued past its refresh point (`startWorker` set
+    /// when a refresh worker should start); nil when there is none or it expired (left in place).
+    private func hit(_ s: inout State, _ key: UserKey, project: Project, at now: ContinuousClock.Instant,
+                     startWorker: inout Bool) -> UserHoldings? {
+        guard let entry = s.entries.get(key), now < entry.expiresAt else { return nil }
+        s.hits += 1
+        if now >= entry.refreshAt {
+            startWorker = s.queueRefresh(Refresh(key: key, project: project), capacity: refreshQueueCapacity,
+                                         workers: refreshWorkers)
+        }
+        return entry.holdings
     }
 
     /// One refresh worker: re-reads the queued users one by one, each with the ticket taken before its query, and
