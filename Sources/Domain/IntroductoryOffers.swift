@@ -124,9 +124,6 @@ public struct IntroductoryOfferEligibilityClaim: StoreKitSignedRequest {
     public static let audience = "introductory-offer-eligibility"
     /// `allowIntroductoryOffer`: the decision.
     public var allowIntroductoryOffer: Bool
-
-    /// Creates a value.
-    public init(allowIntroductoryOffer: Bool) { self.allowIntroductoryOffer = allowIntroductoryOffer }
 }
 
 /// The claims of Apple's introductory-offer eligibility JWS: the base claims and `productId`,

@@ -91,9 +91,6 @@ public struct PromotionalOfferClaim: StoreKitSignedRequest {
     public static let audience = "promotional-offer"
     /// `offerIdentifier`.
     public var offerIdentifier: String
-
-    /// Creates a value.
-    public init(offerIdentifier: String) { self.offerIdentifier = offerIdentifier }
 }
 
 /// The claims of a JWS promotional-offer signature: the base claims and `productId`, `offerIdentifier`, optional
