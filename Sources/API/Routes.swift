@@ -242,20 +242,18 @@ struct APIRoute: Sendable {
         case .anyone, .publicKey, .consoleSession: return nil
         }
     }
+}
 
+// Beside the synthesised memberwise init, which each of these calls.
+extension APIRoute {
     /// A route an app calls with its public key in the path; the handler gets the project.
     init(
         _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, maxBodyBytes: Int? = nil,
         publicKey suggestion: String, errors: ErrorContext = .standard,
         _ handler: @escaping @Sendable (Request, Project) throws -> Response
     ) {
-        self.method = method
-        self.pattern = pattern
-        self.rateLimits = rateLimits
-        self.maxBodyBytes = maxBodyBytes
-        self.access = .publicKey(suggestion: suggestion)
-        self.errors = errors
-        self.handler = .project(handler)
+        self.init(method: method, pattern: pattern, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes,
+                  access: .publicKey(suggestion: suggestion), errors: errors, handler: .project(handler))
     }
 
     /// A route without a public key: `access` says who may call it (`.admin` routes take `.adminAPI` limits).
@@ -264,8 +262,8 @@ struct APIRoute: Sendable {
         maxBodyBytes: Int? = nil, errors: ErrorContext = .standard,
         _ handler: @escaping @Sendable (Request) throws -> Response
     ) {
-        self.init(method, pattern, rateLimits, access: access, errors: errors, handler: .request(handler))
-        self.maxBodyBytes = maxBodyBytes
+        self.init(method: method, pattern: pattern, rateLimits: rateLimits, maxBodyBytes: maxBodyBytes, access: access,
+                  errors: errors, handler: .request(handler))
     }
 
     /// An admin route whose handler needs the principal (`access` is `.admin` or `.adminOrSecretKey`).
@@ -273,18 +271,8 @@ struct APIRoute: Sendable {
         _ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
         errors: ErrorContext = .standard, _ handler: @escaping @Sendable (Request, Principal) throws -> Response
     ) {
-        self.init(method, pattern, rateLimits, access: access, errors: errors, handler: .principal(handler))
-    }
-
-    private init(_ method: HTTPMethod, _ pattern: String, _ rateLimits: RateLimitScopes, access: Access,
-                 errors: ErrorContext, handler: Handler) {
-        self.method = method
-        self.pattern = pattern
-        self.rateLimits = rateLimits
-        self.maxBodyBytes = nil
-        self.access = access
-        self.errors = errors
-        self.handler = handler
+        self.init(method: method, pattern: pattern, rateLimits: rateLimits, access: access, errors: errors,
+                  handler: .principal(handler))
     }
 }
 

@@ -55,26 +55,6 @@ public struct RenewalExtensionRecord: Sendable, Equatable {
     public var createdAt: Date
     /// When the answer (or failure) was recorded.
     public var completedAt: Date?
-
-    /// Creates a value.
-    public init(projectId: UUID, requestIdentifier: UUID, environment: StoreEnvironment, originalTransactionId: String,
-                extendByDays: Int, reasonCode: Int, success: Bool? = nil, effectiveDate: Date? = nil,
-                webOrderLineItemId: String? = nil, appleErrorCode: Int? = nil, error: String? = nil, createdAt: Date,
-                completedAt: Date? = nil) {
-        self.projectId = projectId
-        self.requestIdentifier = requestIdentifier
-        self.environment = environment
-        self.originalTransactionId = originalTransactionId
-        self.extendByDays = extendByDays
-        self.reasonCode = reasonCode
-        self.success = success
-        self.effectiveDate = effectiveDate
-        self.webOrderLineItemId = webOrderLineItemId
-        self.appleErrorCode = appleErrorCode
-        self.error = error
-        self.createdAt = createdAt
-        self.completedAt = completedAt
-    }
 }
 
 /// What Get Test Notification Status says, checked against this Bouncer's notification log.
@@ -89,16 +69,6 @@ public struct TestNotificationReport: Sendable, Equatable {
     public var sendAttempts: [TestNotificationStatus.Attempt]
     /// When this Bouncer stored that notification (`nil`: Apple has not reached this Bouncer's webhook).
     public var receivedAt: Date?
-
-    /// Creates a value.
-    public init(token: String, environment: StoreEnvironment, notificationUUID: UUID,
-                sendAttempts: [TestNotificationStatus.Attempt], receivedAt: Date?) {
-        self.token = token
-        self.environment = environment
-        self.notificationUUID = notificationUUID
-        self.sendAttempts = sendAttempts
-        self.receivedAt = receivedAt
-    }
 }
 
 /// The operator helpers (the setup check with a test notification, extending a subscription's renewal date),

@@ -69,12 +69,6 @@ public struct UnsealedAppStoreCredentials: Sendable, CustomStringConvertible, Cu
     /// The PKCS#8 PEM as it was stored.
     public var privateKeyPEM: String
 
-    /// Creates a value.
-    public init(credentials: AppStoreCredentials, privateKeyPEM: String) {
-        self.credentials = credentials
-        self.privateKeyPEM = privateKeyPEM
-    }
-
     /// The key id and fingerprint, never the key.
     public var description: String {
         "UnsealedAppStoreCredentials(keyId: \(credentials.keyId), fingerprint: \(credentials.keyFingerprint))"

@@ -109,13 +109,6 @@ public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
     /// The project the credentials are of.
     public var projectId: UUID
 
-    /// Creates a value.
-    public init(credentials: UnsealedAppStoreCredentials, bundleId: String, projectId: UUID) {
-        self.credentials = credentials
-        self.bundleId = bundleId
-        self.projectId = projectId
-    }
-
     /// Metadata only (delegates to `UnsealedAppStoreCredentials`).
     public var description: String {
         "AppStoreAPICredentials(\(credentials), bundleId: \(bundleId), projectId: \(projectId.uuidString.lowercased()))"
@@ -236,15 +229,6 @@ public struct ConsumptionInformation: Sendable, Equatable {
     public var sampleContentProvided: Bool
     /// Apple's `refundPreference`: `DECLINE`, `GRANT_FULL`, `GRANT_PRORATED`; `nil` for no preference.
     public var refundPreference: String?
-
-    /// Creates a value.
-    public init(deliveryStatus: String, consumptionPercentage: Int?, sampleContentProvided: Bool,
-                refundPreference: String?) {
-        self.deliveryStatus = deliveryStatus
-        self.consumptionPercentage = consumptionPercentage
-        self.sampleContentProvided = sampleContentProvided
-        self.refundPreference = refundPreference
-    }
 }
 
 /// What Get Test Notification Status says.
@@ -283,13 +267,6 @@ public struct RenewalExtensionRequest: Sendable, Equatable {
     public var reasonCode: Int
     /// A fresh UUID per request (Apple deduplicates by it).
     public var requestIdentifier: UUID
-
-    /// Creates a value.
-    public init(extendByDays: Int, reasonCode: Int, requestIdentifier: UUID) {
-        self.extendByDays = extendByDays
-        self.reasonCode = reasonCode
-        self.requestIdentifier = requestIdentifier
-    }
 }
 
 /// What Extend a Subscription Renewal Date answered.

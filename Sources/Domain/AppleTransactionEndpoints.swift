@@ -12,15 +12,6 @@ public struct MassRenewalExtensionRequest: Sendable, Equatable {
     public var productId: String
     /// Apple's `storefrontCountryCodes` (ISO 3166-1 alpha-3); nil: every storefront.
     public var storefronts: [String]?
-
-    /// Creates a value.
-    public init(requestIdentifier: UUID, extendByDays: Int, reasonCode: Int, productId: String, storefronts: [String]?) {
-        self.requestIdentifier = requestIdentifier
-        self.extendByDays = extendByDays
-        self.reasonCode = reasonCode
-        self.productId = productId
-        self.storefronts = storefronts
-    }
 }
 
 /// Apple's `MassExtendRenewalDateStatusResponse`: the counts appear once Apple completed the request.

@@ -14,14 +14,6 @@ public struct CommitmentPlan: Sendable, Equatable {
     /// renewal info arrived.
     public var willRenew: Bool?
 
-    /// Creates a value.
-    public init(billingPeriod: Int64?, totalBillingPeriods: Int64?, expiresDate: Date?, willRenew: Bool?) {
-        self.billingPeriod = billingPeriod
-        self.totalBillingPeriods = totalBillingPeriods
-        self.expiresDate = expiresDate
-        self.willRenew = willRenew
-    }
-
     /// Instants a commitment may name (1970 through 9999): anything else reads as absent.
     static let millisecondsRange: ClosedRange<Int64> = 0...253_402_300_799_999
 

@@ -99,14 +99,6 @@ public struct CredentialAdministration: Sendable {
         public var changedConcurrently: Int = 0
         /// Values that could not be opened (unknown key, corrupt).
         public var failures: [Failure] = []
-
-        /// Creates a value.
-        public init(resealed: Int = 0, alreadyCurrent: Int = 0, changedConcurrently: Int = 0, failures: [Failure] = []) {
-            self.resealed = resealed
-            self.alreadyCurrent = alreadyCurrent
-            self.changedConcurrently = changedConcurrently
-            self.failures = failures
-        }
     }
 
     /// Re-seals every private key not sealed under the current key (opening it with the current or previous key),

@@ -34,38 +34,26 @@ public struct CustomerListQuery: Sendable, Equatable {
 
     public var projectId: UUID
     /// Only the purchases of this environment count (every column, every filter); nil: all.
-    public var environment: StoreEnvironment?
-    public var status: Status?
+    public var environment: StoreEnvironment? = nil
+    public var status: Status? = nil
     /// Customers holding a purchase of this product.
-    public var productId: String?
+    public var productId: String? = nil
     /// Customers with a transaction signed in this storefront (ISO 3166-1 alpha-3).
-    public var country: String?
+    public var country: String? = nil
     /// Customers first seen in `[firstSeenFrom, firstSeenTo)`.
-    public var firstSeenFrom: Date?
-    public var firstSeenTo: Date?
+    public var firstSeenFrom: Date? = nil
+    public var firstSeenTo: Date? = nil
     /// Customers whose net (in the reporting currency) is at least this many milli-units.
-    public var minNetMilli: Int64?
-    public var sort: SortKey
-    public var descending: Bool
-    public var after: Position?
-    public var limit: Int
+    public var minNetMilli: Int64? = nil
+    public var sort = SortKey.firstSeen
+    public var descending = true
+    public var after: Position? = nil
+    public var limit = CustomerListQuery.defaultLimit
 
-    public init(projectId: UUID, environment: StoreEnvironment? = nil, status: Status? = nil, productId: String? = nil,
-                country: String? = nil, firstSeenFrom: Date? = nil, firstSeenTo: Date? = nil, minNetMilli: Int64? = nil,
-                sort: SortKey = .firstSeen, descending: Bool = true, after: Position? = nil,
-                limit: Int = CustomerListQuery.defaultLimit) {
+    /// Every customer of the project, first seen latest first, one page of `defaultLimit`; a front end sets the
+    /// filters it was given.
+    public init(projectId: UUID) {
         self.projectId = projectId
-        self.environment = environment
-        self.status = status
-        self.productId = productId
-        self.country = country
-        self.firstSeenFrom = firstSeenFrom
-        self.firstSeenTo = firstSeenTo
-        self.minNetMilli = minNetMilli
-        self.sort = sort
-        self.descending = descending
-        self.after = after
-        self.limit = limit
     }
 }
 

@@ -9,13 +9,6 @@ public struct EntitlementExplanation: Sendable, Equatable {
     public var active: Bool
     /// The sentence.
     public var reason: String
-
-    /// Creates a value.
-    public init(id: String, active: Bool, reason: String) {
-        self.id = id
-        self.active = active
-        self.reason = reason
-    }
 }
 
 /// One thing that touched the user: a purchase, renewal, refund, notification, reconciliation, binding, transfer,
@@ -36,16 +29,6 @@ public struct TimelineEvent: Sendable, Equatable {
     public var summary: String
     /// What it did to the user's entitlements, for people.
     public var effect: String
-
-    /// Creates a value.
-    public init(at: Date, source: String, type: String, transactionId: String?, summary: String, effect: String) {
-        self.at = at
-        self.source = source
-        self.type = type
-        self.transactionId = transactionId
-        self.summary = summary
-        self.effect = effect
-    }
 }
 
 /// A user's history and the explanation of each entitlement: the support tool's answer.

@@ -8,12 +8,6 @@ public struct TokenEntitlement: Sendable, Equatable {
     /// The latest access end among the active purchases granting it, in whole seconds (rounded down); `nil` when
     /// one of them grants it without an end.
     public var expiresAt: Int64?
-
-    /// Creates a value.
-    public init(id: String, expiresAt: Int64?) {
-        self.id = id
-        self.expiresAt = expiresAt
-    }
 }
 
 /// The claims of an entitlement token (a JWT: RFC 7519 names, NumericDate seconds).
@@ -30,17 +24,6 @@ public struct EntitlementTokenClaims: Sendable, Equatable {
     public var expiresAt: Int64
     /// `entitlements`, sorted by id; empty when the user has none active.
     public var entitlements: [TokenEntitlement]
-
-    /// Creates a value.
-    public init(issuer: String, subject: String, audience: String, issuedAt: Int64, expiresAt: Int64,
-                entitlements: [TokenEntitlement]) {
-        self.issuer = issuer
-        self.subject = subject
-        self.audience = audience
-        self.issuedAt = issuedAt
-        self.expiresAt = expiresAt
-        self.entitlements = entitlements
-    }
 }
 
 /// The rules of entitlement tokens: lifetime bounds and the claims for a user at an instant.
@@ -196,12 +179,6 @@ public struct IssuedEntitlementToken: Sendable, Equatable {
     public var token: String
     /// Its claims, as signed.
     public var claims: EntitlementTokenClaims
-
-    /// Creates a value.
-    public init(token: String, claims: EntitlementTokenClaims) {
-        self.token = token
-        self.claims = claims
-    }
 
     /// Its `exp`, as an instant.
     public var expiresAt: Date { Date(timeIntervalSince1970: TimeInterval(claims.expiresAt)) }

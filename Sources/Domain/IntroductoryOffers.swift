@@ -86,13 +86,6 @@ public struct IntroductoryOfferDecision: Sendable, Equatable {
     public var reason: IntroductoryOfferReason
     /// The redemption that made the user ineligible (`nil` when eligible).
     public var use: IntroductoryOfferUse?
-
-    /// Creates a value.
-    public init(eligible: Bool, reason: IntroductoryOfferReason, use: IntroductoryOfferUse? = nil) {
-        self.eligible = eligible
-        self.reason = reason
-        self.use = use
-    }
 }
 
 /// The rule: one introductory offer per subscription group per person, a person being every Apple account that
@@ -131,9 +124,6 @@ public struct IntroductoryOfferEligibilityClaim: StoreKitSignedRequest {
     public static let audience = "introductory-offer-eligibility"
     /// `allowIntroductoryOffer`: the decision.
     public var allowIntroductoryOffer: Bool
-
-    /// Creates a value.
-    public init(allowIntroductoryOffer: Bool) { self.allowIntroductoryOffer = allowIntroductoryOffer }
 }
 
 /// The claims of Apple's introductory-offer eligibility JWS: the base claims and `productId`,
@@ -158,12 +148,6 @@ public struct IntroductoryOfferEligibilityAnswer: Sendable, Equatable {
     public var decision: IntroductoryOfferDecision
     /// The compact JWS (`allowIntroductoryOffer` is the decision).
     public var signature: String
-
-    /// Creates a value.
-    public init(decision: IntroductoryOfferDecision, signature: String) {
-        self.decision = decision
-        self.signature = signature
-    }
 }
 
 /// Decides introductory-offer eligibility for a project's user and signs the decision with the project's In-App

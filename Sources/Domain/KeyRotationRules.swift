@@ -71,12 +71,6 @@ public struct KeyReplacement: Sendable, Equatable {
     public var newKey: StoredProjectKey
     /// Seconds the replaced key keeps working; `0` retires it at once.
     public var graceSeconds: Int
-
-    /// Creates a value.
-    public init(newKey: StoredProjectKey, graceSeconds: Int) {
-        self.newKey = newKey
-        self.graceSeconds = graceSeconds
-    }
 }
 
 /// How a rotation changes a project's keys; the stores apply it under their own lock, so both agree.

@@ -51,14 +51,6 @@ public struct LegacyOfferSignature: Sendable, Equatable {
     public var timestamp: Int64
     /// Base64 of the DER `ECDSA-Sig-Value`.
     public var signature: String
-
-    /// Creates a value.
-    public init(keyId: String, nonce: String, timestamp: Int64, signature: String) {
-        self.keyId = keyId
-        self.nonce = nonce
-        self.timestamp = timestamp
-        self.signature = signature
-    }
 }
 
 /// What a JWS signed for StoreKit carries besides the base claims: its audience, and its own claims (which the
@@ -91,18 +83,6 @@ public struct StoreKitSignatureClaims<Request: StoreKitSignedRequest>: Sendable,
     public var request: Request
     /// `transactionId`, omitted when `nil`.
     public var transactionId: String?
-
-    /// Creates a value.
-    public init(issuerId: String, issuedAt: Int64, bundleId: String, nonce: String, productId: String,
-                request: Request, transactionId: String?) {
-        self.issuerId = issuerId
-        self.issuedAt = issuedAt
-        self.bundleId = bundleId
-        self.nonce = nonce
-        self.productId = productId
-        self.request = request
-        self.transactionId = transactionId
-    }
 }
 
 /// A promotional offer's own claim (`aud` `promotional-offer`).
@@ -111,9 +91,6 @@ public struct PromotionalOfferClaim: StoreKitSignedRequest {
     public static let audience = "promotional-offer"
     /// `offerIdentifier`.
     public var offerIdentifier: String
-
-    /// Creates a value.
-    public init(offerIdentifier: String) { self.offerIdentifier = offerIdentifier }
 }
 
 /// The claims of a JWS promotional-offer signature: the base claims and `productId`, `offerIdentifier`, optional

@@ -111,13 +111,4 @@ public struct OrderLookupResult: Sendable {
     /// The purchases (original transaction ids, in the order's order) that users of this project hold, and those
     /// users (sorted); a purchase nobody holds is absent.
     public var holders: [(originalTransactionId: String, userIds: [String])]
-
-    /// Creates a value.
-    public init(orderId: String, isValid: Bool, transactions: [TransactionFacts],
-                holders: [(originalTransactionId: String, userIds: [String])]) {
-        self.orderId = orderId
-        self.isValid = isValid
-        self.transactions = transactions
-        self.holders = holders
-    }
 }

@@ -124,15 +124,6 @@ public struct AdministeredProject: Sendable, Equatable {
     public var secretKeys: [StoredProjectKey]
     /// The new secret key in clear: only in the answer to creation or a secret-key rotation, never stored.
     public var newSecretKey: String?
-
-    /// Creates a value.
-    public init(project: Project, publicKeys: [StoredProjectKey], secretKeys: [StoredProjectKey],
-                newSecretKey: String? = nil) {
-        self.project = project
-        self.publicKeys = publicKeys
-        self.secretKeys = secretKeys
-        self.newSecretKey = newSecretKey
-    }
 }
 
 /// The admin use cases (create, show, update, delete projects; rotate keys; map products), shared by the admin API

@@ -158,14 +158,6 @@ public struct RetentionDecision: Sendable, Equatable {
     public var action: RetentionAction?
     /// Why, for people (the timeline and simulate show it).
     public var reason: String
-
-    /// Creates a value.
-    public init(ruleIndex: Int?, ruleName: String?, action: RetentionAction?, reason: String) {
-        self.ruleIndex = ruleIndex
-        self.ruleName = ruleName
-        self.action = action
-        self.reason = reason
-    }
 }
 
 /// A decision as recorded for one real request (table `retention_decisions`).
@@ -174,14 +166,6 @@ public struct RecordedRetentionDecision: Sendable, Equatable {
     public var request: RetentionRequest
     public var decision: RetentionDecision
     public var decidedAt: Date
-
-    /// Creates a value.
-    public init(projectId: UUID, request: RetentionRequest, decision: RetentionDecision, decidedAt: Date) {
-        self.projectId = projectId
-        self.request = request
-        self.decision = decision
-        self.decidedAt = decidedAt
-    }
 }
 
 /// The pure rules of retention messaging: freshness, first match, and the input bounds of a rule list.

@@ -6,12 +6,6 @@ public struct RetentionAnswer: Sendable, Equatable {
     public var action: RetentionAction
     /// `promotionalOfferSignatureV2`: the offer's compact JWS, signed with the project's In-App Purchase key.
     public var offerSignature: String?
-
-    /// Creates a value.
-    public init(action: RetentionAction, offerSignature: String?) {
-        self.action = action
-        self.offerSignature = offerSignature
-    }
 }
 
 /// What simulate shows: the decision, the facts behind it, and whether the purchase is known.
@@ -21,14 +15,6 @@ public struct RetentionSimulation: Sendable, Equatable {
     public var originalTransactionId: String?
     /// The tenure the rules saw (days), nil when unknown.
     public var tenureDays: Int?
-
-    /// Creates a value.
-    public init(decision: RetentionDecision, facts: RetentionFacts, originalTransactionId: String?, tenureDays: Int?) {
-        self.decision = decision
-        self.facts = facts
-        self.originalTransactionId = originalTransactionId
-        self.tenureDays = tenureDays
-    }
 }
 
 /// Retention Messaging hosted by Bouncer: the Get Retention Message endpoint's decisions, the project's rules and

@@ -5,26 +5,14 @@ public struct PurchaseEvaluation: Sendable, Equatable {
     /// The public answer: `active`, `expired` or `revoked` (never `none` for a known purchase).
     public var status: EntitlementStatus
     /// Active only because Apple's billing grace period is running.
-    public var inGracePeriod: Bool
+    public var inGracePeriod = false
     /// Apple is retrying a failed renewal charge.
-    public var inBillingRetry: Bool
+    public var inBillingRetry = false
     /// Whether the subscription will renew (always `false` for other product types).
-    public var autoRenewEnabled: Bool
+    public var autoRenewEnabled = false
     /// When access ends (or ended) if nothing else happens: the later of the period's end and a billing grace
     /// period's end; the revocation for a revoked purchase; `nil` for lifetime.
-    public var accessEndsAt: Date?
-
-    /// Creates an evaluation.
-    public init(
-        status: EntitlementStatus, inGracePeriod: Bool = false, inBillingRetry: Bool = false,
-        autoRenewEnabled: Bool = false, accessEndsAt: Date? = nil
-    ) {
-        self.status = status
-        self.inGracePeriod = inGracePeriod
-        self.inBillingRetry = inBillingRetry
-        self.autoRenewEnabled = autoRenewEnabled
-        self.accessEndsAt = accessEndsAt
-    }
+    public var accessEndsAt: Date? = nil
 }
 
 /// Entitlement status rules. Pure functions of stored facts and `now`; nothing here reads a clock.

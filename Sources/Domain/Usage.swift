@@ -128,13 +128,6 @@ public struct UsageDelta: Sendable, Equatable {
     public var month: UsageMonth
     /// How many of each kind (indexed by `UsageKind.rawValue`).
     public var counts: [Int64]
-
-    /// Creates a value.
-    public init(owner: Owner, month: UsageMonth, counts: [Int64]) {
-        self.owner = owner
-        self.month = month
-        self.counts = counts
-    }
 }
 
 /// Usage counters and quotas in PostgreSQL (`PostgresUsageStore`).

@@ -7,13 +7,6 @@ public struct HTTPClientResponse: Sendable {
     /// The body, de-chunked.
     public var body: [UInt8]
 
-    /// A response value (tests and fakes build these directly).
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
     /// The first value of `name` (case-insensitive).
     public func header(_ name: String) -> String? {
         headers.first { ResponseParser.equalsIgnoringASCIICase($0.name, name) }?.value

@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import Postgres
 
@@ -19,14 +20,15 @@ struct LeasedQueue {
     var dueColumns = ""
     /// A `LEFT JOIN …` beside the queue's row, or "".
     var join = ""
-    /// The claim's `RETURNING` list: `q.` for the updated row, `due.` for what `dueColumns` read.
+    /// The claim's `RETURNING` list beside the columns every queue has (`ClaimedRow`): `q.` for the updated row,
+    /// `due.` for what `dueColumns` read.
     let returning: String
 
     /// Claims up to `limit` due rows, oldest due first, under a new token leased for `leaseSeconds` (at least 1),
-    /// counting an attempt each; `decode` reads each returned row with the token.
+    /// counting an attempt each; `decode` reads each returned row.
     /// On Citus the claim runs per project with due rows (`PostgresStore.claimAcrossProjects`).
     func claim<Item>(_ what: StaticString, on store: PostgresStore, now: Date, leaseSeconds: Int, limit: Int,
-                     decode: (Row, UUID) throws -> Item) throws -> [Item] {
+                     decode: (ClaimedRow) throws -> Item) throws -> [Item] {
         let token = UUID()
         let leaseUntil = now.addingTimeInterval(TimeInterval(max(1, leaseSeconds)))
         return try StorageErrors.mapping(what) {
@@ -49,10 +51,33 @@ struct LeasedQueue {
                         FROM due
                         WHERE q.project_id = due.project_id AND q.environment = due.environment
                           AND q.\(unsafeSQL: key) = due.\(unsafeSQL: key)
-                        RETURNING \(unsafeSQL: returning)
-                    """).map { try decode($0, token) }
+                        RETURNING q.project_id, q.environment, q.attempts, \(unsafeSQL: returning)
+                    """).map { try decode(ClaimedRow(row: $0, token: token)) }
                 }
             }
+        }
+    }
+
+    /// A claimed row as `claim`'s `decode` reads it: the columns every queue has, decoded here, and the queue's own
+    /// (`returning`) in `row`.
+    struct ClaimedRow {
+        /// The returned row.
+        let row: Row
+        /// The tenant.
+        let projectId: UUID
+        /// The row's environment.
+        let environment: StoreEnvironment
+        /// Attempts so far, this claim's included.
+        let attempts: Int
+        /// The claim's token.
+        let token: UUID
+
+        fileprivate init(row: Row, token: UUID) throws {
+            self.row = row
+            projectId = try row.decode("project_id", as: UUID.self)
+            environment = StoreEnvironment(rawValue: try row.decode("environment", as: String.self))
+            attempts = try row.decode("attempts", as: Int.self)
+            self.token = token
         }
     }
 
@@ -79,6 +104,19 @@ struct LeasedQueue {
         var appleCode: Int?
         /// `next_attempt_at`.
         var nextAttempt: Date
+
+        /// An outcome; a final (or done) one is written with `nextAttempt` at the time it was reached.
+        init(status: String, nextAttempt: Date, reason: String? = nil, appleCode: Int? = nil) {
+            self.status = status
+            lastError = reason
+            self.appleCode = appleCode
+            self.nextAttempt = nextAttempt
+        }
+
+        /// Pending again, due at `at`, for `reason`.
+        static func retry(at: Date, reason: String) -> Outcome {
+            Outcome(status: "pending", nextAttempt: at, reason: reason)
+        }
     }
 
     /// Writes `outcome` and the queue's own `columns` (`name = value, …` with a trailing comma) while the claim's

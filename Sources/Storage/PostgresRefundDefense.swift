@@ -13,25 +13,24 @@ public final class PostgresConsumptionQueue: PostgresStore, @unchecked Sendable,
                 AND t.transaction_id = q.transaction_id
             """,
         returning: """
-            q.project_id, q.environment, q.notification_uuid, q.transaction_id, q.original_transaction_id,
-            q.requested_at, q.deadline, q.attempts, due.type, due.purchase_date, due.expires_date
+            q.notification_uuid, q.transaction_id, q.original_transaction_id, q.requested_at, q.deadline,
+            due.type, due.purchase_date, due.expires_date
             """)
 
     /// Claims due rows oldest-due first, each with the transaction's stored type and dates (for
     /// `consumptionPercentage`).
     public func claimDue(now: Date, leaseSeconds: Int, limit: Int) throws -> [ConsumptionRequest] {
         try Self.queue.claim("claim consumption requests", on: self, now: now, leaseSeconds: leaseSeconds,
-                             limit: limit) { row, token in
-            ConsumptionRequest(
-                projectId: try row.decode("project_id", as: UUID.self),
-                environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
+                             limit: limit) { claimed in
+            let row = claimed.row
+            return ConsumptionRequest(
+                projectId: claimed.projectId, environment: claimed.environment,
                 notificationUUID: try row.decode("notification_uuid", as: UUID.self),
                 transactionId: try row.decode("transaction_id", as: String?.self),
                 originalTransactionId: try row.decode("original_transaction_id", as: String?.self),
                 requestedAt: try row.decode("requested_at", as: Date.self),
                 deadline: try row.decode("deadline", as: Date.self),
-                attempts: try row.decode("attempts", as: Int.self),
-                leaseToken: token,
+                attempts: claimed.attempts, leaseToken: claimed.token,
                 productType: try row.decode("type", as: String?.self),
                 purchaseDate: try row.decode("purchase_date", as: Date?.self),
                 expiresDate: try row.decode("expires_date", as: Date?.self))
@@ -40,21 +39,21 @@ public final class PostgresConsumptionQueue: PostgresStore, @unchecked Sendable,
 
     /// Writes the outcome while the claim's token still holds the row; releases the lease.
     public func complete(_ request: ConsumptionRequest, outcome: ConsumptionOutcome, now: Date) throws -> Bool {
-        var written = LeasedQueue.Outcome(status: outcome.status.rawValue, nextAttempt: now)
+        let status = outcome.status.rawValue
+        let written: LeasedQueue.Outcome
         var sentAt: Date?
         var body: ConsumptionInformation?
         switch outcome {
         case .sent(let information):
             sentAt = now
             body = information
+            written = .init(status: status, nextAttempt: now)
         case .skipped(_, let reason), .expired(let reason), .failed(let reason):
-            written.lastError = reason
+            written = .init(status: status, nextAttempt: now, reason: reason)
         case .rejected(let reason, let code):
-            written.lastError = reason
-            written.appleCode = code
+            written = .init(status: status, nextAttempt: now, reason: reason, appleCode: code)
         case .retry(let at, let reason):
-            written.lastError = reason
-            written.nextAttempt = at
+            written = .retry(at: at, reason: reason)
         }
         let row = LeasedQueue.Claimed(projectId: request.projectId, environment: request.environment.rawValue,
                                       key: request.notificationUUID, token: request.leaseToken)

@@ -7,34 +7,30 @@ import Postgres
 /// repeated finish: finishing a finished transaction changes nothing).
 public final class PostgresTransactionFinishQueue: PostgresStore, @unchecked Sendable, TransactionFinishQueue {
     private static let queue = LeasedQueue(table: "transaction_finishes", key: "transaction_id",
-                                           returning: "q.project_id, q.environment, q.transaction_id, q.attempts")
+                                           returning: "q.transaction_id")
 
     /// Claims due rows, oldest due first.
     public func claimDue(now: Date, leaseSeconds: Int, limit: Int) throws -> [TransactionFinish] {
         try Self.queue.claim("claim transaction finishes", on: self, now: now, leaseSeconds: leaseSeconds,
-                             limit: limit) { row, token in
-            TransactionFinish(
-                projectId: try row.decode("project_id", as: UUID.self),
-                environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)),
-                transactionId: try row.decode("transaction_id", as: String.self),
-                attempts: try row.decode("attempts", as: Int.self),
-                leaseToken: token)
+                             limit: limit) { claimed in
+            TransactionFinish(projectId: claimed.projectId, environment: claimed.environment,
+                              transactionId: try claimed.row.decode("transaction_id", as: String.self),
+                              attempts: claimed.attempts, leaseToken: claimed.token)
         }
     }
 
     /// Writes the outcome while the claim's token still holds the row; releases the lease.
     public func complete(_ item: TransactionFinish, outcome: TransactionFinishOutcome, now: Date) throws -> Bool {
-        var written = LeasedQueue.Outcome(status: outcome.status, nextAttempt: now)
+        let written: LeasedQueue.Outcome
         var finishedAt: Date?
         switch outcome {
         case .finished:
             finishedAt = now
+            written = .init(status: outcome.status, nextAttempt: now)
         case .retry(let at, let reason):
-            written.lastError = reason
-            written.nextAttempt = at
+            written = .retry(at: at, reason: reason)
         case .failed(let reason, let code):
-            written.lastError = reason
-            written.appleCode = code
+            written = .init(status: outcome.status, nextAttempt: now, reason: reason, appleCode: code)
         }
         let row = LeasedQueue.Claimed(projectId: item.projectId, environment: item.environment.rawValue,
                                       key: item.transactionId, token: item.leaseToken)

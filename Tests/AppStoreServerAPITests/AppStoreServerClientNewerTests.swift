@@ -1,5 +1,5 @@
 import AppStoreServerAPI
-import Domain
+@testable import Domain
 import Foundation
 import JSON
 import TestSupport

@@ -1,6 +1,6 @@
 import AppStoreServerAPI
 import Crypto
-import Domain
+@testable import Domain
 import Foundation
 import HTTPClient
 import JSON

@@ -1,4 +1,4 @@
-import Domain
+@testable import Domain
 import Postgres
 @testable import Storage
 import XCTest

@@ -2,7 +2,7 @@ import Crypto
 import Domain
 import Foundation
 import Postgres
-import Storage
+@testable import Storage
 import Synchronization
 import TestSupport
 import XCTest

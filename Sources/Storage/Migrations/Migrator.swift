@@ -15,13 +15,6 @@ public struct Migration: Sendable, Equatable {
     /// the migrator wraps each migration in its own transaction).
     public let sql: String
 
-    /// Creates a migration.
-    public init(version: Int, name: String, sql: String) {
-        self.version = version
-        self.name = name
-        self.sql = sql
-    }
-
     /// For a released migration rewritten to drop dead function bodies, the checksum of its released text, from its
     /// first line (`-- released-sha256: <hex>`): the one recorded and compared for it, so databases that applied the
     /// released text and binaries that carry it agree with this one. `MigrationTests` pins each rewritten text.
@@ -44,12 +37,6 @@ public struct SchemaFunction: Sendable, Equatable {
     public let name: String
     /// The file's SQL, run with the simple query protocol.
     public let sql: String
-
-    /// Creates a function definition.
-    public init(name: String, sql: String) {
-        self.name = name
-        self.sql = sql
-    }
 }
 
 /// Why migrating stopped.
