@@ -155,7 +155,8 @@ final class RevenueRunsRollUpTests: XCTestCase {
         XCTAssertEqual(try rollUps(s, project), try rebuilt(s, project))
         let steps: [(String, TransactionFacts)] = [
             ("an older transaction", late),
-            ("period 1 refunded 5 days in", period("o", 1, start: start(of: 1), signed: 900, revokedAt: start(of: 1) + 5)),
+            ("period 1 refunded 5 days in", period("o", 1, start: start(of: 1), signed: 900,
+                                                   revokedAt: start(of: 1) + 5)),
             ("the latest period refunded", period("o", 14, start: start(of: 14), signed: 901,
                                                   revokedAt: start(of: 14) + 10)),
             ("a renewal after a gap", period("o", 15, start: start(of: 14) + 100)),
