@@ -29,6 +29,7 @@ DECLARE
     v_paid_end timestamptz;
     v_ms bigint;
     v_changed boolean;
+    v_first boolean;
     -- The batch's revenue_days moves (rows written +1, the rows they replaced or removed −1) and the purchases
     -- whose rows changed, from their earliest changed purchase date.
     v_moved revenue_transactions[] := '{}';
@@ -51,19 +52,14 @@ BEGIN
         GROUP BY 1, 2
     LOOP
         CONTINUE WHEN g.d0 IS NULL;
-        v_carry := 0;
-        v_ended := NULL;
         v_changed := false;
-        SELECT v.paid_ms_before + v.paid_ms, v.ended_max INTO v_carry, v_ended
-        FROM revenue_transactions v
-        WHERE v.project_id = p_project_id AND v.original_transaction_id = g.original_id
-          AND v.purchase_date < g.d0 AND v.environment = g.environment
-        ORDER BY v.purchase_date DESC LIMIT 1;
-        v_carry := COALESCE(v_carry, 0);
-        -- Each transaction with the row it has (NULL: none), by transactions_original_idx's whole key.
+        v_first := true;
+        -- Each transaction with the row it has (NULL: none), by transactions_original_idx's whole key; on each the
+        -- purchase's paid service before d0 (the row before it: one probe per statement, read at the first).
         FOR t IN
-            SELECT x.environment, x.transaction_id, x.original_transaction_id, x.product_id, x.type, x.price_milli,
-                x.currency, x.offer_discount_type, x.ownership_type, x.is_renewal, x.purchase_date, x.expires_date,
+            SELECT b.carry, b.ended_max AS ended, x.environment, x.transaction_id, x.original_transaction_id,
+                x.product_id, x.type, x.price_milli, x.currency, x.offer_discount_type, x.ownership_type, x.is_renewal,
+                x.purchase_date, x.expires_date,
                 x.revocation_date, x.revocation_type, x.revocation_percentage, x.payload ->> 'storefront' AS storefront,
                 CASE WHEN jsonb_typeof(x.payload -> 'revocationDate') = 'number'
                     THEN to_timestamp((x.payload ->> 'revocationDate')::numeric / 1000) END AS payload_revoked,
@@ -71,10 +67,19 @@ BEGIN
             FROM transactions x
             LEFT JOIN revenue_transactions v ON v.project_id = p_project_id AND v.environment = x.environment
                 AND v.transaction_id = x.transaction_id
+            LEFT JOIN (SELECT w.paid_ms_before + w.paid_ms AS carry, w.ended_max FROM revenue_transactions w
+                WHERE w.project_id = p_project_id AND w.original_transaction_id = g.original_id
+                  AND w.purchase_date < g.d0 AND w.environment = g.environment
+                ORDER BY w.purchase_date DESC LIMIT 1) b ON true
             WHERE x.project_id = p_project_id AND x.environment = g.environment
               AND x.original_transaction_id = g.original_id AND x.purchase_date >= g.d0
             ORDER BY x.purchase_date, x.transaction_id
         LOOP
+            IF v_first THEN
+                v_carry := COALESCE(t.carry, 0);
+                v_ended := t.ended;
+                v_first := false;
+            END IF;
             IF NOT ((t.price_milli IS NOT NULL OR t.offer_discount_type = 'FREE_TRIAL')
                     AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED') THEN
                 IF t.had THEN
