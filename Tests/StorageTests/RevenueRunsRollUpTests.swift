@@ -140,6 +140,32 @@ final class RevenueRunsRollUpTests: XCTestCase {
         XCTAssertEqual(try rebuilt(s, project), incremental)
     }
 
+    /// 0078's backfill: a log row asking for a purchase whole over revenue rows already derived (none of them
+    /// changes) still writes the purchase's runs and their days.
+    func testAPurchaseAskedForWholeGetsItsRunsWhenItsRowsAreUnchanged() throws {
+        let s = try TestStores.make(label: "runsbackfill")
+        defer { s.close() }
+        let project = try s.makeProject()
+        _ = try s.purchases.recordTransactions(history("o", 12), source: .receipt, userId: "u", deviceId: nil,
+                                               project: project, now: Fixtures.at(0))
+        try derive(s, project)
+        let derived = try rollUps(s, project)
+        XCTAssertEqual(derived.filter { $0.hasPrefix("r ") }.count, 3)
+        try s.pool.withConnection { c in
+            for table in ["revenue_runs", "revenue_run_days"] {
+                _ = try c.execute("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(project.id)")
+            }
+            _ = try c.execute("""
+                INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
+                SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id,
+                    '{"tx": {"revenue": "all"}}'::jsonb, now()
+                FROM transactions t WHERE t.project_id = \(project.id)
+                """)
+        }
+        try derive(s, project)
+        XCTAssertEqual(try rollUps(s, project), derived)
+    }
+
     /// An earlier period refunded (its run split in two), a transaction older than the last run, a refund of the
     /// latest period and a renewal after a gap (a new run): each step's roll-ups equal a rebuild from scratch.
     func testEarlierChangesGiveTheSameRollUpsAsAFullRecompute() throws {

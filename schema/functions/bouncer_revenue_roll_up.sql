@@ -132,7 +132,9 @@ BEGIN
             v_signs := v_signs || 1;
             v_changed := true;
         END LOOP;
-        IF v_changed THEN
+        -- A purchase asked for whole (tx {"revenue": "all"}: 0078's backfill of the runs over rows already derived)
+        -- has its runs and trials brought up to date even when none of its rows changed.
+        IF v_changed OR g.d0 = '-infinity' THEN
             v_envs := v_envs || g.environment;
             v_ids := v_ids || g.original_id;
             v_froms := v_froms || g.d0;
