@@ -44,11 +44,11 @@ final class RevenueRunsRollUpTests: XCTestCase {
             """).map { try $0.decode("r", as: String.self) }
     }
 
-    /// The roll-ups rebuilt from scratch, as 0062's backfill does: every roll-up row removed, then one log row per
-    /// purchase asking for all of it.
-    private func rebuilt(_ s: TestStores, _ project: Project) throws -> [String] {
+    /// Removes the project's rows of `tables` and appends one log row per purchase asking for all of it (0062's and
+    /// 0078's backfill), then derives.
+    private func replayWhole(_ s: TestStores, _ project: Project, removing tables: [String]) throws {
         try s.pool.withConnection { c in
-            for table in ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days"] {
+            for table in tables {
                 _ = try c.execute("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(project.id)")
             }
             _ = try c.execute("""
@@ -59,6 +59,13 @@ final class RevenueRunsRollUpTests: XCTestCase {
                 """)
         }
         try derive(s, project)
+    }
+
+    /// The roll-ups rebuilt from scratch, as 0062's backfill does: every roll-up row removed, then one log row per
+    /// purchase asking for all of it.
+    private func rebuilt(_ s: TestStores, _ project: Project) throws -> [String] {
+        try replayWhole(s, project,
+                        removing: ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days"])
         return try rollUps(s, project)
     }
 
@@ -151,18 +158,7 @@ final class RevenueRunsRollUpTests: XCTestCase {
         try derive(s, project)
         let derived = try rollUps(s, project)
         XCTAssertEqual(derived.filter { $0.hasPrefix("r ") }.count, 3)
-        try s.pool.withConnection { c in
-            for table in ["revenue_runs", "revenue_run_days"] {
-                _ = try c.execute("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(project.id)")
-            }
-            _ = try c.execute("""
-                INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-                SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id,
-                    '{"tx": {"revenue": "all"}}'::jsonb, now()
-                FROM transactions t WHERE t.project_id = \(project.id)
-                """)
-        }
-        try derive(s, project)
+        try replayWhole(s, project, removing: ["revenue_runs", "revenue_run_days"])
         XCTAssertEqual(try rollUps(s, project), derived)
     }
 
