@@ -6,6 +6,9 @@ CREATE OR REPLACE FUNCTION bouncer_overview_roll_up(p_project_id uuid, p_changes
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_kept timestamptz := (date_trunc('day', now() AT TIME ZONE 'UTC') - interval '1 day') AT TIME ZONE 'UTC';
+    v_gone_expires timestamptz[];
+    v_gone_environments text[];
+    v_gone_ids text[];
 BEGIN
     DELETE FROM overview_instants o WHERE o.project_id = p_project_id AND o.at < v_kept;
     PERFORM bouncer_revenue_roll_up(p_project_id, p_changes);
@@ -41,17 +44,24 @@ BEGIN
         ends = o.ends + EXCLUDED.ends, end_subs = o.end_subs + EXCLUDED.end_subs,
         expirations = o.expirations + EXCLUDED.expirations, mrr_n = o.mrr_n + EXCLUDED.mrr_n,
         mrr_milli = o.mrr_milli + EXCLUDED.mrr_milli;
-    -- Trials: net counts; a trial whose count falls to 0 is gone.
-    INSERT INTO overview_trials AS o (project_id, expires_date, environment, transaction_id, original_transaction_id,
-        purchase_date, n)
-    SELECT p_project_id, t.expires_date, t.environment, t.transaction_id, t.original_transaction_id, t.purchase_date,
-        sum(t.n)
-    FROM bouncer_overview_trials(p_changes) t
-    GROUP BY 2, 3, 4, 5, 6
-    ON CONFLICT (project_id, expires_date, environment, transaction_id, original_transaction_id, purchase_date)
-    DO UPDATE SET n = o.n + EXCLUDED.n;
-    DELETE FROM overview_trials o WHERE o.project_id = p_project_id AND o.n = 0
-      AND (o.expires_date, o.environment, o.transaction_id) IN (
-          SELECT t.expires_date, t.environment, t.transaction_id FROM bouncer_overview_trials(p_changes) t);
+    -- Trials: net counts; a trial whose count falls to 0 is gone (the log rows parsed once: the upsert returns them).
+    WITH up AS (
+        INSERT INTO overview_trials AS o (project_id, expires_date, environment, transaction_id,
+            original_transaction_id, purchase_date, n)
+        SELECT p_project_id, t.expires_date, t.environment, t.transaction_id, t.original_transaction_id,
+            t.purchase_date, sum(t.n)
+        FROM bouncer_overview_trials(p_changes) t
+        GROUP BY 2, 3, 4, 5, 6
+        HAVING sum(t.n) <> 0
+        ON CONFLICT (project_id, expires_date, environment, transaction_id, original_transaction_id, purchase_date)
+        DO UPDATE SET n = o.n + EXCLUDED.n
+        RETURNING o.expires_date, o.environment, o.transaction_id, o.n)
+    SELECT array_agg(up.expires_date), array_agg(up.environment), array_agg(up.transaction_id)
+    INTO v_gone_expires, v_gone_environments, v_gone_ids
+    FROM up WHERE up.n = 0;
+    FOR i IN 1 .. COALESCE(cardinality(v_gone_ids), 0) LOOP
+        DELETE FROM overview_trials o WHERE o.project_id = p_project_id AND o.expires_date = v_gone_expires[i]
+          AND o.environment = v_gone_environments[i] AND o.transaction_id = v_gone_ids[i] AND o.n = 0;
+    END LOOP;
 END;
 $$;

@@ -3,10 +3,11 @@
 -- writes a batch's events). Each purchase is rolled up from its earliest changed transaction (tx's old and new
 -- purchase dates; tx {"revenue": "all"}, 0062's backfill: all of it), continuing from the row before it, so a renewal
 -- appended at the end writes one row. Rows are upserted with their current facts (an unchanged row is not written):
--- a replay, or a crash between batches, changes nothing. Never in the receipt's transaction. A trial's `converted`
--- (schema/0077) is set after the purchase's rows, for its trials; every row written or removed moves revenue_days
--- (schema/0072) by bouncer_revenue_days_move, here rather than in a trigger (schema/0078), and each purchase's runs of
--- paid service follow its rows (bouncer_revenue_runs_sync, schema/0078).
+-- a replay, or a crash between batches, changes nothing. Never in the receipt's transaction. Then, once per batch
+-- for the purchases whose rows changed (schema/0078: explicit statements, no trigger): revenue_days (schema/0072)
+-- moved by every row written or removed (bouncer_revenue_days_move_batch), each trial's `converted` (schema/0077) set
+-- again, and the runs of paid service brought up to date (bouncer_revenue_runs_sync, incremental for renewals
+-- appended at the end).
 --
 -- The rows: transactions with a price, and free trials; not family-shared ones (the organizer paid). Apple's one-year
 -- rule (paid_days_before): paid service accumulates per subscription group (upgrades, downgrades and crossgrades
@@ -14,19 +15,28 @@
 -- accrues nothing, a prorated one (access kept) all of it; a paid period that begins more than 60 days after every
 -- earlier one ended starts the count over.
 CREATE OR REPLACE FUNCTION bouncer_revenue_roll_up(p_project_id uuid, p_changes jsonb) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+-- A batch's purchases are few of the project's: every statement probes them by index. The generic plans the deriver
+-- uses cannot see which purchases an array names, and hashed the project's whole table against them instead.
+LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     g record;
-    t transactions;
-    v_old revenue_transactions;
+    t record;
     v_new revenue_transactions;
-    v_ids text[];
     v_carry bigint;
     v_ended timestamptz;
     v_trial boolean;
     v_refunded int;
     v_paid_end timestamptz;
     v_ms bigint;
+    v_changed boolean;
+    v_first boolean;
+    -- The batch's revenue_days moves (rows written +1, the rows they replaced or removed −1) and the purchases
+    -- whose rows changed, from their earliest changed purchase date.
+    v_moved revenue_transactions[] := '{}';
+    v_signs int[] := '{}';
+    v_envs text[] := '{}';
+    v_ids text[] := '{}';
+    v_froms timestamptz[] := '{}';
 BEGIN
     IF p_changes IS NULL THEN
         RETURN;
@@ -42,32 +52,42 @@ BEGIN
         GROUP BY 1, 2
     LOOP
         CONTINUE WHEN g.d0 IS NULL;
-        v_carry := 0;
-        v_ended := NULL;
-        SELECT v.paid_ms_before + v.paid_ms, v.ended_max INTO v_carry, v_ended
-        FROM revenue_transactions v
-        WHERE v.project_id = p_project_id AND v.original_transaction_id = g.original_id
-          AND v.purchase_date < g.d0 AND v.environment = g.environment
-        ORDER BY v.purchase_date DESC LIMIT 1;
-        v_carry := COALESCE(v_carry, 0);
-        -- The ids from the index alone (transactions_original_idx includes them and the purchase date), by its whole
-        -- key: without the environment it was read by the project alone, every entry of the project's per call.
-        SELECT array_agg(i.transaction_id) INTO v_ids FROM transactions i
-        WHERE i.project_id = p_project_id AND i.environment = g.environment
-          AND i.original_transaction_id = g.original_id AND i.purchase_date >= g.d0;
-        CONTINUE WHEN v_ids IS NULL;
+        v_changed := false;
+        v_first := true;
+        -- Each transaction with the row it has (NULL: none), by transactions_original_idx's whole key; on each the
+        -- purchase's paid service before d0 (the row before it: one probe per statement, read at the first).
         FOR t IN
-            SELECT * FROM transactions x
-            WHERE x.project_id = p_project_id AND x.transaction_id = ANY (v_ids) AND x.environment = g.environment
+            SELECT b.carry, b.ended_max AS ended, x.environment, x.transaction_id, x.original_transaction_id,
+                x.product_id, x.type, x.price_milli, x.currency, x.offer_discount_type, x.ownership_type, x.is_renewal,
+                x.purchase_date, x.expires_date,
+                x.revocation_date, x.revocation_type, x.revocation_percentage, x.payload ->> 'storefront' AS storefront,
+                CASE WHEN jsonb_typeof(x.payload -> 'revocationDate') = 'number'
+                    THEN to_timestamp((x.payload ->> 'revocationDate')::numeric / 1000) END AS payload_revoked,
+                v.project_id IS NOT NULL AS had, v AS old
+            FROM transactions x
+            LEFT JOIN revenue_transactions v ON v.project_id = p_project_id AND v.environment = x.environment
+                AND v.transaction_id = x.transaction_id
+            LEFT JOIN (SELECT w.paid_ms_before + w.paid_ms AS carry, w.ended_max FROM revenue_transactions w
+                WHERE w.project_id = p_project_id AND w.original_transaction_id = g.original_id
+                  AND w.purchase_date < g.d0 AND w.environment = g.environment
+                ORDER BY w.purchase_date DESC LIMIT 1) b ON true
+            WHERE x.project_id = p_project_id AND x.environment = g.environment
+              AND x.original_transaction_id = g.original_id AND x.purchase_date >= g.d0
             ORDER BY x.purchase_date, x.transaction_id
         LOOP
+            IF v_first THEN
+                v_carry := COALESCE(t.carry, 0);
+                v_ended := t.ended;
+                v_first := false;
+            END IF;
             IF NOT ((t.price_milli IS NOT NULL OR t.offer_discount_type = 'FREE_TRIAL')
                     AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED') THEN
-                DELETE FROM revenue_transactions v WHERE v.project_id = p_project_id
-                  AND v.environment = g.environment AND v.transaction_id = t.transaction_id
-                RETURNING v.* INTO v_old;
-                IF FOUND THEN
-                    PERFORM bouncer_revenue_days_move(v_old, -1);
+                IF t.had THEN
+                    DELETE FROM revenue_transactions v WHERE v.project_id = p_project_id
+                      AND v.environment = g.environment AND v.transaction_id = t.transaction_id;
+                    v_moved := v_moved || t.old;
+                    v_signs := v_signs || -1;
+                    v_changed := true;
                 END IF;
                 CONTINUE;
             END IF;
@@ -85,20 +105,17 @@ BEGIN
             IF v_paid_end IS NOT NULL THEN
                 v_ended := GREATEST(v_ended, v_paid_end);
             END IF;
-            -- The row it replaces, to move revenue_days (schema/0078) out of it when the upsert writes.
-            SELECT v.* INTO v_old FROM revenue_transactions v WHERE v.project_id = p_project_id
-              AND v.environment = t.environment AND v.transaction_id = t.transaction_id;
-            INSERT INTO revenue_transactions AS v (project_id, environment, transaction_id, original_transaction_id,
-                product_id, type, storefront, currency, price_milli, trial, renewal, purchase_date, expires_date,
-                revocation_date, refund_date, refund_milli_percent, paid_days_before, paid_ms_before, paid_ms,
-                ended_max)
-            VALUES (p_project_id, t.environment, t.transaction_id, t.original_transaction_id, t.product_id, t.type,
-                t.payload ->> 'storefront', COALESCE(t.currency, ''), COALESCE(t.price_milli, 0), v_trial,
+            v_new := ROW(p_project_id, t.environment, t.transaction_id, t.original_transaction_id, t.product_id,
+                t.type, t.storefront, COALESCE(t.currency, ''), COALESCE(t.price_milli, 0), v_trial,
                 COALESCE(t.is_renewal, false), t.purchase_date, t.expires_date, t.revocation_date,
-                CASE WHEN v_refunded > 0 THEN COALESCE(t.revocation_date,
-                    CASE WHEN jsonb_typeof(t.payload -> 'revocationDate') = 'number'
-                    THEN to_timestamp((t.payload ->> 'revocationDate')::numeric / 1000) END) END,
-                v_refunded, (v_carry / 86400000)::int, v_carry, v_ms, v_ended)
+                CASE WHEN v_refunded > 0 THEN COALESCE(t.revocation_date, t.payload_revoked) END,
+                v_refunded, (v_carry / 86400000)::int, v_carry, v_ms, v_ended,
+                -- converted: kept here, set per purchase below.
+                COALESCE((t.old).converted, false))::revenue_transactions;
+            v_carry := v_carry + v_ms;
+            -- An unchanged row is not written (a replay writes nothing).
+            CONTINUE WHEN t.old IS NOT DISTINCT FROM v_new;
+            INSERT INTO revenue_transactions AS v SELECT v_new.*
             ON CONFLICT (project_id, environment, transaction_id) DO UPDATE SET
                 original_transaction_id = EXCLUDED.original_transaction_id, product_id = EXCLUDED.product_id,
                 type = EXCLUDED.type, storefront = EXCLUDED.storefront, currency = EXCLUDED.currency,
@@ -106,36 +123,38 @@ BEGIN
                 purchase_date = EXCLUDED.purchase_date, expires_date = EXCLUDED.expires_date,
                 revocation_date = EXCLUDED.revocation_date, refund_date = EXCLUDED.refund_date,
                 refund_milli_percent = EXCLUDED.refund_milli_percent, paid_days_before = EXCLUDED.paid_days_before,
-                paid_ms_before = EXCLUDED.paid_ms_before, paid_ms = EXCLUDED.paid_ms, ended_max = EXCLUDED.ended_max
-            WHERE (v.original_transaction_id, v.product_id, v.type, v.storefront, v.currency, v.price_milli, v.trial,
-                    v.renewal, v.purchase_date, v.expires_date, v.revocation_date, v.refund_date,
-                    v.refund_milli_percent, v.paid_days_before, v.paid_ms_before, v.paid_ms, v.ended_max)
-                IS DISTINCT FROM (EXCLUDED.original_transaction_id, EXCLUDED.product_id, EXCLUDED.type,
-                    EXCLUDED.storefront, EXCLUDED.currency, EXCLUDED.price_milli, EXCLUDED.trial, EXCLUDED.renewal,
-                    EXCLUDED.purchase_date, EXCLUDED.expires_date, EXCLUDED.revocation_date, EXCLUDED.refund_date,
-                    EXCLUDED.refund_milli_percent, EXCLUDED.paid_days_before, EXCLUDED.paid_ms_before,
-                    EXCLUDED.paid_ms, EXCLUDED.ended_max)
-            RETURNING v.* INTO v_new;
-            IF v_new.project_id IS NOT NULL THEN
-                IF v_old.project_id IS NOT NULL THEN
-                    PERFORM bouncer_revenue_days_move(v_old, -1);
-                END IF;
-                PERFORM bouncer_revenue_days_move(v_new, 1);
+                paid_ms_before = EXCLUDED.paid_ms_before, paid_ms = EXCLUDED.paid_ms, ended_max = EXCLUDED.ended_max;
+            IF t.had THEN
+                v_moved := v_moved || t.old;
+                v_signs := v_signs || -1;
             END IF;
-            v_carry := v_carry + v_ms;
+            v_moved := v_moved || v_new;
+            v_signs := v_signs || 1;
+            v_changed := true;
         END LOOP;
-        -- trial_conversion's fact (schema/0077): each trial of the purchase converted when a paid period begins at or
-        -- after it. Its rows just changed, so its trials are set again (the partial index: a purchase without a trial
-        -- reads one index page); only a changed value is written.
-        UPDATE revenue_transactions v SET converted = NOT v.converted
-        WHERE v.project_id = p_project_id AND v.original_transaction_id = g.original_id
-          AND v.environment = g.environment AND v.trial
-          AND v.converted IS DISTINCT FROM EXISTS (SELECT 1 FROM revenue_transactions w
-              WHERE w.project_id = p_project_id AND w.original_transaction_id = g.original_id
-                AND w.environment = g.environment AND NOT w.trial AND w.price_milli > 0
-                AND w.purchase_date >= v.purchase_date);
-        -- The purchase's runs of paid service and their days (schema/0078), from the rows just written.
-        PERFORM bouncer_revenue_runs_sync(p_project_id, g.environment, g.original_id);
+        -- A purchase asked for whole (tx {"revenue": "all"}: 0078's backfill of the runs over rows already derived)
+        -- has its runs and trials brought up to date even when none of its rows changed.
+        IF v_changed OR g.d0 = '-infinity' THEN
+            v_envs := v_envs || g.environment;
+            v_ids := v_ids || g.original_id;
+            v_froms := v_froms || g.d0;
+        END IF;
     END LOOP;
+    IF cardinality(v_ids) = 0 THEN
+        RETURN;
+    END IF;
+    PERFORM bouncer_revenue_days_move_batch(p_project_id, v_moved, v_signs);
+    -- trial_conversion's fact (schema/0077): each trial of the changed purchases converted when a paid period begins
+    -- at or after it (the partial index: a purchase without a trial reads one index page); only a changed value is
+    -- written.
+    UPDATE revenue_transactions v SET converted = NOT v.converted
+    FROM unnest(v_envs, v_ids) AS k (env, original_id)
+    WHERE v.project_id = p_project_id AND v.original_transaction_id = k.original_id AND v.environment = k.env
+      AND v.trial
+      AND v.converted IS DISTINCT FROM EXISTS (SELECT 1 FROM revenue_transactions w
+          WHERE w.project_id = p_project_id AND w.original_transaction_id = k.original_id
+            AND w.environment = k.env AND NOT w.trial AND w.price_milli > 0 AND w.purchase_date >= v.purchase_date);
+    -- The purchases' runs of paid service and their days (schema/0078), from the rows just written.
+    PERFORM bouncer_revenue_runs_sync(p_project_id, v_envs, v_ids, v_froms);
 END;
 $$;
