@@ -162,6 +162,9 @@ struct Fragment: ExpressibleByStringInterpolation {
         mutating func appendLiteral(_ literal: String) { parts.append(.sql(literal)) }
 
         mutating func appendInterpolation(_ value: some PostgresEncodable) { parts.append(.value(value.postgresValue)) }
+
+        /// Appends another fragment's SQL and binds.
+        mutating func appendInterpolation(_ fragment: Fragment) { parts += fragment.parts }
     }
 }
 

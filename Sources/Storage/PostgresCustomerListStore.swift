@@ -29,7 +29,7 @@ public final class PostgresCustomerListStore: PostgresStore, @unchecked Sendable
                         \(query.after?.userId)::text AS after_user, \(settings.reportingCurrency)::text AS cur,
                         \(settings.smallBusinessProgram)::boolean AS sbp, \(now)::timestamptz AS now),
                     h AS MATERIALIZED (SELECT s.user_id, s.bound_at, p.environment, p.original_transaction_id,
-                            p.product_id, p.purchase_date, bouncer_purchase_status(p, q.now) AS status,
+                            p.product_id, p.purchase_date, bouncer_purchase_status(ROW(p.*)::purchases, q.now) AS status,
                             COALESCE(p.revocation_date, GREATEST(p.expires_date, p.grace_period_expires_date)) AS ended
                         FROM q JOIN subscriptions s ON s.project_id = q.project AND s.revoked_at IS NULL
                             AND (q.env IS NULL OR s.environment = q.env)
@@ -71,7 +71,7 @@ public final class PostgresCustomerListStore: PostgresStore, @unchecked Sendable
                                 AND p.original_transaction_id = s.original_transaction_id
                             JOIN products pr ON pr.project_id = q.project AND pr.product_id = p.product_id
                             WHERE s.project_id = q.project AND s.user_id = pn.user_id AND s.revoked_at IS NULL
-                              AND (q.env IS NULL OR s.environment = q.env) AND bouncer_purchase_status(p, q.now) = 'active'
+                              AND (q.env IS NULL OR s.environment = q.env) AND bouncer_purchase_status(ROW(p.*)::purchases, q.now) = 'active'
                               AND NOT (p.environment = 'Sandbox' AND EXISTS (SELECT 1 FROM projects o
                                   WHERE o.id = q.project AND o.sandbox_access = 'allowlist'
                                     AND NOT pn.user_id = ANY (o.sandbox_allowed_user_ids)))

@@ -57,13 +57,17 @@ public final class PostgresConsumptionQueue: PostgresStore, @unchecked Sendable,
         }
         let row = LeasedQueue.Claimed(projectId: request.projectId, environment: request.environment.rawValue,
                                       key: request.notificationUUID, token: request.leaseToken)
+        // The body only when one was sent (not `CASE WHEN sent THEN … ELSE request_body END`: Citus refuses a
+        // non-IMMUTABLE function such as jsonb_build_object inside CASE in an UPDATE).
+        let sentBody: Fragment = body.map { body in """
+            request_body = jsonb_strip_nulls(jsonb_build_object(
+                'customerConsented', true, 'deliveryStatus', \(body.deliveryStatus)::text,
+                'consumptionPercentage', \(Bind.int(body.consumptionPercentage))::int,
+                'sampleContentProvided', \(Bind.bool(body.sampleContentProvided)),
+                'refundPreference', \(Bind.text(body.refundPreference))::text)),
+            """ } ?? ""
         return try Self.queue.complete("complete consumption request", on: pool, row, written, now: now, columns: """
-            sent_at = \(Bind.date(sentAt)),
-            request_body = CASE WHEN \(body != nil) THEN jsonb_strip_nulls(jsonb_build_object(
-                'customerConsented', true, 'deliveryStatus', \(Bind.text(body?.deliveryStatus))::text,
-                'consumptionPercentage', \(Bind.int(body?.consumptionPercentage))::int,
-                'sampleContentProvided', \(Bind.bool(body?.sampleContentProvided)),
-                'refundPreference', \(Bind.text(body?.refundPreference))::text)) ELSE request_body END,
+            sent_at = \(Bind.date(sentAt)), \(sentBody)
             """)
     }
 }

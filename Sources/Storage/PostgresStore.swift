@@ -49,9 +49,14 @@ public class PostgresStore: @unchecked Sendable {
     /// Whether `connection` is to a Citus coordinator (checked once per store).
     func isCitus(_ connection: Connection) throws -> Bool {
         if let known = citus.withLock({ $0 }) { return known }
-        let found = try connection.query("SELECT to_regclass('pg_dist_partition') IS NOT NULL AS citus").first?
-            .decode("citus", as: Bool.self) ?? false
+        let found = try Self.hasCitus(connection)
         citus.withLock { $0 = found }
         return found
+    }
+
+    /// Whether `connection`'s database has Citus' metadata (`CREATE EXTENSION citus` ran there): a coordinator.
+    static func hasCitus(_ connection: Connection) throws -> Bool {
+        try connection.query("SELECT to_regclass('pg_dist_partition') IS NOT NULL AS citus").first?
+            .decode("citus", as: Bool.self) ?? false
     }
 }

@@ -31,20 +31,22 @@ public final class PostgresUsageStore: PostgresStore, @unchecked Sendable, Usage
         let calls = columns[UsageKind.appStoreCalls.rawValue], webhooks = columns[UsageKind.webhooksDelivered.rawValue]
         _ = try StorageErrors.mapping("add usage") {
             try pool.withConnection { connection in
+                // Subqueries, not CTEs: Citus sends this statement to every node's copy of the reference tables and
+                // leaves a table named in a CTE unrenamed there (a query of the distributed table on a shard, refused).
                 try connection.execute("""
-                    WITH u AS (
-                        SELECT NULLIF(t.a, '')::uuid AS account, NULLIF(t.p, '')::uuid AS project, t.m::date AS month,
-                            t.r::int8 AS r, t.n::int8 AS n, t.c::int8 AS c, t.w::int8 AS w
-                        FROM unnest(\(accounts)::text[], \(projects)::text[], \(months)::text[], \(receipts)::text[],
-                            \(notifications)::text[], \(calls)::text[], \(webhooks)::text[]) AS t(a, p, m, r, n, c, w)
-                    ), owned AS (
-                        SELECT COALESCE(u.account, pr.account_id) AS account_id, u.month, u.r, u.n, u.c, u.w
-                        FROM u LEFT JOIN projects pr ON pr.id = u.project
-                    )
                     INSERT INTO account_usage (account_id, month, receipts, notifications, app_store_calls,
                         webhooks_delivered)
                     SELECT o.account_id, o.month, sum(o.r), sum(o.n), sum(o.c), sum(o.w)
-                    FROM owned o JOIN accounts a ON a.id = o.account_id
+                    FROM (
+                        SELECT COALESCE(u.account, pr.account_id) AS account_id, u.month, u.r, u.n, u.c, u.w
+                        FROM (
+                            SELECT NULLIF(t.a, '')::uuid AS account, NULLIF(t.p, '')::uuid AS project,
+                                t.m::date AS month, t.r::int8 AS r, t.n::int8 AS n, t.c::int8 AS c, t.w::int8 AS w
+                            FROM unnest(\(accounts)::text[], \(projects)::text[], \(months)::text[], \(receipts)::text[],
+                                \(notifications)::text[], \(calls)::text[], \(webhooks)::text[]) AS t(a, p, m, r, n, c, w)
+                        ) u
+                        LEFT JOIN projects pr ON pr.id = u.project
+                    ) o JOIN accounts a ON a.id = o.account_id
                     GROUP BY o.account_id, o.month
                     ON CONFLICT (account_id, month) DO UPDATE SET
                         receipts = account_usage.receipts + EXCLUDED.receipts,

@@ -4,10 +4,17 @@
 -- webhook_purchase_states_held_idx (a loose index scan), then each one's best purchase is its first entry.
 -- Sandbox access (schema/0060, Domain's SandboxAccessRules.withholds): under 'allowlist' a Sandbox purchase of a user
 -- outside sandbox_allowed_user_ids grants nothing.
+-- PL/pgSQL, not SQL: Citus plans no SQL function that reads a distributed table (its statements are planned with
+-- their parameters, or inlined where Citus does not see them); and bouncer_citus_allow_nested, for the statements of
+-- the seed and the deriver that call it on the tenant's worker (deploy/citus.md).
 CREATE OR REPLACE FUNCTION bouncer_webhook_copy_entitlements(p_project_id uuid, p_user_id text)
 RETURNS TABLE (entitlement text, environment text, original_transaction_id text, product_id text,
     expires_at timestamptz)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM bouncer_citus_allow_nested();
+    RETURN QUERY
     WITH RECURSIVE held(product_id) AS (
         (SELECT st.product_id FROM webhook_purchase_states st
          WHERE st.project_id = p_project_id AND st.user_id = p_user_id AND st.status = 'active'
@@ -33,5 +40,6 @@ LANGUAGE sql STABLE AS $$
         LIMIT 1) b
     CROSS JOIN LATERAL unnest(pr.entitlements) AS e(entitlement)
     ORDER BY e.entitlement, b.access_ends_at DESC NULLS FIRST, b.original_transaction_id COLLATE "C",
-        b.environment COLLATE "C"
+        b.environment COLLATE "C";
+END;
 $$;

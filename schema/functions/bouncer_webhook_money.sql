@@ -2,17 +2,24 @@
 -- currency as Apple signed them, proceeds after Apple's commission (the project's Small Business Program setting,
 -- the one-year rule) and net after refunds, in milli-units of that currency; '{}' for a transaction without a price.
 -- Read from revenue_transactions, which the deriver brings up to date before it writes the batch's events.
+-- PL/pgSQL, not SQL, for Citus: as bouncer_webhook_copy_entitlements says.
 CREATE OR REPLACE FUNCTION bouncer_webhook_money(p_project_id uuid, p_environment text, p_transaction_id text)
 RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT COALESCE((
-        SELECT jsonb_build_object('price', v.price_milli, 'currency', v.currency, 'proceeds', m.proceeds,
-            'net', m.proceeds - bouncer_money_share(m.proceeds, v.refund_milli_percent))
-        FROM revenue_transactions v
-        LEFT JOIN revenue_settings s ON s.project_id = v.project_id
-        CROSS JOIN LATERAL (SELECT bouncer_money_proceeds(v.price_milli, bouncer_money_commission(
-            COALESCE(s.small_business_program, false), v.type = 'Auto-Renewable Subscription',
-            v.paid_days_before)) AS proceeds) m
-        WHERE v.project_id = p_project_id AND v.environment = p_environment AND v.transaction_id = p_transaction_id
-          AND v.currency <> '' AND NOT v.trial), '{}'::jsonb)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_money jsonb;
+BEGIN
+    PERFORM bouncer_citus_allow_nested();
+    SELECT jsonb_build_object('price', v.price_milli, 'currency', v.currency, 'proceeds', m.proceeds,
+        'net', m.proceeds - bouncer_money_share(m.proceeds, v.refund_milli_percent))
+    INTO v_money
+    FROM revenue_transactions v
+    LEFT JOIN revenue_settings s ON s.project_id = v.project_id
+    CROSS JOIN LATERAL (SELECT bouncer_money_proceeds(v.price_milli, bouncer_money_commission(
+        COALESCE(s.small_business_program, false), v.type = 'Auto-Renewable Subscription',
+        v.paid_days_before)) AS proceeds) m
+    WHERE v.project_id = p_project_id AND v.environment = p_environment AND v.transaction_id = p_transaction_id
+      AND v.currency <> '' AND NOT v.trial;
+    RETURN COALESCE(v_money, '{}'::jsonb);
+END;
 $$;

@@ -29,6 +29,8 @@ BEGIN
     IF p.project_id IS NULL OR p.latest_transaction_id IS NULL THEN
         RETURN v_data;
     END IF;
+    -- Called per row by statements Citus may route to the tenant's worker (bouncer_citus_allow_nested).
+    PERFORM bouncer_citus_allow_nested();
     SELECT t.payload, u.renewal_payload INTO v_tx, v_renewal
     FROM transactions t
     LEFT JOIN purchases u ON u.project_id = t.project_id AND u.environment = t.environment

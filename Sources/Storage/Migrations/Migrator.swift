@@ -88,6 +88,9 @@ public struct Migrator: Sendable {
     private let migrations: [Migration]
     private let functions: [SchemaFunction]
     private let log: @Sendable (String) -> Void
+    /// Whether a migration goes statement by statement (`SQLScript`); nil: on a Citus coordinator only. A test sets it
+    /// to run that path on one node.
+    var statementByStatement: Bool?
 
     /// A migrator for the schema this binary carries: every migration and every function of `schema/`.
     public init(pool: ConnectionPool, log: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -159,11 +162,25 @@ public struct Migrator: Sendable {
             } else if !functions.isEmpty {
                 log("migrate: functions left as the newer version defined them")
             }
+            // On a Citus coordinator (deploy/citus.md, "Upgrading"), every transaction of the run reaches the shards
+            // over one connection per node: a migration's DDL on a distributed table otherwise runs in parallel over
+            // several, after which Citus refuses the same transaction's function commands ("cannot run function
+            // command because there was a parallel operation on a distributed table in the transaction"). And a
+            // migration goes statement by statement there (SQLScript says why).
+            let onCitus = try PostgresStore.hasCitus(c)
+            let sequential = { (c: Connection) throws in
+                if onCitus { try c.executeScript(unsafeSQL: "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'") }
+            }
             var done: [Int] = []
             for (index, (migration, checksum)) in pending.enumerated() {
                 var replaced: [String] = []
                 try c.transaction { c in
-                    try c.executeScript(unsafeSQL: migration.sql)
+                    try sequential(c)
+                    if statementByStatement ?? onCitus {
+                        for statement in SQLScript.statements(migration.sql) { try c.executeScript(unsafeSQL: statement) }
+                    } else {
+                        try c.executeScript(unsafeSQL: migration.sql)
+                    }
                     try c.execute("""
                         INSERT INTO schema_migrations (version, name, checksum)
                         VALUES (\(migration.version), \(migration.name), \(checksum))
@@ -179,7 +196,10 @@ public struct Migrator: Sendable {
             if done.isEmpty {
                 log("migrate: schema is current (version \(migrations.last?.version ?? 0))")
                 if withFunctions {
-                    let replaced = try c.transaction { try applyFunctions(all: false, on: $0) }
+                    let replaced = try c.transaction { c in
+                        try sequential(c)
+                        return try applyFunctions(all: false, on: c)
+                    }
                     if !replaced.isEmpty { log("migrate: applied functions \(replaced.joined(separator: ", "))") }
                 }
             }
