@@ -136,6 +136,7 @@ BEGIN
                 AND w.purchase_date >= v.purchase_date);
         -- The purchase's runs of paid service and their days (schema/0078), from the rows just written.
         PERFORM bouncer_revenue_runs_sync(p_project_id, g.environment, g.original_id);
+        PERFORM bouncer_revenue_values_sync(p_project_id, g.environment, g.original_id, g.d0);
     END LOOP;
 END;
 $$;
