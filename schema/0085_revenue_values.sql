@@ -1,7 +1,7 @@
--- 0085_revenue_values (issue 26, item 7): the roll-ups the mrr and mrr_movement charts read without a product or
+-- 0085_revenue_values (issue 26, item 7): the roll-ups the mrr, mrr_movement and subscription_retention charts read without a product or
 -- country filter, written by the deriver's bouncer_revenue_roll_up after the receipt's commit, by explicit statements
--- (bouncer_revenue_values_sync; no trigger, issue 27). Whoever rebuilds revenue_transactions deletes the project's
--- revenue_values and revenue_value_days with it and replays the log (0062's backfill rows), which writes them again.
+-- (bouncer_revenue_values_sync; no trigger, issue 27), and subscription_retention's (revenue_cohorts). Whoever
+-- rebuilds revenue_transactions deletes the project's revenue_values, revenue_value_days and revenue_cohorts with it and replays the log (0062's backfill rows), which writes them again.
 -- No foreign key to projects (as 0075, 0076): bouncer_project_purge removes their rows.
 --
 -- revenue_values: each purchase's MRR share as a function of time, [starts_at, ends_at): the monthly price
@@ -39,6 +39,20 @@ CREATE TABLE revenue_value_days (
     n              bigint NOT NULL,
     PRIMARY KEY (project_id, day, environment, currency, monthly_milli)
 );
+-- revenue_cohorts: subscription_retention's members, one row per purchase with a paid subscription period: first_at,
+-- the purchase date of its first one (by purchase date, then transaction id), and months, bit k (0…12) set when its
+-- paid service (its revenue_values spans) overlaps month k after it ([first + k months, first + k + 1 months), UTC
+-- calendar months). Written by bouncer_revenue_cohort_sync when a change reaches the first 13 months.
+CREATE TABLE revenue_cohorts (
+    project_id               uuid        NOT NULL,
+    environment              text        NOT NULL,
+    original_transaction_id  text        NOT NULL,
+    first_at                 timestamptz NOT NULL,
+    months                   int         NOT NULL,
+    PRIMARY KEY (project_id, environment, original_transaction_id)
+);
+-- A cohort is a range of first payments (index-only).
+CREATE INDEX revenue_cohorts_first_idx ON revenue_cohorts (project_id, first_at) INCLUDE (environment, months);
 -- The sync's earlier periods that a full refund left out of revenue_transactions.ended_max (the others it finds by
 -- walking back until that running end falls before the change); partial: only fully refunded rows have an entry.
 CREATE INDEX revenue_transactions_full_refund_idx ON revenue_transactions (project_id, original_transaction_id,

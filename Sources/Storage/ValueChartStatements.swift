@@ -1,6 +1,6 @@
 import Domain
 
-/// `mrr` and `mrr_movement` without a product or country filter, from the deriver's spans of MRR (schema/0085:
+/// `mrr`, `mrr_movement` and `subscription_retention` without a product or country filter, from the deriver's spans of MRR (schema/0085:
 /// `revenue_values`, each purchase's monthly price and currency over time, and `revenue_value_days`, how many spans of
 /// each value begin minus end by each midnight) instead of the sweep over the range's periods
 /// (SweepChartStatements.swift, which the filtered charts still read: a span's value is its purchase's latest period,
@@ -63,6 +63,29 @@ extension PostgresChartStore {
                     mv.c0 IS NOT NULL OR mv.since < b.at0 AS before) y
                 WHERE y.v0 <> y.v1),
             \(converted([([(0, 1)], nil), ([(1, 1)], nil), ([(2, 1)], nil), ([(3, 1)], nil), ([(4, 1)], nil)]))
+            """,
+        // Members from the deriver's rows (revenue_cohorts, schema/0085: each purchase's first paid period and the
+        // months its paid service overlaps) by an index range of first payments. Month k reached once it has begun:
+        // `reached` months, from the calendar months between the first payment and now (the last of them when its
+        // day and time have come).
+        .subscriptionRetention: """
+            m AS (SELECT width_bucket(c.first_at, q.bounds) - 1 AS i, c.months, LEAST(\(Chart.retentionMonths.upperBound + 1),
+                    GREATEST(0, y.k + CASE WHEN x.a + make_interval(months => y.k) <= x.now THEN 1 ELSE 0 END)) AS reached
+                FROM q, revenue_cohorts c
+                CROSS JOIN LATERAL (SELECT c.first_at AT TIME ZONE 'UTC' AS a, q.now AT TIME ZONE 'UTC' AS now) x
+                CROSS JOIN LATERAL (SELECT ((extract(year FROM x.now) - extract(year FROM x.a)) * 12
+                    + extract(month FROM x.now) - extract(month FROM x.a))::int AS k) y
+                WHERE c.project_id = q.project AND (q.env IS NULL OR c.environment = q.env)
+                  AND c.first_at >= q.lo AND c.first_at < q.hi),
+            mc AS (SELECT m.i, count(*) AS n, \(Chart.retentionMonths.map {
+                    "count(*) FILTER (WHERE m.reached > \($0)) AS h\($0), "
+                    + "count(*) FILTER (WHERE m.reached > \($0) AND m.months & \(1 << $0) <> 0) AS r\($0)"
+                }.joined(separator: ", "))
+                FROM m GROUP BY m.i)
+            SELECT b.i, NULL::text AS currency, COALESCE(mc.n, 0)::int8 AS m0, \(Chart.retentionMonths.map {
+                    "COALESCE(mc.h\($0), 0)::int8 AS m\(1 + 2 * $0), COALESCE(mc.r\($0), 0)::int8 AS m\(2 + 2 * $0)"
+                }.joined(separator: ", "))
+            FROM b LEFT JOIN mc ON mc.i = b.i
             """,
     ]
 }

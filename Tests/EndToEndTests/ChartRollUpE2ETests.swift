@@ -108,6 +108,8 @@ extension ChartsE2ETests {
                 UNION ALL SELECT 'v ' || original_transaction_id || ' ' || starts_at::text || ' ' || ends_at::text
                     || ' ' || currency || ' ' || monthly_milli || ' ' || paid_since::text FROM revenue_values
                 WHERE project_id = \(tenant.id)::uuid
+                UNION ALL SELECT 'c ' || original_transaction_id || ' ' || first_at::text || ' ' || months
+                FROM revenue_cohorts WHERE project_id = \(tenant.id)::uuid
                 UNION ALL SELECT 'w ' || day::text || ' ' || currency || ' ' || monthly_milli || ' ' || n
                 FROM revenue_value_days WHERE project_id = \(tenant.id)::uuid ORDER BY 1
                 """).map { try $0.decode("r", as: String.self) }
@@ -115,7 +117,7 @@ extension ChartsE2ETests {
         let incremental = try rollUps()
         XCTAssertGreaterThan(incremental.filter { $0.hasPrefix("v ") }.count, 24)
         for table in ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days", "revenue_values",
-                      "revenue_value_days"] {
+                      "revenue_value_days", "revenue_cohorts"] {
             _ = try db.query("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         }
         _ = try db.query("""

@@ -70,7 +70,9 @@ final class ChartsE2ETests: SharedServerTestCase {
                             ("churn", ["date", "active_at_start", "churned"]),
                             ("mrr", ["date", "mrr_milli", "subscriptions"]),
                             ("mrr_movement", ["date", "new_milli", "expansion_milli", "contraction_milli",
-                                              "churned_milli", "reactivation_milli"])]
+                                              "churned_milli", "reactivation_milli"]),
+                            ("subscription_retention", ["date", "subscribers"]
+                                + (0...12).flatMap { ["reached_\($0)", "retained_\($0)"] })]
 
     /// Each point's amounts without a rate, as text.
     static func unconverted(_ json: JSONValue) -> [String] {

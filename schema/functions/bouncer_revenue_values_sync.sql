@@ -52,16 +52,20 @@ BEGIN
               AND v.type = 'Auto-Renewable Subscription' AND NOT v.trial AND v.price_milli > 0
               AND v.expires_date IS NOT NULL
               AND LEAST(v.expires_date, COALESCE(v.revocation_date, 'infinity'::timestamptz)) > p_from);
-        -- The span before p_from (the latest one begun before it): kept up to p_from, and its paid_since (the
-        -- purchase's first payment came before that span began, so no change from p_from on moves it).
-        SELECT s.* INTO v_keep FROM revenue_values s
+    END IF;
+    -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
+    -- purchase's first payment came before that span began, so no change from p_from on moves it).
+    SELECT array_agg(s ORDER BY s.starts_at) INTO v_old FROM revenue_values s
+    WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id
+      AND s.ends_at >= p_from;
+    IF (v_old[1]).starts_at < p_from THEN
+        v_keep := v_old[1];
+        v_since := v_keep.paid_since;
+    ELSIF p_from > '-infinity' THEN
+        SELECT s.paid_since INTO v_since FROM revenue_values s
         WHERE s.project_id = p_project_id AND s.environment = p_environment
           AND s.original_transaction_id = p_original_id AND s.starts_at < p_from
         ORDER BY s.starts_at DESC LIMIT 1;
-        v_since := v_keep.paid_since;
-        IF v_keep.ends_at < p_from THEN
-            v_keep := NULL;
-        END IF;
     END IF;
     IF v_since IS NULL THEN
         SELECT v.purchase_date INTO v_since FROM revenue_transactions v
@@ -95,17 +99,19 @@ BEGIN
             ORDER BY n.s)
     INTO v_new
     FROM (SELECT min(g.a) AS s, max(g.z) AS e, g.currency, g.m FROM g GROUP BY g.grp, g.currency, g.m) n;
-    SELECT array_agg(s ORDER BY s.starts_at) INTO v_old FROM revenue_values s
-    WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id
-      AND s.ends_at >= p_from;
     IF v_old IS NOT DISTINCT FROM v_new THEN
+        -- subscription_retention's row (schema/0085) follows the spans and the first paid period.
+        PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
         RETURN;
     END IF;
+    -- A span that keeps its start is updated in place (a renewal moves its end), one that begins elsewhere written,
+    -- one whose start is gone removed.
     DELETE FROM revenue_values s WHERE s.project_id = p_project_id AND s.environment = p_environment
       AND s.original_transaction_id = p_original_id AND s.starts_at = ANY (ARRAY(SELECT o.starts_at FROM unnest(v_old) o
-          WHERE NOT (o = ANY (COALESCE(v_new, '{}')))));
-    INSERT INTO revenue_values SELECT n.* FROM unnest(v_new) n
-    WHERE NOT (n = ANY (COALESCE(v_old, '{}')));
+          WHERE o.starts_at <> ALL (ARRAY(SELECT n.starts_at FROM unnest(v_new) n))));
+    INSERT INTO revenue_values AS s SELECT n.* FROM unnest(v_new) n WHERE NOT (n = ANY (COALESCE(v_old, '{}')))
+    ON CONFLICT (project_id, environment, original_transaction_id, starts_at) DO UPDATE SET ends_at = EXCLUDED.ends_at,
+        currency = EXCLUDED.currency, monthly_milli = EXCLUDED.monthly_milli, paid_since = EXCLUDED.paid_since;
     -- Each span counts +1 on the day that closes its start, −1 on the day that closes its end; a removed one the
     -- opposite.
     WITH d AS (SELECT x.day, x.currency, x.m, sum(x.n) AS n
@@ -129,5 +135,6 @@ BEGIN
         WHERE vd.project_id = p_project_id AND vd.day = z.day AND vd.environment = p_environment
           AND vd.currency = z.currency AND vd.monthly_milli = z.monthly_milli AND vd.n = 0;
     END IF;
+    PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
 END;
 $$;
