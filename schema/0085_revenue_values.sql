@@ -50,9 +50,10 @@ CREATE TABLE revenue_cohorts (
     first_at                 timestamptz NOT NULL,
     months                   int         NOT NULL,
     PRIMARY KEY (project_id, environment, original_transaction_id)
-);
--- A cohort is a range of first payments (index-only).
-CREATE INDEX revenue_cohorts_first_idx ON revenue_cohorts (project_id, first_at) INCLUDE (environment, months);
+) WITH (fillfactor = 80);
+-- A cohort is a range of first payments. months is in no index, so a renewal that adds a month updates its row in
+-- place (a heap-only update, room left in each page by the fillfactor).
+CREATE INDEX revenue_cohorts_first_idx ON revenue_cohorts (project_id, first_at) INCLUDE (environment);
 -- The sync's earlier periods that a full refund left out of revenue_transactions.ended_max (the others it finds by
 -- walking back until that running end falls before the change); partial: only fully refunded rows have an entry.
 CREATE INDEX revenue_transactions_full_refund_idx ON revenue_transactions (project_id, original_transaction_id,

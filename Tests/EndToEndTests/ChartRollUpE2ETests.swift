@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import TestSupport
 import XCTest
 
 /// The charts that read the deriver's roll-ups without a filter (the runs of paid service, schema/0078; the spans of
@@ -9,51 +10,36 @@ import XCTest
 /// change), some running now. Equal day by day, week by week, month by month and up to now; and a replay of the log
 /// writes the same roll-ups again.
 extension ChartsE2ETests {
-    /// A fixed sequence (SplitMix64), so a failure reproduces.
-    struct Numbers {
-        var state: UInt64
-        mutating func next(_ bound: Int) -> Int {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int((z ^ (z >> 31)) % UInt64(bound))
-        }
-    }
-
     func testRollUpsAndSweepAgreeOnGeneratedPurchases() throws {
         let api = try api
         let tenant = try api.createProject()
-        for (date, usd) in [("2025-01-01", "1.1"), ("2025-03-01", "1.2")] {
-            let r = try api.client.send("PUT", "/v1/admin/exchange-rates",
-                                        json: ["date": .string(date), "base": "EUR", "rates": ["USD": .string(usd)]],
-                                        headers: E2E.admin)
-            XCTAssertEqual(r.status, 200, r.description)
-        }
-        var numbers = Numbers(state: 26)
+        _ = try putEuroRates(api, [("2025-01-01", "1.1"), ("2025-03-01", "1.2")])
+        // A fixed sequence, so a failure reproduces.
+        var generator = SeededGenerator(seed: 26)
+        func next(_ bound: Int) -> Int { Int.random(in: 0..<bound, using: &generator) }
         let day: Int64 = 86_400_000
         let base = ChartsE2ETests.at("2025-01-01T00:00:00Z")
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         for purchase in 0..<24 {
             // A few purchases run now; the others in the first half of 2025.
-            var start = purchase % 6 == 5 ? now - Int64(20 + numbers.next(40)) * day + Int64(numbers.next(86_400)) * 1000
-                : base + Int64(numbers.next(120)) * day + Int64(numbers.next(86_400)) * 1000
-            let currency = ["USD", "EUR", "GBP"][numbers.next(3)]
+            var start = purchase % 6 == 5 ? now - Int64(20 + next(40)) * day + Int64(next(86_400)) * 1000
+                : base + Int64(next(120)) * day + Int64(next(86_400)) * 1000
+            let currency = ["USD", "EUR", "GBP"][next(3)]
             var payloads: [TransactionPayload] = []
-            for _ in 0..<(1 + numbers.next(5)) {
+            for _ in 0..<(1 + next(5)) {
                 var p = TransactionPayload(bundleId: tenant.bundleId, originalTransactionId: payloads.first?.transactionId)
-                let plan = numbers.next(10)
+                let plan = next(10)
                 let length: Int64 = plan < 6 ? 30 * day : plan < 8 ? 7 * day : 365 * day
                 p.productId = plan < 6 ? "com.e2e.pro.monthly" : plan < 8 ? "com.e2e.pro.weekly" : "com.e2e.pro.yearly"
                 p.purchaseDate = start
                 p.originalPurchaseDate = payloads.first?.purchaseDate ?? start
                 p.expiresDate = start + length
-                p.extra = [("price", JSONValue(Int64([0, 990, 4990, 9990, 59_990][numbers.next(5)]))),
+                p.extra = [("price", JSONValue(Int64([0, 990, 4990, 9990, 59_990][next(5)]))),
                            ("currency", .string(currency))]
-                if numbers.next(8) == 0 { p.extra.append(("offerDiscountType", "FREE_TRIAL")) }
-                switch numbers.next(8) {
+                if next(8) == 0 { p.extra.append(("offerDiscountType", "FREE_TRIAL")) }
+                switch next(8) {
                 case 0:
-                    p.revocationDate = start + length / Int64(2 + numbers.next(4))
+                    p.revocationDate = start + length / Int64(2 + next(4))
                     p.revocationReason = 0
                     p.revocationType = "REFUND_FULL"
                 case 1:
@@ -65,10 +51,10 @@ extension ChartsE2ETests {
                 }
                 payloads.append(p)
                 // The next period: right at the end (a renewal), a gap, or an overlap (an upgrade).
-                start += [length, length, length + Int64(numbers.next(20)) * day, length / 2][numbers.next(4)]
+                start += [length, length, length + Int64(next(20)) * day, length / 2][next(4)]
             }
             // Out of order: the later transactions first, now and then.
-            if numbers.next(3) == 0 { payloads.reverse() }
+            if next(3) == 0 { payloads.reverse() }
             for p in payloads {
                 let r = try api.postReceipt(tenant.publicKey, try p.mint(), user: "g\(purchase)")
                 XCTAssertEqual(r.status, 201, r.description)

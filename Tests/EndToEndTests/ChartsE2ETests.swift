@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import TestSupport
 import XCTest
 
 /// Revenue truth (issue 26) against the real `bouncer serve`: a scenario of signed purchases, renewals, an upgrade, a
@@ -79,15 +80,23 @@ final class ChartsE2ETests: SharedServerTestCase {
         (json["points"]?.arrayValue ?? []).map { $0["unconverted"]?.description ?? "absent" }
     }
 
-    func testScenarioChartsAreExact() throws {
-        let api = try api
-        let tenant = try api.createProject()
-        // Rates: 1 EUR = 1.1 USD from January, 1.2 from February; no GBP rate.
-        for (date, usd) in [("2025-01-01", "1.1"), ("2025-02-01", "1.2")] {
+    /// Stores each day's USD rate for one EUR; answers the responses.
+    func putEuroRates(_ api: API, _ rates: [(date: String, usd: String)]) throws -> [HTTPResponse] {
+        try rates.map { date, usd in
             let r = try api.client.send("PUT", "/v1/admin/exchange-rates",
                                         json: ["date": .string(date), "base": "EUR", "rates": ["USD": .string(usd)]],
                                         headers: E2E.admin)
             XCTAssertEqual(r.status, 200, r.description)
+            return r
+        }
+    }
+
+    func testScenarioChartsAreExact() throws {
+        let api = try api
+        let tenant = try api.createProject()
+        // Rates: 1 EUR = 1.1 USD from January, 1.2 from February; no GBP rate.
+        let rates = [("2025-01-01", "1.1"), ("2025-02-01", "1.2")]
+        for (r, (date, _)) in zip(try putEuroRates(api, rates), rates) {
             XCTAssertEqual(try r.json(), ["date": .string(date), "base": "EUR", "stored": 1])
             try AuditLogE2ETests.assertAudited(db, method: "PUT", template: "/v1/admin/exchange-rates", r)
         }

@@ -37,11 +37,13 @@ BEGIN
       AND s.starts_at < ((v_first AT TIME ZONE 'UTC') + interval '13 months') AT TIME ZONE 'UTC'
       AND s.starts_at < ((v_first AT TIME ZONE 'UTC') + make_interval(months => g.k + 1)) AT TIME ZONE 'UTC'
       AND s.ends_at > ((v_first AT TIME ZONE 'UTC') + make_interval(months => g.k)) AT TIME ZONE 'UTC';
-    IF (v_row.first_at, v_row.months) IS DISTINCT FROM (v_first, v_months) THEN
-        INSERT INTO revenue_cohorts AS c (project_id, environment, original_transaction_id, first_at, months)
-        VALUES (p_project_id, p_environment, p_original_id, v_first, v_months)
-        ON CONFLICT (project_id, environment, original_transaction_id) DO UPDATE SET first_at = EXCLUDED.first_at,
-            months = EXCLUDED.months;
+    IF v_row.first_at IS NULL THEN
+        INSERT INTO revenue_cohorts (project_id, environment, original_transaction_id, first_at, months)
+        VALUES (p_project_id, p_environment, p_original_id, v_first, v_months);
+    ELSIF (v_row.first_at, v_row.months) IS DISTINCT FROM (v_first, v_months) THEN
+        UPDATE revenue_cohorts c SET first_at = v_first, months = v_months
+        WHERE c.project_id = p_project_id AND c.environment = p_environment
+          AND c.original_transaction_id = p_original_id;
     END IF;
 END;
 $$;

@@ -21,8 +21,32 @@ DECLARE
     v_old revenue_values[];
     v_new revenue_values[];
     v_zero revenue_value_days[];
+    v_gone timestamptz[];
 BEGIN
-    IF p_from > '-infinity' THEN
+    -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
+    -- purchase's first payment came before that span began, so no change from p_from on moves it).
+    SELECT array_agg(s ORDER BY s.starts_at) INTO v_old FROM revenue_values s
+    WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id
+      AND s.ends_at >= p_from;
+    IF (v_old[1]).starts_at < p_from THEN
+        v_keep := v_old[1];
+        v_since := v_keep.paid_since;
+    ELSIF p_from > '-infinity' THEN
+        SELECT s.paid_since INTO v_since FROM revenue_values s
+        WHERE s.project_id = p_project_id AND s.environment = p_environment
+          AND s.original_transaction_id = p_original_id AND s.starts_at < p_from
+        ORDER BY s.starts_at DESC LIMIT 1;
+    END IF;
+    IF v_since IS NULL THEN
+        SELECT v.purchase_date INTO v_since FROM revenue_transactions v
+        WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
+          AND v.environment = p_environment AND NOT v.trial AND v.price_milli > 0
+        ORDER BY v.purchase_date LIMIT 1;
+    END IF;
+    -- Earlier periods still running after p_from: only when the span before it runs past it, or ends at p_from where
+    -- another begins (a later period there may hide an earlier one): the old spans cover every period, up to the same
+    -- 400-day bound. A renewal that begins as the last period ends reads none.
+    IF v_keep.ends_at > p_from OR (v_keep.ends_at = p_from AND (v_old[2]).starts_at = p_from) THEN
         OPEN c FOR SELECT v.transaction_id, v.purchase_date, v.ended_max,
                 v.type = 'Auto-Renewable Subscription' AND NOT v.trial AND v.price_milli > 0
                     AND v.expires_date IS NOT NULL AND LEAST(v.expires_date,
@@ -53,36 +77,21 @@ BEGIN
               AND v.expires_date IS NOT NULL
               AND LEAST(v.expires_date, COALESCE(v.revocation_date, 'infinity'::timestamptz)) > p_from);
     END IF;
-    -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
-    -- purchase's first payment came before that span began, so no change from p_from on moves it).
-    SELECT array_agg(s ORDER BY s.starts_at) INTO v_old FROM revenue_values s
-    WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id
-      AND s.ends_at >= p_from;
-    IF (v_old[1]).starts_at < p_from THEN
-        v_keep := v_old[1];
-        v_since := v_keep.paid_since;
-    ELSIF p_from > '-infinity' THEN
-        SELECT s.paid_since INTO v_since FROM revenue_values s
-        WHERE s.project_id = p_project_id AND s.environment = p_environment
-          AND s.original_transaction_id = p_original_id AND s.starts_at < p_from
-        ORDER BY s.starts_at DESC LIMIT 1;
-    END IF;
-    IF v_since IS NULL THEN
-        SELECT v.purchase_date INTO v_since FROM revenue_transactions v
-        WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
-          AND v.environment = p_environment AND NOT v.trial AND v.price_milli > 0
-        ORDER BY v.purchase_date LIMIT 1;
-    END IF;
     -- The spans from p_from on: between consecutive period boundaries, the latest period covering the piece's start;
     -- pieces of one value that touch joined, and the first joined to the kept span when it continues its value.
-    WITH p AS (SELECT v.transaction_id AS id, v.purchase_date AS s, LEAST(v.expires_date,
-                COALESCE(v.revocation_date, 'infinity'::timestamptz), v.purchase_date + interval '400 days') AS e,
-                v.currency, bouncer_money_monthly(v.price_milli, v.purchase_date, v.expires_date) AS m
-            FROM revenue_transactions v
+    -- (Two reads, each by its own index: the rows from p_from on by the purchase's, the earlier ones by their keys.)
+    WITH rt AS (SELECT v.* FROM revenue_transactions v
             WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
-              AND v.environment = p_environment AND v.type = 'Auto-Renewable Subscription' AND NOT v.trial
-              AND v.price_milli > 0 AND v.expires_date IS NOT NULL
-              AND (v.purchase_date >= p_from OR v.transaction_id = ANY (v_ids))),
+              AND v.purchase_date >= p_from AND v.environment = p_environment
+            UNION ALL
+            SELECT v.* FROM revenue_transactions v
+            WHERE v.project_id = p_project_id AND v.environment = p_environment AND v.transaction_id = ANY (v_ids)),
+        p AS (SELECT rt.transaction_id AS id, rt.purchase_date AS s, LEAST(rt.expires_date,
+                COALESCE(rt.revocation_date, 'infinity'::timestamptz), rt.purchase_date + interval '400 days') AS e,
+                rt.currency, bouncer_money_monthly(rt.price_milli, rt.purchase_date, rt.expires_date) AS m
+            FROM rt
+            WHERE rt.type = 'Auto-Renewable Subscription' AND NOT rt.trial AND rt.price_milli > 0
+              AND rt.expires_date IS NOT NULL),
         x AS (SELECT GREATEST(p.s, p_from) AS x FROM p WHERE p.e > GREATEST(p.s, p_from)
             UNION SELECT p.e FROM p WHERE p.e > GREATEST(p.s, p_from)),
         k AS (SELECT x.x AS a, lead(x.x) OVER (ORDER BY x.x) AS z FROM x),
@@ -106,9 +115,12 @@ BEGIN
     END IF;
     -- A span that keeps its start is updated in place (a renewal moves its end), one that begins elsewhere written,
     -- one whose start is gone removed.
-    DELETE FROM revenue_values s WHERE s.project_id = p_project_id AND s.environment = p_environment
-      AND s.original_transaction_id = p_original_id AND s.starts_at = ANY (ARRAY(SELECT o.starts_at FROM unnest(v_old) o
-          WHERE o.starts_at <> ALL (ARRAY(SELECT n.starts_at FROM unnest(v_new) n))));
+    v_gone := ARRAY(SELECT o.starts_at FROM unnest(v_old) o
+        WHERE o.starts_at <> ALL (ARRAY(SELECT n.starts_at FROM unnest(v_new) n)));
+    IF cardinality(v_gone) > 0 THEN
+        DELETE FROM revenue_values s WHERE s.project_id = p_project_id AND s.environment = p_environment
+          AND s.original_transaction_id = p_original_id AND s.starts_at = ANY (v_gone);
+    END IF;
     INSERT INTO revenue_values AS s SELECT n.* FROM unnest(v_new) n WHERE NOT (n = ANY (COALESCE(v_old, '{}')))
     ON CONFLICT (project_id, environment, original_transaction_id, starts_at) DO UPDATE SET ends_at = EXCLUDED.ends_at,
         currency = EXCLUDED.currency, monthly_milli = EXCLUDED.monthly_milli, paid_since = EXCLUDED.paid_since;
