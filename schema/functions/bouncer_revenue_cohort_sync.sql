@@ -6,7 +6,9 @@
 -- receipt's transaction.
 CREATE OR REPLACE FUNCTION bouncer_revenue_cohort_sync(p_project_id uuid, p_environment text, p_original_id text,
     p_from timestamptz) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+-- Every statement's plan chosen for any parameters: the purchase's own rows, never a range of the project's.
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     v_row revenue_cohorts;
     v_first timestamptz;
@@ -24,18 +26,20 @@ BEGIN
         WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
           AND v.environment = p_environment AND v.type = 'Auto-Renewable Subscription' AND NOT v.trial
           AND v.price_milli > 0 AND v.expires_date IS NOT NULL
-        ORDER BY v.purchase_date, v.transaction_id LIMIT 1;
+        ORDER BY v.original_transaction_id, v.purchase_date, v.transaction_id LIMIT 1;
         IF v_first IS NULL THEN
             DELETE FROM revenue_cohorts c WHERE c.project_id = p_project_id AND c.environment = p_environment
               AND c.original_transaction_id = p_original_id;
             RETURN;
         END IF;
     END IF;
+    -- (The purchase's spans by their key alone: a condition on starts_at would let a plan range over the project's.)
+    WITH s AS MATERIALIZED (SELECT s.starts_at, s.ends_at FROM revenue_values s
+            WHERE s.project_id = p_project_id AND s.environment = p_environment
+              AND s.original_transaction_id = p_original_id)
     SELECT COALESCE(bit_or(1 << g.k), 0) INTO v_months
-    FROM revenue_values s CROSS JOIN LATERAL generate_series(0, 12) g (k)
-    WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id
-      AND s.starts_at < ((v_first AT TIME ZONE 'UTC') + interval '13 months') AT TIME ZONE 'UTC'
-      AND s.starts_at < ((v_first AT TIME ZONE 'UTC') + make_interval(months => g.k + 1)) AT TIME ZONE 'UTC'
+    FROM s CROSS JOIN LATERAL generate_series(0, 12) g (k)
+    WHERE s.starts_at < ((v_first AT TIME ZONE 'UTC') + make_interval(months => g.k + 1)) AT TIME ZONE 'UTC'
       AND s.ends_at > ((v_first AT TIME ZONE 'UTC') + make_interval(months => g.k)) AT TIME ZONE 'UTC';
     IF v_row.first_at IS NULL THEN
         INSERT INTO revenue_cohorts (project_id, environment, original_transaction_id, first_at, months)

@@ -10,7 +10,9 @@
 -- its rows; never in the receipt's transaction. A replay changes nothing.
 CREATE OR REPLACE FUNCTION bouncer_revenue_values_sync(p_project_id uuid, p_environment text, p_original_id text,
     p_from timestamptz) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+-- Every statement's plan chosen for any parameters: the purchase's own index, never a range of the project's.
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     c refcursor;
     r record;
@@ -25,9 +27,8 @@ DECLARE
 BEGIN
     -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
     -- purchase's first payment came before that span began, so no change from p_from on moves it).
-    SELECT array_agg(s ORDER BY s.starts_at) INTO v_old FROM revenue_values s
-    WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id
-      AND s.ends_at >= p_from;
+    SELECT array_agg(s ORDER BY s.starts_at) FILTER (WHERE s.ends_at >= p_from) INTO v_old FROM revenue_values s
+    WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id;
     IF (v_old[1]).starts_at < p_from THEN
         v_keep := v_old[1];
         v_since := v_keep.paid_since;
@@ -41,7 +42,7 @@ BEGIN
         SELECT v.purchase_date INTO v_since FROM revenue_transactions v
         WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
           AND v.environment = p_environment AND NOT v.trial AND v.price_milli > 0
-        ORDER BY v.purchase_date LIMIT 1;
+        ORDER BY v.original_transaction_id, v.purchase_date LIMIT 1;
     END IF;
     -- Earlier periods still running after p_from: only when the span before it runs past it, or ends at p_from where
     -- another begins (a later period there may hide an earlier one): the old spans cover every period, up to the same
@@ -56,7 +57,7 @@ BEGIN
             WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
               AND v.purchase_date < p_from AND v.purchase_date > p_from - interval '400 days'
               AND v.environment = p_environment
-            ORDER BY v.purchase_date DESC;
+            ORDER BY v.original_transaction_id DESC, v.purchase_date DESC;
         LOOP
             FETCH c INTO r;
             EXIT WHEN NOT FOUND OR r.purchase_date < v_stop;
@@ -85,7 +86,8 @@ BEGIN
               AND v.purchase_date >= p_from AND v.environment = p_environment
             UNION ALL
             SELECT v.* FROM revenue_transactions v
-            WHERE v.project_id = p_project_id AND v.environment = p_environment AND v.transaction_id = ANY (v_ids)),
+            WHERE cardinality(v_ids) > 0 AND v.project_id = p_project_id AND v.environment = p_environment
+              AND v.transaction_id = ANY (v_ids)),
         p AS (SELECT rt.transaction_id AS id, rt.purchase_date AS s, LEAST(rt.expires_date,
                 COALESCE(rt.revocation_date, 'infinity'::timestamptz), rt.purchase_date + interval '400 days') AS e,
                 rt.currency, bouncer_money_monthly(rt.price_milli, rt.purchase_date, rt.expires_date) AS m
