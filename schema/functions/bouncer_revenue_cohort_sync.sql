@@ -4,11 +4,11 @@
 -- spans, when the change falls within the first 13 months; a renewal after those writes nothing). Only a changed
 -- row is written; a purchase without a paid period has none. Called by bouncer_revenue_values_sync; never in the
 -- receipt's transaction.
+-- Planned once per session under bouncer_derive_changes' force_generic_plan: each statement reads by the purchase's own
+-- keys only (no condition a plan could turn into a range of the project's rows).
 CREATE OR REPLACE FUNCTION bouncer_revenue_cohort_sync(p_project_id uuid, p_environment text, p_original_id text,
     p_from timestamptz) RETURNS void
-LANGUAGE plpgsql VOLATILE
--- Every statement's plan chosen for any parameters: the purchase's own rows, never a range of the project's.
-SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_row revenue_cohorts;
     v_first timestamptz;

@@ -8,11 +8,11 @@
 -- are written, spans no longer there removed, and each day's count moved by the difference (a day back to zero
 -- removed): O(1) rows per changed transaction. Called by bouncer_revenue_roll_up for every purchase it rolls up, after
 -- its rows; never in the receipt's transaction. A replay changes nothing.
+-- Planned once per session under bouncer_derive_changes' force_generic_plan: each statement reads by the purchase's own
+-- keys only (no condition a plan could turn into a range of the project's rows).
 CREATE OR REPLACE FUNCTION bouncer_revenue_values_sync(p_project_id uuid, p_environment text, p_original_id text,
     p_from timestamptz) RETURNS void
-LANGUAGE plpgsql VOLATILE
--- Every statement's plan chosen for any parameters: the purchase's own index, never a range of the project's.
-SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     c refcursor;
     r record;
