@@ -106,12 +106,7 @@ extension ChartsE2ETests {
                       "revenue_value_days", "revenue_cohorts"] {
             _ = try db.query("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         }
-        _ = try db.query("""
-            INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-            SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
-            FROM transactions t WHERE t.project_id = \(tenant.id)::uuid RETURNING 1
-            """)
-        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        try replayRevenue(tenant)
         XCTAssertEqual(try rollUps(), incremental)
         XCTAssertEqual(try compare(), before)
     }

@@ -80,6 +80,17 @@ final class ChartsE2ETests: SharedServerTestCase {
         (json["points"]?.arrayValue ?? []).map { $0["unconverted"]?.description ?? "absent" }
     }
 
+    /// Asks the deriver to roll up every purchase of the tenant again through the log (0062's backfill rows), and
+    /// waits until it has.
+    func replayRevenue(_ tenant: Tenant) throws {
+        _ = try db.query("""
+            INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
+            SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
+            FROM transactions t WHERE t.project_id = \(tenant.id)::uuid RETURNING 1
+            """)
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+    }
+
     /// Stores each day's USD rate for one EUR; answers the responses.
     func putEuroRates(_ api: API, _ rates: [(date: String, usd: String)]) throws -> [HTTPResponse] {
         try rates.map { date, usd in
@@ -201,12 +212,7 @@ final class ChartsE2ETests: SharedServerTestCase {
         _ = try db.query("DELETE FROM revenue_value_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         XCTAssertEqual(try days(), [])
         XCTAssertEqual(try runs(), [])
-        _ = try db.query("""
-            INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-            SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
-            FROM transactions t WHERE t.project_id = \(tenant.id)::uuid RETURNING 1
-            """)
-        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        try replayRevenue(tenant)
         XCTAssertEqual(try rows(), incremental)
         XCTAssertEqual(try days(), rolledUp)
         XCTAssertEqual(try runs(), runsRolledUp)
