@@ -77,11 +77,13 @@ extension PostgresChartStore {
                     + extract(month FROM x.now) - extract(month FROM x.a))::int AS k) y
                 WHERE c.project_id = q.project AND (q.env IS NULL OR c.environment = q.env)
                   AND c.first_at >= q.lo AND c.first_at < q.hi),
-            mc AS (SELECT m.i, count(*) AS n, \(Chart.retentionMonths.map {
-                    "count(*) FILTER (WHERE m.reached > \($0)) AS h\($0), "
-                    + "count(*) FILTER (WHERE m.reached > \($0) AND m.months & \(1 << $0) <> 0) AS r\($0)"
+            -- Members alike counted once: the counts per month then add up a few groups per interval.
+            g AS (SELECT m.i, m.reached, m.months, count(*) AS n FROM m GROUP BY 1, 2, 3),
+            mc AS (SELECT g.i, sum(g.n) AS n, \(Chart.retentionMonths.map {
+                    "sum(g.n) FILTER (WHERE g.reached > \($0)) AS h\($0), "
+                    + "sum(g.n) FILTER (WHERE g.reached > \($0) AND g.months & \(1 << $0) <> 0) AS r\($0)"
                 }.joined(separator: ", "))
-                FROM m GROUP BY m.i)
+                FROM g GROUP BY g.i)
             SELECT b.i, NULL::text AS currency, COALESCE(mc.n, 0)::int8 AS m0, \(Chart.retentionMonths.map {
                     "COALESCE(mc.h\($0), 0)::int8 AS m\(1 + 2 * $0), COALESCE(mc.r\($0), 0)::int8 AS m\(2 + 2 * $0)"
                 }.joined(separator: ", "))
