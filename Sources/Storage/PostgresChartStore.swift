@@ -53,8 +53,10 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
                 var points = buckets.map {
                     ChartPoint(date: Date(timeIntervalSince1970: Double($0.lo)), values: Array(repeating: 0, count: width))
                 }
-                // The runs of paid service join a purchase's products and storefronts: unfiltered charts only.
-                let runs = query.productId == nil && query.country == nil ? Self.runStatements[query.chart] : nil
+                // The runs of paid service and the spans of MRR join a purchase's products and storefronts:
+                // unfiltered charts only.
+                let runs = query.productId == nil && query.country == nil
+                    ? Self.runStatements[query.chart] ?? Self.valueStatements[query.chart] : nil
                 let statement = runs ?? Self.sweepStatements[query.chart] ?? Self.statements[query.chart]
                     ?? Self.cohortStatements[query.chart] ?? ""
                 for row in try c.query("""

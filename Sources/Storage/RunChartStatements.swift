@@ -7,16 +7,22 @@ import Domain
 /// `T_0 … T_n` are the sweep's (each interval's start, then the last one's end, each at most now); the definitions
 /// (README "Charts") are the same and ChartsE2ETests holds both paths to the same hand-computed values.
 extension PostgresChartStore {
-    /// `w` (the instants, as the sweep's) and `act`: the purchases active at each instant `k` (a run with
-    /// `starts_at ≤ T_k < ends_at`): the running sum of the days' starts − ends up to the instant's midnight, plus, for
-    /// an instant past its midnight (now), the runs begun and ended since, from their indexes.
-    static let activeRuns = """
+    /// `w`: the instants (`ts`, 1-based, as the sweep's) and `n`; `kd`: each instant `k` (0-based) with its time `at`,
+    /// its UTC day `d` and that day's midnight.
+    static let instants = """
         w AS MATERIALIZED (SELECT ARRAY(SELECT LEAST(x, q.now) FROM unnest(q.bounds) x ORDER BY x) AS ts,
                 cardinality(q.bounds) - 1 AS n
             FROM q),
         kd AS MATERIALIZED (SELECT k.k, w.ts[k.k + 1] AS at, (w.ts[k.k + 1] AT TIME ZONE 'UTC')::date AS d,
                 (w.ts[k.k + 1] AT TIME ZONE 'UTC')::date::timestamp AT TIME ZONE 'UTC' AS midnight
-            FROM w, generate_series(0, w.n) k (k)),
+            FROM w, generate_series(0, w.n) k (k))
+        """
+
+    /// `w` (the instants, as the sweep's) and `act`: the purchases active at each instant `k` (a run with
+    /// `starts_at ≤ T_k < ends_at`): the running sum of the days' starts − ends up to the instant's midnight, plus, for
+    /// an instant past its midnight (now), the runs begun and ended since, from their indexes.
+    static let activeRuns = """
+        \(instants),
         dd AS (SELECT r.day, sum(r.starts - r.ends) AS delta FROM q, revenue_run_days r
             WHERE r.project_id = q.project AND (q.env IS NULL OR r.environment = q.env)
               AND r.day <= (SELECT max(kd.d) FROM kd)

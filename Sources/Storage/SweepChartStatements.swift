@@ -63,6 +63,19 @@ extension PostgresChartStore {
             ORDER BY c.o, k.k, c.s DESC, c.id DESC))
         """
 
+    /// MRR from `dk` (per currency, monthly price `v` and instant `k`, how many purchases begin holding it there
+    /// minus how many stop): how many purchases hold each value from each change to the next, at each interval's
+    /// end, converted at that day's rate.
+    static let held = """
+        h AS (SELECT x.currency, x.v, k.k, x.n
+            FROM w, (SELECT dk.currency, dk.v, dk.k, sum(dk.d) OVER cv AS n, lead(dk.k) OVER cv AS next_k
+                FROM dk WINDOW cv AS (PARTITION BY dk.currency, dk.v ORDER BY dk.k)) x
+            CROSS JOIN LATERAL generate_series(x.k, COALESCE(x.next_k - 1, w.n)) k (k)),
+        e AS (SELECT b.i, h.currency, (b.at1 AT TIME ZONE 'UTC')::date AS day, h.v AS a0, 1::int8 AS a1, h.n
+            FROM b JOIN h ON h.k = b.i + 1 AND h.n > 0),
+        \(converted([([(0, 1)], nil), ([], 1)], counted: true))
+        """
+
     static let sweepStatements: [Chart: String] = [
         .activeSubscriptions: """
             \(sweepPeriods(paid)),
@@ -88,14 +101,7 @@ extension PostgresChartStore {
             dk AS (SELECT d.currency, d.v, d.k, sum(d.d) AS d
                 FROM (SELECT seg.currency, seg.v, seg.a AS k, 1 AS d FROM seg
                     UNION ALL SELECT seg.currency, seg.v, seg.z + 1, -1 FROM seg) d GROUP BY 1, 2, 3),
-            -- How many purchases hold each (currency, monthly price) from each change to the next.
-            h AS (SELECT x.currency, x.v, k.k, x.n
-                FROM w, (SELECT dk.currency, dk.v, dk.k, sum(dk.d) OVER cv AS n, lead(dk.k) OVER cv AS next_k
-                    FROM dk WINDOW cv AS (PARTITION BY dk.currency, dk.v ORDER BY dk.k)) x
-                CROSS JOIN LATERAL generate_series(x.k, COALESCE(x.next_k - 1, w.n)) k (k)),
-            e AS (SELECT b.i, h.currency, (b.at1 AT TIME ZONE 'UTC')::date AS day, h.v AS a0, 1::int8 AS a1, h.n
-                FROM b JOIN h ON h.k = b.i + 1 AND h.n > 0),
-            \(converted([([(0, 1)], nil), ([], 1)], counted: true))
+            \(held)
             """,
         // Each purchase's change between T_i and T_{i+1}: where a run begins (from the run before it when that
         // ends at T_i, else from nothing) and where one ends with no run right after. `before` (reactivation

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import TestSupport
 import XCTest
 
 /// Revenue truth (issue 26) against the real `bouncer serve`: a scenario of signed purchases, renewals, an upgrade, a
@@ -47,14 +48,14 @@ final class ChartsE2ETests: SharedServerTestCase {
         }
     }
 
-    private func chart(_ tenant: Tenant, _ name: String, _ query: String) throws -> JSONValue {
+    func chart(_ tenant: Tenant, _ name: String, _ query: String) throws -> JSONValue {
         let r = try api.client.get("/v1/admin/projects/\(tenant.id)/charts/\(name)?\(query)", headers: E2E.admin)
         XCTAssertEqual(r.status, 200, r.description)
         return try r.json()
     }
 
     /// The points' values of `measures`, one array per point (ratios as their text, null as "null").
-    private func table(_ json: JSONValue, _ measures: [String]) -> [[String]] {
+    func table(_ json: JSONValue, _ measures: [String]) -> [[String]] {
         (json["points"]?.arrayValue ?? []).map { point in
             measures.map { point[$0].map { $0.stringValue ?? $0.description } ?? "absent" }
         }
@@ -64,15 +65,49 @@ final class ChartsE2ETests: SharedServerTestCase {
         measures.map { json["totals"]?[$0].map { $0.stringValue ?? $0.description } ?? "absent" }
     }
 
-    func testScenarioChartsAreExact() throws {
-        let api = try api
-        let tenant = try api.createProject()
-        // Rates: 1 EUR = 1.1 USD from January, 1.2 from February; no GBP rate.
-        for (date, usd) in [("2025-01-01", "1.1"), ("2025-02-01", "1.2")] {
+    /// The charts answered from the deriver's roll-ups unfiltered and by the sweep under a filter, with the columns
+    /// that must be equal.
+    static let bothPaths = [("active_subscriptions", ["date", "active_subscriptions"]),
+                            ("churn", ["date", "active_at_start", "churned"]),
+                            ("mrr", ["date", "mrr_milli", "subscriptions"]),
+                            ("mrr_movement", ["date", "new_milli", "expansion_milli", "contraction_milli",
+                                              "churned_milli", "reactivation_milli"]),
+                            ("subscription_retention", ["date", "subscribers"]
+                                + (0...12).flatMap { ["reached_\($0)", "retained_\($0)"] })]
+
+    /// Each point's amounts without a rate, as text.
+    static func unconverted(_ json: JSONValue) -> [String] {
+        (json["points"]?.arrayValue ?? []).map { $0["unconverted"]?.description ?? "absent" }
+    }
+
+    /// Asks the deriver to roll up every purchase of the tenant again through the log (0062's backfill rows), and
+    /// waits until it has.
+    func replayRevenue(_ tenant: Tenant) throws {
+        _ = try db.query("""
+            INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
+            SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
+            FROM transactions t WHERE t.project_id = \(tenant.id)::uuid RETURNING 1
+            """)
+        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+    }
+
+    /// Stores each day's USD rate for one EUR; answers the responses.
+    func putEuroRates(_ api: API, _ rates: [(date: String, usd: String)]) throws -> [HTTPResponse] {
+        try rates.map { date, usd in
             let r = try api.client.send("PUT", "/v1/admin/exchange-rates",
                                         json: ["date": .string(date), "base": "EUR", "rates": ["USD": .string(usd)]],
                                         headers: E2E.admin)
             XCTAssertEqual(r.status, 200, r.description)
+            return r
+        }
+    }
+
+    func testScenarioChartsAreExact() throws {
+        let api = try api
+        let tenant = try api.createProject()
+        // Rates: 1 EUR = 1.1 USD from January, 1.2 from February; no GBP rate.
+        let rates = [("2025-01-01", "1.1"), ("2025-02-01", "1.2")]
+        for (r, (date, _)) in zip(try putEuroRates(api, rates), rates) {
             XCTAssertEqual(try r.json(), ["date": .string(date), "base": "EUR", "stored": 1])
             try AuditLogE2ETests.assertAudited(db, method: "PUT", template: "/v1/admin/exchange-rates", r)
         }
@@ -141,13 +176,26 @@ final class ChartsE2ETests: SharedServerTestCase {
                 FROM revenue_runs WHERE project_id = \(tenant.id)::uuid
                 UNION ALL
                 SELECT 'd ' || environment || ' ' || day::text || ' ' || starts || ' ' || ends
-                FROM revenue_run_days WHERE project_id = \(tenant.id)::uuid ORDER BY 1
+                FROM revenue_run_days WHERE project_id = \(tenant.id)::uuid
+                UNION ALL
+                SELECT 'v ' || environment || ' ' || original_transaction_id || ' ' || starts_at::text || ' '
+                    || ends_at::text || ' ' || currency || ' ' || monthly_milli || ' ' || paid_since::text
+                FROM revenue_values WHERE project_id = \(tenant.id)::uuid
+                UNION ALL
+                SELECT 'w ' || environment || ' ' || day::text || ' ' || currency || ' ' || monthly_milli || ' ' || n
+                FROM revenue_value_days WHERE project_id = \(tenant.id)::uuid ORDER BY 1
                 """).map { try $0.decode("r", as: String.self) }
         }
         let rolledUp = try days()
         let runsRolledUp = try runs()
         // A, B, C, E and F each one run (C's trial is not paid service; its upgrade continues the run).
         XCTAssertEqual(runsRolledUp.filter { $0.hasPrefix("r ") }.count, 5)
+        // The spans of MRR (0085): C's monthly price, then its yearly's twelfth from the upgrade; F's renewals joined
+        // into one span.
+        let c = try XCTUnwrap(runsRolledUp.first { $0.hasPrefix("v ") && $0.contains(" 2025-01-27 12:00:00+00 ") })
+        XCTAssertTrue(c.hasSuffix(" 2025-02-15 12:00:00+00 USD 9990 2025-01-27 12:00:00+00"), c)
+        XCTAssertEqual(runsRolledUp.filter { $0.hasPrefix("v ") }.count, 6)
+        XCTAssertTrue(runsRolledUp.contains { $0.hasSuffix(" 2024-02-01 12:00:00+00 2025-03-01 12:00:00+00 USD 2000 2024-02-01 12:00:00+00") })
         XCTAssertEqual(rolledUp.filter { $0.split(separator: " ")[1] == "1" },
                        ["2025-02-20 1 EUR 4990 30 50000 1 0", "2025-03-10 1 USD 9990 30 100000 1 0"])
         XCTAssertEqual(rolledUp.filter { $0.hasPrefix("2025-01-01 0") || $0.hasPrefix("2025-02-01 0") },
@@ -160,14 +208,11 @@ final class ChartsE2ETests: SharedServerTestCase {
         _ = try db.query("DELETE FROM revenue_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         _ = try db.query("DELETE FROM revenue_runs WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         _ = try db.query("DELETE FROM revenue_run_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        _ = try db.query("DELETE FROM revenue_values WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        _ = try db.query("DELETE FROM revenue_value_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         XCTAssertEqual(try days(), [])
         XCTAssertEqual(try runs(), [])
-        _ = try db.query("""
-            INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-            SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id, '{"tx": {"revenue": "all"}}'::jsonb, now()
-            FROM transactions t WHERE t.project_id = \(tenant.id)::uuid RETURNING 1
-            """)
-        XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+        try replayRevenue(tenant)
         XCTAssertEqual(try rows(), incremental)
         XCTAssertEqual(try days(), rolledUp)
         XCTAssertEqual(try runs(), runsRolledUp)
@@ -237,11 +282,12 @@ final class ChartsE2ETests: SharedServerTestCase {
         // USA storefront) the sweep over the periods: the same values day by day, week by week, and up to now.
         for query in ["from=2024-12-28&to=2025-04-05&interval=day", "from=2024-12-01&to=2025-04-30&interval=week",
                       range] {
-            for (name, columns) in [("active_subscriptions", ["date", "active_subscriptions"]),
-                                    ("churn", ["date", "active_at_start", "churned"])] {
-                let runs = table(try chart(tenant, name, query), columns)
-                XCTAssertEqual(runs, table(try chart(tenant, name, query + "&country=USA"), columns), "\(name) \(query)")
-                XCTAssertFalse(runs.isEmpty)
+            for (name, columns) in Self.bothPaths {
+                let runs = try chart(tenant, name, query)
+                let swept = try chart(tenant, name, query + "&country=USA")
+                XCTAssertEqual(table(runs, columns), table(swept, columns), "\(name) \(query)")
+                XCTAssertEqual(Self.unconverted(runs), Self.unconverted(swept), "\(name) \(query)")
+                XCTAssertFalse(table(runs, columns).isEmpty)
             }
         }
 
@@ -366,9 +412,9 @@ final class ChartsE2ETests: SharedServerTestCase {
         let summer = "from=2024-05-01&to=2024-08-31&interval=month"
         XCTAssertEqual(table(try chart(tenant, "churn", summer), ["active_at_start", "churned"]),
                        [["0", "0"], ["1", "0"], ["1", "0"], ["1", "1"]])
-        for query in [summer, "from=2024-05-15&to=2024-08-05&interval=day", "from=2024-05-01&to=2024-08-31&interval=week"] {
-            for (name, columns) in [("active_subscriptions", ["active_subscriptions"]),
-                                    ("churn", ["active_at_start", "churned"])] {
+        for query in [summer, "from=2024-05-15&to=2024-08-05&interval=day", "from=2024-05-01&to=2024-08-31&interval=week",
+                      range, "from=2025-01-01&to=2025-01-31&interval=week"] {
+            for (name, columns) in Self.bothPaths {
                 XCTAssertEqual(table(try chart(tenant, name, query), columns),
                                table(try chart(tenant, name, query + "&country=USA"), columns), "\(name) \(query)")
             }
@@ -392,6 +438,11 @@ final class ChartsE2ETests: SharedServerTestCase {
         XCTAssertEqual(table(try chart(tenant, "churn", recent), columns),
                        table(try chart(tenant, "churn", recent + "&country=USA"), columns))
         XCTAssertEqual(totals(try chart(tenant, "churn", recent), ["churned"]), ["1"])
+        for (name, columns) in Self.bothPaths.dropFirst(2) {
+            XCTAssertEqual(table(try chart(tenant, name, recent), columns),
+                           table(try chart(tenant, name, recent + "&country=USA"), columns), name)
+        }
+        XCTAssertEqual(table(try chart(tenant, "mrr", recent), ["mrr_milli"]).last, ["9990"])
     }
 
     func testValidationAndPermissions() throws {

@@ -11,9 +11,9 @@ import XCTest
 final class ProjectDeletionTests: XCTestCase {
     /// The tables 0075 (and 0076) took the foreign key from: written by `bouncer_record_transaction` and the
     /// deriver's roll-ups.
-    static let unkeyed = ["overview_days", "overview_instants", "overview_trials", "purchases", "revenue_days",
-                          "revenue_run_days", "revenue_runs", "revenue_transactions", "transaction_jws",
-                          "transactions"]
+    static let unkeyed = ["overview_days", "overview_instants", "overview_trials", "purchases", "revenue_cohorts",
+                          "revenue_days", "revenue_run_days", "revenue_runs", "revenue_transactions",
+                          "revenue_value_days", "revenue_values", "transaction_jws", "transactions"]
 
     func testTheReceiptsTablesHaveNoForeignKeyToProjectsAndEveryOtherTenantTableKeepsIt() throws {
         let s = try TestStores.make(label: "projectfks")

@@ -22,5 +22,8 @@ BEGIN
     DELETE FROM revenue_days d WHERE d.project_id = p_project;
     DELETE FROM revenue_runs r WHERE r.project_id = p_project;
     DELETE FROM revenue_run_days r WHERE r.project_id = p_project;
+    DELETE FROM revenue_values s WHERE s.project_id = p_project;
+    DELETE FROM revenue_value_days s WHERE s.project_id = p_project;
+    DELETE FROM revenue_cohorts s WHERE s.project_id = p_project;
 END;
 $$;

@@ -1,0 +1,154 @@
+-- Brings revenue_values and revenue_value_days (schema/0085) up to date for one purchase whose revenue_transactions
+-- rows changed from p_from on (bouncer_revenue_roll_up's earliest changed purchase date; '-infinity': all of them).
+-- Its value before p_from cannot have changed (it depends on the periods begun by then), so only the spans from p_from
+-- on are computed again, from the periods that reach past p_from: the rows from p_from on, and the earlier ones still
+-- running then, found by walking back from p_from until the running end of paid service (ended_max) falls by it (a
+-- renewal reads the row before it), plus fully refunded ones (outside ended_max: their partial index), never more
+-- than 400 days back (no period is longer). The span running into p_from keeps its part before; new or changed spans
+-- are written, spans no longer there removed, and each day's count moved by the difference (a day back to zero
+-- removed): O(1) rows per changed transaction. Called by bouncer_revenue_roll_up for every purchase it rolls up, after
+-- its rows; never in the receipt's transaction. A replay changes nothing.
+-- Planned once per session under bouncer_derive_changes' force_generic_plan: each statement reads by the purchase's own
+-- keys only (no condition a plan could turn into a range of the project's rows).
+CREATE OR REPLACE FUNCTION bouncer_revenue_values_sync(p_project_id uuid, p_environment text, p_original_id text,
+    p_from timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    c refcursor;
+    r record;
+    v_ids text[] := '{}';
+    v_stop timestamptz;
+    v_keep revenue_values;
+    v_since timestamptz;
+    v_old revenue_values[];
+    v_new revenue_values[];
+    v_zero revenue_value_days[];
+    v_gone timestamptz[];
+BEGIN
+    -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
+    -- purchase's first payment came before that span began, so no change from p_from on moves it).
+    SELECT array_agg(s ORDER BY s.starts_at) FILTER (WHERE s.ends_at >= p_from) INTO v_old FROM revenue_values s
+    WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id;
+    IF (v_old[1]).starts_at < p_from THEN
+        v_keep := v_old[1];
+        v_since := v_keep.paid_since;
+    ELSIF p_from > '-infinity' THEN
+        SELECT s.paid_since INTO v_since FROM revenue_values s
+        WHERE s.project_id = p_project_id AND s.environment = p_environment
+          AND s.original_transaction_id = p_original_id AND s.starts_at < p_from
+        ORDER BY s.starts_at DESC LIMIT 1;
+    END IF;
+    IF v_since IS NULL THEN
+        SELECT v.purchase_date INTO v_since FROM revenue_transactions v
+        WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
+          AND v.environment = p_environment AND NOT v.trial AND v.price_milli > 0
+        ORDER BY v.original_transaction_id, v.purchase_date LIMIT 1;
+    END IF;
+    -- Earlier periods still running after p_from: only when the span before it runs past it, or ends at p_from where
+    -- another begins (a later period there may hide an earlier one): the old spans cover every period, up to the same
+    -- 400-day bound. A renewal that begins as the last period ends reads none.
+    IF v_keep.ends_at > p_from OR (v_keep.ends_at = p_from AND (v_old[2]).starts_at = p_from) THEN
+        OPEN c FOR SELECT v.transaction_id, v.purchase_date, v.ended_max,
+                v.type = 'Auto-Renewable Subscription' AND NOT v.trial AND v.price_milli > 0
+                    AND v.expires_date IS NOT NULL AND LEAST(v.expires_date,
+                        COALESCE(v.revocation_date, 'infinity'::timestamptz),
+                        v.purchase_date + interval '400 days') > p_from AS reaches
+            FROM revenue_transactions v
+            WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
+              AND v.purchase_date < p_from AND v.purchase_date > p_from - interval '400 days'
+              AND v.environment = p_environment
+            ORDER BY v.original_transaction_id DESC, v.purchase_date DESC;
+        LOOP
+            FETCH c INTO r;
+            EXIT WHEN NOT FOUND OR r.purchase_date < v_stop;
+            IF r.reaches THEN
+                v_ids := v_ids || r.transaction_id;
+            END IF;
+            -- Every row up to this one ended by p_from (rows of its purchase date still read: their order is a tie).
+            IF v_stop IS NULL AND (r.ended_max IS NULL OR r.ended_max <= p_from) THEN
+                v_stop := r.purchase_date;
+            END IF;
+        END LOOP;
+        CLOSE c;
+        v_ids := v_ids || ARRAY(SELECT v.transaction_id FROM revenue_transactions v
+            WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
+              AND v.environment = p_environment AND v.refund_milli_percent >= 100000
+              AND v.purchase_date < p_from AND v.purchase_date > p_from - interval '400 days'
+              AND v.type = 'Auto-Renewable Subscription' AND NOT v.trial AND v.price_milli > 0
+              AND v.expires_date IS NOT NULL
+              AND LEAST(v.expires_date, COALESCE(v.revocation_date, 'infinity'::timestamptz)) > p_from);
+    END IF;
+    -- The spans from p_from on: between consecutive period boundaries, the latest period covering the piece's start;
+    -- pieces of one value that touch joined, and the first joined to the kept span when it continues its value.
+    -- (Two reads, each by its own index: the rows from p_from on by the purchase's, the earlier ones by their keys.)
+    WITH rt AS (SELECT v.* FROM revenue_transactions v
+            WHERE v.project_id = p_project_id AND v.original_transaction_id = p_original_id
+              AND v.purchase_date >= p_from AND v.environment = p_environment
+            UNION ALL
+            SELECT v.* FROM revenue_transactions v
+            WHERE cardinality(v_ids) > 0 AND v.project_id = p_project_id AND v.environment = p_environment
+              AND v.transaction_id = ANY (v_ids)),
+        p AS (SELECT rt.transaction_id AS id, rt.purchase_date AS s, LEAST(rt.expires_date,
+                COALESCE(rt.revocation_date, 'infinity'::timestamptz), rt.purchase_date + interval '400 days') AS e,
+                rt.currency, bouncer_money_monthly(rt.price_milli, rt.purchase_date, rt.expires_date) AS m
+            FROM rt
+            WHERE rt.type = 'Auto-Renewable Subscription' AND NOT rt.trial AND rt.price_milli > 0
+              AND rt.expires_date IS NOT NULL),
+        x AS (SELECT GREATEST(p.s, p_from) AS x FROM p WHERE p.e > GREATEST(p.s, p_from)
+            UNION SELECT p.e FROM p WHERE p.e > GREATEST(p.s, p_from)),
+        k AS (SELECT x.x AS a, lead(x.x) OVER (ORDER BY x.x) AS z FROM x),
+        top AS (SELECT k.a, k.z, t.currency, t.m FROM k CROSS JOIN LATERAL (SELECT p.currency, p.m FROM p
+                WHERE p.s <= k.a AND p.e > k.a ORDER BY p.s DESC, p.id DESC LIMIT 1) t
+            WHERE k.z IS NOT NULL
+            UNION ALL
+            SELECT v_keep.starts_at, p_from, v_keep.currency, v_keep.monthly_milli WHERE v_keep.starts_at IS NOT NULL),
+        b AS (SELECT top.*, CASE WHEN top.a = lag(top.z) OVER w AND top.currency = lag(top.currency) OVER w
+                    AND top.m = lag(top.m) OVER w THEN 0 ELSE 1 END AS brk
+            FROM top WINDOW w AS (ORDER BY top.a)),
+        g AS (SELECT b.*, sum(b.brk) OVER (ORDER BY b.a) AS grp FROM b)
+    SELECT array_agg(ROW(p_project_id, p_environment, p_original_id, n.s, n.e, n.currency, n.m, v_since)::revenue_values
+            ORDER BY n.s)
+    INTO v_new
+    FROM (SELECT min(g.a) AS s, max(g.z) AS e, g.currency, g.m FROM g GROUP BY g.grp, g.currency, g.m) n;
+    IF v_old IS NOT DISTINCT FROM v_new THEN
+        -- subscription_retention's row (schema/0085) follows the spans and the first paid period.
+        PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
+        RETURN;
+    END IF;
+    -- A span that keeps its start is updated in place (a renewal moves its end), one that begins elsewhere written,
+    -- one whose start is gone removed.
+    v_gone := ARRAY(SELECT o.starts_at FROM unnest(v_old) o
+        WHERE o.starts_at <> ALL (ARRAY(SELECT n.starts_at FROM unnest(v_new) n)));
+    IF cardinality(v_gone) > 0 THEN
+        DELETE FROM revenue_values s WHERE s.project_id = p_project_id AND s.environment = p_environment
+          AND s.original_transaction_id = p_original_id AND s.starts_at = ANY (v_gone);
+    END IF;
+    INSERT INTO revenue_values AS s SELECT n.* FROM unnest(v_new) n WHERE NOT (n = ANY (COALESCE(v_old, '{}')))
+    ON CONFLICT (project_id, environment, original_transaction_id, starts_at) DO UPDATE SET ends_at = EXCLUDED.ends_at,
+        currency = EXCLUDED.currency, monthly_milli = EXCLUDED.monthly_milli, paid_since = EXCLUDED.paid_since;
+    -- Each span counts +1 on the day that closes its start, −1 on the day that closes its end; a removed one the
+    -- opposite.
+    WITH d AS (SELECT x.day, x.currency, x.m, sum(x.n) AS n
+            FROM (SELECT ((o.starts_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1 AS day, o.currency,
+                    o.monthly_milli AS m, -1 AS n FROM unnest(v_old) o
+                UNION ALL SELECT ((o.ends_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, o.currency,
+                    o.monthly_milli, 1 FROM unnest(v_old) o
+                UNION ALL SELECT ((n.starts_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, n.currency,
+                    n.monthly_milli, 1 FROM unnest(v_new) n
+                UNION ALL SELECT ((n.ends_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, n.currency,
+                    n.monthly_milli, -1 FROM unnest(v_new) n) x
+            GROUP BY 1, 2, 3 HAVING sum(x.n) <> 0),
+        up AS (INSERT INTO revenue_value_days AS vd (project_id, environment, day, currency, monthly_milli, n)
+            SELECT p_project_id, p_environment, d.day, d.currency, d.m, d.n FROM d
+            ON CONFLICT (project_id, day, environment, currency, monthly_milli) DO UPDATE SET n = vd.n + EXCLUDED.n
+            RETURNING vd.day, vd.currency, vd.monthly_milli, vd.n)
+    SELECT array_agg(ROW(p_project_id, p_environment, up.day, up.currency, up.monthly_milli, 0)::revenue_value_days)
+    INTO v_zero FROM up WHERE up.n = 0;
+    IF v_zero IS NOT NULL THEN
+        DELETE FROM revenue_value_days vd USING unnest(v_zero) z
+        WHERE vd.project_id = p_project_id AND vd.day = z.day AND vd.environment = p_environment
+          AND vd.currency = z.currency AND vd.monthly_milli = z.monthly_milli AND vd.n = 0;
+    END IF;
+    PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
+END;
+$$;
