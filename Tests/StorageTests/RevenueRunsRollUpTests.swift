@@ -133,14 +133,15 @@ final class RevenueRunsRollUpTests: XCTestCase {
             try derive(s, project)
         }
         XCTAssertEqual(counts[0], counts[1])
-        // Exactly: the new row (read: the row before it, then the last run's six periods), its sale's day row; the
-        // last run (its start, itself, its upsert) extended and the run before it pointed at its new end; the old end
-        // day's count moved to the new day (the old one back to zero, removed).
+        // Exactly: the new row (read: the row before it, then the last run's six periods; and once by the spans of MRR,
+        // bouncer_revenue_values_sync, schema/0085), its sale's day row; the last run (its start, itself, its upsert)
+        // extended and the run before it pointed at its new end; the old end day's count moved to the new day (the
+        // old one back to zero, removed).
         XCTAssertEqual(counts[1], [
             "revenue_days read 0 written 1",
             "revenue_run_days read 2 written 3",
             "revenue_runs read 6 written 2",
-            "revenue_transactions read 7 written 1",
+            "revenue_transactions read 8 written 1",
         ])
         let incremental = try rollUps(s, project)
         XCTAssertEqual(incremental.filter { $0.hasPrefix("r ") }.count, 300 + 2 + 20)

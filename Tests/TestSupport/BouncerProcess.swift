@@ -186,27 +186,48 @@ public struct CLIRun: Sendable {
 }
 
 /// Runs any program to completion, collecting both outputs.
+///
+/// With `posix_spawn` + `waitpid` and both outputs in files, not Foundation's `Process` + `Pipe`: `Process` learns of
+/// an exit through a watch socket, and a PostgreSQL that another thread starts at the same moment can inherit that
+/// socket and keep it open, so `waitUntilExit` waited forever for a program long gone (seen once: a suite stuck in
+/// `BouncerExecutableE2ETests` with the test database's server holding the socket). Here nothing is inherited that
+/// we wait on: the exit is the child's own status.
 public enum ProcessRun {
     /// Runs `executable arguments…` (with `environment`, or this process's); stdout as bytes (a `pg_dump` may not be
-    /// UTF-8), stderr as text.
+    /// UTF-8), stderr as text. Standard input is /dev/null.
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws
         -> (status: Int32, stdout: Data, stderr: String)
     {
-        let p = Process()
-        p.executableURL = executable
-        p.arguments = arguments
-        if let environment { p.environment = environment }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        // Drain stderr on another thread so a chatty process never blocks on a full pipe.
-        let errData = Mutex<Data?>(nil)
-        let errThread = Thread { let d = err.fileHandleForReading.readDataToEndOfFile(); errData.withLock { $0 = d } }
-        errThread.start()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        while errData.withLock({ $0 == nil }) { usleep(1000) }
-        return (p.terminationStatus, o, String(decoding: errData.withLock { $0 } ?? Data(), as: UTF8.self))
+        let base = NSTemporaryDirectory() + "bouncer-run-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        let outPath = base + ".out", errPath = base + ".err"
+        defer { unlink(outPath); unlink(errPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv = ([executable.path] + arguments).map { strdup($0) }
+        defer { argv.forEach { free($0) } }
+        let envp = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") }
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = (argv + [nil]).withUnsafeBufferPointer { a in
+            (envp + [nil]).withUnsafeBufferPointer { e in
+                guard let av = a.baseAddress, let ev = e.baseAddress else { return EINVAL }
+                return posix_spawn(&pid, executable.path, &actions, nil, UnsafeMutablePointer(mutating: av),
+                                   UnsafeMutablePointer(mutating: ev))
+            }
+        }
+        guard spawned == 0 else {
+            throw TLSTestPKIError(message: "posix_spawn \(executable.path): \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let out = FileManager.default.contents(atPath: outPath) ?? Data()
+        let err = FileManager.default.contents(atPath: errPath) ?? Data()
+        // WIFEXITED ? WEXITSTATUS : the signal as Process reported it (terminationStatus is the signal number).
+        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+        return (code, out, String(decoding: err, as: UTF8.self))
     }
 }
