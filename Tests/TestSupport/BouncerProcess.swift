@@ -9,6 +9,9 @@ import Glibc
 /// assertions on its log.
 public final class BouncerProcess: @unchecked Sendable {
     public let process: Process
+    /// The exit status when `reapIfUnnoticed` reaped the server itself (Foundation's `Process` then never learns of
+    /// the exit: `isRunning` stays true and `waitUntilExit` would never return).
+    private var reapedStatus: Int32?
     public let port: Int
     /// The first stdout line, `listening on http://127.0.0.1:PORT\n` (`https://` with `BOUNCER_TLS_*`).
     public let listeningLine: String
@@ -112,6 +115,7 @@ public final class BouncerProcess: @unchecked Sendable {
     /// a hang).
     @discardableResult
     public func stop(timeout: Double = 20) -> Int32 {
+        if let reapedStatus { return reapedStatus }
         guard process.isRunning else { return process.terminationReason == .exit ? process.terminationStatus : -2 }
         kill(process.processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(timeout)
@@ -153,7 +157,9 @@ public final class BouncerProcess: @unchecked Sendable {
         guard Date().timeIntervalSince(since) >= 1 else { return nil }
         var status: Int32 = 0
         guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : -2
+        let exit = status & 0x7f == 0 ? (status >> 8) & 0xff : -2
+        reapedStatus = exit
+        return exit
     }
 
     /// Stops the server and asserts a clean exit (status 0 after SIGTERM).
@@ -164,9 +170,13 @@ public final class BouncerProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
+        // Never `waitUntilExit` here: after `reapIfUnnoticed` reaped the server, `isRunning` stays true and that wait
+        // never returned (a suite stuck after `testServeAnswersHealthAndDrainsOnSIGTERM`). A bounded wait instead.
+        if reapedStatus == nil, process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            var zombieSince: Date?
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning, Date() < deadline, reapIfUnnoticed(&zombieSince) == nil { usleep(20_000) }
         }
         if let ownedDataDirectory { try? FileManager.default.removeItem(atPath: ownedDataDirectory) }
     }
