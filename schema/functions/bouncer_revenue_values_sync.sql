@@ -7,7 +7,8 @@
 -- than 400 days back (no period is longer). The span running into p_from keeps its part before; new or changed spans
 -- are written, spans no longer there removed, and each day's count moved by the difference (a day back to zero
 -- removed): O(1) rows per changed transaction. Called by bouncer_revenue_roll_up for every purchase it rolls up, after
--- its rows; never in the receipt's transaction. A replay changes nothing.
+-- its rows (and then, once for the batch, subscription_retention's rows: bouncer_revenue_cohort_sync); never in the
+-- receipt's transaction. A replay changes nothing.
 -- Planned once per session under bouncer_derive_changes' force_generic_plan: each statement reads by the purchase's own
 -- keys only (no condition a plan could turn into a range of the project's rows).
 CREATE OR REPLACE FUNCTION bouncer_revenue_values_sync(p_project_id uuid, p_environment text, p_original_id text,
@@ -111,8 +112,6 @@ BEGIN
     INTO v_new
     FROM (SELECT min(g.a) AS s, max(g.z) AS e, g.currency, g.m FROM g GROUP BY g.grp, g.currency, g.m) n;
     IF v_old IS NOT DISTINCT FROM v_new THEN
-        -- subscription_retention's row (schema/0085) follows the spans and the first paid period.
-        PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
         RETURN;
     END IF;
     -- A span that keeps its start is updated in place (a renewal moves its end), one that begins elsewhere written,
@@ -149,6 +148,5 @@ BEGIN
         WHERE vd.project_id = p_project_id AND vd.day = z.day AND vd.environment = p_environment
           AND vd.currency = z.currency AND vd.monthly_milli = z.monthly_milli AND vd.n = 0;
     END IF;
-    PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
 END;
 $$;
