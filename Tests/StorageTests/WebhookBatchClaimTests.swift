@@ -460,6 +460,22 @@ final class WebhookBatchClaimTests: XCTestCase {
     /// on main `8a032ec`), each of every version a drain leaves until autovacuum comes (~200 pages late in
     /// `bench/api`'s webhook drain: 730 and 3 × ~250 buffers a batch). Counted: sequential scans of webhook_queue
     /// started in the batch's transaction, 16 events of 3,000 heads.
+    /// The 16 events `claim` returns recorded delivered by "one", claim and record in one transaction on `c`; what
+    /// `counter` grew by meanwhile (the statistics counters include what this backend has not flushed yet: a
+    /// difference inside one transaction).
+    private static func deliver16(on c: Connection, counting counter: () throws -> Int64,
+                                  claim: () throws -> [PostgresWebhookStore.ClaimedEvent]) throws -> Int64
+    {
+        _ = try c.execute("BEGIN")
+        let before = try counter()
+        let claimed = try claim()
+        XCTAssertEqual(claimed.count, 16)
+        XCTAssertTrue(try PostgresWebhookStore.record(delivered(claimed), owner: "one", on: c).isEmpty)
+        let n = try counter() - before
+        _ = try c.execute("COMMIT")
+        return n
+    }
+
     func testACompleteAndClaimNeverScanTheQueue() throws {
         let (s, _, project) = try hooked("whqueuescan", poolSize: 1)
         defer { s.close() }
@@ -473,23 +489,14 @@ final class WebhookBatchClaimTests: XCTestCase {
                 """)
             _ = try c.execute("ANALYZE webhook_queue")
             _ = try c.execute("ANALYZE webhook_events")
-            // The counter includes what this backend has not flushed yet: a difference inside one transaction.
             func scans() throws -> Int64 {
                 try XCTUnwrap(try c.query("""
                     SELECT pg_stat_get_xact_numscans('webhook_queue'::regclass) AS n
                     """).first).decode("n", as: Int64.self)
             }
-            _ = try c.execute("BEGIN")
-            let before = try scans()
-            let claimed = try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, on: c)
-            XCTAssertEqual(claimed.count, 16)
-            let later = try PostgresWebhookStore.record(
-                claimed.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) },
-                owner: "one", on: c)
-            XCTAssertTrue(later.isEmpty)
-            let n = try scans() - before
-            _ = try c.execute("COMMIT")
-            return n
+            return try Self.deliver16(on: c, counting: scans) {
+                try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, on: c)
+            }
         }
         XCTAssertEqual(scans, 0, "sequential scans of webhook_queue by a claim and a complete of 16")
         XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'delivered'"), 16)
@@ -529,18 +536,10 @@ final class WebhookBatchClaimTests: XCTestCase {
                     WHERE i.indrelid = 'webhook_events'::regclass
                     """).first).decode("n", as: Int64.self)
             }
+            // The claim before (its own join of the events is not this test's).
             let claimed = try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, project: project,
                                                          on: c)
-            XCTAssertEqual(claimed.count, 16)
-            _ = try c.execute("BEGIN")
-            let before = try fetched()
-            let later = try PostgresWebhookStore.record(
-                claimed.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) },
-                owner: "one", on: c)
-            XCTAssertTrue(later.isEmpty)
-            let n = try fetched() - before
-            _ = try c.execute("COMMIT")
-            return n
+            return try Self.deliver16(on: c, counting: fetched) { claimed }
         }
         // Each event: locked, updated, its user's next pending event found, and that one's queue row's foreign key
         // checked. (main: 9,219; with the lock alone by key, 8,320: the next event found by the primary key, the
