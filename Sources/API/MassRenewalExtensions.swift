@@ -62,7 +62,7 @@ struct MassRenewalExtensionsController: APIController {
     static func body(_ record: MassRenewalExtensionRecord) -> [UInt8] {
         var body = JSONBody(capacity: 384)
         body.beginObject()
-        body.field("request_identifier", record.requestIdentifier.uuidString.lowercased())
+        body.field("request_identifier", record.requestIdentifier.lowercasedText)
         body.field("product_id", record.productId)
         body.field("environment", record.environment.rawValue)
         body.field("extend_by_days", record.extendByDays)

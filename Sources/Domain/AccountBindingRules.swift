@@ -43,7 +43,7 @@ public enum AccountBindingRules {
     }
 
     /// Apple's spelling of a UUID.
-    private static func canonical(_ uuid: UUID) -> String { uuid.uuidString.lowercased() }
+    private static func canonical(_ uuid: UUID) -> String { uuid.lowercasedText }
 
     /// The user to bind (`nil`: bind none) and where it came from.
     ///

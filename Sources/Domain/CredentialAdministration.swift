@@ -134,7 +134,7 @@ public struct CredentialAdministration: Sendable {
 
     /// What the sealed key is bound to: this project's credentials row, in format version 1.
     static func associatedData(_ projectId: UUID) -> [UInt8] {
-        Array("bouncer:app-store-credentials:v1:\(projectId.uuidString.lowercased())".utf8)
+        Array("bouncer:app-store-credentials:v1:\(projectId.lowercasedText)".utf8)
     }
 
     private func stored(projectId: UUID) throws -> StoredAppStoreCredentials {
@@ -156,6 +156,6 @@ public struct CredentialAdministration: Sendable {
 
     private static func credentialsNotFound(_ id: UUID) -> DomainError {
         DomainError(.appStoreCredentialsNotFound,
-                    "Project \(id.uuidString.lowercased()) has no App Store credentials.")
+                    "Project \(id.lowercasedText) has no App Store credentials.")
     }
 }

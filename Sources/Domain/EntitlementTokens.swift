@@ -60,7 +60,7 @@ public enum EntitlementTokenRules {
         var exp = overflow ? Int64.max : capped
         if let earliest = entitlements.compactMap(\.expiresAt).min() { exp = min(exp, earliest) }
         return EntitlementTokenClaims(
-            issuer: issuer, subject: userId, audience: project.id.uuidString.lowercased(), issuedAt: iat,
+            issuer: issuer, subject: userId, audience: project.id.lowercasedText, issuedAt: iat,
             expiresAt: exp, entitlements: entitlements)
     }
 

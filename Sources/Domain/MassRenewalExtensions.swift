@@ -87,7 +87,7 @@ public struct MassRenewalExtensions: Sendable {
         guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid extension.", details: problems) }
         let project = try actions.project(projectId)
         guard try actions.projects.products(projectId: project.id).contains(where: { $0.productId == productId }) else {
-            throw DomainError(.productNotFound, "No product \(productId) in project \(project.id.uuidString.lowercased()).")
+            throw DomainError(.productNotFound, "No product \(productId) in project \(project.id.lowercasedText).")
         }
         let environment = try AppStoreActions.testEnvironment(asked, project: project)
         let signing = try actions.credentials.appStoreAPICredentials(for: project)
@@ -123,7 +123,7 @@ public struct MassRenewalExtensions: Sendable {
               record.accepted == true, record.productId == productId
         else {
             throw DomainError(.renewalExtensionNotFound,
-                              "No accepted renewal extension \(requestIdentifier.uuidString.lowercased()) in this project.")
+                              "No accepted renewal extension \(requestIdentifier.lowercasedText) in this project.")
         }
         if record.complete { return record }   // final: Apple's counts do not change
         let signing = try actions.credentials.appStoreAPICredentials(for: project)

@@ -171,7 +171,7 @@ public enum MemberRules {
     /// The associated data a member's TOTP secret is sealed with: a secret copied to another member's row fails to
     /// open.
     public static func totpAssociatedData(memberId: UUID) -> [UInt8] {
-        Array(("member-totp:" + memberId.uuidString.lowercased()).utf8)
+        Array(("member-totp:" + memberId.lowercasedText).utf8)
     }
 }
 
@@ -374,7 +374,7 @@ public struct MemberAdministration: Sendable {
 
     /// The 404 of a member that does not exist in the account.
     public static func notFound(_ id: UUID) -> DomainError {
-        DomainError(.memberNotFound, "No member \(id.uuidString.lowercased()) in this account.")
+        DomainError(.memberNotFound, "No member \(id.lowercasedText) in this account.")
     }
 
     /// An invite token that is unknown, used or expired: one answer for the three.

@@ -139,7 +139,7 @@ public struct WebhookAdministration: Sendable {
 
     /// What a sealed secret is bound to: this project's webhook, format version 1.
     static func associatedData(_ projectId: UUID) -> [UInt8] {
-        Array("bouncer:webhook-secret:v1:\(projectId.uuidString.lowercased())".utf8)
+        Array("bouncer:webhook-secret:v1:\(projectId.lowercasedText)".utf8)
     }
 
     private func stored(projectId: UUID) throws -> StoredWebhookEndpoint {
@@ -162,6 +162,6 @@ public struct WebhookAdministration: Sendable {
     }
 
     private static func notConfigured(_ id: UUID) -> DomainError {
-        DomainError(.webhookNotConfigured, "Project \(id.uuidString.lowercased()) has no webhook.")
+        DomainError(.webhookNotConfigured, "Project \(id.lowercasedText) has no webhook.")
     }
 }

@@ -30,7 +30,7 @@ extension PostgresAppStoreActionStore {
                     """)
                 if updated > 0, r.accepted == true {
                     try AuditRows.write(connection, changes: [
-                        AuditChange("request_identifier", .null, .string(r.requestIdentifier.uuidString.lowercased())),
+                        AuditChange("request_identifier", .null, .string(r.requestIdentifier.lowercasedText)),
                         AuditChange("environment", .null, .string(r.environment.rawValue)),
                         AuditChange("extend_by_days", .null, .int(r.extendByDays)),
                         AuditChange("reason_code", .null, .int(r.reasonCode)),
