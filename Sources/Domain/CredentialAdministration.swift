@@ -146,12 +146,8 @@ public struct CredentialAdministration: Sendable {
     }
 
     private func requireSealer() throws -> any CredentialSealing {
-        guard let sealer else {
-            throw DomainError(.encryptionKeyMissing,
-                              "BOUNCER_ENCRYPTION_KEY is not set: App Store credentials cannot be encrypted. Set it to "
-                                + "32 random bytes in base64 (`openssl rand -base64 32`).")
-        }
-        return sealer
+        try sealer.required("BOUNCER_ENCRYPTION_KEY is not set: App Store credentials cannot be encrypted. Set it to "
+            + "32 random bytes in base64 (`openssl rand -base64 32`).")
     }
 
     private static func credentialsNotFound(_ id: UUID) -> DomainError {

@@ -259,9 +259,6 @@ public struct EntitlementTokens: Sendable {
     }
 
     private func requireSealer() throws -> any CredentialSealing {
-        guard let sealer else {
-            throw DomainError(.encryptionKeyMissing, "Entitlement tokens cannot be signed: BOUNCER_ENCRYPTION_KEY is unset.")
-        }
-        return sealer
+        try sealer.required("Entitlement tokens cannot be signed: BOUNCER_ENCRYPTION_KEY is unset.")
     }
 }
