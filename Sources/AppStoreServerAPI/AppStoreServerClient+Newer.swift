@@ -59,7 +59,7 @@ extension AppStoreServerClient {
         let complete = try Self.bool(object, "complete")
         func present(_ key: String) -> Bool { object[key].map { !$0.isNull } ?? false }
         return MassRenewalExtensionStatus(
-            requestIdentifier: requestIdentifier, complete: complete,
+            complete: complete,
             completeDate: present("completeDate") ? try Self.date(object, "completeDate") : nil,
             succeededCount: present("succeededCount") ? try Self.int(object, "succeededCount") : nil,
             failedCount: present("failedCount") ? try Self.int(object, "failedCount") : nil)
