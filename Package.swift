@@ -97,7 +97,7 @@ let package = Package(
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "Crypto", "Specification"], swiftSettings: strict),
-        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "Storage", "TestSupport", "Specification"], swiftSettings: strict),
+        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "TestSupport", "Specification"], swiftSettings: strict),
         .testTarget(name: "BouncerClientTests", dependencies: ["BouncerClient", "TestSupport", "JSON"], swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], exclude: ["console"],
                     swiftSettings: strict),
