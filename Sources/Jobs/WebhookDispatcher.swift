@@ -111,21 +111,13 @@ public final class WebhookDispatcher: Service {
     static let leaseSeconds = 20
     /// Bound on one attempt, connect and TLS included.
     static let attemptTimeout: Duration = .seconds(10)
-    /// Claimed events per delivery thread (being sent or waiting) while receivers answer slowly or not yet measured:
-    /// a batch records up to `concurrency` × this many attempts in one call and one commit, instead of `concurrency`.
+    /// Claimed events per delivery thread (being sent or waiting): a batch records up to `concurrency` × this many
+    /// attempts in one call and one commit, instead of `concurrency`.
     static let pipelineDepth = 4
-    /// Claimed events per delivery thread while the last recorded batch's attempts all took at most `fastAttempt`:
-    /// a claim and a record (each a statement, a plan and a durable commit) serve 4× the events, and the deepest
-    /// wait for a thread is still 16 fast attempts, far within `sendWindow`.
-    static let fastPipelineDepth = 16
-    /// The longest attempt of a batch for which the next claim takes `fastPipelineDepth` per thread.
-    static let fastAttemptMs = 100
     /// How long after its claim an event may still be sent: its lease less one attempt.
     static let sendWindow = Double(leaseSeconds) - 10
     /// How long finished attempts wait for the rest of their batch before they are recorded.
     static let batchWindow = 0.005
-    /// The same while receivers answer fast (`fastPipelineDepth`): the wait that gathers half the pipeline.
-    static let fastBatchWindow = 0.02
     /// How soon outcomes left for later (their user's lock held by a deriver) are tried again.
     static let laterRetry = 0.05
 
@@ -217,8 +209,6 @@ public final class WebhookDispatcher: Service {
     /// delivery to finish (and the rest of its batch, up to `batchWindow`), an event, or the next retry.
     private func coordinate() {
         var later: [PostgresWebhookStore.Completion] = []
-        // Whether the last recorded attempts were all fast (a slow receiver claims `pipelineDepth` per thread).
-        var fast = false
         while true {
             // Signals that arrived before this round are answered by it.
             while wake.wait(timeout: .now()) == .success {}
@@ -228,9 +218,7 @@ public final class WebhookDispatcher: Service {
                 return (f.finished, f.busy)
             }
             let batch = later + finished
-            if !finished.isEmpty { fast = finished.allSatisfy { $0.durationMs <= Self.fastAttemptMs } }
-            let depth = fast ? Self.fastPipelineDepth : Self.pipelineDepth
-            let free = stop ? 0 : max(0, threads * depth - busy)
+            let free = stop ? 0 : max(0, threads * Self.pipelineDepth - busy)
             if stop, busy == 0, batch.isEmpty { return }
             var claimedAny = false
             var failed = false
@@ -270,11 +258,7 @@ public final class WebhookDispatcher: Service {
             if failed {
                 _ = wake.wait(timeout: .now() + 1)
             } else if claimedAny || busy > 0 {
-                // Fast receivers: a round records half the pipeline (at most `fastBatchWindow` after the first
-                // finished attempt), so claims and records take ~2 × `threads` × `pipelineDepth` events each.
-                awaitBatch(longest: later.isEmpty ? idle : Self.laterRetry,
-                           enough: fast ? threads * Self.fastPipelineDepth / 2 : Int.max,
-                           window: fast ? Self.fastBatchWindow : Self.batchWindow)
+                awaitBatch(longest: later.isEmpty ? idle : Self.laterRetry)
             } else {
                 // Outcomes a deriver holds back are tried again soon (it commits within a batch's time).
                 _ = wake.wait(timeout: .now() + (later.isEmpty ? idle : Self.laterRetry))
@@ -291,12 +275,11 @@ public final class WebhookDispatcher: Service {
         }
     }
 
-    /// Waits up to `longest` for a delivery to finish, then up to `window` more for the others in flight, or until
-    /// `enough` attempts are finished.
-    private func awaitBatch(longest: Double, enough: Int, window: Double) {
+    /// Waits up to `longest` for a delivery to finish, then up to `batchWindow` more for the others in flight.
+    private func awaitBatch(longest: Double) {
         guard wake.wait(timeout: .now() + longest) == .success else { return }
-        let deadline = DispatchTime.now() + window
-        while flight.withLock({ $0.busy > 0 && $0.finished.count < enough }), !isStopping {
+        let deadline = DispatchTime.now() + Self.batchWindow
+        while flight.withLock({ $0.busy > 0 }), !isStopping {
             guard wake.wait(timeout: deadline) == .success else { return }
         }
     }
