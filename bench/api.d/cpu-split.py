@@ -40,21 +40,20 @@ def group(name):
     return re.sub(r"[-.]\d+$", "-N", name)
 
 
+def rows(psql, width, sql):
+    """psql's tab-separated rows of `width` fields (others, e.g. a query text with a tab, are skipped)."""
+    out = subprocess.run(psql + ["-F", "\t", "-c", sql], capture_output=True, text=True).stdout
+    return [parts for parts in (line.split("\t") for line in out.splitlines()) if len(parts) == width]
+
+
 def snapshot(bpid, rpid, master, psql):
     threads = {}
     for tid in os.listdir("/proc/%s/task" % bpid):
         t = ticks("/proc/%s/task/%s/stat" % (bpid, tid))
         if t is not None:
             threads[tid] = [group(comm("/proc/%s/task/%s/comm" % (bpid, tid))), t]
-    kinds = {}
-    out = subprocess.run(psql + ["-F", "\t", "-c",
-                                 "SELECT pid, COALESCE(NULLIF(regexp_replace(application_name, '-[0-9]+$', ''), ''), "
-                                 "backend_type) FROM pg_stat_activity"],
-                         capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if len(parts) == 2:
-            kinds[parts[0]] = parts[1]
+    kinds = {pid: kind for pid, kind in rows(psql, 2, "SELECT pid, COALESCE(NULLIF(regexp_replace(application_name, "
+                                                     "'-[0-9]+$', ''), ''), backend_type) FROM pg_stat_activity")}
     pg = {}
     children = subprocess.run(["pgrep", "-P", master], capture_output=True, text=True).stdout.split()
     for pid in children + [master]:
@@ -62,15 +61,11 @@ def snapshot(bpid, rpid, master, psql):
         if t is not None:
             pg[pid] = [kinds.get(pid, "postmaster" if pid == master else "other"), t]
     statements = {}
-    out = subprocess.run(psql + ["-F", "\t", "-c",
-                                 "SELECT queryid, calls, total_exec_time, shared_blks_hit + shared_blks_read, "
-                                 "left(regexp_replace(query, '\\s+', ' ', 'g'), 80) FROM pg_stat_statements "
-                                 "WHERE toplevel AND dbid = (SELECT oid FROM pg_database WHERE datname = 'bouncer')"],
-                         capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if len(parts) == 5:
-            statements[parts[0]] = [parts[4], int(parts[1]), float(parts[2]), int(parts[3])]
+    for qid, calls, ms, buffers, query in rows(
+            psql, 5, "SELECT queryid, calls, total_exec_time, shared_blks_hit + shared_blks_read, "
+                     "left(regexp_replace(query, '\\s+', ' ', 'g'), 80) FROM pg_stat_statements "
+                     "WHERE toplevel AND dbid = (SELECT oid FROM pg_database WHERE datname = 'bouncer')"):
+        statements[qid] = [query, int(calls), float(ms), int(buffers)]
     receiver = ticks("/proc/%s/stat" % rpid) if rpid and rpid != "0" else None
     return {"threads": threads, "pg": pg, "receiver": receiver or 0, "statements": statements}
 
