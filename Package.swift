@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "Verification", dependencies: ["Domain", "AppStoreJWS", "AppReceipt", "Crypto", "JSON"], swiftSettings: strict),
         // Long-running services (webhook deriver and dispatcher, reconcile scheduler, consumption responder, caches,
         // readiness) behind one `Service` protocol and one `ServiceGroup` lifecycle.
-        .target(name: "Jobs", dependencies: ["Domain", "Storage", "Postgres", "HTTPClient", "Crypto", "JSON", "Primitives"],
+        .target(name: "Jobs", dependencies: ["Domain", "Storage", "Postgres", "HTTPClient", "Crypto", "JSON", "Primitives", "CSystem"],
                 swiftSettings: strict),
 
         // The subcommands' behaviour, the settings and their variable tables, /metrics and rate-limit admission, the

@@ -1,4 +1,5 @@
 public import Dispatch
+import CSystem
 import Foundation
 import JSON
 import Synchronization
@@ -136,16 +137,17 @@ public final class Job: Sendable {
         thread.start()
     }
 
-    /// Gives the calling thread `name` without its `bouncer.` prefix (at most 15 bytes, the kernel's limit) as its
-    /// name in /proc (`comm`; also without `bouncer-`): `Thread.name` is not passed to the kernel here, and bench/api splits bouncer's CPU by
-    /// thread by it (`webhooks.derive`, `webhooks.claim`, `webhooks.0`…). Best effort: a failure leaves the name.
+    /// Gives the calling thread `name` without its `bouncer.` or `bouncer-` prefix (at most 15 bytes, the kernel's
+    /// limit) as its kernel name (`comm`, through `prctl`): `Thread.name` is not passed to the kernel here, and
+    /// bench/api splits bouncer's CPU by thread by it (`webhooks.derive`, `webhooks.claim`, `webhooks.0`…). Best
+    /// effort: a failure leaves the name.
     static func nameThread(_ name: String) {
         let bare = name.hasPrefix("bouncer.") || name.hasPrefix("bouncer-") ? name.dropFirst(8) : Substring(name)
-        let short = Array(bare.utf8.prefix(15))
-        let fd = open("/proc/thread-self/comm", O_WRONLY)
-        guard fd >= 0 else { return }
-        _ = short.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
+        var short = Array(bare.utf8.prefix(15))
+        short.append(0)
+        _ = short.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { bouncer_set_thread_name($0.baseAddress) }
+        }
     }
 
     /// Asks for a run of the body soon. Requests while one is pending coalesce into it.
