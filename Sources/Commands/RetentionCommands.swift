@@ -84,6 +84,18 @@ public enum RetentionCommands {
         func expect(_ count: Int) throws(UsageError) {
             guard arguments.count == count else { throw UsageError(message: "\(command): wrong number of arguments") }
         }
+        /// `messages delete` and `images delete`: the asset the second argument names, by its UUID.
+        func deleteAsset(_ collection: String, _ parameter: String, _ name: String,
+                         _ delete: @escaping (RetentionMessageAdministration, UUID) throws -> Void)
+            throws(UsageError) -> Work {
+            try expect(2)
+            let assetId = try uuid(arguments[1], name)
+            return recorded("DELETE", base + collection + "/:" + parameter,
+                            ["id": id, parameter: assetId.lowercasedText], projectId) {
+                try delete($0, assetId)
+                return []
+            }
+        }
         switch command {
         case "messages list":
             try expect(1)
@@ -106,12 +118,8 @@ public enum RetentionCommands {
                 return [Representations.retentionMessage(upload, environment: environment)]
             }
         case "messages delete":
-            try expect(2)
-            let messageId = try uuid(arguments[1], "MESSAGE_ID")
-            return recorded("DELETE", base + "messages/:messageId", ["id": id, "messageId": messageId.lowercasedText],
-                            projectId) {
-                try $0.deleteMessage(projectId: projectId, messageId: messageId, environment: environment)
-                return []
+            return try deleteAsset("messages", "messageId", "MESSAGE_ID") {
+                try $0.deleteMessage(projectId: projectId, messageId: $1, environment: environment)
             }
         case "images list":
             try expect(1)
@@ -126,12 +134,8 @@ public enum RetentionCommands {
                 return [Representations.retentionImage(imageId, environment: environment, bytes: png.count)]
             }
         case "images delete":
-            try expect(2)
-            let imageId = try uuid(arguments[1], "IMAGE_ID")
-            return recorded("DELETE", base + "images/:imageId", ["id": id, "imageId": imageId.lowercasedText],
-                            projectId) {
-                try $0.deleteImage(projectId: projectId, imageId: imageId, environment: environment)
-                return []
+            return try deleteAsset("images", "imageId", "IMAGE_ID") {
+                try $0.deleteImage(projectId: projectId, imageId: $1, environment: environment)
             }
         case "default-message delete":
             try expect(3)

@@ -65,8 +65,8 @@ public struct CredentialAdministration: Sendable {
 
     /// Deletes the project's credentials.
     public func deleteCredentials(projectId: UUID) throws {
-        _ = try projects.existingProject(id: projectId)
-        guard try store.deleteCredentials(projectId: projectId) else { throw Self.credentialsNotFound(projectId) }
+        try projects.delete(in: projectId, { try store.deleteCredentials(projectId: projectId) },
+                            else: Self.credentialsNotFound(projectId))
     }
 
     /// The credentials with the private key opened, for signing requests to Apple. Never rendered by a front end.
@@ -138,11 +138,8 @@ public struct CredentialAdministration: Sendable {
     }
 
     private func stored(projectId: UUID) throws -> StoredAppStoreCredentials {
-        _ = try projects.existingProject(id: projectId)
-        guard let stored = try store.credentials(projectId: projectId) else {
-            throw Self.credentialsNotFound(projectId)
-        }
-        return stored
+        try projects.existing(in: projectId, { try store.credentials(projectId: projectId) },
+                              else: Self.credentialsNotFound(projectId))
     }
 
     private func requireSealer() throws -> any CredentialSealing {

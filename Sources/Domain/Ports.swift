@@ -137,6 +137,20 @@ extension ProjectStore {
         return project
     }
 
+    /// What `find` answers in the project `id`: `.projectNotFound` first, then `absent` when `find` answers nil.
+    public func existing<Found>(in id: UUID, _ find: () throws -> Found?, else absent: @autoclosure () -> DomainError)
+        throws -> Found {
+        _ = try existingProject(id: id)
+        guard let found = try find() else { throw absent() }
+        return found
+    }
+
+    /// Runs `delete` in the project `id`: `.projectNotFound` first, then `absent` when it deleted nothing.
+    public func delete(in id: UUID, _ delete: () throws -> Bool, else absent: @autoclosure () -> DomainError) throws {
+        _ = try existingProject(id: id)
+        guard try delete() else { throw absent() }
+    }
+
     /// Nothing in memory: every lookup asks `project(publicKey:at:)`.
     public func projectInMemory(publicKey: String, at now: Date) -> Project? { nil }
 

@@ -269,10 +269,9 @@ public struct ProjectAdministration: Sendable {
 
     /// Deletes a product mapping.
     public func deleteProduct(projectId: UUID, productId: String) throws {
-        _ = try store.existingProject(id: projectId)
-        guard try store.deleteProduct(projectId: projectId, productId: productId) else {
-            throw DomainError(.productNotFound, "No product \(productId) in project \(projectId.lowercasedText).")
-        }
+        try store.delete(in: projectId, { try store.deleteProduct(projectId: projectId, productId: productId) },
+                         else: DomainError(.productNotFound,
+                                           "No product \(productId) in project \(projectId.lowercasedText)."))
     }
 
     private func view(_ project: Project, at now: Date) throws -> AdministeredProject {

@@ -81,8 +81,8 @@ public struct WebhookAdministration: Sendable {
 
     /// Deletes the webhook and its undelivered events.
     public func delete(projectId: UUID) throws {
-        _ = try projects.existingProject(id: projectId)
-        guard try store.deleteEndpoint(projectId: projectId) else { throw Self.notConfigured(projectId) }
+        try projects.delete(in: projectId, { try store.deleteEndpoint(projectId: projectId) },
+                            else: Self.notConfigured(projectId))
     }
 
     /// A new secret; the current one keeps signing (a second `v1=`) for `WebhookRules.previousSecretLifetime`.
@@ -143,9 +143,8 @@ public struct WebhookAdministration: Sendable {
     }
 
     private func stored(projectId: UUID) throws -> StoredWebhookEndpoint {
-        _ = try projects.existingProject(id: projectId)
-        guard let stored = try store.endpoint(projectId: projectId) else { throw Self.notConfigured(projectId) }
-        return stored
+        try projects.existing(in: projectId, { try store.endpoint(projectId: projectId) },
+                              else: Self.notConfigured(projectId))
     }
 
     private func requireSealer() throws -> any CredentialSealing {
