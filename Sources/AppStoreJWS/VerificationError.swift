@@ -1,11 +1,13 @@
+public import Domain
 public import Primitives
 
 /// Why a signed-data verification failed, for a StoreKit 2 JWS and a StoreKit 1 receipt (`AppReceipt`) alike: a
 /// stable `code` for clients, the pipeline `step` that failed, and a human `reason` that is safe to return (no
 /// secrets, no OpenSSL internals).
 public struct VerificationError: DetailedError, Sendable {
-    /// A stable, machine-readable error code; extensible (static members), compare by `rawValue`.
-    public typealias Code = OpenValue<VerificationErrorCodeTag, String>
+    /// A stable, machine-readable error code: the port's (`VerificationFailure.Code`), so the verifier and the API
+    /// read one table of codes and wire strings.
+    public typealias Code = VerificationFailure.Code
 
     /// The pipeline step that rejected the input, in the order they run.
     public typealias Step = OpenValue<VerificationErrorStepTag, String>
@@ -49,32 +51,8 @@ public struct VerificationError: DetailedError, Sendable {
         return error
     }
     static func failed(_ step: Step, _ reason: String, debug: String = "") -> VerificationError {
-        VerificationError(code: .verificationFailed, step: step, reason: reason, debugDetail: debug)
+        VerificationError(code: .jwsVerificationFailed, step: step, reason: reason, debugDetail: debug)
     }
-}
-
-/// Tells `VerificationError.Code` apart from the other open vocabularies.
-public enum VerificationErrorCodeTag {}
-
-extension VerificationError.Code {
-    /// Structure, base64, JSON, `x5c` shape, or a missing required payload field.
-    public static let invalidJWSFormat = VerificationError.Code(rawValue: "INVALID_JWS_FORMAT")
-    /// `alg` is anything but `ES256` (or missing).
-    public static let unsupportedAlgorithm = VerificationError.Code(rawValue: "JWS_UNSUPPORTED_ALGORITHM")
-    /// Untrusted root, certificate outside its validity at the effective date, missing Apple
-    /// marker OID, wrong key, bad signature.
-    public static let verificationFailed = VerificationError.Code(rawValue: "JWS_VERIFICATION_FAILED")
-    /// The payload's bundleId is not the tenant's.
-    public static let bundleIdMismatch = VerificationError.Code(rawValue: "BUNDLE_ID_MISMATCH")
-    /// The payload's environment is not allowed by the policy.
-    public static let environmentNotAllowed = VerificationError.Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
-    /// The payload's appAppleId is not the tenant's.
-    public static let appAppleIdMismatch = VerificationError.Code(rawValue: "APP_APPLE_ID_MISMATCH")
-    /// A StoreKit 1 receipt that is not base64, not PKCS#7 SignedData, or a malformed receipt payload (ASN.1).
-    public static let invalidReceiptFormat = VerificationError.Code(rawValue: "INVALID_RECEIPT_FORMAT")
-    /// A StoreKit 1 receipt with a bad signature, an unsupported digest, a missing signer, an untrusted or expired
-    /// chain, or a missing Apple marker OID.
-    public static let receiptVerificationFailed = VerificationError.Code(rawValue: "RECEIPT_VERIFICATION_FAILED")
 }
 
 /// Tells `VerificationError.Step` apart from the other open vocabularies.

@@ -199,7 +199,7 @@ public struct AppStoreVerifier: SignedDataVerifying {
     /// the signed data came in, when the route does not imply it.
     static func failure(_ error: VerificationError, field: String? = nil) -> VerificationFailure {
         VerificationFailure(
-            code: .init(rawValue: error.code.rawValue), reason: error.reason, isRetryable: error.isRetryable,
+            code: error.code, reason: error.reason, isRetryable: error.isRetryable,
             step: error.step.contractName, field: field, payloadField: error.field)
     }
 

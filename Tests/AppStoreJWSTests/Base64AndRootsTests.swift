@@ -58,7 +58,7 @@ final class Base64AndRootsTests: XCTestCase {
         let error = VerificationError(code: .bundleIdMismatch, step: .claims, reason: "r", debugDetail: "openssl detail")
         XCTAssertEqual(error.description, "BUNDLE_ID_MISMATCH (claims): r")
         XCTAssertEqual(error.debugDescription, "BUNDLE_ID_MISMATCH (claims): r [openssl detail]")
-        XCTAssertEqual([VerificationError.Code.invalidJWSFormat, .unsupportedAlgorithm, .verificationFailed, .bundleIdMismatch,
+        XCTAssertEqual([VerificationError.Code.invalidJWSFormat, .unsupportedAlgorithm, .jwsVerificationFailed, .bundleIdMismatch,
                         .environmentNotAllowed, .appAppleIdMismatch].map(\.rawValue),
                        ["INVALID_JWS_FORMAT", "JWS_UNSUPPORTED_ALGORITHM", "JWS_VERIFICATION_FAILED", "BUNDLE_ID_MISMATCH",
                         "ENVIRONMENT_NOT_ALLOWED", "APP_APPLE_ID_MISMATCH"])

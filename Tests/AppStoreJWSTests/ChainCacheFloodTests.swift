@@ -49,7 +49,7 @@ final class ChainCacheFloodTests: XCTestCase {
         let parts = Fixture.segments(second)
         let forged = [parts[0], Fixture.b64url(Array(Fixture.transactionPayload(transactionId: "666").utf8)), parts[2]]
             .joined(separator: ".")
-        XCTAssertVerification(try verifier.verifyTransaction(forged, policy: policy), code: .verificationFailed, step: .signature)
+        XCTAssertVerification(try verifier.verifyTransaction(forged, policy: policy), code: .jwsVerificationFailed, step: .signature)
     }
 
     func testAKnownHeaderTextNeverExtendsItsCertificatesValidity() throws {
@@ -60,7 +60,7 @@ final class ChainCacheFloodTests: XCTestCase {
         XCTAssertEqual(Fixture.segments(in2020)[0], Fixture.segments(in2025)[0])
         XCTAssertNoThrow(try verifier.verifyTransaction(in2020, policy: policy))
         XCTAssertEqual(verifier.cache.headerCount, 1)
-        XCTAssertVerification(try verifier.verifyTransaction(in2025, policy: policy), code: .verificationFailed, step: .validity)
+        XCTAssertVerification(try verifier.verifyTransaction(in2025, policy: policy), code: .jwsVerificationFailed, step: .validity)
     }
 
     func testAnEvictedChainTakesItsHeaderTextsWithIt() throws {
@@ -79,7 +79,7 @@ final class ChainCacheFloodTests: XCTestCase {
         // Genuine chain, forged payload: the chain validates, the signature does not.
         let forged = [parts[0], Fixture.b64url(Array(Fixture.transactionPayload(transactionId: "666").utf8)), parts[2]]
             .joined(separator: ".")
-        XCTAssertVerification(try verifier.verifyTransaction(forged, policy: policy), code: .verificationFailed, step: .signature)
+        XCTAssertVerification(try verifier.verifyTransaction(forged, policy: policy), code: .jwsVerificationFailed, step: .signature)
         // Genuine chain and signature, wrong project: a claims failure inserts nothing either.
         let other = VerificationPolicy(bundleId: "com.other", environments: [.sandbox])
         XCTAssertVerification(try verifier.verifyTransaction(parts.joined(separator: "."), policy: other),

@@ -33,23 +33,23 @@ final class GeneratedPKITests: XCTestCase {
         let payload = Fixture.transactionPayload()
         let root = Fixture.pkiCert("root.pem"), intermediate = Fixture.pkiCert("intermediate.pem"), leaf = Fixture.pkiCert("leaf.pem")
         let cases: [(String, [String], VerificationError.Code, VerificationError.Step, String)] = [
-            ("expired leaf", [Fixture.variant("leaf-expired-2021.pem"), intermediate, root], .verificationFailed, .validity, "leaf certificate expired"),
-            ("future leaf", [Fixture.variant("leaf-not-before-2040.pem"), intermediate, root], .verificationFailed, .validity, "leaf certificate not yet valid"),
+            ("expired leaf", [Fixture.variant("leaf-expired-2021.pem"), intermediate, root], .jwsVerificationFailed, .validity, "leaf certificate expired"),
+            ("future leaf", [Fixture.variant("leaf-not-before-2040.pem"), intermediate, root], .jwsVerificationFailed, .validity, "leaf certificate not yet valid"),
             ("expired intermediate", [Fixture.variant("leaf-under-expired-intermediate.pem"), Fixture.variant("intermediate-expired-2021.pem"), root],
-             .verificationFailed, .validity, "intermediate certificate expired"),
+             .jwsVerificationFailed, .validity, "intermediate certificate expired"),
             ("future intermediate", [Fixture.variant("leaf-under-future-intermediate.pem"), Fixture.variant("intermediate-not-before-2040.pem"), root],
-             .verificationFailed, .validity, "intermediate certificate not yet valid"),
-            ("leaf OID 6.11.2", [Fixture.variant("leaf-oid-6.11.2.pem"), intermediate, root], .verificationFailed, .oid, "1.2.840.113635.100.6.11.1"),
+             .jwsVerificationFailed, .validity, "intermediate certificate not yet valid"),
+            ("leaf OID 6.11.2", [Fixture.variant("leaf-oid-6.11.2.pem"), intermediate, root], .jwsVerificationFailed, .oid, "1.2.840.113635.100.6.11.1"),
             ("intermediate OID 6.2.2", [Fixture.variant("leaf-under-wrong-oid-intermediate.pem"), Fixture.variant("intermediate-oid-6.2.2.pem"), root],
-             .verificationFailed, .oid, "1.2.840.113635.100.6.2.1"),
+             .jwsVerificationFailed, .oid, "1.2.840.113635.100.6.2.1"),
             ("untrusted root", [Fixture.variant("untrusted-leaf.pem"), Fixture.variant("untrusted-intermediate.pem"), Fixture.variant("untrusted-root.pem")],
-             .verificationFailed, .chain, "trusted root"),
+             .jwsVerificationFailed, .chain, "trusted root"),
             ("untrusted root, our root in x5c[2]", [Fixture.variant("untrusted-leaf.pem"), Fixture.variant("untrusted-intermediate.pem"), root],
-             .verificationFailed, .chain, "trusted root"),
-            ("swapped order", [intermediate, leaf, root], .verificationFailed, .chain, ""),
-            ("unknown critical extension", [Fixture.variant("leaf-unknown-critical-extension.pem"), intermediate, root], .verificationFailed, .chain, "critical"),
-            ("leaf without digitalSignature", [Fixture.variant("leaf-no-digital-signature.pem"), intermediate, root], .verificationFailed, .oid, "digitalSignature"),
-            ("intermediate as leaf, root as intermediate", [intermediate, root, root], .verificationFailed, .chain, ""),
+             .jwsVerificationFailed, .chain, "trusted root"),
+            ("swapped order", [intermediate, leaf, root], .jwsVerificationFailed, .chain, ""),
+            ("unknown critical extension", [Fixture.variant("leaf-unknown-critical-extension.pem"), intermediate, root], .jwsVerificationFailed, .chain, "critical"),
+            ("leaf without digitalSignature", [Fixture.variant("leaf-no-digital-signature.pem"), intermediate, root], .jwsVerificationFailed, .oid, "digitalSignature"),
+            ("intermediate as leaf, root as intermediate", [intermediate, root, root], .jwsVerificationFailed, .chain, ""),
             ("2 certificates", [leaf, intermediate], .invalidJWSFormat, .x5c, "exactly 3"),
             ("4 certificates", [leaf, intermediate, root, root], .invalidJWSFormat, .x5c, "exactly 3"),
             ("1 certificate", [leaf], .invalidJWSFormat, .x5c, "exactly 3"),
@@ -63,7 +63,7 @@ final class GeneratedPKITests: XCTestCase {
         XCTAssertEqual(verifier.cachedChainCount, 0, "failures are never cached")
         // A P-384 leaf signing with its own key: the chain is fine, the key type is not ES256's.
         let p384 = try Fixture.sign(payload, x5c: [Fixture.variant("leaf-p384.pem"), intermediate, root], key: Fixture.pkiCert("keys/leaf-p384.key"))
-        XCTAssertVerification(try verifier.verifyTransaction(p384, policy: policy), code: .verificationFailed, step: .oid, reasonContains: "P-256")
+        XCTAssertVerification(try verifier.verifyTransaction(p384, policy: policy), code: .jwsVerificationFailed, step: .oid, reasonContains: "P-256")
     }
 
     func testValidityBoundariesAndCacheWindow() throws {
@@ -75,12 +75,12 @@ final class GeneratedPKITests: XCTestCase {
         XCTAssertEqual(verifier.cachedChainCount, 1)
         // Same chain (cached), signed after notAfter: the cache window must not accept it.
         let after = try Fixture.sign(Fixture.transactionPayload(signedDate: 1_609_459_200_000), x5c: chain)   // 2021-01-01T00:00:00Z
-        XCTAssertVerification(try verifier.verifyTransaction(after, policy: policy), code: .verificationFailed, step: .validity)
+        XCTAssertVerification(try verifier.verifyTransaction(after, policy: policy), code: .jwsVerificationFailed, step: .validity)
         let lastSecond = try Fixture.sign(Fixture.transactionPayload(signedDate: 1_609_459_199_999), x5c: chain)
         let result = try verifier.verifyTransaction(lastSecond, policy: policy)
         XCTAssertTrue(result.details.chainCacheHit)
         let before = try Fixture.sign(Fixture.transactionPayload(signedDate: 1_577_836_799_000), x5c: chain)   // 2019-12-31T23:59:59Z
-        XCTAssertVerification(try verifier.verifyTransaction(before, policy: policy), code: .verificationFailed, step: .validity, reasonContains: "not yet valid")
+        XCTAssertVerification(try verifier.verifyTransaction(before, policy: policy), code: .jwsVerificationFailed, step: .validity, reasonContains: "not yet valid")
     }
 
     func testTamperingAndSignatureForms() throws {
@@ -91,13 +91,13 @@ final class GeneratedPKITests: XCTestCase {
         // Payload re-encoded with another bundle: signature fails first.
         let forged = Fixture.transactionPayload(bundleId: "com.attacker")
         XCTAssertVerification(try verifier.verifyTransaction([parts[0], Fixture.b64url(Array(forged.utf8)), parts[2]].joined(separator: "."), policy: policy),
-                              code: .verificationFailed, step: .signature)
+                              code: .jwsVerificationFailed, step: .signature)
         // Header re-encoded (a harmless extra key): the signing input changed.
         var header = try XCTUnwrap(Fixture.b64urlDecode(parts[0]))
         header.removeLast()
         header += Array(#","kid":"x"}"#.utf8)
         XCTAssertVerification(try verifier.verifyTransaction([Fixture.b64url(header), parts[1], parts[2]].joined(separator: "."), policy: policy),
-                              code: .verificationFailed, step: .signature)
+                              code: .jwsVerificationFailed, step: .signature)
         // Signature: flipped bit, DER form, truncated, extended, zero.
         let raw = try XCTUnwrap(Fixture.b64urlDecode(parts[2]))
         XCTAssertEqual(raw.count, 64)
@@ -106,13 +106,13 @@ final class GeneratedPKITests: XCTestCase {
         for (signature, step) in [(flipped, VerificationError.Step.signature), (der, .signature), (Array(raw.prefix(63)), .signature),
                                   (raw + [0], .signature), ([UInt8](repeating: 0, count: 64), .signature)] {
             XCTAssertVerification(try verifier.verifyTransaction([parts[0], parts[1], Fixture.b64url(signature)].joined(separator: "."), policy: policy),
-                                  code: .verificationFailed, step: step)
+                                  code: .jwsVerificationFailed, step: step)
         }
         // Padding on the segments is tolerated; other characters are not.
         let padded = parts[0] + String(repeating: "=", count: (4 - parts[0].count % 4) % 4)
         if padded != parts[0] {
             XCTAssertVerification(try verifier.verifyTransaction([padded, parts[1], parts[2]].joined(separator: "."), policy: policy),
-                                  code: .verificationFailed, step: .signature)   // decodes fine, but the signing input differs
+                                  code: .jwsVerificationFailed, step: .signature)   // decodes fine, but the signing input differs
         }
         XCTAssertVerification(try verifier.verifyTransaction(jws + "\n", policy: policy), code: .invalidJWSFormat, step: .split)
         XCTAssertVerification(try verifier.verifyTransaction(" " + jws, policy: policy), code: .invalidJWSFormat, step: .split)

@@ -45,7 +45,7 @@ final class RealVectorTests: XCTestCase {
                                             appAppleId: environment == .production ? vector.appAppleId : nil)
             if vector.chainAtSignedDate != "OK" {
                 // The early-2022 notification has no signedDate: checked at now, its 2021 leaf has expired.
-                XCTAssertVerification(try verifier.verifyNotification(jws, policy: policy), code: .verificationFailed, step: .validity,
+                XCTAssertVerification(try verifier.verifyNotification(jws, policy: policy), code: .jwsVerificationFailed, step: .validity,
                                       reasonContains: "leaf certificate expired")
                 continue
             }
@@ -139,13 +139,13 @@ final class RealVectorTests: XCTestCase {
         let jws = try Fixture.vector("sandbox-2022-transaction.jws")
         let policy = VerificationPolicy(bundleId: "Com.VoiceRecording.Telephone", environments: [.sandbox])
         XCTAssertNoThrow(try verifier.verifyTransaction(jws, policy: policy))
-        XCTAssertVerification(try verifier.verifyTransaction(jws, policy: policy, at: Self.now), code: .verificationFailed, step: .validity,
+        XCTAssertVerification(try verifier.verifyTransaction(jws, policy: policy, at: Self.now), code: .jwsVerificationFailed, step: .validity,
                               reasonContains: "leaf certificate expired at the effective date")
         // The cached entry from the first call must not extend the leaf's validity.
         XCTAssertEqual(verifier.cachedChainCount, 1)
         // Absurd caller dates are clamped, not trapped on.
         for seconds in [1e19, -1e19, Double.infinity] {
-            XCTAssertVerification(try verifier.verifyTransaction(jws, policy: policy, at: Date(timeIntervalSince1970: seconds)), code: .verificationFailed, step: .validity)
+            XCTAssertVerification(try verifier.verifyTransaction(jws, policy: policy, at: Date(timeIntervalSince1970: seconds)), code: .jwsVerificationFailed, step: .validity)
         }
     }
 
@@ -153,7 +153,7 @@ final class RealVectorTests: XCTestCase {
         let verifier = SignedDataVerifier(roots: try Fixture.testRoots())
         let policy = VerificationPolicy(bundleId: "com.loki-project.loki-messenger", environments: [.sandbox])
         XCTAssertVerification(try verifier.verifyTransaction(try Fixture.vector("sandbox-2025-DID_RENEW-nested-transaction.jws"), policy: policy),
-                              code: .verificationFailed, step: .chain, reasonContains: "trusted root")
+                              code: .jwsVerificationFailed, step: .chain, reasonContains: "trusted root")
     }
 
     func testEmbeddedRootsAreByteIdenticalToApplesFiles() throws {

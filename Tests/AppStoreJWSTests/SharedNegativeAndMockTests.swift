@@ -12,11 +12,11 @@ final class SharedNegativeAndMockTests: XCTestCase {
         func negative(_ name: String) throws -> String { try Fixture.vector("negative/" + name) }
         // Signature failures come before claims: never BUNDLE_ID_MISMATCH for a tampered payload.
         XCTAssertVerification(try verifier.verifyNotification(try negative("tampered-payload-bundleId.jws"), policy: lokiSandbox),
-                              code: .verificationFailed, step: .signature)
+                              code: .jwsVerificationFailed, step: .signature)
         XCTAssertVerification(try verifier.verifyNotification(try negative("signature-bitflip.jws"), policy: lokiSandbox),
-                              code: .verificationFailed, step: .signature)
+                              code: .jwsVerificationFailed, step: .signature)
         XCTAssertVerification(try verifier.verifyNotification(try negative("signature-as-DER.jws"), policy: lokiSandbox),
-                              code: .verificationFailed, step: .signature, reasonContains: "64-byte raw")
+                              code: .jwsVerificationFailed, step: .signature, reasonContains: "64-byte raw")
         XCTAssertVerification(try verifier.verifyNotification(try negative("x5c-length-2.jws"), policy: lokiSandbox),
                               code: .invalidJWSFormat, step: .x5c, reasonContains: "exactly 3")
         XCTAssertVerification(try verifier.verifyNotification(try negative("alg-HS256.jws"), policy: lokiSandbox),
@@ -98,7 +98,7 @@ final class SharedNegativeAndMockTests: XCTestCase {
         // With X509_STRICT on (the default), Apple's mock CA fails strict checks.
         let strict = SignedDataVerifier(roots: try TrustedRoots(contentsOf: [certs.appendingPathComponent("testCA.der").path]), chainCacheCapacity: 0)
         XCTAssertThrowsError(try strict.validateChain(leafDER: leafDER, intermediateDER: intermediateDER, at: 1_761_962_975, effective: Date(), source: .signedDate)) { error in
-            XCTAssertEqual((error as? VerificationError)?.code, .verificationFailed)
+            XCTAssertEqual((error as? VerificationError)?.code, .jwsVerificationFailed)
         }
     }
 
@@ -150,7 +150,7 @@ final class SharedNegativeAndMockTests: XCTestCase {
         var signature = try XCTUnwrap(Fixture.b64urlDecode(parts[2]))
         signature[10] ^= 0x01
         parts[2] = Fixture.b64url(signature)
-        XCTAssertVerification(try verifier.verifyTransaction(parts.joined(separator: "."), policy: policy), code: .verificationFailed, step: .signature)
+        XCTAssertVerification(try verifier.verifyTransaction(parts.joined(separator: "."), policy: policy), code: .jwsVerificationFailed, step: .signature)
     }
 }
 
