@@ -133,9 +133,7 @@ struct AccountsController: APIController {
     }
 
     static func accountBody(_ account: Account) -> [UInt8] {
-        var body = JSONBody(capacity: 192)
-        writeAccount(account, into: &body)
-        return body.bytes
+        JSONBody.bytes(capacity: 192) { writeAccount(account, into: &$0) }
     }
 
     /// `{"id","name","created_at","updated_at"}`.
@@ -181,9 +179,7 @@ extension Representations {
 
     /// An API key as `POST /v1/admin/accounts/:id/api-keys` returns it: with its text (`key`), shown this once.
     public static func apiKey(_ issued: IssuedAPIKey) -> [UInt8] {
-        var body = JSONBody(capacity: 512)
-        AccountsController.writeAPIKey(issued.key, text: issued.text, into: &body)
-        return body.bytes
+        JSONBody.bytes(capacity: 512) { AccountsController.writeAPIKey(issued.key, text: issued.text, into: &$0) }
     }
 
     /// API keys as `GET /v1/admin/accounts/:id/api-keys` lists them, without their texts.

@@ -60,9 +60,7 @@ struct CustomersController: APIController {
         fields.add(ruleProblems)
         try fields.check(suggestion: Self.grantSuggestion)
         let grant = try RequestBody.translating(suggestion: Self.grantSuggestion) { try support.grant(projectId: projectId, new) }
-        var out = JSONBody(capacity: 320)
-        Self.writeGrant(grant, at: now(), into: &out)
-        return Response.json(201, out.bytes)
+        return Response.json(201, Representations.grant(grant, at: now()))
     }
 
     /// `DELETE /v1/admin/projects/:id/users/:userId/grants/:grantId` → 200 with the grant, now removed (it stays in
@@ -71,18 +69,14 @@ struct CustomersController: APIController {
         let (projectId, userId) = try authorizedUser(request)
         let grantId = try PathParameters.uuid(request, "grantId", suggestion: Self.grantIdSuggestion)
         let grant = try support.revokeGrant(projectId: projectId, userId: userId, grantId: grantId)
-        var out = JSONBody(capacity: 320)
-        Self.writeGrant(grant, at: now(), into: &out)
-        return Response.json(200, out.bytes)
+        return Response.json(200, Representations.grant(grant, at: now()))
     }
 
     /// `GET /v1/admin/projects/:id/users/:userId/timeline`.
     func getTimeline(_ request: Request) throws -> Response {
         let (projectId, userId) = try authorizedUser(request)
         let timeline = try support.timeline(projectId: projectId, userId: userId)
-        var out = JSONBody(capacity: 256 + 256 * timeline.events.count)
-        Self.writeTimeline(timeline, into: &out)
-        return Response.json(200, out.bytes)
+        return Response.json(200, Representations.timeline(timeline))
     }
 
     /// `GET /v1/admin/projects/:id/users/:userId/export`: everything stored about the user, and the timeline.
@@ -300,16 +294,14 @@ struct CustomersController: APIController {
 extension Representations {
     /// A grant as `POST …/users/:userId/grants` returns it, `active` at `now`.
     public static func grant(_ grant: Grant, at now: Date) -> [UInt8] {
-        var body = JSONBody(capacity: 320)
-        CustomersController.writeGrant(grant, at: now, into: &body)
-        return body.bytes
+        JSONBody.bytes(capacity: 320) { CustomersController.writeGrant(grant, at: now, into: &$0) }
     }
 
     /// A timeline as `GET …/users/:userId/timeline` returns it.
     public static func timeline(_ timeline: CustomerTimeline) -> [UInt8] {
-        var body = JSONBody(capacity: 256 + 256 * timeline.events.count)
-        CustomersController.writeTimeline(timeline, into: &body)
-        return body.bytes
+        JSONBody.bytes(capacity: 256 + 256 * timeline.events.count) {
+            CustomersController.writeTimeline(timeline, into: &$0)
+        }
     }
 
     /// An export as `GET …/users/:userId/export` returns it.

@@ -26,12 +26,17 @@ struct JSONBody {
         atStart = false
     }
 
+    /// The bytes of a new body (room for `capacity` bytes) that `write` writes: a response's one value.
+    static func bytes(capacity: Int, _ write: (inout JSONBody) -> Void) -> [UInt8] {
+        var body = JSONBody(capacity: capacity)
+        write(&body)
+        return body.bytes
+    }
+
     /// `{"key":[…]}`, each item written by `write`: the envelope every admin list answers with.
     static func list<Item>(_ key: StaticString, _ items: [Item], capacity: Int,
                            _ write: (Item, inout JSONBody) -> Void) -> [UInt8] {
-        var body = JSONBody(capacity: capacity)
-        body.object { $0.array(key, items, write) }
-        return body.bytes
+        bytes(capacity: capacity) { $0.object { $0.array(key, items, write) } }
     }
 
     // MARK: - Structure

@@ -134,9 +134,7 @@ struct MembersController: APIController {
     }
 
     static func memberResponse(_ status: Int, _ member: Member) -> Response {
-        var out = JSONBody(capacity: 384)
-        writeMember(member, inviteToken: nil, into: &out)
-        return Response.json(status, out.bytes)
+        Response.json(status, JSONBody.bytes(capacity: 384) { writeMember(member, inviteToken: nil, into: &$0) })
     }
 
     /// `{"id","account_id","email","role","status","totp_enabled","invite_token"?,"invite_expires_at","created_at",
@@ -230,9 +228,9 @@ extension ConsoleController {
 extension Representations {
     /// A member as `POST /v1/admin/accounts/:id/members` returns it: with the invite token, shown this once.
     public static func member(_ invited: InvitedMember) -> [UInt8] {
-        var body = JSONBody(capacity: 512)
-        MembersController.writeMember(invited.member, inviteToken: invited.inviteToken, into: &body)
-        return body.bytes
+        JSONBody.bytes(capacity: 512) {
+            MembersController.writeMember(invited.member, inviteToken: invited.inviteToken, into: &$0)
+        }
     }
 
     /// Members as `GET /v1/admin/accounts/:id/members` lists them.

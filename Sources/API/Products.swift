@@ -46,9 +46,7 @@ struct ProductsController: APIController {
         let stored = try RequestBody.translating(suggestion: Self.productSuggestion) {
             try administration.setProduct(projectId: id, productId: productId, entitlements: entitlements ?? [])
         }
-        var out = JSONBody(capacity: 96)
-        Self.writeProduct(stored, into: &out)
-        return Response.json(200, out.bytes)
+        return Response.json(200, Representations.product(stored))
     }
 
     /// `DELETE /v1/admin/projects/:id/products/:productId`.

@@ -216,9 +216,7 @@ struct ProjectsController: APIController {
     }
 
     static func projectBody(_ project: AdministeredProject) -> [UInt8] {
-        var body = JSONBody(capacity: 768)
-        writeProject(project, into: &body)
-        return body.bytes
+        JSONBody.bytes(capacity: 768) { writeProject(project, into: &$0) }
     }
 
     /// A project with its live keys; `secret_key` only when the use case just issued one.

@@ -48,9 +48,7 @@ struct ReconciliationController: APIController {
 
     /// A run as `POST …/reconcile` answers it: `checked`, `changed`, `notifications_applied`, `errors` first.
     static func reconcileBody(_ report: ReconcileReport) -> [UInt8] {
-        var body = JSONBody(capacity: 512)
-        writeRun(report, changes: false, into: &body)
-        return body.bytes
+        JSONBody.bytes(capacity: 512) { writeRun(report, changes: false, into: &$0) }
     }
 
     static func writeRun(_ run: ReconcileReport, changes: Bool, into body: inout JSONBody) {

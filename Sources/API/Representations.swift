@@ -21,9 +21,7 @@ public enum Representations {
 
     /// A product mapping as `PUT /v1/admin/projects/:id/products/:productId` returns it.
     public static func product(_ product: ProductMapping) -> [UInt8] {
-        var body = JSONBody(capacity: 128)
-        ProductsController.writeProduct(product, into: &body)
-        return body.bytes
+        JSONBody.bytes(capacity: 128) { ProductsController.writeProduct(product, into: &$0) }
     }
 
     /// App Store credentials as `GET /v1/admin/projects/:id/app-store-credentials` returns them (never the key).

@@ -113,9 +113,7 @@ struct WebhooksController: APIController {
         let id = try PathParameters.projectId(request)
         let eventId = request.pathParameters["eventId"] ?? ""
         let delivery = try webhooks().retry(projectId: id, eventId: eventId)
-        var body = JSONBody(capacity: 320)
-        Self.writeDelivery(delivery, into: &body)
-        return Response.json(202, body.bytes)
+        return Response.json(202, JSONBody.bytes(capacity: 320) { Self.writeDelivery(delivery, into: &$0) })
     }
 
     /// `{"url","events","secret"?,"previous_secret_expires_at","created_at","updated_at"}`; `secret` only when given.

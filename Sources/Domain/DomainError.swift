@@ -197,6 +197,9 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
             (.invalidReceiptFormat, "INVALID_RECEIPT_FORMAT"), (.receiptVerificationFailed, "RECEIPT_VERIFICATION_FAILED"),
         ]
 
+        /// Every code this build knows, in the table's order.
+        public static var known: [Code] { wireStrings.map(\.code) }
+
         /// The known case for a wire string, else `.unrecognized` (so `.unrecognized` never holds a known string).
         public init(rawValue: String) {
             self = Self.wireStrings.first { $0.wire == rawValue }?.code ?? .unrecognized(rawValue)
