@@ -6,10 +6,20 @@ public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable, extensible reason code (static members over a private enum, so new codes are not a
     /// source break).
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable {
-            case unexpectedEnd, unexpectedCharacter, invalidEscape, loneSurrogate, invalidUTF8
-            case controlCharacter, invalidNumber, tooDeep, tooLarge, duplicateKey, trailingData
-            case byteOrderMark
+        /// Each code with its client-safe phrase (the `description`).
+        private enum Base: String, Hashable, Sendable {
+            case unexpectedEnd = "unexpected end of input"
+            case unexpectedCharacter = "unexpected character"
+            case invalidEscape = "invalid escape sequence"
+            case loneSurrogate = "unpaired UTF-16 surrogate escape"
+            case invalidUTF8 = "invalid UTF-8"
+            case controlCharacter = "unescaped control character in string"
+            case invalidNumber = "invalid number"
+            case tooDeep = "nesting too deep"
+            case tooLarge = "value too large"
+            case duplicateKey = "duplicate object key"
+            case trailingData = "data after the top-level value"
+            case byteOrderMark = "byte order mark not allowed"
         }
 
         private let base: Base
@@ -42,22 +52,7 @@ public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let byteOrderMark = Code(.byteOrderMark)
 
         /// A short, client-safe phrase for the code.
-        public var description: String {
-            switch base {
-            case .unexpectedEnd: "unexpected end of input"
-            case .unexpectedCharacter: "unexpected character"
-            case .invalidEscape: "invalid escape sequence"
-            case .loneSurrogate: "unpaired UTF-16 surrogate escape"
-            case .invalidUTF8: "invalid UTF-8"
-            case .controlCharacter: "unescaped control character in string"
-            case .invalidNumber: "invalid number"
-            case .tooDeep: "nesting too deep"
-            case .tooLarge: "value too large"
-            case .duplicateKey: "duplicate object key"
-            case .trailingData: "data after the top-level value"
-            case .byteOrderMark: "byte order mark not allowed"
-            }
-        }
+        public var description: String { base.rawValue }
     }
 
     /// What went wrong.
