@@ -67,7 +67,7 @@ struct MassRenewalExtensionsController: APIController {
         body.field("environment", record.environment.rawValue)
         body.field("extend_by_days", record.extendByDays)
         body.field("reason_code", record.reasonCode)
-        if let storefronts = record.storefronts { body.field("storefronts", storefronts) } else { body.null("storefronts") }
+        body.field("storefronts", record.storefronts)
         body.field("complete", record.status.complete)
         body.field("complete_date", record.status.completeDate)
         body.field("succeeded_count", record.status.succeededCount)

@@ -105,8 +105,8 @@ struct UsageController: APIController {
         var body = JSONBody(capacity: 128)
         body.beginObject()
         body.field("account_id", id.lowercasedText)
-        if let n = quotas.receiptsPerMonth { body.field("receipts_per_month", n) } else { body.null("receipts_per_month") }
-        if let n = quotas.requestsPerSecond { body.field("requests_per_second", n) } else { body.null("requests_per_second") }
+        body.field("receipts_per_month", quotas.receiptsPerMonth)
+        body.field("requests_per_second", quotas.requestsPerSecond)
         body.endObject()
         return body.bytes
     }
