@@ -113,7 +113,7 @@ public enum AccountCommands {
         switch args.first {
         case "add":
             guard args.count == 4 else { throw UsageError(message: "add needs ACCOUNT_ID EMAIL ROLE") }
-            let accountId = try uuid(args[1], "ACCOUNT_ID")
+            let accountId = try UsageError.uuid(args[1], "ACCOUNT_ID")
             let email = args[2]
             let role = try role(args[3])
             return CLIAudit.recorded("POST", accountRoute + "/members", parameters: ["id": args[1]], accountId: accountId) {
@@ -124,7 +124,7 @@ public enum AccountCommands {
             }
         case "list":
             guard args.count == 2 else { throw UsageError(message: "list needs ACCOUNT_ID") }
-            let accountId = try uuid(args[1], "ACCOUNT_ID")
+            let accountId = try UsageError.uuid(args[1], "ACCOUNT_ID")
             return { admin in
                 try admin.requireAccount(accountId)
                 return [Representations.members(try admin.members.members(accountId: accountId))]
@@ -144,8 +144,8 @@ public enum AccountCommands {
         _ delete: @escaping (Administration, UUID, UUID) throws -> Void
     ) throws(UsageError) -> Work {
         guard args.count == 3 else { throw UsageError(message: "\(verb) needs ACCOUNT_ID \(child)") }
-        let accountId = try uuid(args[1], "ACCOUNT_ID")
-        let childId = try uuid(args[2], child)
+        let accountId = try UsageError.uuid(args[1], "ACCOUNT_ID")
+        let childId = try UsageError.uuid(args[2], child)
         return CLIAudit.recorded("DELETE", accountRoute + route, parameters: ["id": args[1], parameter: args[2]],
                                  accountId: accountId) { admin in
             try admin.requireAccount(accountId)
@@ -158,13 +158,13 @@ public enum AccountCommands {
         switch args.first {
         case "create":
             guard args.count >= 4 else { throw UsageError(message: "create needs ACCOUNT_ID NAME ROLE") }
-            let accountId = try uuid(args[1], "ACCOUNT_ID")
+            let accountId = try UsageError.uuid(args[1], "ACCOUNT_ID")
             var new = NewAPIKey(name: args[2], role: try role(args[3]))
             var rest = args.dropFirst(4)
             while let flag = rest.popFirst() {
                 guard let value = rest.popFirst(), !value.isEmpty else { throw UsageError(message: "\(flag) needs a value") }
                 switch flag {
-                case "--project": new.projectIds = (new.projectIds ?? []) + [try uuid(value, "--project")]
+                case "--project": new.projectIds = (new.projectIds ?? []) + [try UsageError.uuid(value, "--project")]
                 case "--expires-at":
                     guard let date = AdminTimestamp.parse(value) else {
                         throw UsageError(message: "--expires-at must be an RFC 3339 instant like 2027-01-01T00:00:00Z")
@@ -179,7 +179,7 @@ public enum AccountCommands {
             }
         case "list":
             guard args.count == 2 else { throw UsageError(message: "list needs ACCOUNT_ID") }
-            let accountId = try uuid(args[1], "ACCOUNT_ID")
+            let accountId = try UsageError.uuid(args[1], "ACCOUNT_ID")
             return { admin in [Representations.apiKeys(try admin.accounts.apiKeys(accountId: accountId))] }
         case "revoke":
             return try deleteChild(args, "revoke", "KEY_ID", route: "/api-keys/:keyId", parameter: "keyId") {
@@ -188,11 +188,6 @@ public enum AccountCommands {
         default:
             throw UsageError.unknownSubcommand("api-key", args)
         }
-    }
-
-    static func uuid(_ text: String, _ name: String) throws(UsageError) -> UUID {
-        guard let id = UUID(uuidString: text) else { throw UsageError(message: "\(name) must be a UUID") }
-        return id
     }
 
     private static func role(_ text: String) throws(UsageError) -> Role {

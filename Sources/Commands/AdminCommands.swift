@@ -66,6 +66,12 @@ public enum AdminCommands {
         static func unknownSubcommand(_ group: String, _ args: [String]) -> UsageError {
             UsageError(message: "unknown \(group) command '\(args.first ?? "")'")
         }
+
+        /// The argument `text` as a UUID, else "`name` must be a UUID" (also when the argument is missing).
+        static func uuid(_ text: String?, _ name: String) throws(UsageError) -> UUID {
+            guard let text, let id = UUID(uuidString: text) else { throw UsageError(message: "\(name) must be a UUID") }
+            return id
+        }
     }
 
     /// Parses a subcommand's arguments into what it does once the database is open (JSON lines to print).
@@ -128,7 +134,7 @@ public enum AdminCommands {
             var accountId: UUID?
             if let i = rest.firstIndex(of: "--account") {
                 guard i + 1 < rest.count else { throw UsageError(message: "--account needs a value") }
-                accountId = try AccountCommands.uuid(rest[i + 1], "--account")
+                accountId = try UsageError.uuid(rest[i + 1], "--account")
                 rest.removeSubrange(i...(i + 1))
             }
             let parsed = try settings(rest[...])
@@ -313,11 +319,8 @@ public enum AdminCommands {
         }
     }
 
-    /// `{"<key>": [items…]}`, the admin API's list shape, so scripts parse one document.
+    /// The PROJECT_ID argument (after the subcommand).
     private static func projectId(_ args: [String]) throws(UsageError) -> UUID {
-        guard args.count >= 2, let id = UUID(uuidString: args[1]) else {
-            throw UsageError(message: "PROJECT_ID must be a UUID")
-        }
-        return id
+        try UsageError.uuid(args.dropFirst().first, "PROJECT_ID")
     }
 }

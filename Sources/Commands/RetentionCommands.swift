@@ -71,14 +71,10 @@ public enum RetentionCommands {
             options[arg] = value
         }
         let environment = try environmentOption(options["--environment"])
-        func uuid(_ text: String?, _ name: String) throws(UsageError) -> UUID {
-            guard let text, let id = UUID(uuidString: text) else { throw UsageError(message: "\(name) must be a UUID") }
-            return id
-        }
         let command = positional.prefix(2).joined(separator: " ")
         let arguments = Array(positional.dropFirst(command.hasPrefix("performance-test") ? 1 : 2))
         guard let first = arguments.first else { throw UsageError(message: "expected a PROJECT_ID") }
-        let projectId = try uuid(first, "PROJECT_ID")
+        let projectId = try UsageError.uuid(first, "PROJECT_ID")
         let id = projectId.lowercasedText
         let base = "/v1/admin/projects/:id/retention/"
         func expect(_ count: Int) throws(UsageError) {
@@ -89,7 +85,7 @@ public enum RetentionCommands {
                          _ delete: @escaping (RetentionMessageAdministration, UUID) throws -> Void)
             throws(UsageError) -> Work {
             try expect(2)
-            let assetId = try uuid(arguments[1], name)
+            let assetId = try UsageError.uuid(arguments[1], name)
             return recorded("DELETE", base + collection + "/:" + parameter,
                             ["id": id, parameter: assetId.lowercasedText], projectId) {
                 try delete($0, assetId)
@@ -108,9 +104,12 @@ public enum RetentionCommands {
             guard (options["--image-id"] == nil) == (options["--alt-text"] == nil) else {
                 throw UsageError(message: "--image-id and --alt-text go together")
             }
-            let messageId = try options["--message-id"].map { (text) throws(UsageError) in try uuid(text, "--message-id") } ?? UUID()
+            let messageId = try options["--message-id"]
+                .map { (text) throws(UsageError) in try UsageError.uuid(text, "--message-id") } ?? UUID()
             var image: (id: UUID, altText: String)?
-            if let altText = options["--alt-text"] { image = (try uuid(options["--image-id"], "--image-id"), altText) }
+            if let altText = options["--alt-text"] {
+                image = (try UsageError.uuid(options["--image-id"], "--image-id"), altText)
+            }
             let upload = RetentionMessageUpload(messageId: messageId, header: header, body: body, image: image)
             return recorded("PUT", base + "messages/:messageId", ["id": id, "messageId": messageId.lowercasedText],
                             projectId) {
@@ -126,7 +125,8 @@ public enum RetentionCommands {
             return metered { [Representations.retentionImages(try $0.images(projectId: projectId, environment: environment))] }
         case "images upload":
             try expect(2)
-            let imageId = try options["--image-id"].map { (text) throws(UsageError) in try uuid(text, "--image-id") } ?? UUID()
+            let imageId = try options["--image-id"]
+                .map { (text) throws(UsageError) in try UsageError.uuid(text, "--image-id") } ?? UUID()
             let png = try imageFile(arguments[1])
             return recorded("PUT", base + "images/:imageId", ["id": id, "imageId": imageId.lowercasedText],
                             projectId) {
@@ -149,7 +149,7 @@ public enum RetentionCommands {
         case "default-message set":
             try expect(4)
             let (productId, locale) = (arguments[1], arguments[2])
-            let messageId = try uuid(arguments[3], "MESSAGE_ID")
+            let messageId = try UsageError.uuid(arguments[3], "MESSAGE_ID")
             return recorded("PUT", base + "default-messages/:productId/:locale",
                             ["id": id, "productId": productId, "locale": locale], projectId) {
                 try $0.setDefaultMessage(projectId: projectId, productId: productId, locale: locale, messageId: messageId,
