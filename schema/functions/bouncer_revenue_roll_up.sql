@@ -147,6 +147,8 @@ BEGIN
         RETURN;
     END IF;
     PERFORM bouncer_revenue_days_move_batch(p_project_id, v_moved, v_signs);
+    -- realized_ltv's cohorts (schema/0086), by the same moves.
+    PERFORM bouncer_revenue_ltv_move(p_project_id, v_moved, v_signs);
     -- trial_conversion's fact (schema/0077): each trial of the changed purchases converted when a paid period begins
     -- at or after it (the partial index: a purchase without a trial reads one index page); only a changed value is
     -- written.
