@@ -55,8 +55,9 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
                 }
                 // The runs of paid service, the spans of MRR and the customers of realized LTV join a purchase's
                 // (a customer's) products and storefronts: unfiltered charts only.
+                let daily = query.interval == .day ? Self.dailyStatements[query.chart] : nil
                 let runs = query.productId == nil && query.country == nil
-                    ? Self.runStatements[query.chart] ?? Self.valueStatements[query.chart]
+                    ? daily ?? Self.runStatements[query.chart] ?? Self.valueStatements[query.chart]
                         ?? Self.ltvStatements[query.chart] : nil
                 let statement = runs ?? Self.sweepStatements[query.chart] ?? Self.statements[query.chart]
                     ?? Self.cohortStatements[query.chart] ?? ""

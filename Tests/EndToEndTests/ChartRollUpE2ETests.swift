@@ -57,14 +57,17 @@ extension ChartsE2ETests {
                 UNION ALL SELECT 'c ' || original_transaction_id || ' ' || first_at::text || ' ' || months
                 FROM revenue_cohorts WHERE project_id = \(tenant.id)::uuid
                 UNION ALL SELECT 'w ' || day::text || ' ' || currency || ' ' || monthly_milli || ' ' || n
-                FROM revenue_value_days WHERE project_id = \(tenant.id)::uuid ORDER BY 1
+                FROM revenue_value_days WHERE project_id = \(tenant.id)::uuid
+                UNION ALL SELECT 'm ' || day::text || ' ' || currency || ' ' || kind || ' ' || amount_milli || ' ' || n
+                FROM revenue_movement_days WHERE project_id = \(tenant.id)::uuid ORDER BY 1
                 """).map { try $0.decode("r", as: String.self) }
         }
         let incremental = try rollUps()
         XCTAssertGreaterThan(incremental.filter { $0.hasPrefix("v ") }.count, 24)
+        XCTAssertGreaterThan(incremental.filter { $0.hasPrefix("m ") }.count, 10)
         for table in ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days", "revenue_values",
                       "revenue_value_days", "revenue_cohorts", "revenue_ltv_purchases", "revenue_ltv_customers",
-                      "revenue_ltv_days"] {
+                      "revenue_ltv_days", "revenue_movement_days"] {
             _ = try db.query("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         }
         try replayRevenue(tenant)

@@ -211,7 +211,7 @@ final class ChartsE2ETests: SharedServerTestCase {
         _ = try db.query("DELETE FROM revenue_run_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         _ = try db.query("DELETE FROM revenue_values WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         _ = try db.query("DELETE FROM revenue_value_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
-        for table in ["revenue_ltv_purchases", "revenue_ltv_customers", "revenue_ltv_days"] {
+        for table in ["revenue_ltv_purchases", "revenue_ltv_customers", "revenue_ltv_days", "revenue_movement_days"] {
             _ = try db.query("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         }
         XCTAssertEqual(try days(), [])

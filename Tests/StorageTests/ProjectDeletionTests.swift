@@ -13,7 +13,7 @@ final class ProjectDeletionTests: XCTestCase {
     /// deriver's roll-ups.
     static let unkeyed = ["overview_days", "overview_instants", "overview_trials", "purchases", "revenue_cohorts",
                           "revenue_days", "revenue_ltv_customers", "revenue_ltv_days", "revenue_ltv_purchases",
-                          "revenue_run_days", "revenue_runs", "revenue_transactions",
+                          "revenue_movement_days", "revenue_run_days", "revenue_runs", "revenue_transactions",
                           "revenue_value_days", "revenue_values", "transaction_jws", "transactions"]
 
     func testTheReceiptsTablesHaveNoForeignKeyToProjectsAndEveryOtherTenantTableKeepsIt() throws {

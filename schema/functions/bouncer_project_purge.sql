@@ -28,5 +28,6 @@ BEGIN
     DELETE FROM revenue_ltv_purchases l WHERE l.project_id = p_project;
     DELETE FROM revenue_ltv_customers l WHERE l.project_id = p_project;
     DELETE FROM revenue_ltv_days l WHERE l.project_id = p_project;
+    DELETE FROM revenue_movement_days m WHERE m.project_id = p_project;
 END;
 $$;

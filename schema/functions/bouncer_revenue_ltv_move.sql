@@ -5,51 +5,72 @@
 -- new days to its row: O(1) rows per changed transaction. Any other (a new purchase or currency, an earlier first
 -- payment, a refund undone, a row removed) is synced whole with its customer (bouncer_revenue_ltv_resync). Called by
 -- bouncer_revenue_roll_up once per batch, after its rows; never in the receipt's transaction.
+-- Each read of a table is a probe by the purchase's key, so no plan (the deriver's are generic) ranges over the
+-- project's rows; the batch's own arrays join by hash (a backfill's batch holds thousands of purchases).
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_move(p_project_id uuid, p_rows revenue_transactions[], p_signs int[])
 RETURNS void
--- A batch's purchases are few of the project's: every statement probes them by index (as bouncer_revenue_roll_up).
-LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
+    r record;
+    v_cohort date;
+    v_kenvs text[] := '{}';
+    v_kids text[] := '{}';
+    v_kcurs text[] := '{}';
+    v_cohorts date[] := '{}';
+    v_days revenue_ltv_days[];
     v_envs text[];
     v_ids text[];
 BEGIN
     IF COALESCE(cardinality(p_rows), 0) = 0 THEN
         RETURN;
     END IF;
-    -- The purchases that need a whole sync.
-    WITH e AS MATERIALIZED (SELECT * FROM bouncer_revenue_ltv_entries(p_rows, p_signs)),
-        s AS (SELECT e.environment, e.original_transaction_id, lp.project_id IS NULL
-                OR (e.kind = 0 AND e.n > 0 AND e.purchase_date < lp.first_at)
-                OR (e.n < 0 AND NOT EXISTS (SELECT 1 FROM e f WHERE f.n > 0 AND f.environment = e.environment
-                    AND f.transaction_id = e.transaction_id AND f.kind = e.kind AND f.currency = e.currency
-                    AND f.purchase_date = e.purchase_date AND f.refund_at = e.refund_at)) AS whole
-            FROM e LEFT JOIN revenue_ltv_purchases lp ON lp.project_id = p_project_id
-                AND lp.environment = e.environment AND lp.original_transaction_id = e.original_transaction_id
-                AND lp.currency = e.currency)
-    SELECT array_agg(w.environment), array_agg(w.original_transaction_id) INTO v_envs, v_ids
-    FROM (SELECT s.environment, s.original_transaction_id FROM s GROUP BY 1, 2 HAVING bool_or(s.whole)) w;
-    -- The others: their amounts under their cohort, their new days and refunds on their rows.
-    PERFORM bouncer_revenue_ltv_days_add(p_project_id, ARRAY(
-        SELECT ROW(p_project_id, e.environment, lp.cohort_day, e.day, e.currency, e.kind, e.price_milli, e.tier,
-                e.refund_milli_percent, e.refund_at, e.n)::revenue_ltv_days
+    -- Each purchase and currency's row takes its new days and refunds, unless the batch moves its first payment
+    -- earlier (one probe and an in-place update: a renewal's whole cost here besides its day row); a missing row,
+    -- or one the batch moves earlier, has its purchase synced whole.
+    FOR r IN
+        SELECT e.environment, e.original_transaction_id, e.currency,
+            COALESCE(min(e.purchase_date) FILTER (WHERE e.kind = 0 AND e.n > 0), 'infinity') AS first,
+            COALESCE(array_agg(DISTINCT e.day) FILTER (WHERE e.kind = 0 AND e.n > 0), '{}') AS days,
+            COALESCE(array_agg(DISTINCT e.refund_at) FILTER (WHERE e.kind = 1 AND e.n > 0), '{}') AS refunds
         FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
-        JOIN revenue_ltv_purchases lp ON lp.project_id = p_project_id AND lp.environment = e.environment
-            AND lp.original_transaction_id = e.original_transaction_id AND lp.currency = e.currency
-        WHERE NOT EXISTS (SELECT 1 FROM unnest(v_envs, v_ids) w (env, id)
-            WHERE w.env = e.environment AND w.id = e.original_transaction_id)));
-    UPDATE revenue_ltv_purchases lp SET
-        days = ARRAY(SELECT DISTINCT x FROM unnest(lp.days || a.days) x ORDER BY x),
-        refunds = ARRAY(SELECT DISTINCT x FROM unnest(lp.refunds || a.refunds) x ORDER BY x)
-    FROM (SELECT e.environment, e.original_transaction_id, e.currency,
-            COALESCE(array_agg(DISTINCT e.day) FILTER (WHERE e.kind = 0), '{}') AS days,
-            COALESCE(array_agg(DISTINCT e.refund_at) FILTER (WHERE e.kind = 1), '{}') AS refunds
-        FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
-        WHERE e.n > 0 AND NOT EXISTS (SELECT 1 FROM unnest(v_envs, v_ids) w (env, id)
-            WHERE w.env = e.environment AND w.id = e.original_transaction_id)
-        GROUP BY 1, 2, 3) a
-    WHERE lp.project_id = p_project_id AND lp.environment = a.environment
-      AND lp.original_transaction_id = a.original_transaction_id AND lp.currency = a.currency
-      AND NOT (a.days <@ lp.days AND a.refunds <@ lp.refunds);
+        GROUP BY 1, 2, 3
+    LOOP
+        v_cohort := NULL;
+        UPDATE revenue_ltv_purchases lp SET
+            days = ARRAY(SELECT DISTINCT x FROM unnest(lp.days || r.days) x ORDER BY x),
+            refunds = ARRAY(SELECT DISTINCT x FROM unnest(lp.refunds || r.refunds) x ORDER BY x)
+        WHERE lp.project_id = p_project_id AND lp.environment = r.environment
+          AND lp.original_transaction_id = r.original_transaction_id AND lp.currency = r.currency
+          AND lp.first_at <= r.first
+        RETURNING lp.cohort_day INTO v_cohort;
+        v_kenvs := v_kenvs || r.environment;
+        v_kids := v_kids || r.original_transaction_id;
+        v_kcurs := v_kcurs || r.currency;
+        v_cohorts := v_cohorts || v_cohort;
+    END LOOP;
+    -- A purchase is synced whole when a row of it was not kept, or an amount goes without the same one coming back
+    -- (a refund undone, a row removed); the others move their cohort's day rows by their amounts.
+    WITH e AS MATERIALIZED (SELECT e.*, k.cohort_day FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
+            JOIN unnest(v_kenvs, v_kids, v_kcurs, v_cohorts) k (env, id, currency, cohort_day)
+                ON k.env = e.environment AND k.id = e.original_transaction_id AND k.currency = e.currency),
+        back AS (SELECT e.environment, e.transaction_id, e.kind, e.currency, e.purchase_date, e.refund_at,
+                bool_or(e.n < 0) AND NOT bool_or(e.n > 0) AS gone
+            FROM e GROUP BY 1, 2, 3, 4, 5, 6),
+        w AS (SELECT e.environment, e.original_transaction_id, bool_or(e.cohort_day IS NULL OR b.gone) AS whole
+            FROM e JOIN back b ON b.environment = e.environment AND b.transaction_id = e.transaction_id
+                AND b.kind = e.kind AND b.currency = e.currency AND b.purchase_date = e.purchase_date
+                AND b.refund_at = e.refund_at
+            GROUP BY 1, 2),
+        f AS (SELECT e.* FROM e JOIN w ON w.environment = e.environment
+                AND w.original_transaction_id = e.original_transaction_id AND NOT w.whole)
+    SELECT (SELECT array_agg(ROW(p_project_id, f.environment, f.cohort_day, f.day, f.currency, f.kind, f.price_milli,
+                f.tier, f.refund_milli_percent, f.refund_at, f.n)::revenue_ltv_days) FROM f),
+        (SELECT array_agg(w.environment) FROM w WHERE w.whole),
+        (SELECT array_agg(w.original_transaction_id) FROM w WHERE w.whole)
+    INTO v_days, v_envs, v_ids;
+    IF v_days IS NOT NULL THEN
+        PERFORM bouncer_revenue_ltv_days_add(p_project_id, v_days);
+    END IF;
     IF v_ids IS NOT NULL THEN
         PERFORM bouncer_revenue_ltv_resync(p_project_id, v_envs, v_ids, p_rows, p_signs);
     END IF;

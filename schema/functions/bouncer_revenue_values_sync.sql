@@ -149,6 +149,7 @@ BEGIN
         WHERE vd.project_id = p_project_id AND vd.day = z.day AND vd.environment = p_environment
           AND vd.currency = z.currency AND vd.monthly_milli = z.monthly_milli AND vd.n = 0;
     END IF;
+    PERFORM bouncer_revenue_movement_sync(p_project_id, p_environment, p_original_id, p_from, v_old, v_new);
     PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
 END;
 $$;
