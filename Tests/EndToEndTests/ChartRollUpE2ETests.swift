@@ -65,12 +65,7 @@ extension ChartsE2ETests {
         let incremental = try rollUps()
         XCTAssertGreaterThan(incremental.filter { $0.hasPrefix("v ") }.count, 24)
         XCTAssertGreaterThan(incremental.filter { $0.hasPrefix("m ") }.count, 10)
-        for table in ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days", "revenue_values",
-                      "revenue_value_days", "revenue_cohorts", "revenue_ltv_purchases", "revenue_ltv_customers",
-                      "revenue_ltv_days", "revenue_movement_days"] {
-            _ = try db.query("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(tenant.id)::uuid RETURNING 1")
-        }
-        try replayRevenue(tenant)
+        try rebuildRevenue(tenant)
         XCTAssertEqual(try rollUps(), incremental)
         XCTAssertEqual(try compare(), before)
     }

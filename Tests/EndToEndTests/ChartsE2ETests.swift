@@ -92,6 +92,17 @@ final class ChartsE2ETests: SharedServerTestCase {
         XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
     }
 
+    /// Rebuilds the project's revenue roll-ups as an operator would: every one of them removed (revenue_transactions
+    /// and the tables derived beside it, schema/0062 to 0087), then the log replayed.
+    func rebuildRevenue(_ tenant: Tenant) throws {
+        for table in ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days", "revenue_values",
+                      "revenue_value_days", "revenue_cohorts", "revenue_ltv_purchases", "revenue_ltv_customers",
+                      "revenue_ltv_days", "revenue_movement_days"] {
+            _ = try db.query("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        }
+        try replayRevenue(tenant)
+    }
+
     /// Stores each day's USD rate for one EUR; answers the responses.
     func putEuroRates(_ api: API, _ rates: [(date: String, usd: String)]) throws -> [HTTPResponse] {
         try rates.map { date, usd in

@@ -2,7 +2,8 @@
 -- written once; a net change of zero writes nothing, a count back to zero removes its row. Rows without a cohort
 -- (a purchase that had none: its amounts cancel) are left out.
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_days_add(p_project_id uuid, p_rows revenue_ltv_days[]) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+-- Rows back to zero are few: each removed by a probe of the key.
+LANGUAGE plpgsql VOLATILE SET enable_nestloop = on SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     v_zero revenue_ltv_days[];
 BEGIN

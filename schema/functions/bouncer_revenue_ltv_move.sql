@@ -6,10 +6,11 @@
 -- payment, a refund undone, a row removed) is synced whole with its customer (bouncer_revenue_ltv_resync). Called by
 -- bouncer_revenue_roll_up once per batch, after its rows; never in the receipt's transaction.
 -- Each read of a table is a probe by the purchase's key, so no plan (the deriver's are generic) ranges over the
--- project's rows; the batch's own arrays join by hash (a backfill's batch holds thousands of purchases).
+-- project's rows; the batch's own amounts group by window and join by hash (a backfill's batch holds tens of
+-- thousands: nested loops over them, as bouncer_revenue_roll_up's settings would have it, were quadratic).
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_move(p_project_id uuid, p_rows revenue_transactions[], p_signs int[])
 RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET enable_hashjoin = on SET enable_nestloop = off AS $$
 DECLARE
     r record;
     v_cohort date;
@@ -50,24 +51,21 @@ BEGIN
     END LOOP;
     -- A purchase is synced whole when a row of it was not kept, or an amount goes without the same one coming back
     -- (a refund undone, a row removed); the others move their cohort's day rows by their amounts.
-    WITH e AS MATERIALIZED (SELECT e.*, k.cohort_day FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
-            JOIN unnest(v_kenvs, v_kids, v_kcurs, v_cohorts) k (env, id, currency, cohort_day)
+    WITH e AS (SELECT e.*, k.cohort_day FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
+            LEFT JOIN unnest(v_kenvs, v_kids, v_kcurs, v_cohorts) k (env, id, currency, cohort_day)
                 ON k.env = e.environment AND k.id = e.original_transaction_id AND k.currency = e.currency),
-        back AS (SELECT e.environment, e.transaction_id, e.kind, e.currency, e.purchase_date, e.refund_at,
-                bool_or(e.n < 0) AND NOT bool_or(e.n > 0) AS gone
-            FROM e GROUP BY 1, 2, 3, 4, 5, 6),
-        w AS (SELECT e.environment, e.original_transaction_id, bool_or(e.cohort_day IS NULL OR b.gone) AS whole
-            FROM e JOIN back b ON b.environment = e.environment AND b.transaction_id = e.transaction_id
-                AND b.kind = e.kind AND b.currency = e.currency AND b.purchase_date = e.purchase_date
-                AND b.refund_at = e.refund_at
-            GROUP BY 1, 2),
-        f AS (SELECT e.* FROM e JOIN w ON w.environment = e.environment
-                AND w.original_transaction_id = e.original_transaction_id AND NOT w.whole)
-    SELECT (SELECT array_agg(ROW(p_project_id, f.environment, f.cohort_day, f.day, f.currency, f.kind, f.price_milli,
-                f.tier, f.refund_milli_percent, f.refund_at, f.n)::revenue_ltv_days) FROM f),
-        (SELECT array_agg(w.environment) FROM w WHERE w.whole),
-        (SELECT array_agg(w.original_transaction_id) FROM w WHERE w.whole)
-    INTO v_days, v_envs, v_ids;
+        g AS (SELECT e.*, bool_or(e.n < 0) OVER t AND NOT bool_or(e.n > 0) OVER t AS gone FROM e
+            WINDOW t AS (PARTITION BY e.environment, e.transaction_id, e.kind, e.currency, e.purchase_date,
+                e.refund_at)),
+        w AS MATERIALIZED (SELECT g.*, bool_or(g.cohort_day IS NULL OR g.gone)
+                OVER (PARTITION BY g.environment, g.original_transaction_id) AS whole
+            FROM g)
+    SELECT f.days, x.envs, x.ids INTO v_days, v_envs, v_ids
+    FROM (SELECT array_agg(ROW(p_project_id, w.environment, w.cohort_day, w.day, w.currency, w.kind, w.price_milli,
+                w.tier, w.refund_milli_percent, w.refund_at, w.n)::revenue_ltv_days) AS days FROM w WHERE NOT w.whole) f,
+        (SELECT array_agg(y.environment ORDER BY y.environment, y.original_transaction_id) AS envs,
+                array_agg(y.original_transaction_id ORDER BY y.environment, y.original_transaction_id) AS ids
+            FROM (SELECT DISTINCT w.environment, w.original_transaction_id FROM w WHERE w.whole) y) x;
     IF v_days IS NOT NULL THEN
         PERFORM bouncer_revenue_ltv_days_add(p_project_id, v_days);
     END IF;

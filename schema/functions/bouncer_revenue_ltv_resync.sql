@@ -6,11 +6,14 @@
 -- cancel: nothing written). Its rows in revenue_ltv_purchases and revenue_ltv_customers are written again where they
 -- changed. Reads the customers' purchases whole: a new purchase, an earlier first payment, a binding that moves
 -- (bouncer_revenue_ltv_rebind).
--- Each read of a table is a LATERAL probe by a purchase's or customer's key, so no plan (the deriver's are generic)
--- ranges over the project's rows; the arrays read join by hash (a backfill's batch holds thousands of purchases).
+-- Each read of a table is a nested loop of probes by a purchase's or customer's key (the function's settings, as
+-- bouncer_revenue_roll_up's), so no plan (the deriver's are generic) ranges over the project's rows, and Citus routes
+-- it to the tenant's worker whole; the statements over the arrays read join by hash instead (set for them alone: a
+-- backfill's batch holds thousands of purchases, and nested loops over them were quadratic).
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_resync(p_project_id uuid, p_envs text[], p_ids text[],
     p_rows revenue_transactions[], p_signs int[]) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+    SET enable_nestloop = on AS $$
 DECLARE
     r record;
     v_penvs text[];
@@ -20,29 +23,34 @@ DECLARE
     v_cur revenue_transactions[];
     v_new revenue_ltv_purchases[];
 BEGIN
-    -- The purchases: the given ones with their customer now, and every purchase held by a customer they had or have.
-    WITH g AS (SELECT DISTINCT k.env, k.id FROM unnest(p_envs, p_ids) k (env, id)),
-        gc AS MATERIALIZED (SELECT g.env, g.id, bouncer_revenue_ltv_customer(p_project_id, g.env, g.id) AS cu FROM g),
+    -- The given purchases with their customer now (a statement of its own: on Citus a function reading a tenant table
+    -- inside a statement routed to the tenant's worker would be a nested distributed query).
+    SELECT array_agg(g.env), array_agg(g.id), array_agg(bouncer_revenue_ltv_customer(p_project_id, g.env, g.id))
+    INTO v_penvs, v_pids, v_pcus
+    FROM (SELECT DISTINCT k.env, k.id FROM unnest(p_envs, p_ids) k (env, id)) g;
+    -- And every purchase held by a customer they had or have.
+    WITH g AS (SELECT k.env, k.id FROM unnest(v_penvs, v_pids) k (env, id)),
+        gc AS (SELECT * FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
         c AS (SELECT gc.env, gc.cu FROM gc
-            UNION SELECT lp.environment, lp.customer FROM g CROSS JOIN LATERAL (SELECT lp.environment, lp.customer
-                FROM revenue_ltv_purchases lp WHERE lp.project_id = p_project_id AND lp.environment = g.env
-                  AND lp.original_transaction_id = g.id) lp),
+            UNION SELECT lp.environment, lp.customer FROM g JOIN revenue_ltv_purchases lp
+                ON lp.project_id = p_project_id AND lp.environment = g.env AND lp.original_transaction_id = g.id),
         h AS (SELECT DISTINCT lp.environment, lp.original_transaction_id, lp.customer
-            FROM c CROSS JOIN LATERAL (SELECT lp.environment, lp.original_transaction_id, lp.customer
-                FROM revenue_ltv_purchases lp WHERE lp.project_id = p_project_id AND lp.environment = c.env
-                  AND lp.customer = c.cu) lp),
+            FROM c JOIN revenue_ltv_purchases lp ON lp.project_id = p_project_id AND lp.environment = c.env
+                AND lp.customer = c.cu),
         p AS (SELECT gc.env, gc.id, gc.cu FROM gc
             UNION ALL
             SELECT h.environment, h.original_transaction_id, h.customer FROM h
             LEFT JOIN g ON g.env = h.environment AND g.id = h.original_transaction_id WHERE g.id IS NULL)
     SELECT array_agg(p.env), array_agg(p.id), array_agg(p.cu) INTO v_penvs, v_pids, v_pcus FROM p;
-    SELECT array_agg(x.lp) INTO v_old
-    FROM unnest(v_penvs, v_pids) k (env, id) CROSS JOIN LATERAL (SELECT lp FROM revenue_ltv_purchases lp
-        WHERE lp.project_id = p_project_id AND lp.environment = k.env AND lp.original_transaction_id = k.id) x;
-    SELECT array_agg(x.v) INTO v_cur
-    FROM unnest(v_penvs, v_pids) k (env, id) CROSS JOIN LATERAL (SELECT v FROM revenue_transactions v
-        WHERE v.project_id = p_project_id AND v.original_transaction_id = k.id AND v.environment = k.env
-          AND v.price_milli > 0) x;
+    -- (Column by column: on Citus a whole row of a table is its shard's row type.)
+    SELECT array_agg(ROW(lp.*)::revenue_ltv_purchases) INTO v_old
+    FROM unnest(v_penvs, v_pids) k (env, id) JOIN revenue_ltv_purchases lp ON lp.project_id = p_project_id
+        AND lp.environment = k.env AND lp.original_transaction_id = k.id;
+    SELECT array_agg(ROW(v.*)::revenue_transactions) INTO v_cur
+    FROM unnest(v_penvs, v_pids) k (env, id) JOIN revenue_transactions v ON v.project_id = p_project_id
+        AND v.original_transaction_id = k.id AND v.environment = k.env AND v.price_milli > 0;
+    -- The statements below join arrays alone (their writes probe keys): hash joins.
+    PERFORM set_config('enable_hashjoin', 'on', true), set_config('enable_nestloop', 'off', true);
     -- Each purchase and currency as it is: its customer's first payment, its own, its days and refunds.
     WITH e AS MATERIALIZED (SELECT * FROM bouncer_revenue_ltv_entries(v_cur, NULL)),
         k AS (SELECT * FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
@@ -82,7 +90,7 @@ BEGIN
                     e.refund_milli_percent, e.refund_at, e.n
                 FROM bouncer_revenue_ltv_entries(v_cur, NULL) e
                 JOIN n ON n.environment = e.environment AND n.original_transaction_id = e.original_transaction_id) x));
-    -- The purchases' rows: gone ones removed, changed ones written.
+    -- The purchases' rows: gone ones removed, changed ones written (each by its key).
     FOR r IN
         SELECT o.environment, o.original_transaction_id, o.currency FROM unnest(v_old) o
         LEFT JOIN unnest(v_new) n ON n.environment = o.environment

@@ -39,10 +39,11 @@ BEGIN
         IF NOT EXISTS (SELECT 1 FROM unnest(p_old) o WHERE o.starts_at <= v_m AND o.ends_at > v_m) THEN
             -- (The purchase's spans by their key alone: a condition on starts_at would let a plan range over the
             -- project's.)
-            SELECT COALESCE(array_agg(x.s), '{}') INTO v_pre FROM (SELECT s FROM revenue_values s
+            -- (Column by column: on Citus a whole row of a table is its shard's row type.)
+            SELECT COALESCE(array_agg(ROW(x.*)::revenue_values), '{}') INTO v_pre FROM (SELECT s.* FROM revenue_values s
                 WHERE s.project_id = p_project_id AND s.environment = p_environment
-                  AND s.original_transaction_id = p_original_id) x (s)
-            WHERE (x.s).starts_at <= v_m AND (x.s).ends_at > v_m AND (x.s).ends_at < p_from;
+                  AND s.original_transaction_id = p_original_id) x
+            WHERE x.starts_at <= v_m AND x.ends_at > v_m AND x.ends_at < p_from;
         END IF;
     END IF;
     WITH sides AS (SELECT -1 AS sign, o.* FROM unnest(p_old) o
