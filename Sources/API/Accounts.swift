@@ -75,20 +75,19 @@ struct AccountsController: APIController {
     /// `POST /v1/admin/accounts/:id/api-keys` → 201 with the key's text, shown this once.
     func createAPIKey(_ request: Request, _ principal: Principal) throws -> Response {
         let accountId = try PathParameters.accountId(request)
-        let body = try RequestBody.object(request, suggestion: Self.apiKeySuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.apiKeySuggestion)
         let name = fields.string("name", required: true, minLength: 0)
         let roleName = fields.enumeration("role", Self.roleNames)
         if roleName == nil && !fields.has("role") { fields.fail(["role"], "Required") }
         var projectIds: [UUID]?
-        if let value = body["project_ids"], !value.isNull {
+        if let value = fields.object["project_ids"], !value.isNull {
             let texts = fields.array("project_ids", required: false, maxItems: AccountRules.maxKeyProjects) {
                 fields, value, path in fields.checkUUID(value, path: path)?.uuidString
             }
             projectIds = texts?.compactMap(UUID.init(uuidString:))
         }
         var expiresAt: Date?
-        if let value = body["expires_at"], !value.isNull {
+        if let value = fields.object["expires_at"], !value.isNull {
             if let text = value.stringValue, let date = CustomersController.parseTimestamp(text) {
                 expiresAt = date
             } else {
@@ -126,8 +125,7 @@ struct AccountsController: APIController {
 
     /// The `{name}` of an account's creation or update.
     static func name(_ request: Request) throws -> String {
-        let body = try RequestBody.object(request, suggestion: accountSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: accountSuggestion)
         let name = fields.string("name", required: true, minLength: 0)
         if let name { fields.add(AccountRules.problems(name: name)) }
         try fields.check(suggestion: accountSuggestion)

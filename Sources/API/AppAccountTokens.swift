@@ -17,8 +17,7 @@ struct AppAccountTokensController: APIController {
     func setAppAccountToken(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
         let originalTransactionId = request.pathParameters["originalTransactionId"] ?? ""
-        let object = try RequestBody.object(request, suggestion: Self.suggestion)
-        var fields = FieldValidator(object)
+        var fields = try FieldValidator(request, suggestion: Self.suggestion)
         let text = fields.string("app_account_token", required: true, maxLength: 36)
         let token = text.flatMap(UUID.init(uuidString:))
         if text != nil && token == nil { fields.fail(["app_account_token"], "Must be a UUID") }

@@ -68,8 +68,7 @@ struct AppStoreActionsController: APIController {
     func extendSubscription(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
         let originalTransactionId = request.pathParameters["originalTransactionId"] ?? ""
-        let object = try RequestBody.object(request, suggestion: Self.extendSuggestion)
-        var fields = FieldValidator(object)
+        var fields = try FieldValidator(request, suggestion: Self.extendSuggestion)
         let (days, reason) = Self.extensionFields(&fields)
         fields.add(AppStoreActions.problems(extendByDays: days, reasonCode: reason))
         fields.add(TransactionLookup.problems(transactionId: originalTransactionId, path: ["originalTransactionId"]))

@@ -25,8 +25,7 @@ struct AppStoreCredentialsController: APIController {
     /// answer shows the metadata and the key's fingerprint, never the key.
     func putAppStoreCredentials(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
-        let body = try RequestBody.object(request, suggestion: Self.credentialsSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.credentialsSuggestion)
         // Lengths and formats are the use case's rules (AppStoreCredentialRules); here only types and presence.
         let issuerId = fields.string("issuer_id", required: true, minLength: 0)
         let keyId = fields.string("key_id", required: true, minLength: 0)

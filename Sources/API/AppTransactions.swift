@@ -31,8 +31,7 @@ struct AppTransactionsController: APIController {
     /// `receiptCreationDate`), store it by `appTransactionId` (bound to `user_id` when given) and answer what it
     /// grants under the project's `app_purchase_entitlements`.
     func postAppTransaction(_ request: Request, _ project: Project) throws -> Response {
-        let body = try RequestBody.object(request, suggestion: Self.appTransactionSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.appTransactionSuggestion)
         let lookup = fields.has("transaction_id")
         if lookup && fields.has("signed_app_transaction") {
             let message = "Provide exactly one of signed_app_transaction and transaction_id"

@@ -42,12 +42,11 @@ struct CustomersController: APIController {
     /// `POST /v1/admin/projects/:id/users/:userId/grants` → 201 with the grant.
     func createGrant(_ request: Request) throws -> Response {
         let (projectId, userId) = try authorizedUser(request)
-        let body = try RequestBody.object(request, suggestion: Self.grantSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.grantSuggestion)
         let entitlement = fields.string("entitlement", required: true, minLength: 0)
         let reason = fields.string("reason", required: true, minLength: 0)
         var expiresAt: Date?
-        if let value = body["expires_at"], !value.isNull {
+        if let value = fields.object["expires_at"], !value.isNull {
             if let text = value.stringValue, let date = Self.parseTimestamp(text) {
                 expiresAt = date
             } else {
@@ -101,7 +100,7 @@ struct CustomersController: APIController {
         let (projectId, userId) = try authorizedUser(request)
         var reset = false
         if !request.body.isEmpty {
-            var fields = FieldValidator(try RequestBody.object(request, suggestion: Self.eraseSuggestion))
+            var fields = try FieldValidator(request, suggestion: Self.eraseSuggestion)
             reset = fields.bool("reset_app_account_token") ?? false
             try fields.check(suggestion: Self.eraseSuggestion)
         }

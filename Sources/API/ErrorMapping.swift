@@ -33,9 +33,13 @@ extension HTTPError {
         HTTPError(status: 401, code: "AUTH_INVALID_PUBLIC_KEY", message: "Invalid public key.", suggestion: suggestion)
     }
 
-    static let secretKeyRequired = HTTPError(
-        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
-        suggestion: "This project requires the secret key for reads: call from your backend with Authorization: Bearer sk_...")
+    /// 401 `AUTH_SECRET_KEY_REQUIRED`: the route needs the project's secret key; `suggestion` says why this one does.
+    static func requiresSecretKey(_ suggestion: String) -> HTTPError {
+        HTTPError(status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.", suggestion: suggestion)
+    }
+
+    static let secretKeyRequired = requiresSecretKey(
+        "This project requires the secret key for reads: call from your backend with Authorization: Bearer sk_...")
 
     static let invalidSecretKey = HTTPError(
         status: 401, code: "AUTH_INVALID_SECRET_KEY", message: "Invalid secret key.",
@@ -54,9 +58,12 @@ extension HTTPError {
         status: 404, code: "ADMIN_API_DISABLED", message: "Admin API is disabled.",
         suggestion: "Set BOUNCER_ADMIN_TOKEN on the server to enable the admin API, or use the bouncer CLI.")
 
-    static let invalidAdminToken = HTTPError(
-        status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
-        suggestion: "Send Authorization: Bearer <BOUNCER_ADMIN_TOKEN>.")
+    /// 401 `AUTH_INVALID_ADMIN_TOKEN`, with how this front end presents the token.
+    static func adminTokenRefused(_ suggestion: String) -> HTTPError {
+        HTTPError(status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.", suggestion: suggestion)
+    }
+
+    static let invalidAdminToken = adminTokenRefused("Send Authorization: Bearer <BOUNCER_ADMIN_TOKEN>.")
 
     /// Too many wrong admin tokens from one client address (`FailureLockout`): refused before any comparison.
     static func tooManyAdminAuthFailures(retryAfterSeconds: Int) -> HTTPError {
@@ -96,9 +103,7 @@ extension HTTPError {
         suggestion: "The invite is unknown, already used or expired (invites last 7 days). Ask an owner or admin of "
             + "the account to invite you again (POST /v1/admin/accounts/{id}/members).")
 
-    static let consoleSignInFailed = HTTPError(
-        status: 401, code: "AUTH_INVALID_ADMIN_TOKEN", message: "Invalid admin token.",
-        suggestion: "Enter the server's BOUNCER_ADMIN_TOKEN.")
+    static let consoleSignInFailed = adminTokenRefused("Enter the server's BOUNCER_ADMIN_TOKEN.")
 
     static let consoleSessionInvalid = HTTPError(
         status: 401, code: "CONSOLE_SESSION_INVALID", message: "No live console session.",
@@ -112,50 +117,40 @@ extension HTTPError {
         status: 404, code: "PROJECT_NOT_FOUND", message: "Project not found.",
         suggestion: "Check the project id; GET /v1/admin/projects lists them.")
 
-    static let appStoreCredentialsNotFound = HTTPError(
-        status: 404, code: "APP_STORE_CREDENTIALS_NOT_FOUND", message: "This project has no App Store credentials.",
-        suggestion: "Store them with PUT /v1/admin/projects/:id/app-store-credentials "
-            + "(or `bouncer project credentials set`).")
-
     /// 409, not 503: the refusal is final until the operator configures the key and restarts, and a 503 would
     /// carry `Retry-After` and invite retries that cannot succeed.
-    static let encryptionKeyMissing = HTTPError(
-        status: 409, code: "ENCRYPTION_KEY_MISSING",
-        message: "App Store credentials cannot be stored: the server has no encryption key.",
-        suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to 32 random bytes in base64 "
-            + "(generate one with `openssl rand -base64 32`, keep it in your secret store) and restart.")
+    /// 409 `ENCRYPTION_KEY_MISSING`: what was refused, and the operator's fix (a new key by default).
+    static func noEncryptionKey(_ refused: String, suggestion: String = setEncryptionKey + " and restart.")
+        -> HTTPError {
+        HTTPError(status: 409, code: "ENCRYPTION_KEY_MISSING", message: refused + ": the server has no encryption key.",
+                  suggestion: suggestion)
+    }
+
+    static let setEncryptionKey = "Set BOUNCER_ENCRYPTION_KEY on the server to 32 random bytes in base64 "
+        + "(generate one with `openssl rand -base64 32`, keep it in your secret store)"
+
+    static let encryptionKeyMissing = noEncryptionKey("App Store credentials cannot be stored")
 
     /// Like `encryptionKeyMissing`, on the routes that call Apple with credentials stored earlier: they are sealed
     /// under a key this server no longer has, so generating a new key would not open them.
-    static let credentialsEncryptionKeyMissing = HTTPError(
-        status: 409, code: "ENCRYPTION_KEY_MISSING",
-        message: "The project's App Store credentials cannot be opened: the server has no encryption key.",
+    static let credentialsEncryptionKeyMissing = noEncryptionKey(
+        "The project's App Store credentials cannot be opened",
         suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to the key the credentials were stored under and "
             + "restart, or store the credentials again after setting a new key.")
 
     /// Like `encryptionKeyMissing` (409, final until the operator acts), in the words of the token route.
-    static let tokenEncryptionKeyMissing = HTTPError(
-        status: 409, code: "ENCRYPTION_KEY_MISSING",
-        message: "Entitlement tokens cannot be signed: the server has no encryption key.",
-        suggestion: "Set BOUNCER_ENCRYPTION_KEY on the server to 32 random bytes in base64 "
-            + "(generate one with `openssl rand -base64 32`, keep it in your secret store) and restart: the signing "
-            + "key is generated then and stored encrypted under it.")
-
-    static let entitlementTokensDisabled = HTTPError(
-        status: 403, code: "ENTITLEMENT_TOKENS_DISABLED", message: "Entitlement tokens are disabled for this project.",
-        suggestion: "An admin can enable them: PATCH /v1/admin/projects/{id} with {\"entitlement_tokens\": true} "
-            + "(or `bouncer project update PROJECT_ID --entitlement-tokens on`).")
+    static let tokenEncryptionKeyMissing = noEncryptionKey(
+        "Entitlement tokens cannot be signed",
+        suggestion: setEncryptionKey + " and restart: the signing key is generated then and stored encrypted under it.")
 
     /// `POST /v1/app-transactions` with `transaction_id` and `user_id` but only the public key: Apple is not asked.
-    static let appTransactionLookupSecretKeyRequired = HTTPError(
-        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
-        suggestion: "A transaction id does not prove who the customer is: to bind user_id to the app transaction Apple "
+    static let appTransactionLookupSecretKeyRequired = requiresSecretKey(
+        "A transaction id does not prove who the customer is: to bind user_id to the app transaction Apple "
             + "returns, call from your backend with Authorization: Bearer sk_... (or post signed_app_transaction from "
             + "the device).")
 
-    static let tokenSecretKeyRequired = HTTPError(
-        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
-        suggestion: "Entitlement tokens are issued to backends: send the project's secret key as "
+    static let tokenSecretKeyRequired = requiresSecretKey(
+        "Entitlement tokens are issued to backends: send the project's secret key as "
             + "Authorization: Bearer sk_... (apps get a token in the 201 of POST /v1/receipts/:public_key).")
 
     /// A lookup by transaction id would call Apple beyond its budget (`LookupBudget`): nothing was asked or written.
@@ -284,8 +279,6 @@ enum ErrorMapping {
             return .inviteInvalid
         case .invalidInput:
             return .validation(error.details.map(ErrorDetail.init), suggestion: "Correct the fields named in details and retry.")
-        case .appStoreCredentialsNotFound:
-            return .appStoreCredentialsNotFound
         case .encryptionKeyMissing:
             // Storing refuses before anything is sealed; every other route can only meet stored credentials.
             switch context.encryptionKey {
@@ -293,16 +286,10 @@ enum ErrorMapping {
             case .storeCredentials: return .encryptionKeyMissing
             case .openCredentials: return .credentialsEncryptionKeyMissing
             case .storeWebhookSecret:
-                var webhook = HTTPError.encryptionKeyMissing
-                webhook.message = "The webhook's signing secret cannot be stored: the server has no encryption key."
-                return webhook
+                return .noEncryptionKey("The webhook's signing secret cannot be stored")
             case .storeMemberSecret:
-                var totp = HTTPError.encryptionKeyMissing
-                totp.message = "The TOTP secret cannot be stored: the server has no encryption key."
-                return totp
+                return .noEncryptionKey("The TOTP secret cannot be stored")
             }
-        case .entitlementTokensDisabled:
-            return .entitlementTokensDisabled
         case .encryptionKeyUnknown, .sealedSecretCorrupt:
             // The operator's problem, not the caller's: a 500 with a code that names it, the cause in the log.
             return HTTPError(
@@ -331,6 +318,13 @@ enum ErrorMapping {
     /// The answers of the domain error codes whose status and wording are the same on every route (the code is the
     /// error's own; a `nil` message is the error's own too, which names what it is about).
     static let domainAnswers: [DomainError.Code: (status: Int, message: String?, suggestion: String)] = [
+        .appStoreCredentialsNotFound: (
+            404, "This project has no App Store credentials.",
+            "Store them with PUT /v1/admin/projects/:id/app-store-credentials (or `bouncer project credentials set`)."),
+        .entitlementTokensDisabled: (
+            403, "Entitlement tokens are disabled for this project.",
+            "An admin can enable them: PATCH /v1/admin/projects/{id} with {\"entitlement_tokens\": true} "
+                + "(or `bouncer project update PROJECT_ID --entitlement-tokens on`)."),
         .purchaseOwnedByAnotherUser: (
             409, "This purchase belongs to another user.",
             "The project's transfer_policy is block: the first user keeps the purchase. "

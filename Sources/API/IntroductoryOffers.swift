@@ -22,16 +22,14 @@ struct IntroductoryOffersController: APIController {
         + "256 characters). Optional: transaction_id (the customer's transaction id or appTransactionId)."
     static let keySuggestion =
         "Use a valid public key (pk_...) in the URL path: POST /v1/offers/:public_key/introductory-eligibility."
-    static let secretKeyRequired = HTTPError(
-        status: 401, code: "AUTH_SECRET_KEY_REQUIRED", message: "Secret key required.",
-        suggestion: "Introductory offer eligibility is decided for a user: call from your backend with "
+    static let secretKeyRequired = HTTPError.requiresSecretKey(
+        "Introductory offer eligibility is decided for a user: call from your backend with "
             + "Authorization: Bearer sk_... and pass the signature to the app.")
 
     /// `POST /v1/offers/:publicKey/introductory-eligibility` → `{eligible, reason, signature}`.
     func postEligibility(_ request: Request, _ project: Project) throws -> Response {
         guard try keys.presentsSecretKey(request, project: project) else { throw Self.secretKeyRequired }
-        let body = try RequestBody.object(request, suggestion: Self.suggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.suggestion)
         let productId = fields.string("product_id", required: true, minLength: 0)
         let rawUserId = fields.string("user_id", required: true, minLength: 0)
         let transactionId = fields.string("transaction_id", required: false, minLength: 0)

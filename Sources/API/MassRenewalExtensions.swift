@@ -24,8 +24,7 @@ struct MassRenewalExtensionsController: APIController {
     func extend(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
         let productId = request.pathParameters["productId"] ?? ""
-        let object = try RequestBody.object(request, suggestion: Self.suggestion)
-        var fields = FieldValidator(object)
+        var fields = try FieldValidator(request, suggestion: Self.suggestion)
         let (days, reason) = AppStoreActionsController.extensionFields(&fields)
         let storefronts = fields.array("storefronts", required: false, minItems: 1,
                                        maxItems: MassRenewalExtensions.maxStorefronts) { fields, value, path in

@@ -40,8 +40,7 @@ struct MembersController: APIController {
     /// `POST …/members` `{email, role}` → 201 with the invite token, shown this once.
     func invite(_ request: Request, _ principal: Principal) throws -> Response {
         let accountId = try PathParameters.accountId(request)
-        let body = try RequestBody.object(request, suggestion: Self.inviteSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.inviteSuggestion)
         let email = fields.string("email", required: true, minLength: 1, maxLength: MemberRules.maxEmailLength)
         let role = Self.role(&fields)
         try fields.check(suggestion: Self.inviteSuggestion)
@@ -69,7 +68,7 @@ struct MembersController: APIController {
     /// `PATCH …/members/:memberId` `{role}`: the member's sessions end.
     func changeRole(_ request: Request, _ principal: Principal) throws -> Response {
         let (accountId, id) = try Self.ids(request)
-        var fields = FieldValidator(try RequestBody.object(request, suggestion: Self.roleSuggestion))
+        var fields = try FieldValidator(request, suggestion: Self.roleSuggestion)
         let role = Self.role(&fields)
         try fields.check(suggestion: Self.roleSuggestion)
         guard let role else {
@@ -104,8 +103,7 @@ struct MembersController: APIController {
     /// client's address like a wrong admin token.
     func acceptInvite(_ request: Request) throws -> Response {
         try admin.checkLockout(request)
-        let body = try RequestBody.object(request, suggestion: Self.acceptSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.acceptSuggestion)
         let token = fields.string("invite_token", required: true, minLength: 1, maxLength: 128)
         let password = fields.string("password", required: true, minLength: 0)
         if let password { fields.add(MemberRules.problems(password: password)) }

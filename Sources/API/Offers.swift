@@ -21,8 +21,7 @@ struct OffersController: APIController {
     /// `POST /v1/offers/:publicKey/signatures`: sign a promotional offer of a mapped product with the project's
     /// In-App Purchase key, in the legacy form or as a JWS.
     func postOfferSignature(_ request: Request, _ project: Project) throws -> Response {
-        let body = try RequestBody.object(request, suggestion: Self.offerSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.offerSuggestion)
         // Types and presence here; lengths, formats and which field goes with which format are the use case's rules,
         // added below so one answer lists every problem.
         let productId = fields.string("product_id", required: true, minLength: 0)

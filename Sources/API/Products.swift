@@ -30,8 +30,7 @@ struct ProductsController: APIController {
     func putProduct(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
         let productId = try Self.productId(request)
-        let body = try RequestBody.object(request, suggestion: Self.productSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.productSuggestion)
         let entitlements = fields.array("entitlements", required: true) { fields, value, path in
             guard let entitlement = fields.checkString(value, path: path, minLength: 0, maxLength: nil) else {
                 return nil

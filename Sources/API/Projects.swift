@@ -49,8 +49,7 @@ struct ProjectsController: APIController {
 
     /// `POST /v1/admin/projects`: create a tenant; the secret key appears only in this response.
     func createProject(_ request: Request, _ principal: Principal) throws -> Response {
-        let body = try RequestBody.object(request, suggestion: Self.createSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.createSuggestion)
         let name = fields.string("name", required: true, minLength: 0)
         let bundleId = fields.string("bundle_id", required: true, minLength: 0)
         let accountId = fields.uuid("account_id")
@@ -124,8 +123,7 @@ struct ProjectsController: APIController {
     /// The rotation a request asks for: an empty body means both keys with their defaults.
     static func rotation(_ request: Request) throws(HTTPError) -> ProjectAdministration.Rotation {
         if request.body.isEmpty { return ProjectAdministration.Rotation() }
-        let body = try RequestBody.object(request, suggestion: rotateSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: rotateSuggestion)
         let kind = fields.enumeration("key", keyKindNames).flatMap(ProjectKeyKind.init(rawValue:))
         let grace = fields.int("grace_seconds")
         if let grace { fields.add(ProjectRules.problems(graceSeconds: grace)) }

@@ -75,8 +75,7 @@ enum RequestBody {
     /// Apple's `{"signedPayload": "…"}` (notifications, real-time retention requests): the JWS, checked only for
     /// its three parts here (the verifier checks the rest).
     static func signedPayload(_ request: Request, suggestion: String) throws -> String {
-        let body = try object(request, suggestion: suggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: suggestion)
         let payload = fields.string("signedPayload", required: true)
         try fields.check(suggestion: suggestion)
         guard let payload, ReceiptsController.hasThreeParts(payload) else {
@@ -131,6 +130,11 @@ struct FieldValidator {
     let object: JSONObject
 
     init(_ object: JSONObject) { self.object = object }
+
+    /// The request's body as a JSON object (`RequestBody.object`), ready to be checked field by field.
+    init(_ request: Request, suggestion: String) throws(HTTPError) {
+        self.init(try RequestBody.object(request, suggestion: suggestion))
+    }
 
     /// Throws `VALIDATION_ERROR` with every problem found, if any.
     func check(suggestion: String) throws(HTTPError) {

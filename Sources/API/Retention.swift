@@ -92,8 +92,7 @@ struct RetentionController: APIController {
     /// `POST /v1/admin/projects/:id/retention/simulate`: the decision, rule and facts; writes nothing.
     func simulate(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
-        let body = try RequestBody.object(request, suggestion: Self.simulateSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.simulateSuggestion)
         let otid = fields.string("original_transaction_id", required: false, maxLength: 64)
         let userId = fields.string("user_id", required: false, maxLength: 256)
         let productId = fields.string("product_id", required: true, maxLength: ProjectRules.productIdLength.upperBound)

@@ -74,8 +74,7 @@ struct RetentionMessagesController: APIController {
     func uploadMessage(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
         let messageId = try PathParameters.uuid(request, "messageId", suggestion: Self.idSuggestion)
-        let object = try RequestBody.object(request, suggestion: Self.messageSuggestion)
-        var fields = FieldValidator(object)
+        var fields = try FieldValidator(request, suggestion: Self.messageSuggestion)
         let header = fields.string("header", required: true,
                                    maxLength: RetentionMessageAdministration.headerLength.upperBound)
         let text = fields.string("body", required: true, maxLength: RetentionMessageAdministration.bodyLength.upperBound)
@@ -153,8 +152,7 @@ struct RetentionMessagesController: APIController {
     func setDefaultMessage(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
         let (productId, locale) = (request.pathParameters["productId"] ?? "", request.pathParameters["locale"] ?? "")
-        let object = try RequestBody.object(request, suggestion: Self.defaultSuggestion)
-        var fields = FieldValidator(object)
+        var fields = try FieldValidator(request, suggestion: Self.defaultSuggestion)
         let messageId = fields.uuid("message_id")
         if !fields.has("message_id") { fields.fail(["message_id"], "Required") }
         let environment = Self.bodyEnvironment(&fields)
@@ -193,8 +191,7 @@ struct RetentionMessagesController: APIController {
 
     func setRealtimeURL(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
-        let object = try RequestBody.object(request, suggestion: Self.urlSuggestion)
-        var fields = FieldValidator(object)
+        var fields = try FieldValidator(request, suggestion: Self.urlSuggestion)
         let url = fields.string("url", required: true, maxLength: RetentionMessageAdministration.maxURLLength)
         if let url { fields.add(RetentionMessageAdministration.urlProblems(url)) }
         let environment = Self.bodyEnvironment(&fields)
@@ -218,8 +215,7 @@ struct RetentionMessagesController: APIController {
 
     func performanceTest(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
-        let object = try RequestBody.object(request, suggestion: Self.testSuggestion)
-        var fields = FieldValidator(object)
+        var fields = try FieldValidator(request, suggestion: Self.testSuggestion)
         let otid = fields.string("original_transaction_id", required: true, maxLength: 64)
         if fields.has("environment") {
             _ = fields.enumeration("environment", [StoreEnvironment.sandbox.rawValue])

@@ -31,11 +31,10 @@ struct WebhooksController: APIController {
     /// its URL and events (200 without the secret, which is kept).
     func putWebhook(_ request: Request) throws -> Response {
         let id = try PathParameters.projectId(request)
-        let body = try RequestBody.object(request, suggestion: Self.webhookSuggestion)
-        var fields = FieldValidator(body)
+        var fields = try FieldValidator(request, suggestion: Self.webhookSuggestion)
         let url = fields.string("url", required: true, maxLength: WebhookRules.maxURLBytes)
         var events: [String]?
-        if let value = body["events"], value != .null {
+        if let value = fields.object["events"], value != .null {
             events = fields.array("events", required: true, maxItems: WebhookEventType.all.count) { fields, value, path in
                 fields.checkString(value, path: path, minLength: 1, maxLength: 64)
             }

@@ -21,10 +21,6 @@ public import Primitives
 public struct ReceiptVerifier: Sendable {
     /// The largest receipt accepted, in DER bytes (receipts of long purchase histories reach a few hundred KB).
     public static let maxReceiptBytes = 2 * 1024 * 1024
-    /// Apple's receipt-signing marker, on the leaf (DER content octets of 1.2.840.113635.100.6.11.1).
-    static let leafMarkerOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x63, 0x64, 0x06, 0x0B, 0x01]
-    /// Apple's WWDR intermediate marker (1.2.840.113635.100.6.2.1).
-    static let intermediateMarkerOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x63, 0x64, 0x06, 0x02, 0x01]
 
     private let store: CertificateStore
     /// SHA-256 of each trusted root's DER (diagnostics and tests).
@@ -171,14 +167,9 @@ public struct ReceiptVerifier: Sendable {
         // Apple's shape: leaf → WWDR intermediate → root.
         guard built.count == 3 else { throw .receiptFailed(.chain, "expected leaf → WWDR intermediate → root; the path has \(built.count) certificates") }
         let leaf = built[0], intermediate = built[1]
-        guard leaf.hasNonCriticalExtension(oidContent: Self.leafMarkerOID) else {
-            throw .receiptFailed(.oid, "signer certificate lacks Apple's receipt-signing marker OID 1.2.840.113635.100.6.11.1")
+        if let problem = AppleSigningChain.problem(leaf: leaf, intermediate: intermediate, leafName: "signer") {
+            throw .receiptFailed(.oid, problem)
         }
-        guard intermediate.hasNonCriticalExtension(oidContent: Self.intermediateMarkerOID) else {
-            throw .receiptFailed(.oid, "intermediate certificate lacks Apple's WWDR marker OID 1.2.840.113635.100.6.2.1")
-        }
-        guard !leaf.isCA else { throw .receiptFailed(.oid, "signer certificate is a CA certificate") }
-        guard leaf.allowsDigitalSignature else { throw .receiptFailed(.oid, "signer certificate keyUsage does not allow digitalSignature") }
         return built.map(\.subjectDescription)
     }
 

@@ -30,12 +30,10 @@ public struct NotificationPayload: Sendable, Equatable {
         notificationUUID = try reader.requiredString("notificationUUID")
         version = try reader.string("version")
         signedDate = try reader.date("signedDate")
-        data = try reader.object("data").map { object throws(VerificationError) in try NotificationData(PayloadReader(object, path: "data.")) }
-        summary = try reader.object("summary").map { object throws(VerificationError) in try NotificationSummary(PayloadReader(object, path: "summary.")) }
-        externalPurchaseToken = try reader.object("externalPurchaseToken").map { object throws(VerificationError) in
-            try ExternalPurchaseToken(PayloadReader(object, path: "externalPurchaseToken."))
-        }
-        appData = try reader.object("appData").map { object throws(VerificationError) in try NotificationAppData(PayloadReader(object, path: "appData.")) }
+        data = try reader.nested("data", NotificationData.init)
+        summary = try reader.nested("summary", NotificationSummary.init)
+        externalPurchaseToken = try reader.nested("externalPurchaseToken", ExternalPurchaseToken.init)
+        appData = try reader.nested("appData", NotificationAppData.init)
     }
 }
 

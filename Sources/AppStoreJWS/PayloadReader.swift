@@ -99,10 +99,12 @@ struct PayloadReader {
         return strings
     }
 
-    func object(_ key: String) throws(VerificationError) -> JSONObject? {
+    /// The object under `key` decoded by `decode`, whose reader names its fields `key.field` (nil when absent).
+    func nested<T>(_ key: String, _ decode: (PayloadReader) throws(VerificationError) -> T) throws(VerificationError)
+        -> T? {
         guard let value = present(key) else { return nil }
-        guard let nested = value.objectValue else { throw wrongType(key, "an object") }
-        return nested
+        guard let object = value.objectValue else { throw wrongType(key, "an object") }
+        return try decode(PayloadReader(object, path: path + key + "."))
     }
 
     /// Passed through untouched (newer, loosely specified objects such as `advancedCommerceInfo`).

@@ -158,10 +158,6 @@ public final class SignedDataVerifier: Sendable {
     private static let headerLimits = JSONParser.Limits(maxDepth: 8, maxBytes: maxJWSBytes, maxStringBytes: maxJWSBytes, maxNumberBytes: 64)
     private static let payloadLimits = JSONParser.Limits(maxDepth: 32, maxBytes: maxJWSBytes, maxStringBytes: maxJWSBytes, maxNumberBytes: 64)
 
-    /// Apple's marker OIDs as DER content octets (1.2.840.113635.100.6.11.1 and …6.2.1).
-    static let leafMarkerOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x63, 0x64, 0x06, 0x0B, 0x01]
-    static let intermediateMarkerOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x63, 0x64, 0x06, 0x02, 0x01]
-
     func verifySigned(_ jws: String, kind: Kind, policy: VerificationPolicy, at override: Date?) throws(VerificationError) -> Verified {
         // OpenSSL's error queue is per thread: start clean, and leave nothing behind for the next request
         // (failures drain what they need into `debugDetail` first).
@@ -388,14 +384,9 @@ public final class SignedDataVerifier: Sendable {
                 throw .failed(.chain, failure.reason, debug: failure.debug)
             }
         }
-        guard leaf.hasNonCriticalExtension(oidContent: Self.leafMarkerOID) else {
-            throw .failed(.oid, "leaf certificate lacks Apple's receipt-signing marker OID 1.2.840.113635.100.6.11.1")
+        if let problem = AppleSigningChain.problem(leaf: leaf, intermediate: intermediate, leafName: "leaf") {
+            throw .failed(.oid, problem)
         }
-        guard intermediate.hasNonCriticalExtension(oidContent: Self.intermediateMarkerOID) else {
-            throw .failed(.oid, "intermediate certificate lacks Apple's WWDR marker OID 1.2.840.113635.100.6.2.1")
-        }
-        guard !leaf.isCA else { throw .failed(.oid, "leaf certificate is a CA certificate") }
-        guard leaf.allowsDigitalSignature else { throw .failed(.oid, "leaf certificate keyUsage does not allow digitalSignature") }
         guard let key = leaf.p256PublicKey() else { throw .failed(.oid, "leaf certificate key is not EC P-256 (ES256)") }
         return ValidatedLeaf(key: key, notBefore: window.notBefore, notAfter: window.notAfter)
     }

@@ -51,6 +51,8 @@ extension ServeCommand {
                             committed: { deriver.wake() })
         metrics.attach(caches: { caches.statistics })
         metrics.attach(deriveLag: { deriver.lag })
+        deriver.attach(receiptBatches: { caches.receiptBatches })
+        metrics.attach(receiptBatches: { caches.receiptBatches })
         let sealer = AESGCMCredentialSealer(settings: settings)
         log(CredentialCommands.encryptionLogLine(sealer))
         let appStore: AppStoreServerClient
@@ -130,7 +132,7 @@ extension ServeCommand {
         if settings.webhooks.enabled {
             do {
                 services.append(try WebhookDispatcher(database: database, sealer: sealer, settings: settings.webhooks,
-                                                       meter: usage, receiptCommits: { deriver.commits }, log: log))
+                                                       meter: usage, receiptLoad: { deriver.receiptLoad }, log: log))
             } catch {
                 CLI.err("bouncer serve: BOUNCER_WEBHOOK_CA_FILE: \(error)\n")
                 database.close(log: log)

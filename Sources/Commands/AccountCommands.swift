@@ -102,19 +102,21 @@ public enum AccountCommands {
             guard args.count == 1 else { throw UsageError(message: "list takes no arguments") }
             return { admin in [Representations.accounts(try admin.accounts.accounts(for: .operator))] }
         default:
-            throw UsageError(message: "unknown account command '\(args.first ?? "")'")
+            throw UsageError.unknownSubcommand("account", args)
         }
     }
 
+    /// The admin route the account subcommands audit themselves as (`CLIAudit`), below which members and keys sit.
+    private static let accountRoute = "/v1/admin/accounts/:id"
+
     private static func member(_ args: [String]) throws(UsageError) -> Work {
-        let account = "/v1/admin/accounts/:id"
         switch args.first {
         case "add":
             guard args.count == 4 else { throw UsageError(message: "add needs ACCOUNT_ID EMAIL ROLE") }
             let accountId = try uuid(args[1], "ACCOUNT_ID")
             let email = args[2]
             let role = try role(args[3])
-            return CLIAudit.recorded("POST", account + "/members", parameters: ["id": args[1]], accountId: accountId) {
+            return CLIAudit.recorded("POST", accountRoute + "/members", parameters: ["id": args[1]], accountId: accountId) {
                 admin in
                 try admin.requireAccount(accountId)
                 return [Representations.member(
@@ -128,22 +130,31 @@ public enum AccountCommands {
                 return [Representations.members(try admin.members.members(accountId: accountId))]
             }
         case "remove":
-            guard args.count == 3 else { throw UsageError(message: "remove needs ACCOUNT_ID MEMBER_ID") }
-            let accountId = try uuid(args[1], "ACCOUNT_ID")
-            let memberId = try uuid(args[2], "MEMBER_ID")
-            return CLIAudit.recorded("DELETE", account + "/members/:memberId",
-                                     parameters: ["id": args[1], "memberId": args[2]], accountId: accountId) { admin in
-                try admin.requireAccount(accountId)
-                try admin.members.remove(accountId: accountId, id: memberId, by: .operator)
-                return []
+            return try deleteChild(args, "remove", "MEMBER_ID", route: "/members/:memberId", parameter: "memberId") {
+                admin, accountId, memberId in try admin.members.remove(accountId: accountId, id: memberId, by: .operator)
             }
         default:
-            throw UsageError(message: "unknown member command '\(args.first ?? "")'")
+            throw UsageError.unknownSubcommand("member", args)
+        }
+    }
+
+    /// `<verb> ACCOUNT_ID <child>`: removes one of an account's members or keys, audited as the admin route's DELETE.
+    private static func deleteChild(
+        _ args: [String], _ verb: String, _ child: String, route: String, parameter: String,
+        _ delete: @escaping (Administration, UUID, UUID) throws -> Void
+    ) throws(UsageError) -> Work {
+        guard args.count == 3 else { throw UsageError(message: "\(verb) needs ACCOUNT_ID \(child)") }
+        let accountId = try uuid(args[1], "ACCOUNT_ID")
+        let childId = try uuid(args[2], child)
+        return CLIAudit.recorded("DELETE", accountRoute + route, parameters: ["id": args[1], parameter: args[2]],
+                                 accountId: accountId) { admin in
+            try admin.requireAccount(accountId)
+            try delete(admin, accountId, childId)
+            return []
         }
     }
 
     private static func apiKey(_ args: [String]) throws(UsageError) -> Work {
-        let account = "/v1/admin/accounts/:id"
         switch args.first {
         case "create":
             guard args.count >= 4 else { throw UsageError(message: "create needs ACCOUNT_ID NAME ROLE") }
@@ -163,7 +174,7 @@ public enum AccountCommands {
                 }
             }
             let key = new
-            return CLIAudit.recorded("POST", account + "/api-keys", parameters: ["id": args[1]], accountId: accountId) {
+            return CLIAudit.recorded("POST", accountRoute + "/api-keys", parameters: ["id": args[1]], accountId: accountId) {
                 admin in [Representations.apiKey(try admin.accounts.createAPIKey(accountId: accountId, key, by: .operator))]
             }
         case "list":
@@ -171,17 +182,11 @@ public enum AccountCommands {
             let accountId = try uuid(args[1], "ACCOUNT_ID")
             return { admin in [Representations.apiKeys(try admin.accounts.apiKeys(accountId: accountId))] }
         case "revoke":
-            guard args.count == 3 else { throw UsageError(message: "revoke needs ACCOUNT_ID KEY_ID") }
-            let accountId = try uuid(args[1], "ACCOUNT_ID")
-            let keyId = try uuid(args[2], "KEY_ID")
-            return CLIAudit.recorded("DELETE", account + "/api-keys/:keyId",
-                                     parameters: ["id": args[1], "keyId": args[2]], accountId: accountId) { admin in
-                try admin.requireAccount(accountId)
-                try admin.accounts.revokeAPIKey(accountId: accountId, id: keyId)
-                return []
+            return try deleteChild(args, "revoke", "KEY_ID", route: "/api-keys/:keyId", parameter: "keyId") {
+                admin, accountId, keyId in try admin.accounts.revokeAPIKey(accountId: accountId, id: keyId)
             }
         default:
-            throw UsageError(message: "unknown api-key command '\(args.first ?? "")'")
+            throw UsageError.unknownSubcommand("api-key", args)
         }
     }
 

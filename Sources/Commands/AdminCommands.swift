@@ -59,7 +59,14 @@ public enum AdminCommands {
         run(args, usage: productUsage) { args throws(UsageError) in try product(args) }
     }
 
-    struct UsageError: Error { let message: String }
+    struct UsageError: Error {
+        let message: String
+
+        /// `bouncer <group> <subcommand>` with a subcommand the group does not have (or none).
+        static func unknownSubcommand(_ group: String, _ args: [String]) -> UsageError {
+            UsageError(message: "unknown \(group) command '\(args.first ?? "")'")
+        }
+    }
 
     /// Parses a subcommand's arguments into what it does once the database is open (JSON lines to print).
     private typealias Parse = ([String]) throws(UsageError) -> Work
@@ -184,7 +191,7 @@ public enum AdminCommands {
                 [Representations.project(try admin.rotateKeys(id: id, chosen))]
             }
         default:
-            throw UsageError(message: "unknown project command '\(args.first ?? "")'")
+            throw UsageError.unknownSubcommand("project", args)
         }
     }
 
@@ -302,7 +309,7 @@ public enum AdminCommands {
                 return []
             }
         default:
-            throw UsageError(message: "unknown product command '\(args.first ?? "")'")
+            throw UsageError.unknownSubcommand("product", args)
         }
     }
 

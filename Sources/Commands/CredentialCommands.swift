@@ -115,7 +115,7 @@ public enum CredentialCommands {
                 return []
             }
         default:
-            throw AdminCommands.UsageError(message: "unknown credentials command '\(args.first ?? "")'")
+            throw AdminCommands.UsageError.unknownSubcommand("credentials", args)
         }
     }
 

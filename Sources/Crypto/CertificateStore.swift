@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+public import Primitives
 
 /// A set of trusted root certificates and RFC 5280 path validation against them: owns one `X509_STORE`.
 ///
@@ -66,40 +67,10 @@ public final class CertificateStore: @unchecked Sendable {
 /// Why a certificate path did not validate.
 public struct ChainValidationError: Error, Sendable, CustomStringConvertible {
     /// Stable, extensible classification of OpenSSL's verify error.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String { case expired, notYetValid, unreadableValidity, untrusted, rejected, hostnameMismatch, internalFailure }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-        /// A certificate's notAfter is before the validation time.
-        public static let expired = Code(.expired)
-        /// A certificate's notBefore is after the validation time.
-        public static let notYetValid = Code(.notYetValid)
-        /// A validity field cannot be compared with the validation time.
-        public static let unreadableValidity = Code(.unreadableValidity)
-        /// The path does not lead to a trusted root.
-        public static let untrusted = Code(.untrusted)
-        /// Any other RFC 5280 failure (constraints, signature, purpose, strictness).
-        public static let rejected = Code(.rejected)
-        /// The leaf does not name the expected host (TLS only).
-        public static let hostnameMismatch = Code(.hostnameMismatch)
-        /// OpenSSL could not run the validation.
-        public static let internalFailure = Code(.internalFailure)
-        /// The code's stable name.
-        public var description: String { base.rawValue }
-
-        init(verifyError code: Int32) {
-            switch code {
-            case X509_V_ERR_CERT_HAS_EXPIRED: self = .expired
-            case X509_V_ERR_CERT_NOT_YET_VALID: self = .notYetValid
-            case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD: self = .unreadableValidity
-            case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
-                 X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
-                 X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE: self = .untrusted
-            case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH: self = .hostnameMismatch
-            default: self = .rejected
-            }
-        }
-    }
+    /// An open vocabulary (`OpenValue`, one author of the idiom); its known values are the extension's static members.
+    public typealias Code = OpenValue<CodeTag, String>
+    /// Tells `ChainValidationError.Code` apart from the other open vocabularies.
+    public enum CodeTag {}
 
     /// Classification.
     public var code: Code
@@ -112,4 +83,34 @@ public struct ChainValidationError: Error, Sendable, CustomStringConvertible {
 
     /// `reason at depth N`.
     public var description: String { "\(reason) (depth \(depth))" }
+}
+
+extension ChainValidationError.Code {
+    /// A certificate's notAfter is before the validation time.
+    public static let expired = Self(rawValue: "expired")
+    /// A certificate's notBefore is after the validation time.
+    public static let notYetValid = Self(rawValue: "notYetValid")
+    /// A validity field cannot be compared with the validation time.
+    public static let unreadableValidity = Self(rawValue: "unreadableValidity")
+    /// The path does not lead to a trusted root.
+    public static let untrusted = Self(rawValue: "untrusted")
+    /// Any other RFC 5280 failure (constraints, signature, purpose, strictness).
+    public static let rejected = Self(rawValue: "rejected")
+    /// The leaf does not name the expected host (TLS only).
+    public static let hostnameMismatch = Self(rawValue: "hostnameMismatch")
+    /// OpenSSL could not run the validation.
+    public static let internalFailure = Self(rawValue: "internalFailure")
+
+    init(verifyError code: Int32) {
+        switch code {
+        case X509_V_ERR_CERT_HAS_EXPIRED: self = .expired
+        case X509_V_ERR_CERT_NOT_YET_VALID: self = .notYetValid
+        case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD: self = .unreadableValidity
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
+             X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
+             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE: self = .untrusted
+        case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH: self = .hostnameMismatch
+        default: self = .rejected
+        }
+    }
 }

@@ -255,9 +255,7 @@ public struct AppStoreActions: Sendable {
     }
 
     func project(_ id: UUID) throws -> Project {
-        guard let project = try projects.project(id: id) else {
-            throw DomainError(.projectNotFound, "No project \(id.uuidString.lowercased()).")
-        }
+        let project = try projects.existingProject(id: id)
         return project
     }
 

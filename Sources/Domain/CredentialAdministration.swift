@@ -46,7 +46,7 @@ public struct CredentialAdministration: Sendable {
         guard problems.isEmpty, let inspected else {
             throw DomainError(.invalidInput, "Invalid App Store credentials.", details: problems)
         }
-        guard try projects.project(id: projectId) != nil else { throw Self.projectNotFound(projectId) }
+        _ = try projects.existingProject(id: projectId)
         let pem = privateKeyPEM.trimmingCharacters(in: .whitespacesAndNewlines) + "\n"
         let sealed = try sealer.seal(Array(pem.utf8), associatedData: Self.associatedData(projectId))
         let at = now()
@@ -65,7 +65,7 @@ public struct CredentialAdministration: Sendable {
 
     /// Deletes the project's credentials.
     public func deleteCredentials(projectId: UUID) throws {
-        guard try projects.project(id: projectId) != nil else { throw Self.projectNotFound(projectId) }
+        _ = try projects.existingProject(id: projectId)
         guard try store.deleteCredentials(projectId: projectId) else { throw Self.credentialsNotFound(projectId) }
     }
 
@@ -138,7 +138,7 @@ public struct CredentialAdministration: Sendable {
     }
 
     private func stored(projectId: UUID) throws -> StoredAppStoreCredentials {
-        guard try projects.project(id: projectId) != nil else { throw Self.projectNotFound(projectId) }
+        _ = try projects.existingProject(id: projectId)
         guard let stored = try store.credentials(projectId: projectId) else {
             throw Self.credentialsNotFound(projectId)
         }
@@ -152,10 +152,6 @@ public struct CredentialAdministration: Sendable {
                                 + "32 random bytes in base64 (`openssl rand -base64 32`).")
         }
         return sealer
-    }
-
-    private static func projectNotFound(_ id: UUID) -> DomainError {
-        DomainError(.projectNotFound, "No project \(id.uuidString.lowercased()).")
     }
 
     private static func credentialsNotFound(_ id: UUID) -> DomainError {

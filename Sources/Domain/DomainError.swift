@@ -168,7 +168,8 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
     ///
     /// The API's error mapping switches over these exhaustively, so a new code gets its own title and suggestion
     /// there (or the compiler says where it is missing).
-    public enum Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// Equal when they are the same case (`init(rawValue:)` never makes `.unrecognized` of a known string).
+    public enum Code: Hashable, Sendable, CustomStringConvertible {
         /// `INVALID_JWS_FORMAT`: structure, base64, JSON, `x5c` shape, or a missing required payload field.
         case invalidJWSFormat
         /// `JWS_UNSUPPORTED_ALGORITHM`: `alg` is anything but `ES256`.
@@ -188,44 +189,27 @@ public struct VerificationFailure: Error, Sendable, CustomStringConvertible {
         /// A code this build has no words for (a verifier newer than its mapping): passed through unchanged.
         case unrecognized(String)
 
-        /// The known case for a wire string, else `.unrecognized`.
+        /// Each known code with its wire string: the one table both directions read.
+        private static let wireStrings: [(code: Code, wire: String)] = [
+            (.invalidJWSFormat, "INVALID_JWS_FORMAT"), (.unsupportedAlgorithm, "JWS_UNSUPPORTED_ALGORITHM"),
+            (.jwsVerificationFailed, "JWS_VERIFICATION_FAILED"), (.bundleIdMismatch, "BUNDLE_ID_MISMATCH"),
+            (.environmentNotAllowed, "ENVIRONMENT_NOT_ALLOWED"), (.appAppleIdMismatch, "APP_APPLE_ID_MISMATCH"),
+            (.invalidReceiptFormat, "INVALID_RECEIPT_FORMAT"), (.receiptVerificationFailed, "RECEIPT_VERIFICATION_FAILED"),
+        ]
+
+        /// The known case for a wire string, else `.unrecognized` (so `.unrecognized` never holds a known string).
         public init(rawValue: String) {
-            switch rawValue {
-            case "INVALID_JWS_FORMAT": self = .invalidJWSFormat
-            case "JWS_UNSUPPORTED_ALGORITHM": self = .unsupportedAlgorithm
-            case "JWS_VERIFICATION_FAILED": self = .jwsVerificationFailed
-            case "BUNDLE_ID_MISMATCH": self = .bundleIdMismatch
-            case "ENVIRONMENT_NOT_ALLOWED": self = .environmentNotAllowed
-            case "APP_APPLE_ID_MISMATCH": self = .appAppleIdMismatch
-            case "INVALID_RECEIPT_FORMAT": self = .invalidReceiptFormat
-            case "RECEIPT_VERIFICATION_FAILED": self = .receiptVerificationFailed
-            default: self = .unrecognized(rawValue)
-            }
+            self = Self.wireStrings.first { $0.wire == rawValue }?.code ?? .unrecognized(rawValue)
         }
 
         /// The wire string, e.g. `JWS_VERIFICATION_FAILED`.
         public var rawValue: String {
-            switch self {
-            case .invalidJWSFormat: return "INVALID_JWS_FORMAT"
-            case .unsupportedAlgorithm: return "JWS_UNSUPPORTED_ALGORITHM"
-            case .jwsVerificationFailed: return "JWS_VERIFICATION_FAILED"
-            case .bundleIdMismatch: return "BUNDLE_ID_MISMATCH"
-            case .environmentNotAllowed: return "ENVIRONMENT_NOT_ALLOWED"
-            case .appAppleIdMismatch: return "APP_APPLE_ID_MISMATCH"
-            case .invalidReceiptFormat: return "INVALID_RECEIPT_FORMAT"
-            case .receiptVerificationFailed: return "RECEIPT_VERIFICATION_FAILED"
-            case .unrecognized(let code): return code
-            }
+            if case .unrecognized(let code) = self { return code }
+            return Self.wireStrings.first { $0.code == self }?.wire ?? ""
         }
 
         /// See `rawValue`.
         public var description: String { rawValue }
-
-        /// Equal when the wire strings are (`.unrecognized("BUNDLE_ID_MISMATCH")` is `.bundleIdMismatch`).
-        public static func == (lhs: Code, rhs: Code) -> Bool { lhs.rawValue == rhs.rawValue }
-
-        /// Hashes the wire string, as `==` compares it.
-        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
     }
 
     /// The verifier's stable code.

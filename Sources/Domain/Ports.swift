@@ -123,7 +123,20 @@ public protocol ProjectStore: Sendable {
     func deleteProduct(projectId: UUID, productId: String) throws -> Bool
 }
 
+extension DomainError {
+    /// `.projectNotFound` for `id`, in the use cases' one wording: "No project <id>.".
+    public static func projectNotFound(_ id: UUID) -> DomainError {
+        DomainError(.projectNotFound, "No project \(id.uuidString.lowercased()).")
+    }
+}
+
 extension ProjectStore {
+    /// The project with `id`, else `DomainError.projectNotFound(id)`.
+    public func existingProject(id: UUID) throws -> Project {
+        guard let project = try project(id: id) else { throw DomainError.projectNotFound(id) }
+        return project
+    }
+
     /// Nothing in memory: every lookup asks `project(publicKey:at:)`.
     public func projectInMemory(publicKey: String, at now: Date) -> Project? { nil }
 

@@ -182,7 +182,7 @@ public struct ProjectAdministration: Sendable {
 
     /// The project with `id`.
     public func project(id: UUID) throws -> AdministeredProject {
-        guard let project = try store.project(id: id) else { throw Self.notFound(id) }
+        let project = try store.existingProject(id: id)
         return try view(project, at: now())
     }
 
@@ -196,13 +196,13 @@ public struct ProjectAdministration: Sendable {
     public func updateProject(id: UUID, _ changes: ProjectChanges) throws -> AdministeredProject {
         try Self.require(ProjectRules.problems(in: changes), "Invalid project settings.")
         let at = now()
-        guard let project = try store.updateProject(id: id, changes, now: at) else { throw Self.notFound(id) }
+        guard let project = try store.updateProject(id: id, changes, now: at) else { throw DomainError.projectNotFound(id) }
         return try view(project, at: at)
     }
 
     /// Deletes the project and everything stored for it.
     public func deleteProject(id: UUID) throws {
-        guard try store.deleteProject(id: id) else { throw Self.notFound(id) }
+        guard try store.deleteProject(id: id) else { throw DomainError.projectNotFound(id) }
     }
 
     /// What to rotate: each kind with the grace (seconds) its replaced key keeps working.
@@ -246,7 +246,7 @@ public struct ProjectAdministration: Sendable {
                                                        at: at), graceSeconds: grace.seconds)
             }
         }
-        guard let project = try store.rotateKeys(id: id, replacements, now: at) else { throw Self.notFound(id) }
+        guard let project = try store.rotateKeys(id: id, replacements, now: at) else { throw DomainError.projectNotFound(id) }
         var shown = try view(project, at: at)
         shown.newSecretKey = newSecret
         return shown
@@ -254,7 +254,7 @@ public struct ProjectAdministration: Sendable {
 
     /// The project's product mappings, sorted by product id.
     public func products(projectId: UUID) throws -> [ProductMapping] {
-        guard try store.project(id: projectId) != nil else { throw Self.notFound(projectId) }
+        _ = try store.existingProject(id: projectId)
         return try store.products(projectId: projectId)
     }
 
@@ -262,14 +262,14 @@ public struct ProjectAdministration: Sendable {
     public func setProduct(projectId: UUID, productId: String, entitlements: [String]) throws -> ProductMapping {
         try Self.require(ProjectRules.problems(productId: productId) + ProjectRules.problems(entitlements: entitlements),
                          "Invalid product mapping.")
-        guard try store.project(id: projectId) != nil else { throw Self.notFound(projectId) }
+        _ = try store.existingProject(id: projectId)
         return try store.setProduct(
             projectId: projectId, ProductMapping(productId: productId, entitlements: entitlements), now: now())
     }
 
     /// Deletes a product mapping.
     public func deleteProduct(projectId: UUID, productId: String) throws {
-        guard try store.project(id: projectId) != nil else { throw Self.notFound(projectId) }
+        _ = try store.existingProject(id: projectId)
         guard try store.deleteProduct(projectId: projectId, productId: productId) else {
             throw DomainError(.productNotFound, "No product \(productId) in project \(projectId.uuidString.lowercased()).")
         }
@@ -284,9 +284,5 @@ public struct ProjectAdministration: Sendable {
 
     private static func require(_ problems: [FieldProblem], _ message: String) throws {
         if !problems.isEmpty { throw DomainError(.invalidInput, message, details: problems) }
-    }
-
-    private static func notFound(_ id: UUID) -> DomainError {
-        DomainError(.projectNotFound, "No project \(id.uuidString.lowercased()).")
     }
 }

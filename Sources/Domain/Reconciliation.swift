@@ -97,9 +97,7 @@ public struct Reconciliation: Sendable {
     public func reconcile(projectId: UUID, trigger: ReconcileTrigger, progress: (String) -> Void = { _ in }) throws
         -> ReconcileReport
     {
-        guard let project = try projects.project(id: projectId) else {
-            throw DomainError(.projectNotFound, "No project \(projectId.uuidString.lowercased()).")
-        }
+        let project = try projects.existingProject(id: projectId)
         let opened: UnsealedAppStoreCredentials
         do {
             opened = try credentials.unsealedCredentials(projectId: projectId)
@@ -158,9 +156,7 @@ public struct Reconciliation: Sendable {
 
     /// The project's runs, newest first, with their changes.
     public func runs(projectId: UUID, limit: Int) throws -> [ReconcileReport] {
-        guard try projects.project(id: projectId) != nil else {
-            throw DomainError(.projectNotFound, "No project \(projectId.uuidString.lowercased()).")
-        }
+        _ = try projects.existingProject(id: projectId)
         return try store.runs(projectId: projectId, limit: max(1, min(limit, 100)), changesPerRun: 100)
     }
 

@@ -199,9 +199,7 @@ public struct RetentionMessageAdministration: Sendable {
                 FieldProblem(path: ["environment"], message: "Invalid enum value. Expected 'Production' | 'Sandbox'"),
             ])
         }
-        guard let project = try projects.project(id: projectId) else {
-            throw DomainError(.projectNotFound, "No project \(projectId.uuidString.lowercased()).")
-        }
+        let project = try projects.existingProject(id: projectId)
         let signing = try credentials.appStoreAPICredentials(for: project)
         guard let api else {
             throw AppStoreAPIError(.unavailable, reason: "the Retention Messaging client is not configured",

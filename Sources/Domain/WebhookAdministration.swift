@@ -49,7 +49,7 @@ public struct WebhookAdministration: Sendable {
             }
         }
         try vet(url: url)
-        guard try projects.project(id: projectId) != nil else { throw Self.projectNotFound(projectId) }
+        _ = try projects.existingProject(id: projectId)
         var rng = SystemRandomNumberGenerator()
         let secret = WebhookRules.generateSecret(using: &rng)
         let sealed = try sealer.seal(Array(secret.utf8), associatedData: Self.associatedData(projectId))
@@ -81,7 +81,7 @@ public struct WebhookAdministration: Sendable {
 
     /// Deletes the webhook and its undelivered events.
     public func delete(projectId: UUID) throws {
-        guard try projects.project(id: projectId) != nil else { throw Self.projectNotFound(projectId) }
+        _ = try projects.existingProject(id: projectId)
         guard try store.deleteEndpoint(projectId: projectId) else { throw Self.notConfigured(projectId) }
     }
 
@@ -143,7 +143,7 @@ public struct WebhookAdministration: Sendable {
     }
 
     private func stored(projectId: UUID) throws -> StoredWebhookEndpoint {
-        guard try projects.project(id: projectId) != nil else { throw Self.projectNotFound(projectId) }
+        _ = try projects.existingProject(id: projectId)
         guard let stored = try store.endpoint(projectId: projectId) else { throw Self.notConfigured(projectId) }
         return stored
     }
@@ -159,10 +159,6 @@ public struct WebhookAdministration: Sendable {
 
     private static func notAllowed(_ message: String) -> DomainError {
         DomainError(.webhookURLNotAllowed, message, details: [FieldProblem(path: ["url"], message: message)])
-    }
-
-    private static func projectNotFound(_ id: UUID) -> DomainError {
-        DomainError(.projectNotFound, "No project \(id.uuidString.lowercased()).")
     }
 
     private static func notConfigured(_ id: UUID) -> DomainError {

@@ -460,6 +460,7 @@ extension EventLoop {
         }
         Glibc.close(conn.fd)  // also removes it from the epoll set
         connections[conn.fd] = nil
+        openConnections.wrappingSubtract(1, ordering: .relaxed)
         core.connectionCount.wrappingSubtract(1, ordering: .relaxed)
         if let client = conn.countedClient { core.clientConnections.release(client) }
     }

@@ -12,18 +12,18 @@ import Primitives
 /// per eviction, and evicting needs `maxKeys` addresses failing at once).
 public final class FailureLockout: Sendable {
     /// How many failures lock a key, over what window, and for how long.
-    public struct Policy: Sendable, Equatable {
+    struct Policy: Sendable, Equatable {
         /// Failures allowed within `windowSeconds`; the next one is refused.
-        public var maxFailures: Int
+        var maxFailures: Int
         /// The window the failures are counted over.
-        public var windowSeconds: Int
+        var windowSeconds: Int
         /// The first lockout's length; it doubles with each further one.
-        public var initialLockoutSeconds: Int
+        var initialLockoutSeconds: Int
         /// The longest lockout; also how long a key must stay quiet before its doubling is forgotten.
-        public var maxLockoutSeconds: Int
+        var maxLockoutSeconds: Int
 
         /// A policy; every value is clamped to at least 1.
-        public init(maxFailures: Int, windowSeconds: Int, initialLockoutSeconds: Int, maxLockoutSeconds: Int) {
+        init(maxFailures: Int, windowSeconds: Int, initialLockoutSeconds: Int, maxLockoutSeconds: Int) {
             self.maxFailures = max(1, maxFailures)
             self.windowSeconds = max(1, windowSeconds)
             self.initialLockoutSeconds = max(1, initialLockoutSeconds)
@@ -31,7 +31,7 @@ public final class FailureLockout: Sendable {
         }
 
         /// 10 failures a minute, then 60 s, 120 s, 240 s … up to an hour.
-        public static let standard = Policy(maxFailures: 10, windowSeconds: 60, initialLockoutSeconds: 60,
+        static let standard = Policy(maxFailures: 10, windowSeconds: 60, initialLockoutSeconds: 60,
                                             maxLockoutSeconds: 3600)
     }
 
@@ -51,14 +51,14 @@ public final class FailureLockout: Sendable {
     private let state: Locked<[String: Entry]>
     private let maxKeys: Int
     /// The rule in force.
-    public let policy: Policy
+    let policy: Policy
     private let clock: @Sendable () -> UInt64
 
     /// - Parameters:
     ///   - maxKeys: keys tracked at most (default 10,000).
     ///   - clock: monotonic nanoseconds; nil = `CLOCK_MONOTONIC`; tests inject a fake one.
-    public init(policy: Policy = .standard, maxKeys: Int = 10_000, clock: (@Sendable () -> UInt64)? = nil) {
-        self.policy = policy
+    public init(maxKeys: Int = 10_000, clock: (@Sendable () -> UInt64)? = nil) {
+        self.policy = .standard
         self.maxKeys = max(1, maxKeys)
         self.clock = clock ?? { monotonicNanos() }
         state = Locked([:])

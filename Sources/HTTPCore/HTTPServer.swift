@@ -65,6 +65,14 @@ public final class HTTPServer: Sendable {
     /// `maxBodyBytes` is the largest a route raised it to (`Router.add(maxBodyBytes:)`).
     public var peakConnectionInputBytes: Int { core.peakConnectionInputBytes.load(ordering: .relaxed) }
 
+    /// Connections held by each I/O loop right now, in loop order (tests: they spread evenly).
+    var connectionsPerLoop: [Int] {
+        lifecycle.withLock { state -> [Int] in
+            guard case .running(_, let loops) = state else { return [] }
+            return loops.map { $0.openConnections.load(ordering: .relaxed) }
+        }
+    }
+
     /// Binds, starts the I/O and worker threads and returns the bound port (useful with port 0).
     /// SIGPIPE is set to ignored process-wide: a vanished peer must never kill the process.
     public func start() throws -> Int {
@@ -94,6 +102,7 @@ public final class HTTPServer: Sendable {
                 Glibc.close(fd)
                 throw error
             }
+            for loop in loops { loop.peers = loops }
             core.pool.start()
             for (index, loop) in loops.enumerated() {
                 let thread = Thread { loop.run() }

@@ -33,6 +33,7 @@ public final class Caches: Service {
     private let synchronizer: CacheSynchronizer
     private let announce: @Sendable ([CacheMessage]) -> Void
     private let reads: PurchaseReadCache?
+    private let purchaseStore: PostgresPurchaseStore
     private let listening: Job
     private let announcer: Job
 
@@ -71,6 +72,7 @@ public final class Caches: Service {
         let purchaseStore = PostgresPurchaseStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit,
                                                   receiptBatchMax: receiptBatchMax)
         self.projects = projects
+        self.purchaseStore = purchaseStore
         self.purchases = reads.map { CachedPurchaseStore(inner: purchaseStore, cache: $0, announce: announce) }
             ?? purchaseStore
         self.notifications = AnnouncingNotificationStore(
@@ -120,6 +122,9 @@ public final class Caches: Service {
             live: projects.isLive, readHits: counts.hits, readMisses: counts.misses,
             announcements: synchronizer.payloadsSent, readRefreshes: reads?.refreshCounts ?? .init())
     }
+
+    /// The receipts' group commit so far (`/metrics`, and the derived work's yield).
+    public var receiptBatches: PostgresPurchaseStore.BatchCounts { purchaseStore.batchCounts }
 
     /// Stops the listener (waiting at most 2 s), then sends pending announcements and stops the announcer (before
     /// the pool closes); `grace` is not used: both bounds are the synchronizer's and the listener's own.

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Storage
+public import Storage
 import Synchronization
 
 /// Derives webhook events and the dashboard's rollup (`overview_days`, schema/0035) from the fact log
@@ -12,11 +12,13 @@ import Synchronization
 /// instances share projects through the project's deriver lock. Runs whether or not this instance delivers
 /// (`BOUNCER_WEBHOOK_CONCURRENCY=0`): events still queue for the others.
 ///
-/// It yields to the receipt path: after a batch during which this instance's receipts kept committing (wakes
-/// arrived), the thread rests `yieldFactor` times the batch's duration (at most `maxRest`) before the next, so in a
-/// burst derivation takes at most 1 / (1 + `yieldFactor`) of one connection's time and the log grows instead; the
-/// batches grow with it (cheaper per row). At rest (no wakes during a batch) it does not rest. `lag` (exported as
-/// `bouncer_webhook_derive_lag_seconds`) is the age of the oldest of this instance's commits not yet derived.
+/// It yields to the receipt path: a batch that starts after this instance's receipts committed takes at most
+/// `busyBatch` rows (a short use of a core), and after a batch during which receipts kept committing the thread rests
+/// a multiple of the batch's duration (`ReceiptLoad`: 3× while the write path has room, 9× while most receipts wait
+/// for a batch slot of group commit) before the next, so in a burst derivation takes 1/4 to 1/10 of one
+/// connection's time and the log grows instead. At rest (no commits during a batch) it runs at full speed, `batch`
+/// rows a transaction. `lag` (exported as `bouncer_webhook_derive_lag_seconds`) is the age of the oldest of this
+/// instance's commits not yet derived.
 public final class WebhookDeriver: Service {
     private let job: Job
     private let progress: Progress
@@ -30,9 +32,24 @@ public final class WebhookDeriver: Service {
             var waiting: DispatchTime?
             /// The first wake taken by the pass in progress (derived when the pass ends).
             var deriving: DispatchTime?
+            /// `wakes` when the last batch started: receipts committed since when it moved.
+            var batchWakes = 0
         }
 
         let state = Mutex(State())
+        /// Group commit's counters (`attach(receiptBatches:)`); nil: every receipt counts as not waiting.
+        let receiptBatches = Mutex<(@Sendable () -> PostgresPurchaseStore.BatchCounts)?>(nil)
+
+        /// What this instance's receipts did so far.
+        var load: ReceiptLoad {
+            var load = ReceiptLoad()
+            load.commits = state.withLock { $0.wakes }
+            if let counts = receiptBatches.withLock({ $0 })?() {
+                load.receipts = counts.receipts
+                load.waited = counts.waited
+            }
+            return load
+        }
     }
 
     /// How often another instance's writes are looked for.
@@ -40,12 +57,13 @@ public final class WebhookDeriver: Service {
     /// The shortest time between the starts of two passes: the most a webhook or rollup waits for the coalescing
     /// (the overview reads pending log rows too, so it never sees the lag).
     public static let coalesceInterval: Duration = .milliseconds(50)
-    /// Log rows per transaction (with the rest of the recording transactions they start: each is replayed whole).
+    /// Log rows per transaction at rest (with the rest of the recording transactions they start: each is replayed
+    /// whole).
     public static let batch = 500
-    /// How many times a busy batch's duration the thread rests before the next (see the type's comment).
-    public static let yieldFactor = 3.0
-    /// The longest rest: bounds what yielding adds to an event's lag (a rest per batch of `batch` rows).
-    public static let maxRest: Duration = .seconds(1)
+    /// Log rows per transaction while receipts commit: a short batch takes a core from the receipts for a short
+    /// time (500 rows with a webhook ran ~260 ms of PostgreSQL CPU, a receipt's p99 many times over; the cost per
+    /// row hardly depends on the batch's size).
+    public static let busyBatch = 100
 
     /// A deriver over `database`; `start` starts its thread.
     public init(database: Database, log: @escaping @Sendable (String) -> Void) {
@@ -81,8 +99,14 @@ public final class WebhookDeriver: Service {
         job.wake()
     }
 
-    /// How many commits of this instance have been announced (`wake`) so far: the dispatcher yields to receipts by it.
-    public var commits: Int { progress.state.withLock { $0.wakes } }
+    /// Where the receipts' group-commit counters come from (`Caches.receiptBatches`): the yield tells a saturated
+    /// write path by them.
+    public func attach(receiptBatches source: @escaping @Sendable () -> PostgresPurchaseStore.BatchCounts) {
+        progress.receiptBatches.withLock { $0 = source }
+    }
+
+    /// What this instance's receipts did so far: the deriver and the dispatcher yield to them by it.
+    public var receiptLoad: ReceiptLoad { progress.load }
 
     /// Seconds since the oldest of this instance's commits not yet derived (0 when caught up); other instances'
     /// commits are not counted (their own deriver's gauge covers them).
@@ -113,11 +137,16 @@ public final class WebhookDeriver: Service {
                 let projects = try store.projectsWithChanges(limit: 100)
                 for project in projects {
                     let started = DispatchTime.now()
-                    let wakes = progress.state.withLock { $0.wakes }
-                    if try store.deriveChanges(projectId: project, limit: Self.batch) >= Self.batch { backlog = true }
-                    if progress.state.withLock({ $0.wakes }) != wakes {
-                        job.rest(Self.rest(after: DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds))
+                    let busy = progress.state.withLock { p in
+                        defer { p.batchWakes = p.wakes }
+                        return p.wakes != p.batchWakes
                     }
+                    let load = progress.load
+                    let limit = busy ? Self.busyBatch : Self.batch
+                    if try store.deriveChanges(projectId: project, limit: limit) >= limit { backlog = true }
+                    let took = Double(DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds) / 1e9
+                    let rest = ReceiptLoad.rest(after: took, from: load, to: progress.load)
+                    if rest > 0 { job.rest(.nanoseconds(Int64((rest * 1e9).rounded()))) }
                 }
                 if projects.count == 100 { backlog = true }
             }
@@ -127,11 +156,5 @@ public final class WebhookDeriver: Service {
             return false
         }
         return true
-    }
-
-    /// The rest after a batch of `nanoseconds` that ran beside receipts: `yieldFactor` times it, at most `maxRest`.
-    static func rest(after nanoseconds: UInt64) -> Duration {
-        let seconds = min(Double(nanoseconds) / 1e9 * yieldFactor, Job.seconds(maxRest))
-        return .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 }

@@ -72,7 +72,7 @@ public enum WebhookSignature {
 /// Finished attempts are recorded together: the coordinator waits for the rest of the batch (at most
 /// `batchWindow`), then records them and claims the next events in one transaction, one commit per batch. Like the
 /// deriver it yields to receipts: after a round during which this instance's receipts kept committing, the coordinator
-/// rests `yieldFactor` times that round's transaction (at most `maxRest`) before the next, so in a burst the outbox
+/// rests a multiple of that round's transaction before the next (`ReceiptLoad`), so in a burst the outbox
 /// waits (events are late, not lost: their leases outlast the rest) and the receipts keep PostgreSQL. One more
 /// thread runs the expiry sweep. An idle coordinator wakes on `NOTIFY bouncer_webhook_events` (written with each
 /// event) or when the next retry is due.
@@ -93,8 +93,8 @@ public final class WebhookDispatcher: Service {
     private let flight = Mutex(Flight())
     private let stopping = Atomic<Bool>(false)
     private let threads: Int
-    /// This instance's receipt commits so far (`WebhookDeriver.commits`); nil: never yield.
-    private let receiptCommits: (@Sendable () -> Int)?
+    /// What this instance's receipts did so far (`WebhookDeriver.receiptLoad`); nil: never yield.
+    private let receiptLoad: (@Sendable () -> ReceiptLoad)?
     private let jobs = Mutex<[Job]>([])
 
     /// Between the coordinator and the delivery threads.
@@ -118,19 +118,15 @@ public final class WebhookDispatcher: Service {
     static let sendWindow = Double(leaseSeconds) - 10
     /// How long finished attempts wait for the rest of their batch before they are recorded.
     static let batchWindow = 0.005
-    /// How many times a round's transaction the coordinator rests when receipts committed during it.
-    static let yieldFactor = 3.0
-    /// The longest rest (well within the lease: an event waits at most this long more to be recorded).
-    static let maxRest = 1.0
     /// How soon outcomes left for later (their user's lock held by a deriver) are tried again.
     static let laterRetry = 0.05
 
     /// A dispatcher over `database`; throws when `settings.caFile` does not load. `start` starts its threads.
     public init(database: Database, sealer: (any CredentialSealing)?, settings: WebhookSettings,
-                meter: UsageMeter? = nil, receiptCommits: (@Sendable () -> Int)? = nil,
+                meter: UsageMeter? = nil, receiptLoad: (@Sendable () -> ReceiptLoad)? = nil,
                 log: @escaping @Sendable (String) -> Void) throws {
         self.meter = meter
-        self.receiptCommits = receiptCommits
+        self.receiptLoad = receiptLoad
         self.store = PostgresWebhookStore(pool: database.pool)
         self.sealer = sealer
         self.settings = settings
@@ -232,13 +228,14 @@ public final class WebhookDispatcher: Service {
                     // Before the claim's transaction starts, so before the lease's start (its now()).
                     let started = DispatchTime.now()
                     let sendBy = started + Self.sendWindow
-                    let commits = receiptCommits?()
+                    let load = receiptLoad?()
                     let (notYet, claimed) = try store.completeAndClaim(batch, owner: instance, limit: free,
                                                                        leaseSeconds: Self.leaseSeconds)
-                    if let commits, receiptCommits?() != commits {
-                        // Receipts committed meanwhile: a burst.
+                    if let load, let now = receiptLoad?() {
+                        // Receipts committed meanwhile: a burst (the rest is well within the lease: an event waits
+                        // at most that long more to be recorded).
                         let took = Double(DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds) / 1e9
-                        rest(min(took * Self.yieldFactor, Self.maxRest))
+                        rest(ReceiptLoad.rest(after: took, from: load, to: now))
                     }
                     later = notYet
                     if !claimed.isEmpty {
@@ -271,6 +268,7 @@ public final class WebhookDispatcher: Service {
 
     /// Sleeps `seconds` (a yield), ended early only by stop; wakes meanwhile stay for the next round.
     private func rest(_ seconds: Double) {
+        guard seconds > 0 else { return }
         let deadline = DispatchTime.now() + seconds
         while !isStopping, DispatchTime.now() < deadline {
             Thread.sleep(forTimeInterval: min(seconds, 0.02))

@@ -1,37 +1,16 @@
+public import Primitives
+
 /// An error from the PostgreSQL layer: a connection problem, a pool timeout, a server error with its
 /// SQLSTATE, or a value that could not be decoded.
 ///
 /// `description` is safe to show a client (no SQL, no values, no server text); `debugDescription`
 /// carries everything for the log.
 public struct PGError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// A stable, extensible error category (static members over a private enum, so it can grow).
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable {
-            case invalidSettings, connectionFailed, connectionLost, poolTimeout, closed, server, decoding, cluster
-        }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The settings or URL are malformed; nothing was attempted.
-        public static let invalidSettings = Code(.invalidSettings)
-        /// A new connection could not be established.
-        public static let connectionFailed = Code(.connectionFailed)
-        /// An established connection broke (server restart, network); the connection is discarded.
-        public static let connectionLost = Code(.connectionLost)
-        /// No pooled connection became free before the acquire timeout.
-        public static let poolTimeout = Code(.poolTimeout)
-        /// The pool or connection was shut down.
-        public static let closed = Code(.closed)
-        /// The server rejected the statement; see `sqlState`.
-        public static let server = Code(.server)
-        /// A result value could not be decoded into the requested Swift type.
-        public static let decoding = Code(.decoding)
-        /// Starting, stopping or initialising a local cluster failed.
-        public static let cluster = Code(.cluster)
-
-        /// The code's stable name, e.g. `poolTimeout`.
-        public var description: String { base.rawValue }
-    }
+    /// A stable, extensible error category.
+    /// An open vocabulary (`OpenValue`, one author of the idiom); its known values are the extension's static members.
+    public typealias Code = OpenValue<CodeTag, String>
+    /// Tells `PGError.Code` apart from the other open vocabularies.
+    public enum CodeTag {}
 
     /// What kind of failure this is.
     public var code: Code
@@ -100,4 +79,23 @@ public struct PGError: Error, Sendable, CustomStringConvertible, CustomDebugStri
         if let hint { s += ", hint: \(hint)" }
         return s + ")"
     }
+}
+
+extension PGError.Code {
+    /// The settings or URL are malformed; nothing was attempted.
+    public static let invalidSettings = Self(rawValue: "invalidSettings")
+    /// A new connection could not be established.
+    public static let connectionFailed = Self(rawValue: "connectionFailed")
+    /// An established connection broke (server restart, network); the connection is discarded.
+    public static let connectionLost = Self(rawValue: "connectionLost")
+    /// No pooled connection became free before the acquire timeout.
+    public static let poolTimeout = Self(rawValue: "poolTimeout")
+    /// The pool or connection was shut down.
+    public static let closed = Self(rawValue: "closed")
+    /// The server rejected the statement; see `sqlState`.
+    public static let server = Self(rawValue: "server")
+    /// A result value could not be decoded into the requested Swift type.
+    public static let decoding = Self(rawValue: "decoding")
+    /// Starting, stopping or initialising a local cluster failed.
+    public static let cluster = Self(rawValue: "cluster")
 }

@@ -29,6 +29,17 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     private struct State: ~Copyable {
         var queue: [Ticket] = []
         var running = 0
+        var counts = Counts()
+    }
+
+    /// What the batches did so far (monotonic counters; sampled by the metrics and the derived work's yield).
+    struct Counts: Sendable, Equatable {
+        /// Items submitted.
+        var items = 0
+        /// Items that found every batch slot taken and queued (the write path was saturated when they came).
+        var waited = 0
+        /// Batches run.
+        var batches = 0
     }
 
     /// Most items in one batch.
@@ -48,17 +59,23 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     /// Callers waiting for a batch now.
     var queued: Int { state.withLock { $0.queue.count } }
 
+    /// The counters so far.
+    var counts: Counts { state.withLock { $0.counts } }
+
     /// Runs `item` in a batch and returns its output (or throws its error) after that batch's `run` returned.
     func submit(_ item: Item) throws -> Output {
         let ticket = Ticket(item)
         let leads = state.withLock { s in
+            s.counts.items &+= 1
             // The queue is empty whenever a batch slot is free: a finishing leader passes the queue on before
             // giving its slot back.
             if s.running < maxConcurrentBatches {
                 s.running += 1
+                s.counts.batches &+= 1
                 return true
             }
             s.queue.append(ticket)
+            s.counts.waited &+= 1
             return false
         }
         var batch = [ticket]
@@ -87,6 +104,7 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
             }
             let taken = Array(s.queue.prefix(maxBatch))
             s.queue.removeFirst(taken.count)
+            s.counts.batches &+= 1
             taken[0].batch = taken
             return taken[0]
         }

@@ -52,12 +52,11 @@ public final class PostgresNotificationStore: PostgresStore, @unchecked Sendable
                                 localTestingNotificationLimit: limit, on: connection)
             }
         }
-        switch outcome {
-        case "processed": return .processed
-        case "duplicate": return .duplicate
-        default:
+        // The function answers with the outcome's own wire string (`NotificationOutcome`'s raw value).
+        guard let known = outcome.flatMap(NotificationOutcome.init(rawValue:)) else {
             throw PGError(code: .decoding, message: "bouncer_record_notification: unexpected outcome \(String(describing: outcome).prefix(40))")
         }
+        return known
     }
 
     /// One call of `bouncer_record_notification` on `connection` (its own transaction, or part of the caller's):

@@ -235,6 +235,29 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
 
     // MARK: - Group commit
 
+    /// Group commit's counters so far (monotonic; all 0 without group commit).
+    public struct BatchCounts: Sendable, Equatable {
+        /// Receipts submitted to a batch.
+        public var receipts = 0
+        /// Receipts that found every batch slot taken and waited for one: the write path was saturated.
+        public var waited = 0
+        /// Batches (statements and commits) run.
+        public var batches = 0
+
+        /// All zero.
+        public init() {}
+    }
+
+    /// The counters so far (one short lock).
+    public var batchCounts: BatchCounts {
+        guard let counts = batches?.counts else { return BatchCounts() }
+        var result = BatchCounts()
+        result.receipts = counts.items
+        result.waited = counts.waited
+        result.batches = counts.batches
+        return result
+    }
+
     /// Commits `recording` alone: one statement, its own transaction (the path without group commit, and a batch
     /// of one).
     private static func commitAlone(_ recording: Recording, pool: ConnectionPool) throws -> RecordedTransaction {

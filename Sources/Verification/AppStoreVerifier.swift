@@ -108,10 +108,8 @@ public struct AppStoreVerifier: SignedDataVerifying {
             try verifier.verifyAppTransaction(jws, policy: Self.policy(for: project))
         }
         guard let facts = Self.facts(verified) else {
-            throw VerificationFailure(
-                code: .invalidJWSFormat,
-                reason: "payload field appTransactionId is required but missing (StoreKit sends it since iOS 18.4)",
-                step: VerificationError.Step.payload.contractName)
+            throw Self.unusablePayload(
+                "payload field appTransactionId is required but missing (StoreKit sends it since iOS 18.4)")
         }
         return facts
     }
@@ -122,9 +120,7 @@ public struct AppStoreVerifier: SignedDataVerifying {
         }
         let n = verified.notification
         guard let uuid = UUID(uuidString: n.notificationUUID) else {
-            throw VerificationFailure(
-                code: .invalidJWSFormat,
-                reason: "notificationUUID is not a UUID", step: VerificationError.Step.payload.contractName)
+            throw Self.unusablePayload("notificationUUID is not a UUID")
         }
         let environment = n.data?.environment ?? n.summary?.environment ?? n.appData?.environment
             ?? n.externalPurchaseToken.map { $0.environment }
@@ -158,8 +154,7 @@ public struct AppStoreVerifier: SignedDataVerifying {
                 step: VerificationError.Step.claims.contractName)
         }
         guard let identifier = UUID(uuidString: payload.requestIdentifier) else {
-            throw VerificationFailure(code: .invalidJWSFormat, reason: "requestIdentifier is not a UUID",
-                                      step: VerificationError.Step.payload.contractName)
+            throw Self.unusablePayload("requestIdentifier is not a UUID")
         }
         return RetentionRequest(
             originalTransactionId: payload.originalTransactionId, appAppleId: payload.appAppleId,
@@ -172,9 +167,7 @@ public struct AppStoreVerifier: SignedDataVerifying {
             try verifier.verifyRenewalInfo(jws, policy: Self.policy(for: project))
         }
         guard let facts = Self.facts(verified) else {
-            throw VerificationFailure(
-                code: .invalidJWSFormat,
-                reason: "renewal info has no originalTransactionId", step: VerificationError.Step.payload.contractName)
+            throw Self.unusablePayload("renewal info has no originalTransactionId")
         }
         return facts
     }
@@ -192,6 +185,12 @@ public struct AppStoreVerifier: SignedDataVerifying {
             metrics?.verification(kind: kind, result: error.code.rawValue)
             throw Self.failure(error)
         }
+    }
+
+    /// A signed payload the verifier accepted that lacks what Bouncer needs of it: refused like a missing required
+    /// field (`INVALID_JWS_FORMAT`, the contract's `format` step).
+    static func unusablePayload(_ reason: String) -> VerificationFailure {
+        VerificationFailure(code: .invalidJWSFormat, reason: reason, step: VerificationError.Step.payload.contractName)
     }
 
     static func policy(for project: Project) -> VerificationPolicy {

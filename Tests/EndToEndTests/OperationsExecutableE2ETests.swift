@@ -93,6 +93,10 @@ final class OperationsExecutableE2ETests: XCTestCase {
             #"bouncer_http_open_connections 1"#,
             "# TYPE bouncer_webhook_derive_lag_seconds gauge",
             "bouncer_webhook_derive_lag_seconds 0",  // the notification's facts were derived long before
+            "# TYPE bouncer_receipt_batches_total counter",
+            "bouncer_receipt_batches_total 0",  // a notification is not group-committed
+            #"bouncer_receipts_batched_total{waited="no"} 0"#,
+            #"bouncer_receipts_batched_total{waited="yes"} 0"#,
             #"bouncer_access_log_dropped_lines_total 0"#,
             #"bouncer_notifications_total{type="SUBSCRIBED",subtype="INITIAL_BUY"} 1"#,
             #"bouncer_verifications_total{kind="notification",result="ok"} 1"#,

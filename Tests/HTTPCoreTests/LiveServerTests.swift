@@ -49,6 +49,23 @@ final class LiveServerTests: XCTestCase {
         XCTAssertEqual(server?.connectionCount, 1)
     }
 
+    /// Whichever loop the listener wakes, accepted connections go to the loop with the fewest: 32 connections
+    /// opened at once on 2 loops end 16 and 16 (before: the first idle loop in the kernel's wait queue took most).
+    func testConnectionsSpreadEvenlyOverTheLoops() throws {
+        try start { $0.eventLoopCount = 2 }
+        var clients = try (0..<32).map { _ in try TestClient(port: port) }
+        for (i, c) in clients.enumerated() {
+            try c.send(get("/items/\(i)"))
+            XCTAssertEqual(try c.readResponse().text, "\(i)")
+        }
+        XCTAssertEqual(server?.connectionsPerLoop, [16, 16])
+        XCTAssertEqual(server?.connectionCount, 32)
+        clients = []
+        for _ in 0..<100 where server?.connectionsPerLoop != [0, 0] { usleep(20_000) }
+        XCTAssertEqual(server?.connectionsPerLoop, [0, 0])
+        XCTAssertEqual(server?.connectionCount, 0)
+    }
+
     func testPipelinedRequestsAreAnsweredInOrder() throws {
         try start()
         let c = try TestClient(port: port)

@@ -136,13 +136,31 @@ final class ServiceGroupTests: XCTestCase {
         XCTAssertFalse(job.isRunning)
     }
 
-    /// The deriver's yield: `yieldFactor` times a busy batch's duration, at most `maxRest`.
-    func testDeriverRestsInProportionToItsBatchAtMostMaxRest() {
-        XCTAssertEqual(WebhookDeriver.rest(after: 0), .zero)
-        XCTAssertEqual(WebhookDeriver.rest(after: 10_000_000), .milliseconds(30))
-        XCTAssertEqual(WebhookDeriver.rest(after: 200_000_000), .milliseconds(600))
-        XCTAssertEqual(WebhookDeriver.rest(after: 5_000_000_000), WebhookDeriver.maxRest)
-        XCTAssertEqual(WebhookDeriver.rest(after: .max), WebhookDeriver.maxRest)
+    /// The derived work's yield: none while no receipt committed; 3× the unit's duration (at most 1 s) while
+    /// receipts commit without waiting; 9× (at most 2 s) while most of them waited for a batch slot.
+    func testDerivedWorkRestsByWhatTheReceiptsDidMeanwhile() {
+        func load(_ commits: Int, _ receipts: Int, _ waited: Int) -> ReceiptLoad {
+            var load = ReceiptLoad()
+            load.commits = commits
+            load.receipts = receipts
+            load.waited = waited
+            return load
+        }
+        let start = load(10, 10, 4)
+        let cases: [(String, Double, ReceiptLoad, Double)] = [
+            ("idle", 0.2, start, 0),
+            ("idle, receipts without group commit counted as not waiting", 0.2, load(10, 10, 4), 0),
+            ("busy, none waited", 0.01, load(30, 30, 4), 0.03),
+            ("busy, half waited (not most)", 0.01, load(30, 30, 14), 0.03),
+            ("busy, capped", 0.5, load(30, 30, 4), 1),
+            ("commits without group commit's counters", 0.01, load(30, 10, 4), 0.03),
+            ("saturated", 0.01, load(30, 30, 15), 0.09),
+            ("saturated, capped", 0.5, load(30, 30, 24), 2),
+            ("no time taken", 0, load(30, 30, 24), 0),
+        ]
+        for (name, took, to, expected) in cases {
+            XCTAssertEqual(ReceiptLoad.rest(after: took, from: start, to: to), expected, accuracy: 1e-9, name)
+        }
     }
 
     func testAFinishedBodyEndsTheThreadAndOnStopInterruptsIt() {

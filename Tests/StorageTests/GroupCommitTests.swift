@@ -44,6 +44,8 @@ final class GroupCommitTests: XCTestCase {
         for item in [0, 1, 2, 3, 5] { XCTAssertEqual(try results[item]?.get(), item * 10) }
         XCTAssertThrowsError(try results[4]?.get())
         XCTAssertEqual(committer.queued, 0)
+        // Six items, the five that queued behind batch [0] counted as waiting, three batches.
+        XCTAssertEqual(committer.counts, .init(items: 6, waited: 5, batches: 3))
     }
 
     // MARK: - One batch in the database

@@ -94,6 +94,14 @@ final class PurchaseReadCacheTests: XCTestCase {
         }
     }
 
+    func testAnIdIsWrittenExactlyAsFoundationWritesIt() {
+        for id in (0..<200).map({ _ in UUID() }) + [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                                                    UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+                                                                255, 255, 255, 255, 255))] {
+            XCTAssertEqual(CacheMessage.text(id), id.uuidString)
+        }
+    }
+
     func testMessagesSurviveTheWireAndPackUnderTheLimit() {
         let project = UUID()
         let messages: [CacheMessage] = [

@@ -460,6 +460,22 @@ final class WebhookBatchClaimTests: XCTestCase {
     /// on main `8a032ec`), each of every version a drain leaves until autovacuum comes (~200 pages late in
     /// `bench/api`'s webhook drain: 730 and 3 × ~250 buffers a batch). Counted: sequential scans of webhook_queue
     /// started in the batch's transaction, 16 events of 3,000 heads.
+    /// The 16 events `claim` returns recorded delivered by "one", claim and record in one transaction on `c`; what
+    /// `counter` grew by meanwhile (the statistics counters include what this backend has not flushed yet: a
+    /// difference inside one transaction).
+    private static func deliver16(on c: Connection, counting counter: () throws -> Int64,
+                                  claim: () throws -> [PostgresWebhookStore.ClaimedEvent]) throws -> Int64
+    {
+        _ = try c.execute("BEGIN")
+        let before = try counter()
+        let claimed = try claim()
+        XCTAssertEqual(claimed.count, 16)
+        XCTAssertTrue(try PostgresWebhookStore.record(delivered(claimed), owner: "one", on: c).isEmpty)
+        let n = try counter() - before
+        _ = try c.execute("COMMIT")
+        return n
+    }
+
     func testACompleteAndClaimNeverScanTheQueue() throws {
         let (s, _, project) = try hooked("whqueuescan", poolSize: 1)
         defer { s.close() }
@@ -473,27 +489,64 @@ final class WebhookBatchClaimTests: XCTestCase {
                 """)
             _ = try c.execute("ANALYZE webhook_queue")
             _ = try c.execute("ANALYZE webhook_events")
-            // The counter includes what this backend has not flushed yet: a difference inside one transaction.
             func scans() throws -> Int64 {
                 try XCTUnwrap(try c.query("""
                     SELECT pg_stat_get_xact_numscans('webhook_queue'::regclass) AS n
                     """).first).decode("n", as: Int64.self)
             }
-            _ = try c.execute("BEGIN")
-            let before = try scans()
-            let claimed = try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, on: c)
-            XCTAssertEqual(claimed.count, 16)
-            let later = try PostgresWebhookStore.record(
-                claimed.map { .init(event: $0, at: Date(), durationMs: 1, outcome: .delivered(status: 200)) },
-                owner: "one", on: c)
-            XCTAssertTrue(later.isEmpty)
-            let n = try scans() - before
-            _ = try c.execute("COMMIT")
-            return n
+            return try Self.deliver16(on: c, counting: scans) {
+                try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, on: c)
+            }
         }
         XCTAssertEqual(scans, 0, "sequential scans of webhook_queue by a claim and a complete of 16")
         XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'delivered'"), 16)
         XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue"), 3_000 - 16)
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+    }
+
+    /// A project's events after statistics taken before they existed (another project's few events analysed, as a
+    /// deployment's autovacuum left them before a burst): a complete of 16 reads its 16 events by key. As a join with
+    /// the batch, the events' `project_id = ANY (…)` was estimated at one row and became the outer side: every event
+    /// of the project compared with the batch (`wp4`: 3,504 fetched for 16 late in a bench drain); and each finished
+    /// head's next event was looked for among the project's later events.
+    func testACompleteReadsItsBatchsEventsByKeyWhateverTheStatistics() throws {
+        let (s, store, other) = try hooked("whstalestats", poolSize: 1)
+        defer { s.close() }
+        let project = try s.makeProject(2).id
+        _ = try store.upsertEndpoint(projectId: project, url: "https://h.example/y", events: nil,
+                                     secret: WebhookOutboxTests.sealed, now: Fixtures.t0)
+        let fetched = try s.pool.withConnection { c -> Int64 in
+            // Two events a user, one after the other (as a refresh writes a user's events).
+            func emit(_ project: UUID, _ n: Int) throws {
+                _ = try c.execute("""
+                    INSERT INTO webhook_events (project_id, id, type, user_id, data, created_at, next_attempt_at,
+                        retry_window_start)
+                    SELECT \(project), 'evt_' || md5(\(project)::text || g), 'ping', 'u' || (g + 1) / 2, '{}', now(),
+                        now() - interval '1 hour', now()
+                    FROM generate_series(1, \(n)) g ORDER BY g
+                    """)
+            }
+            try emit(other, 2_000)
+            _ = try c.execute("ANALYZE webhook_queue")
+            _ = try c.execute("ANALYZE webhook_events")
+            try emit(project, 3_000)
+            func fetched() throws -> Int64 {
+                try XCTUnwrap(try c.query("""
+                    SELECT sum(pg_stat_get_xact_tuples_fetched(i.indexrelid))::int8 AS n FROM pg_index i
+                    WHERE i.indrelid = 'webhook_events'::regclass
+                    """).first).decode("n", as: Int64.self)
+            }
+            // The claim before (its own join of the events is not this test's).
+            let claimed = try PostgresWebhookStore.claim(owner: "one", limit: 16, leaseSeconds: 60, project: project,
+                                                         on: c)
+            return try Self.deliver16(on: c, counting: fetched) { claimed }
+        }
+        // Each event: locked, updated, its user's next pending event found, and that one's queue row's foreign key
+        // checked. (main: 9,219; with the lock alone by key, 8,320: the next event found by the primary key, the
+        // project's events after the head filtered by user.)
+        XCTAssertLessThanOrEqual(fetched, 4 * 16, "webhook_events rows fetched through its indexes by a complete of 16")
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'delivered'"), 16)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue WHERE project_id = \(project)"), 1_500)
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
     }
 

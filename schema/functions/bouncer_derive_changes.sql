@@ -63,6 +63,7 @@ BEGIN
             jsonb_agg(jsonb_build_object('environment', environment,
                 'original_transaction_id', original_transaction_id)) FILTER (WHERE rebound)
         INTO v_count, v_tx, v_rebound FROM consumed;
+        PERFORM bouncer_revenue_roll_up(p_project_id, v_tx);
         PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
         -- realized_ltv's customers after bindings moved (schema/0086), after the revenue roll-up.
         PERFORM bouncer_revenue_ltv_rebind(p_project_id, v_rebound);
@@ -280,7 +281,7 @@ BEGIN
         PERFORM bouncer_emit_events(p_project_id, v_event_users, v_types, v_data);
     END IF;
 
-    -- (Without the original ids: their money facts were rolled up above.)
+    -- (Without the original ids: the overview needs none; the money facts were rolled up above.)
     SELECT count(*), jsonb_agg(jsonb_build_object('environment', c.environment, 'tx', c.data -> 'tx'))
         FILTER (WHERE c.data ? 'tx')
     INTO v_count, v_tx FROM unnest(v_rows) c;

@@ -1,7 +1,8 @@
 -- Adds consumed log rows to the overview's rollups (schema/0035): p_changes as bouncer_overview_events takes it
 -- (rows without tx omitted). Called in the transaction that deletes the rows, so each change counts once. Instants
--- are kept from yesterday's midnight (UTC) on; older ones are pruned here, project by project. The same rows bring
--- the money facts of their purchases up to date (bouncer_revenue_roll_up, schema/0062).
+-- are kept from yesterday's midnight (UTC) on; older ones are pruned here, project by project. The money facts of the
+-- same rows' purchases are the caller's (bouncer_revenue_roll_up, schema/0062: the deriver and the seed call it once
+-- a batch; called from here too, the deriver's webhook path parsed each batch a second time for nothing).
 CREATE OR REPLACE FUNCTION bouncer_overview_roll_up(p_project_id uuid, p_changes jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -11,7 +12,6 @@ DECLARE
     v_gone_ids text[];
 BEGIN
     DELETE FROM overview_instants o WHERE o.project_id = p_project_id AND o.at < v_kept;
-    PERFORM bouncer_revenue_roll_up(p_project_id, p_changes);
     IF p_changes IS NULL THEN
         RETURN;
     END IF;

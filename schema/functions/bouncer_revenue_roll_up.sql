@@ -7,8 +7,8 @@
 -- for the purchases whose rows changed (schema/0078: explicit statements, no trigger): revenue_days (schema/0072)
 -- moved by every row written or removed (bouncer_revenue_days_move_batch), each trial's `converted` (schema/0077) set
 -- again, and the runs of paid service brought up to date (bouncer_revenue_runs_sync, incremental for renewals
--- appended at the end), and per changed purchase its spans of MRR and retention cohort (bouncer_revenue_values_sync,
--- schema/0085).
+-- appended at the end), per changed purchase its spans of MRR (bouncer_revenue_values_sync, schema/0085), and the
+-- batch's days of those spans (bouncer_revenue_value_days_move) and retention cohorts (bouncer_revenue_cohort_sync).
 --
 -- The rows: transactions with a price, and free trials; not family-shared ones (the organizer paid). Apple's one-year
 -- rule (paid_days_before): paid service accumulates per subscription group (upgrades, downgrades and crossgrades
@@ -38,6 +38,9 @@ DECLARE
     v_envs text[] := '{}';
     v_ids text[] := '{}';
     v_froms timestamptz[] := '{}';
+    -- The batch's moves of revenue_value_days (each purchase's spans written: bouncer_revenue_values_sync).
+    v_value_moves revenue_value_days[] := '{}';
+    v_value_move revenue_value_days;
 BEGIN
     IF p_changes IS NULL THEN
         RETURN;
@@ -139,13 +142,19 @@ BEGIN
             v_envs := v_envs || g.environment;
             v_ids := v_ids || g.original_id;
             v_froms := v_froms || g.d0;
-            -- The purchase's spans of MRR and its retention cohort (schema/0085), from its rows just written.
-            PERFORM bouncer_revenue_values_sync(p_project_id, g.environment, g.original_id, g.d0);
+            -- The purchase's spans of MRR (schema/0085), from its rows just written; their days moved below.
+            FOREACH v_value_move IN ARRAY bouncer_revenue_values_sync(p_project_id, g.environment, g.original_id, g.d0)
+            LOOP
+                v_value_moves := v_value_moves || v_value_move;
+            END LOOP;
         END IF;
     END LOOP;
     IF cardinality(v_ids) = 0 THEN
         RETURN;
     END IF;
+    -- Their spans' days and retention cohorts (schema/0085), from the spans just written.
+    PERFORM bouncer_revenue_value_days_move(p_project_id, v_value_moves);
+    PERFORM bouncer_revenue_cohort_sync(p_project_id, v_envs, v_ids, v_froms);
     PERFORM bouncer_revenue_days_move_batch(p_project_id, v_moved, v_signs);
     -- realized_ltv's cohorts (schema/0086), by the same moves.
     PERFORM bouncer_revenue_ltv_move(p_project_id, v_moved, v_signs);

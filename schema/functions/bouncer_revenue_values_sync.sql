@@ -5,13 +5,15 @@
 -- running then, found by walking back from p_from until the running end of paid service (ended_max) falls by it (a
 -- renewal reads the row before it), plus fully refunded ones (outside ended_max: their partial index), never more
 -- than 400 days back (no period is longer). The span running into p_from keeps its part before; new or changed spans
--- are written, spans no longer there removed, and each day's count moved by the difference (a day back to zero
--- removed): O(1) rows per changed transaction. Called by bouncer_revenue_roll_up for every purchase it rolls up, after
--- its rows; never in the receipt's transaction. A replay changes nothing.
+-- are written, spans no longer there removed, and each day's count to move by the difference returned (the caller moves
+-- revenue_value_days once for its batch, bouncer_revenue_value_days_move: every purchase of a batch moved the same
+-- day rows, one upsert each, `wp4`): O(1) rows per changed transaction. Called by bouncer_revenue_roll_up for every purchase it rolls up, after
+-- its rows (and then, once for the batch, subscription_retention's rows: bouncer_revenue_cohort_sync); never in the
+-- receipt's transaction. A replay changes nothing.
 -- Planned once per session under bouncer_derive_changes' force_generic_plan: each statement reads by the purchase's own
 -- keys only (no condition a plan could turn into a range of the project's rows).
 CREATE OR REPLACE FUNCTION bouncer_revenue_values_sync(p_project_id uuid, p_environment text, p_original_id text,
-    p_from timestamptz) RETURNS void
+    p_from timestamptz) RETURNS revenue_value_days[]
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     c refcursor;
@@ -22,7 +24,6 @@ DECLARE
     v_since timestamptz;
     v_old revenue_values[];
     v_new revenue_values[];
-    v_zero revenue_value_days[];
     v_gone timestamptz[];
 BEGIN
     -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
@@ -111,9 +112,7 @@ BEGIN
     INTO v_new
     FROM (SELECT min(g.a) AS s, max(g.z) AS e, g.currency, g.m FROM g GROUP BY g.grp, g.currency, g.m) n;
     IF v_old IS NOT DISTINCT FROM v_new THEN
-        -- subscription_retention's row (schema/0085) follows the spans and the first paid period.
-        PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
-        RETURN;
+        RETURN '{}';
     END IF;
     -- A span that keeps its start is updated in place (a renewal moves its end), one that begins elsewhere written,
     -- one whose start is gone removed.
@@ -126,30 +125,19 @@ BEGIN
     INSERT INTO revenue_values AS s SELECT n.* FROM unnest(v_new) n WHERE NOT (n = ANY (COALESCE(v_old, '{}')))
     ON CONFLICT (project_id, environment, original_transaction_id, starts_at) DO UPDATE SET ends_at = EXCLUDED.ends_at,
         currency = EXCLUDED.currency, monthly_milli = EXCLUDED.monthly_milli, paid_since = EXCLUDED.paid_since;
+    -- mrr_movement's days (schema/0087), from the spans before and after.
+    PERFORM bouncer_revenue_movement_sync(p_project_id, p_environment, p_original_id, p_from, v_old, v_new);
     -- Each span counts +1 on the day that closes its start, −1 on the day that closes its end; a removed one the
     -- opposite.
-    WITH d AS (SELECT x.day, x.currency, x.m, sum(x.n) AS n
-            FROM (SELECT ((o.starts_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1 AS day, o.currency,
-                    o.monthly_milli AS m, -1 AS n FROM unnest(v_old) o
-                UNION ALL SELECT ((o.ends_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, o.currency,
-                    o.monthly_milli, 1 FROM unnest(v_old) o
-                UNION ALL SELECT ((n.starts_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, n.currency,
-                    n.monthly_milli, 1 FROM unnest(v_new) n
-                UNION ALL SELECT ((n.ends_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, n.currency,
-                    n.monthly_milli, -1 FROM unnest(v_new) n) x
-            GROUP BY 1, 2, 3 HAVING sum(x.n) <> 0),
-        up AS (INSERT INTO revenue_value_days AS vd (project_id, environment, day, currency, monthly_milli, n)
-            SELECT p_project_id, p_environment, d.day, d.currency, d.m, d.n FROM d
-            ON CONFLICT (project_id, day, environment, currency, monthly_milli) DO UPDATE SET n = vd.n + EXCLUDED.n
-            RETURNING vd.day, vd.currency, vd.monthly_milli, vd.n)
-    SELECT array_agg(ROW(p_project_id, p_environment, up.day, up.currency, up.monthly_milli, 0)::revenue_value_days)
-    INTO v_zero FROM up WHERE up.n = 0;
-    IF v_zero IS NOT NULL THEN
-        DELETE FROM revenue_value_days vd USING unnest(v_zero) z
-        WHERE vd.project_id = p_project_id AND vd.day = z.day AND vd.environment = p_environment
-          AND vd.currency = z.currency AND vd.monthly_milli = z.monthly_milli AND vd.n = 0;
-    END IF;
-    PERFORM bouncer_revenue_movement_sync(p_project_id, p_environment, p_original_id, p_from, v_old, v_new);
-    PERFORM bouncer_revenue_cohort_sync(p_project_id, p_environment, p_original_id, p_from);
+    RETURN ARRAY(SELECT ROW(p_project_id, p_environment, x.day, x.currency, x.m, sum(x.n))::revenue_value_days
+        FROM (SELECT ((o.starts_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1 AS day, o.currency,
+                o.monthly_milli AS m, -1 AS n FROM unnest(v_old) o
+            UNION ALL SELECT ((o.ends_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, o.currency,
+                o.monthly_milli, 1 FROM unnest(v_old) o
+            UNION ALL SELECT ((n.starts_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, n.currency,
+                n.monthly_milli, 1 FROM unnest(v_new) n
+            UNION ALL SELECT ((n.ends_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, n.currency,
+                n.monthly_milli, -1 FROM unnest(v_new) n) x
+        GROUP BY x.day, x.currency, x.m HAVING sum(x.n) <> 0);
 END;
 $$;

@@ -25,6 +25,7 @@ BEGIN
     SELECT jsonb_agg(jsonb_build_object('environment', environment,
             'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
     INTO v_tx FROM consumed;
+    PERFORM bouncer_revenue_roll_up(p_project_id, v_tx);
     PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
     PERFORM bouncer_finish_queue_add(p_project_id, v_tx);
     INSERT INTO webhook_entitlement_states (project_id, user_id, entitlement, environment, original_transaction_id,

@@ -4,7 +4,7 @@ import Foundation
 import HTTPCore
 import Metrics
 public import Postgres
-import Storage
+public import Storage
 import Synchronization
 public import Jobs
 public import Verification
@@ -26,6 +26,7 @@ public final class ServiceMetrics: VerificationMetrics {
     private let accessLogDropped = Mutex<(@Sendable () -> Int)?>(nil)
     private let caches = Mutex<(@Sendable () -> CacheStatistics)?>(nil)
     private let deriveLag = Mutex<(@Sendable () -> Double)?>(nil)
+    private let receiptBatches = Mutex<(@Sendable () -> PostgresPurchaseStore.BatchCounts)?>(nil)
     private let auditGaps = Mutex<(@Sendable () -> Int)?>(nil)
 
     /// What the caches report at scrape time (`Sources/Jobs/Caches.swift`).
@@ -124,6 +125,21 @@ public final class ServiceMetrics: VerificationMetrics {
                 self?.deriveLag.withLock { $0 }.map { [MetricSample([], $0())] } ?? []
             }
         registry.callback(
+            "bouncer_receipt_batches_total",
+            help: "Group commits of receipts (one statement and one durable commit each).", type: .counter) {
+                [weak self] in
+                self?.receiptBatches.withLock { $0 }.map { [MetricSample([], Double($0().batches))] } ?? []
+            }
+        registry.callback(
+            "bouncer_receipts_batched_total",
+            help: "Receipts committed in a group commit, by whether they waited for a batch slot (yes: the write path "
+                + "was saturated when they came).", type: .counter, labels: ["waited"]) { [weak self] in
+                self?.receiptBatches.withLock { $0 }.map { source in
+                    let c = source()
+                    return [MetricSample(["no"], Double(c.receipts &- c.waited)), MetricSample(["yes"], Double(c.waited))]
+                } ?? []
+            }
+        registry.callback(
             "bouncer_http_open_connections", help: "Open client connections.", type: .gauge) { [weak self] in
                 self?.openConnections.withLock { $0 }.map { [MetricSample([], Double($0()))] } ?? []
             }
@@ -154,6 +170,11 @@ public final class ServiceMetrics: VerificationMetrics {
     /// Where `bouncer_webhook_derive_lag_seconds` reads from (`WebhookDeriver.lag`).
     public func attach(deriveLag source: @escaping @Sendable () -> Double) {
         deriveLag.withLock { $0 = source }
+    }
+
+    /// Where `bouncer_receipt_batches_total` and `bouncer_receipts_batched_total` read from (`Caches.receiptBatches`).
+    public func attach(receiptBatches source: @escaping @Sendable () -> PostgresPurchaseStore.BatchCounts) {
+        receiptBatches.withLock { $0 = source }
     }
 
     /// Where the `bouncer_cache_*` and `bouncer_read_cache_total` series read from.
