@@ -2,8 +2,9 @@
 -- written once; a net change of zero writes nothing, a count back to zero removes its row. Rows without a cohort
 -- (a purchase that had none: its amounts cancel) are left out.
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_days_add(p_project_id uuid, p_rows revenue_ltv_days[]) RETURNS void
--- Rows back to zero are few: each removed by a probe of the key.
-LANGUAGE plpgsql VOLATILE SET enable_nestloop = on SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+-- No planner settings of its own (as bouncer_revenue_value_days_move): rows back to zero are few, each removed by a
+-- probe of the key.
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_zero revenue_ltv_days[];
 BEGIN

@@ -5,37 +5,61 @@
 -- new days to its row: O(1) rows per changed transaction. Any other (a new purchase or currency, an earlier first
 -- payment, a refund undone, a row removed) is synced whole with its customer (bouncer_revenue_ltv_resync). Called by
 -- bouncer_revenue_roll_up once per batch, after its rows; never in the receipt's transaction.
--- Each read of a table is a probe by the purchase's key, so no plan (the deriver's are generic) ranges over the
--- project's rows; the batch's own amounts group by window and join by hash (a backfill's batch holds tens of
--- thousands: nested loops over them, as bouncer_revenue_roll_up's settings would have it, were quadratic).
+-- No planner settings of its own and no join of two arrays: the batch's amounts are grouped by sorts and windows alone
+-- (linear in the batch whatever the caller's settings: bouncer_revenue_roll_up's forbid hash joins), and each table is
+-- written by its key, one purchase and currency at a time.
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_move(p_project_id uuid, p_rows revenue_transactions[], p_signs int[])
 RETURNS void
-LANGUAGE plpgsql VOLATILE SET enable_hashjoin = on SET enable_nestloop = off AS $$
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     r record;
     v_cohort date;
-    v_kenvs text[] := '{}';
-    v_kids text[] := '{}';
-    v_kcurs text[] := '{}';
-    v_cohorts date[] := '{}';
-    v_days revenue_ltv_days[];
-    v_envs text[];
-    v_ids text[];
+    -- The purchase being read (the loop's rows come by purchase) and its amounts so far, moved once it is done.
+    v_env text;
+    v_id text;
+    v_whole boolean := false;
+    v_pending revenue_ltv_days[] := '{}';
+    v_days revenue_ltv_days[] := '{}';
+    v_envs text[] := '{}';
+    v_ids text[] := '{}';
 BEGIN
     IF COALESCE(cardinality(p_rows), 0) = 0 THEN
         RETURN;
     END IF;
-    -- Each purchase and currency's row takes its new days and refunds, unless the batch moves its first payment
-    -- earlier (one probe and an in-place update: a renewal's whole cost here besides its day row); a missing row,
-    -- or one the batch moves earlier, has its purchase synced whole.
+    -- Per purchase and currency: its earliest new sale, its new days and refunds, its amounts (the difference, cohort
+    -- left out) and whether the purchase loses an amount that does not come back (gone: synced whole).
     FOR r IN
-        SELECT e.environment, e.original_transaction_id, e.currency,
-            COALESCE(min(e.purchase_date) FILTER (WHERE e.kind = 0 AND e.n > 0), 'infinity') AS first,
-            COALESCE(array_agg(DISTINCT e.day) FILTER (WHERE e.kind = 0 AND e.n > 0), '{}') AS days,
-            COALESCE(array_agg(DISTINCT e.refund_at) FILTER (WHERE e.kind = 1 AND e.n > 0), '{}') AS refunds
-        FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
-        GROUP BY 1, 2, 3
+        WITH e AS (SELECT e.*, bool_or(e.n < 0) OVER t AND NOT bool_or(e.n > 0) OVER t AS gone
+                FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
+                WINDOW t AS (PARTITION BY e.environment, e.transaction_id, e.kind, e.currency, e.purchase_date,
+                    e.refund_at)),
+            g AS (SELECT e.environment, e.original_transaction_id, e.currency,
+                    COALESCE(min(e.purchase_date) FILTER (WHERE e.kind = 0 AND e.n > 0), 'infinity') AS first,
+                    COALESCE(array_agg(DISTINCT e.day) FILTER (WHERE e.kind = 0 AND e.n > 0), '{}') AS days,
+                    COALESCE(array_agg(DISTINCT e.refund_at) FILTER (WHERE e.kind = 1 AND e.n > 0), '{}') AS refunds,
+                    array_agg(ROW(p_project_id, e.environment, NULL, e.day, e.currency, e.kind, e.price_milli, e.tier,
+                        e.refund_milli_percent, e.refund_at, e.n)::revenue_ltv_days) AS amounts,
+                    bool_or(e.gone) AS gone
+                FROM e GROUP BY 1, 2, 3)
+        SELECT g.*, bool_or(g.gone) OVER (PARTITION BY g.environment, g.original_transaction_id) AS whole FROM g
+        ORDER BY g.environment, g.original_transaction_id, g.currency
     LOOP
+        IF v_id IS DISTINCT FROM r.original_transaction_id OR v_env IS DISTINCT FROM r.environment THEN
+            IF v_whole THEN
+                v_envs := v_envs || v_env;
+                v_ids := v_ids || v_id;
+            ELSE
+                v_days := v_days || v_pending;
+            END IF;
+            v_env := r.environment;
+            v_id := r.original_transaction_id;
+            v_whole := r.whole;
+            v_pending := '{}';
+        END IF;
+        CONTINUE WHEN v_whole;
+        -- The row takes its new days and refunds unless the batch moves its first payment earlier (one probe and an
+        -- in-place update: a renewal's whole cost here besides its day row); a missing row, or one the batch moves
+        -- earlier, has its purchase synced whole.
         v_cohort := NULL;
         UPDATE revenue_ltv_purchases lp SET
             days = ARRAY(SELECT DISTINCT x FROM unnest(lp.days || r.days) x ORDER BY x),
@@ -44,32 +68,24 @@ BEGIN
           AND lp.original_transaction_id = r.original_transaction_id AND lp.currency = r.currency
           AND lp.first_at <= r.first
         RETURNING lp.cohort_day INTO v_cohort;
-        v_kenvs := v_kenvs || r.environment;
-        v_kids := v_kids || r.original_transaction_id;
-        v_kcurs := v_kcurs || r.currency;
-        v_cohorts := v_cohorts || v_cohort;
+        IF v_cohort IS NULL THEN
+            v_whole := true;
+        ELSE
+            v_pending := v_pending || ARRAY(SELECT ROW(a.project_id, a.environment, v_cohort, a.day, a.currency, a.kind,
+                a.price_milli, a.tier, a.refund_milli_percent, a.refund_at, a.n)::revenue_ltv_days
+                FROM unnest(r.amounts) a);
+        END IF;
     END LOOP;
-    -- A purchase is synced whole when a row of it was not kept, or an amount goes without the same one coming back
-    -- (a refund undone, a row removed); the others move their cohort's day rows by their amounts.
-    WITH e AS (SELECT e.*, k.cohort_day FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
-            LEFT JOIN unnest(v_kenvs, v_kids, v_kcurs, v_cohorts) k (env, id, currency, cohort_day)
-                ON k.env = e.environment AND k.id = e.original_transaction_id AND k.currency = e.currency),
-        g AS (SELECT e.*, bool_or(e.n < 0) OVER t AND NOT bool_or(e.n > 0) OVER t AS gone FROM e
-            WINDOW t AS (PARTITION BY e.environment, e.transaction_id, e.kind, e.currency, e.purchase_date,
-                e.refund_at)),
-        w AS MATERIALIZED (SELECT g.*, bool_or(g.cohort_day IS NULL OR g.gone)
-                OVER (PARTITION BY g.environment, g.original_transaction_id) AS whole
-            FROM g)
-    SELECT f.days, x.envs, x.ids INTO v_days, v_envs, v_ids
-    FROM (SELECT array_agg(ROW(p_project_id, w.environment, w.cohort_day, w.day, w.currency, w.kind, w.price_milli,
-                w.tier, w.refund_milli_percent, w.refund_at, w.n)::revenue_ltv_days) AS days FROM w WHERE NOT w.whole) f,
-        (SELECT array_agg(y.environment ORDER BY y.environment, y.original_transaction_id) AS envs,
-                array_agg(y.original_transaction_id ORDER BY y.environment, y.original_transaction_id) AS ids
-            FROM (SELECT DISTINCT w.environment, w.original_transaction_id FROM w WHERE w.whole) y) x;
-    IF v_days IS NOT NULL THEN
+    IF v_whole THEN
+        v_envs := v_envs || v_env;
+        v_ids := v_ids || v_id;
+    ELSE
+        v_days := v_days || v_pending;
+    END IF;
+    IF cardinality(v_days) > 0 THEN
         PERFORM bouncer_revenue_ltv_days_add(p_project_id, v_days);
     END IF;
-    IF v_ids IS NOT NULL THEN
+    IF cardinality(v_ids) > 0 THEN
         PERFORM bouncer_revenue_ltv_resync(p_project_id, v_envs, v_ids, p_rows, p_signs);
     END IF;
 END;

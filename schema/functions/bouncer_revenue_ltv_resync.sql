@@ -6,14 +6,15 @@
 -- cancel: nothing written). Its rows in revenue_ltv_purchases and revenue_ltv_customers are written again where they
 -- changed. Reads the customers' purchases whole: a new purchase, an earlier first payment, a binding that moves
 -- (bouncer_revenue_ltv_rebind).
--- Each read of a table is a nested loop of probes by a purchase's or customer's key (the function's settings, as
--- bouncer_revenue_roll_up's), so no plan (the deriver's are generic) ranges over the project's rows, and Citus routes
--- it to the tenant's worker whole; the statements over the arrays read join by hash instead (set for them alone: a
--- backfill's batch holds thousands of purchases, and nested loops over them were quadratic).
+-- No planner settings of its own (it runs under bouncer_revenue_roll_up's and under the deriver's alone): each read
+-- of a table is a lateral probe by a purchase's or customer's key (OFFSET 0: never flattened into a join a plan could
+-- turn into a range of the project's rows; Citus routes it to the tenant's worker whole), and the arrays are never
+-- joined to each other: what one array says of another's rows (a purchase's customer, a customer's first payment, a
+-- purchase's old and new cohort) is carried by windows over their union, linear in a backfill's thousands of
+-- purchases whatever the join settings.
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_resync(p_project_id uuid, p_envs text[], p_ids text[],
     p_rows revenue_transactions[], p_signs int[]) RETURNS void
-LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
-    SET enable_nestloop = on AS $$
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     r record;
     v_penvs text[];
@@ -28,93 +29,99 @@ BEGIN
     SELECT array_agg(g.env), array_agg(g.id), array_agg(bouncer_revenue_ltv_customer(p_project_id, g.env, g.id))
     INTO v_penvs, v_pids, v_pcus
     FROM (SELECT DISTINCT k.env, k.id FROM unnest(p_envs, p_ids) k (env, id)) g;
-    -- And every purchase held by a customer they had or have.
-    WITH g AS (SELECT k.env, k.id FROM unnest(v_penvs, v_pids) k (env, id)),
-        gc AS (SELECT * FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
+    -- And every purchase held by a customer they had or have (a given purchase keeps its customer now).
+    WITH gc AS (SELECT * FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
         c AS (SELECT gc.env, gc.cu FROM gc
-            UNION SELECT lp.environment, lp.customer FROM g JOIN revenue_ltv_purchases lp
-                ON lp.project_id = p_project_id AND lp.environment = g.env AND lp.original_transaction_id = g.id),
-        h AS (SELECT DISTINCT lp.environment, lp.original_transaction_id, lp.customer
-            FROM c JOIN revenue_ltv_purchases lp ON lp.project_id = p_project_id AND lp.environment = c.env
-                AND lp.customer = c.cu),
-        p AS (SELECT gc.env, gc.id, gc.cu FROM gc
-            UNION ALL
-            SELECT h.environment, h.original_transaction_id, h.customer FROM h
-            LEFT JOIN g ON g.env = h.environment AND g.id = h.original_transaction_id WHERE g.id IS NULL)
+            UNION SELECT gc.env, lp.customer FROM gc CROSS JOIN LATERAL (SELECT lp.customer FROM revenue_ltv_purchases lp
+                WHERE lp.project_id = p_project_id AND lp.environment = gc.env AND lp.original_transaction_id = gc.id
+                OFFSET 0) lp),
+        h AS (SELECT c.env, lp.original_transaction_id AS id, c.cu FROM c CROSS JOIN LATERAL (
+                SELECT lp.original_transaction_id FROM revenue_ltv_purchases lp
+                WHERE lp.project_id = p_project_id AND lp.environment = c.env AND lp.customer = c.cu OFFSET 0) lp),
+        p AS (SELECT DISTINCT ON (x.env, x.id) x.env, x.id, x.cu
+            FROM (SELECT gc.env, gc.id, gc.cu, 0 AS o FROM gc UNION ALL SELECT h.env, h.id, h.cu, 1 FROM h) x
+            ORDER BY x.env, x.id, x.o)
     SELECT array_agg(p.env), array_agg(p.id), array_agg(p.cu) INTO v_penvs, v_pids, v_pcus FROM p;
     -- (Column by column: on Citus a whole row of a table is its shard's row type.)
     SELECT array_agg(ROW(lp.*)::revenue_ltv_purchases) INTO v_old
-    FROM unnest(v_penvs, v_pids) k (env, id) JOIN revenue_ltv_purchases lp ON lp.project_id = p_project_id
-        AND lp.environment = k.env AND lp.original_transaction_id = k.id;
+    FROM unnest(v_penvs, v_pids) k (env, id) CROSS JOIN LATERAL (SELECT lp.* FROM revenue_ltv_purchases lp
+        WHERE lp.project_id = p_project_id AND lp.environment = k.env AND lp.original_transaction_id = k.id OFFSET 0) lp;
     SELECT array_agg(ROW(v.*)::revenue_transactions) INTO v_cur
-    FROM unnest(v_penvs, v_pids) k (env, id) JOIN revenue_transactions v ON v.project_id = p_project_id
-        AND v.original_transaction_id = k.id AND v.environment = k.env AND v.price_milli > 0;
-    -- The statements below join arrays alone (their writes probe keys): hash joins.
-    PERFORM set_config('enable_hashjoin', 'on', true), set_config('enable_nestloop', 'off', true);
-    -- Each purchase and currency as it is: its customer's first payment, its own, its days and refunds.
-    WITH e AS MATERIALIZED (SELECT * FROM bouncer_revenue_ltv_entries(v_cur, NULL)),
-        k AS (SELECT * FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
-        pc AS (SELECT e.environment, e.original_transaction_id, e.currency, k.cu,
-                min(e.purchase_date) FILTER (WHERE e.kind = 0) AS first_at,
-                ARRAY(SELECT DISTINCT x FROM unnest(array_agg(e.day) FILTER (WHERE e.kind = 0)) x ORDER BY x) AS days,
-                ARRAY(SELECT DISTINCT x FROM unnest(array_agg(e.refund_at) FILTER (WHERE e.kind = 1)) x ORDER BY x)
+    FROM unnest(v_penvs, v_pids) k (env, id) CROSS JOIN LATERAL (SELECT v.* FROM revenue_transactions v
+        WHERE v.project_id = p_project_id AND v.original_transaction_id = k.id AND v.environment = k.env
+          AND v.price_milli > 0 OFFSET 0) v;
+    -- Each purchase and currency as it is: its customer (carried from the purchase's own row of the union), its
+    -- customer's first payment (a window over the customer's), its own, its days and refunds.
+    WITH e AS (SELECT e.environment AS env, e.original_transaction_id AS id, e.currency, e.kind, e.purchase_date,
+                e.day, e.refund_at, NULL::text AS cu
+            FROM bouncer_revenue_ltv_entries(v_cur, NULL) e
+            UNION ALL
+            SELECT k.env, k.id, NULL, NULL, NULL, NULL, NULL, k.cu FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
+        ec AS (SELECT e.*, max(e.cu) OVER (PARTITION BY e.env, e.id) AS customer FROM e),
+        pc AS (SELECT ec.env, ec.id, ec.currency, ec.customer,
+                min(ec.purchase_date) FILTER (WHERE ec.kind = 0) AS first_at,
+                ARRAY(SELECT DISTINCT x FROM unnest(array_agg(ec.day) FILTER (WHERE ec.kind = 0)) x ORDER BY x) AS days,
+                ARRAY(SELECT DISTINCT x FROM unnest(array_agg(ec.refund_at) FILTER (WHERE ec.kind = 1)) x ORDER BY x)
                     AS refunds
-            FROM e JOIN k ON k.env = e.environment AND k.id = e.original_transaction_id
-            GROUP BY 1, 2, 3, 4),
-        cf AS (SELECT pc.environment, pc.cu, min(pc.first_at) AS first_at FROM pc GROUP BY 1, 2)
-    SELECT array_agg(ROW(p_project_id, pc.environment, pc.original_transaction_id, pc.currency, pc.cu,
-            (cf.first_at AT TIME ZONE 'UTC')::date, pc.first_at, pc.days, pc.refunds)::revenue_ltv_purchases
-        ORDER BY pc.environment, pc.original_transaction_id, pc.currency)
+            FROM ec WHERE ec.kind IS NOT NULL
+            GROUP BY 1, 2, 3, 4)
+    SELECT array_agg(ROW(p_project_id, x.env, x.id, x.currency, x.customer, (x.cf AT TIME ZONE 'UTC')::date,
+            x.first_at, x.days, x.refunds)::revenue_ltv_purchases ORDER BY x.env, x.id, x.currency)
     INTO v_new
-    FROM pc JOIN cf ON cf.environment = pc.environment AND cf.cu = pc.cu;
-    -- The day rows: each purchase as it was out (its rows now less the batch's difference, under its old cohort),
-    -- as it is in (under its new one).
+    FROM (SELECT pc.*, min(pc.first_at) OVER (PARTITION BY pc.env, pc.customer) AS cf FROM pc) x;
+    -- The day rows: each purchase as it was out (its rows now less the batch's difference, under its old cohort), as
+    -- it is in (under its new one); the cohorts carried to the amounts by windows over the union of both.
     PERFORM bouncer_revenue_ltv_days_add(p_project_id, ARRAY(
-        WITH o AS (SELECT DISTINCT o.environment, o.original_transaction_id, o.cohort_day FROM unnest(v_old) o),
-            n AS (SELECT DISTINCT n.environment, n.original_transaction_id, n.cohort_day FROM unnest(v_new) n),
-            k AS (SELECT DISTINCT k.env, k.id FROM unnest(v_penvs, v_pids) k (env, id))
-        SELECT ROW(p_project_id, x.environment, x.cohort_day, x.day, x.currency, x.kind, x.price_milli, x.tier,
-                x.refund_milli_percent, x.refund_at, x.n)::revenue_ltv_days
-        FROM (SELECT e.environment, o.cohort_day, e.day, e.currency, e.kind, e.price_milli, e.tier,
-                    e.refund_milli_percent, e.refund_at, - e.n AS n
+        WITH a AS (SELECT e.environment AS env, e.original_transaction_id AS id, 0 AS side, e.day, e.currency, e.kind,
+                    e.price_milli, e.tier, e.refund_milli_percent, e.refund_at, - e.n AS n, NULL::date AS old,
+                    NULL::date AS new, false AS given
                 FROM bouncer_revenue_ltv_entries(v_cur, NULL) e
-                JOIN o ON o.environment = e.environment AND o.original_transaction_id = e.original_transaction_id
-            UNION ALL
-            SELECT e.environment, o.cohort_day, e.day, e.currency, e.kind, e.price_milli, e.tier,
-                    e.refund_milli_percent, e.refund_at, e.n
+                UNION ALL
+                SELECT e.environment, e.original_transaction_id, 1, e.day, e.currency, e.kind, e.price_milli, e.tier,
+                    e.refund_milli_percent, e.refund_at, e.n, NULL, NULL, false
                 FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
-                JOIN k ON k.env = e.environment AND k.id = e.original_transaction_id
-                JOIN o ON o.environment = e.environment AND o.original_transaction_id = e.original_transaction_id
-            UNION ALL
-            SELECT e.environment, n.cohort_day, e.day, e.currency, e.kind, e.price_milli, e.tier,
-                    e.refund_milli_percent, e.refund_at, e.n
+                UNION ALL
+                SELECT e.environment, e.original_transaction_id, 3, e.day, e.currency, e.kind, e.price_milli, e.tier,
+                    e.refund_milli_percent, e.refund_at, e.n, NULL, NULL, false
                 FROM bouncer_revenue_ltv_entries(v_cur, NULL) e
-                JOIN n ON n.environment = e.environment AND n.original_transaction_id = e.original_transaction_id) x));
+                UNION ALL
+                SELECT o.environment, o.original_transaction_id, 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                    o.cohort_day, NULL, false FROM unnest(v_old) o
+                UNION ALL
+                SELECT n.environment, n.original_transaction_id, 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                    NULL, n.cohort_day, false FROM unnest(v_new) n
+                UNION ALL
+                SELECT k.env, k.id, 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true
+                FROM unnest(v_penvs, v_pids) k (env, id)),
+            w AS (SELECT a.*, max(a.old) OVER k AS o, max(a.new) OVER k AS c, bool_or(a.given) OVER k AS mine
+                FROM a WINDOW k AS (PARTITION BY a.env, a.id))
+        -- Out (0) and the batch's difference (1, the given purchases') under the old cohort, in (3) under the new.
+        SELECT ROW(p_project_id, w.env, CASE WHEN w.side = 3 THEN w.c ELSE w.o END, w.day, w.currency, w.kind,
+                w.price_milli, w.tier, w.refund_milli_percent, w.refund_at, w.n)::revenue_ltv_days
+        FROM w WHERE w.side IN (0, 3) OR (w.side = 1 AND w.mine)));
     -- The purchases' rows: gone ones removed, changed ones written (each by its key).
     FOR r IN
-        SELECT o.environment, o.original_transaction_id, o.currency FROM unnest(v_old) o
-        LEFT JOIN unnest(v_new) n ON n.environment = o.environment
-            AND n.original_transaction_id = o.original_transaction_id AND n.currency = o.currency
-        WHERE n.currency IS NULL
+        SELECT x.environment, x.original_transaction_id, x.currency
+        FROM (SELECT o.environment, o.original_transaction_id, o.currency, 0 AS side FROM unnest(v_old) o
+            UNION ALL SELECT n.environment, n.original_transaction_id, n.currency, 1 FROM unnest(v_new) n) x
+        GROUP BY 1, 2, 3 HAVING max(x.side) = 0
     LOOP
         DELETE FROM revenue_ltv_purchases lp WHERE lp.project_id = p_project_id AND lp.environment = r.environment
           AND lp.original_transaction_id = r.original_transaction_id AND lp.currency = r.currency;
     END LOOP;
     INSERT INTO revenue_ltv_purchases AS lp
-    SELECT n.* FROM unnest(v_new) n
-    LEFT JOIN unnest(v_old) o ON o.environment = n.environment
-        AND o.original_transaction_id = n.original_transaction_id AND o.currency = n.currency
-    WHERE o IS DISTINCT FROM n
+    SELECT (x.r).* FROM (SELECT n AS r, 1 AS side FROM unnest(v_new) n UNION ALL SELECT o, 0 FROM unnest(v_old) o) x
+    GROUP BY x.r HAVING min(x.side) = 1
     ON CONFLICT (project_id, environment, original_transaction_id, currency) DO UPDATE SET
         customer = EXCLUDED.customer, cohort_day = EXCLUDED.cohort_day, first_at = EXCLUDED.first_at,
         days = EXCLUDED.days, refunds = EXCLUDED.refunds;
     -- The customers, before and after: their first payment, or none left.
     FOR r IN
-        WITH c AS (SELECT o.environment AS env, o.customer AS cu FROM unnest(v_old) o
-                UNION SELECT k.env, k.cu FROM unnest(v_penvs, v_pcus) k (env, cu)),
-            f AS (SELECT n.environment AS env, n.customer AS cu, min(n.first_at) AS first_at FROM unnest(v_new) n
-                GROUP BY 1, 2)
-        SELECT c.env, c.cu FROM c LEFT JOIN f ON f.env = c.env AND f.cu = c.cu WHERE f.cu IS NULL
+        SELECT x.env, x.cu
+        FROM (SELECT o.environment AS env, o.customer AS cu, 0 AS side FROM unnest(v_old) o
+            UNION ALL SELECT k.env, k.cu, 0 FROM unnest(v_penvs, v_pcus) k (env, cu)
+            UNION ALL SELECT n.environment, n.customer, 1 FROM unnest(v_new) n) x
+        GROUP BY 1, 2 HAVING max(x.side) = 0
     LOOP
         DELETE FROM revenue_ltv_customers x WHERE x.project_id = p_project_id AND x.environment = r.env
           AND x.customer = r.cu;
