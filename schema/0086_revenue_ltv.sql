@@ -9,10 +9,10 @@
 -- No foreign key to projects (as 0075, 0085): bouncer_project_purge removes their rows.
 --
 -- revenue_ltv_purchases: per purchase and currency with a price (revenue_transactions.price_milli > 0), its customer
--- and the customer's cohort (cohort_day: the UTC day of the customer's first payment, revenue_ltv_customers.first_at),
--- its own first payment in the currency (first_at), and which amounts it has for the count of customers with amounts
--- without a rate: days, the UTC days of its sales; refunds, the instants of its refunds (a refund counts once it has
--- happened). Kept for a renewal by one probe and an in-place update (no indexed column changes).
+-- and the customer's cohort (cohort_day: the UTC day of the customer's first payment, revenue_ltv_customers.first_at)
+-- and its own first payment in the currency (first_at). Written only when the purchase is synced whole: a renewal or a
+-- refund reads it (one probe, for its cohort) and writes nothing here. The chart's count of customers with amounts
+-- without a rate reads their days from revenue_transactions, purchase by purchase, for the currencies that lack one.
 CREATE TABLE revenue_ltv_purchases (
     project_id               uuid          NOT NULL,
     environment              text          NOT NULL,
@@ -21,15 +21,13 @@ CREATE TABLE revenue_ltv_purchases (
     customer                 text          NOT NULL,
     cohort_day               date          NOT NULL,
     first_at                 timestamptz   NOT NULL,
-    days                     date[]        NOT NULL,
-    refunds                  timestamptz[] NOT NULL,
     PRIMARY KEY (project_id, environment, original_transaction_id, currency)
-) WITH (fillfactor = 80);
+);
 -- A customer's purchases (when one moves to or from them, or their first payment moves).
 CREATE INDEX revenue_ltv_purchases_customer_idx ON revenue_ltv_purchases (project_id, environment, customer);
 -- The chart's customers with amounts in a currency without a rate: a range of cohorts per currency.
 CREATE INDEX revenue_ltv_purchases_cohort_idx ON revenue_ltv_purchases (project_id, currency, cohort_day)
-    INCLUDE (environment, customer);
+    INCLUDE (environment, customer, original_transaction_id);
 -- revenue_ltv_customers: each customer's first payment (the earliest purchase date of a transaction with a price among
 -- the purchases they hold); the chart counts a cohort's customers by an index range.
 CREATE TABLE revenue_ltv_customers (

@@ -6,7 +6,8 @@ import Domain
 /// first payments (`revenue_ltv_customers`); their amounts, rows of equal amounts per cohort day, day and price
 /// (`revenue_ltv_days`, refunds once they have happened), each rule applied to a row and counted n times; the
 /// customers with amounts without a rate, per currency, the purchases of the range's cohorts in a currency that lacks
-/// one on a day of their sales or refunds (`revenue_ltv_purchases`).
+/// one (`revenue_ltv_purchases`) with a sale or a refund on such a day (their `revenue_transactions` rows, by purchase:
+/// the roll-up keeps no days, so a renewal writes no purchase row).
 extension PostgresChartStore {
     static let ltvStatements: [Chart: String] = [
         .realizedLTV: """
@@ -32,8 +33,12 @@ extension PostgresChartStore {
                 FROM q, nd JOIN revenue_ltv_purchases lp ON lp.currency = nd.currency
                 WHERE lp.project_id = q.project AND lp.cohort_day >= (q.lo AT TIME ZONE 'UTC')::date
                   AND lp.cohort_day < (q.hi AT TIME ZONE 'UTC')::date AND (q.env IS NULL OR lp.environment = q.env)
-                  AND (lp.days && nd.days OR EXISTS (SELECT 1 FROM unnest(lp.refunds) f
-                      WHERE f <= q.now AND (f AT TIME ZONE 'UTC')::date = ANY (nd.days)))
+                  AND EXISTS (SELECT 1 FROM revenue_transactions v
+                      WHERE v.project_id = q.project AND v.original_transaction_id = lp.original_transaction_id
+                        AND v.environment = lp.environment AND v.currency = lp.currency AND v.price_milli > 0
+                        AND ((v.purchase_date AT TIME ZONE 'UTC')::date = ANY (nd.days)
+                            OR (v.refund_milli_percent > 0 AND v.refund_date <= q.now
+                                AND (v.refund_date AT TIME ZONE 'UTC')::date = ANY (nd.days))))
                 GROUP BY 1, 2),
             mc AS (SELECT width_bucket(c.first_at, q.bounds) - 1 AS i, count(*) AS n
                 FROM q, revenue_ltv_customers c

@@ -103,7 +103,7 @@ extension ChartsE2ETests {
         func rollUps() throws -> [String] {
             try db.query("""
                 SELECT 'p ' || environment || ' ' || original_transaction_id || ' ' || currency || ' ' || customer || ' '
-                    || cohort_day || ' ' || first_at || ' ' || days::text || ' ' || refunds::text AS r
+                    || cohort_day || ' ' || first_at AS r
                 FROM revenue_ltv_purchases WHERE project_id = \(tenant.id)::uuid
                 UNION ALL SELECT 'c ' || environment || ' ' || customer || ' ' || first_at FROM revenue_ltv_customers
                 WHERE project_id = \(tenant.id)::uuid

@@ -1,13 +1,13 @@
 -- Moves realized_ltv's roll-ups (schema/0086) by a batch of the project's revenue_transactions rows, p_signs[i] = +1
 -- for a row written, −1 for the row it replaced or a row removed (bouncer_revenue_roll_up's revenue_days moves). A
 -- purchase whose rows only gain amounts without an earlier first payment (a renewal, a refund: each row replaced by
--- one of the same transaction, purchase date and refund) moves its cohort's day rows by the difference and adds its
--- new days to its row: O(1) rows per changed transaction. Any other (a new purchase or currency, an earlier first
+-- one of the same transaction, purchase date and refund) moves its cohort's day rows by the difference, its row read
+-- for the cohort (one probe) and not written: O(1) rows per changed transaction. Any other (a new purchase or currency, an earlier first
 -- payment, a refund undone, a row removed) is synced whole with its customer (bouncer_revenue_ltv_resync). Called by
 -- bouncer_revenue_roll_up once per batch, after its rows; never in the receipt's transaction.
 -- No planner settings of its own and no join of two arrays: the batch's amounts are grouped by sorts and windows alone
 -- (linear in the batch whatever the caller's settings: bouncer_revenue_roll_up's forbid hash joins), and each table is
--- written by its key, one purchase and currency at a time.
+-- read by its key, one purchase and currency at a time.
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_move(p_project_id uuid, p_rows revenue_transactions[], p_signs int[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
@@ -26,8 +26,8 @@ BEGIN
     IF COALESCE(cardinality(p_rows), 0) = 0 THEN
         RETURN;
     END IF;
-    -- Per purchase and currency: its earliest new sale, its new days and refunds, its amounts (the difference, cohort
-    -- left out) and whether the purchase loses an amount that does not come back (gone: synced whole).
+    -- Per purchase and currency: its earliest new sale, its amounts (the difference, cohort left out) and whether the
+    -- purchase loses an amount that does not come back (gone: synced whole).
     FOR r IN
         WITH e AS (SELECT e.*, bool_or(e.n < 0) OVER t AND NOT bool_or(e.n > 0) OVER t AS gone
                 FROM bouncer_revenue_ltv_entries(p_rows, p_signs) e
@@ -35,8 +35,6 @@ BEGIN
                     e.refund_at)),
             g AS (SELECT e.environment, e.original_transaction_id, e.currency,
                     COALESCE(min(e.purchase_date) FILTER (WHERE e.kind = 0 AND e.n > 0), 'infinity') AS first,
-                    COALESCE(array_agg(DISTINCT e.day) FILTER (WHERE e.kind = 0 AND e.n > 0), '{}') AS days,
-                    COALESCE(array_agg(DISTINCT e.refund_at) FILTER (WHERE e.kind = 1 AND e.n > 0), '{}') AS refunds,
                     array_agg(ROW(p_project_id, e.environment, NULL, e.day, e.currency, e.kind, e.price_milli, e.tier,
                         e.refund_milli_percent, e.refund_at, e.n)::revenue_ltv_days) AS amounts,
                     bool_or(e.gone) AS gone
@@ -57,17 +55,13 @@ BEGIN
             v_pending := '{}';
         END IF;
         CONTINUE WHEN v_whole;
-        -- The row takes its new days and refunds unless the batch moves its first payment earlier (one probe and an
-        -- in-place update: a renewal's whole cost here besides its day row); a missing row, or one the batch moves
-        -- earlier, has its purchase synced whole.
+        -- Its cohort, unless the batch moves its first payment earlier (one probe: a renewal's whole cost here besides
+        -- its day row); a missing row, or one the batch moves earlier, has its purchase synced whole.
         v_cohort := NULL;
-        UPDATE revenue_ltv_purchases lp SET
-            days = ARRAY(SELECT DISTINCT x FROM unnest(lp.days || r.days) x ORDER BY x),
-            refunds = ARRAY(SELECT DISTINCT x FROM unnest(lp.refunds || r.refunds) x ORDER BY x)
+        SELECT lp.cohort_day INTO v_cohort FROM revenue_ltv_purchases lp
         WHERE lp.project_id = p_project_id AND lp.environment = r.environment
           AND lp.original_transaction_id = r.original_transaction_id AND lp.currency = r.currency
-          AND lp.first_at <= r.first
-        RETURNING lp.cohort_day INTO v_cohort;
+          AND lp.first_at <= r.first;
         IF v_cohort IS NULL THEN
             v_whole := true;
         ELSE

@@ -51,7 +51,7 @@ BEGIN
         WHERE v.project_id = p_project_id AND v.original_transaction_id = k.id AND v.environment = k.env
           AND v.price_milli > 0 OFFSET 0) v;
     -- Each purchase and currency as it is: its customer (carried from the purchase's own row of the union), its
-    -- customer's first payment (a window over the customer's), its own, its days and refunds.
+    -- customer's first payment (a window over the customer's) and its own.
     WITH e AS (SELECT e.environment AS env, e.original_transaction_id AS id, e.currency, e.kind, e.purchase_date,
                 e.day, e.refund_at, NULL::text AS cu
             FROM bouncer_revenue_ltv_entries(v_cur, NULL) e
@@ -59,14 +59,11 @@ BEGIN
             SELECT k.env, k.id, NULL, NULL, NULL, NULL, NULL, k.cu FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
         ec AS (SELECT e.*, max(e.cu) OVER (PARTITION BY e.env, e.id) AS customer FROM e),
         pc AS (SELECT ec.env, ec.id, ec.currency, ec.customer,
-                min(ec.purchase_date) FILTER (WHERE ec.kind = 0) AS first_at,
-                ARRAY(SELECT DISTINCT x FROM unnest(array_agg(ec.day) FILTER (WHERE ec.kind = 0)) x ORDER BY x) AS days,
-                ARRAY(SELECT DISTINCT x FROM unnest(array_agg(ec.refund_at) FILTER (WHERE ec.kind = 1)) x ORDER BY x)
-                    AS refunds
+                min(ec.purchase_date) FILTER (WHERE ec.kind = 0) AS first_at
             FROM ec WHERE ec.kind IS NOT NULL
             GROUP BY 1, 2, 3, 4)
     SELECT array_agg(ROW(p_project_id, x.env, x.id, x.currency, x.customer, (x.cf AT TIME ZONE 'UTC')::date,
-            x.first_at, x.days, x.refunds)::revenue_ltv_purchases ORDER BY x.env, x.id, x.currency)
+            x.first_at)::revenue_ltv_purchases ORDER BY x.env, x.id, x.currency)
     INTO v_new
     FROM (SELECT pc.*, min(pc.first_at) OVER (PARTITION BY pc.env, pc.customer) AS cf FROM pc) x;
     -- The day rows: each purchase as it was out (its rows now less the batch's difference, under its old cohort), as
@@ -113,8 +110,7 @@ BEGIN
     SELECT (x.r).* FROM (SELECT n AS r, 1 AS side FROM unnest(v_new) n UNION ALL SELECT o, 0 FROM unnest(v_old) o) x
     GROUP BY x.r HAVING min(x.side) = 1
     ON CONFLICT (project_id, environment, original_transaction_id, currency) DO UPDATE SET
-        customer = EXCLUDED.customer, cohort_day = EXCLUDED.cohort_day, first_at = EXCLUDED.first_at,
-        days = EXCLUDED.days, refunds = EXCLUDED.refunds;
+        customer = EXCLUDED.customer, cohort_day = EXCLUDED.cohort_day, first_at = EXCLUDED.first_at;
     -- The customers, before and after: their first payment, or none left.
     FOR r IN
         SELECT x.env, x.cu
