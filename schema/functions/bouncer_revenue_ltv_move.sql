@@ -40,7 +40,9 @@ BEGIN
                     bool_or(e.gone) AS gone
                 FROM e GROUP BY 1, 2, 3)
         SELECT g.*, bool_or(g.gone) OVER (PARTITION BY g.environment, g.original_transaction_id) AS whole FROM g
-        ORDER BY g.environment, g.original_transaction_id, g.currency
+        -- (A last row of NULLs ends the last purchase.)
+        UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL
+        ORDER BY 1, 2, 3
     LOOP
         IF v_id IS DISTINCT FROM r.original_transaction_id OR v_env IS DISTINCT FROM r.environment THEN
             IF v_whole THEN
@@ -54,6 +56,7 @@ BEGIN
             v_whole := r.whole;
             v_pending := '{}';
         END IF;
+        EXIT WHEN r.original_transaction_id IS NULL;
         CONTINUE WHEN v_whole;
         -- Its cohort, unless the batch moves its first payment earlier (one probe: a renewal's whole cost here besides
         -- its day row); a missing row, or one the batch moves earlier, has its purchase synced whole.
@@ -70,12 +73,6 @@ BEGIN
                 FROM unnest(r.amounts) a);
         END IF;
     END LOOP;
-    IF v_whole THEN
-        v_envs := v_envs || v_env;
-        v_ids := v_ids || v_id;
-    ELSE
-        v_days := v_days || v_pending;
-    END IF;
     IF cardinality(v_days) > 0 THEN
         PERFORM bouncer_revenue_ltv_days_add(p_project_id, v_days);
     END IF;
