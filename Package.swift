@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "Verification", dependencies: ["Domain", "AppStoreJWS", "AppReceipt", "Crypto", "JSON"], swiftSettings: strict),
         // Long-running services (webhook deriver and dispatcher, reconcile scheduler, consumption responder, caches,
         // readiness) behind one `Service` protocol and one `ServiceGroup` lifecycle.
-        .target(name: "Jobs", dependencies: ["Domain", "Storage", "Postgres", "HTTPClient", "Crypto", "JSON", "Primitives"],
+        .target(name: "Jobs", dependencies: ["Domain", "Storage", "Postgres", "HTTPClient", "Crypto", "JSON", "Primitives", "CSystem"],
                 swiftSettings: strict),
 
         // The subcommands' behaviour, the settings and their variable tables, /metrics and rate-limit admission, the
@@ -97,7 +97,7 @@ let package = Package(
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", "Crypto", "Specification"], swiftSettings: strict),
-        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "Storage", "TestSupport", "Specification"], swiftSettings: strict),
+        .testTarget(name: "APITests", dependencies: ["API", "Domain", "HTTPCore", "JSON", "TestSupport", "Specification"], swiftSettings: strict),
         .testTarget(name: "BouncerClientTests", dependencies: ["BouncerClient", "TestSupport", "JSON"], swiftSettings: strict),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Postgres", "JSON", "Crypto"], exclude: ["console"],
                     swiftSettings: strict),

@@ -117,8 +117,12 @@ def apt_packages(run_arguments):
 
 
 def embedded_roots(swift_source):
-    """{name: bytes} for every `static let NAME: [UInt8] = [0x.., …]` in AppleRootCertificates.swift."""
+    """{name: bytes} for every `static let NAME = der(""" base64 """)` in AppleRootCertificates.swift (the roots'
+    DER as base64 text since the roots got one home; a `[UInt8]` literal of hex bytes is read too)."""
+    import base64
     roots = {}
+    for m in re.finditer(r"static let (\w+) = der\(\"\"\"(.*?)\"\"\"\)", swift_source, re.S):
+        roots[m.group(1)] = base64.b64decode("".join(m.group(2).split()))
     for m in re.finditer(r"static let (\w+): \[UInt8\] = \[(.*?)\]", swift_source, re.S):
         roots[m.group(1)] = bytes(int(h, 16) for h in re.findall(r"0x([0-9A-Fa-f]{2})", m.group(2)))
     return roots

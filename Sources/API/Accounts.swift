@@ -141,7 +141,7 @@ struct AccountsController: APIController {
     /// `{"id","name","created_at","updated_at"}`.
     static func writeAccount(_ account: Account, into body: inout JSONBody) {
         body.beginObject()
-        body.field("id", account.id.uuidString.lowercased())
+        body.field("id", account.id.lowercasedText)
         body.field("name", account.name)
         body.field("created_at", account.createdAt)
         body.field("updated_at", account.updatedAt)
@@ -152,12 +152,12 @@ struct AccountsController: APIController {
     /// just created.
     static func writeAPIKey(_ key: APIKey, text: String?, into body: inout JSONBody) {
         body.beginObject()
-        body.field("id", key.id.uuidString.lowercased())
-        body.field("account_id", key.accountId.uuidString.lowercased())
+        body.field("id", key.id.lowercasedText)
+        body.field("account_id", key.accountId.lowercasedText)
         body.field("name", key.name)
         body.field("role", key.role.rawValue)
         if let projectIds = key.projectIds {
-            body.field("project_ids", projectIds.map { $0.uuidString.lowercased() })
+            body.field("project_ids", projectIds.map { $0.lowercasedText })
         } else {
             body.null("project_ids")
         }

@@ -33,7 +33,7 @@ struct AppAccountTokensController: APIController {
         body.beginObject()
         body.field("original_transaction_id", outcome.originalTransactionId)
         body.field("environment", outcome.environment.rawValue)
-        body.field("app_account_token", outcome.appAccountToken.uuidString.lowercased())
+        body.field("app_account_token", outcome.appAccountToken.lowercasedText)
         body.field("transaction_recorded", outcome.transactionRecorded)
         body.field("user_id", outcome.userId)
         body.endObject()

@@ -52,7 +52,7 @@ struct AppStoreActionsController: APIController {
         body.beginObject()
         body.field("token", report.token)
         body.field("environment", report.environment.rawValue)
-        body.field("notification_uuid", report.notificationUUID.uuidString.lowercased())
+        body.field("notification_uuid", report.notificationUUID.lowercasedText)
         body.objects("apple_send_attempts", report.sendAttempts) { attempt, body in
             body.field("attempt_date", attempt.attemptDate)
             body.field("result", attempt.result)
@@ -84,7 +84,7 @@ struct AppStoreActionsController: APIController {
         body.beginObject()
         body.field("original_transaction_id", record.originalTransactionId)
         body.field("environment", record.environment.rawValue)
-        body.field("request_identifier", record.requestIdentifier.uuidString.lowercased())
+        body.field("request_identifier", record.requestIdentifier.lowercasedText)
         body.field("extend_by_days", record.extendByDays)
         body.field("reason_code", record.reasonCode)
         body.field("success", record.success == true)

@@ -285,7 +285,7 @@ struct AuditLogController: APIController {
     /// The opaque cursor after `entry`: base64url of `<milliseconds>.<id>`.
     static func cursor(_ entry: AuditEntry) -> String {
         let ms = RFC3339.milliseconds(secondsSince1970: entry.at.timeIntervalSince1970)
-        return Base64.encodeURL(Array("\(ms).\(entry.id.uuidString.lowercased())".utf8))
+        return Base64.encodeURL(Array("\(ms).\(entry.id.lowercasedText)".utf8))
     }
 
     static func decodeCursor(_ text: String) -> (at: Date, id: UUID)? {
@@ -303,17 +303,17 @@ struct AuditLogController: APIController {
     /// request_id, client_address}`.
     static func writeEntry(_ entry: AuditEntry, into body: inout JSONBody) {
         body.beginObject()
-        body.field("id", entry.id.uuidString.lowercased())
+        body.field("id", entry.id.lowercasedText)
         body.field("at", entry.at)
         body.key("actor")
         body.object {
             $0.field("type", entry.actor.type)
-            $0.field("id", entry.actor.id?.uuidString.lowercased())
+            $0.field("id", entry.actor.id?.lowercasedText)
             $0.field("label", entry.actor.label)
         }
         body.field("action", entry.action)
-        body.field("account_id", entry.accountId?.uuidString.lowercased())
-        body.field("project_id", entry.projectId?.uuidString.lowercased())
+        body.field("account_id", entry.accountId?.lowercasedText)
+        body.field("project_id", entry.projectId?.lowercasedText)
         body.field("target", entry.target)
         body.key("changes")
         writeChanges(entry.changes, into: &body)
@@ -360,10 +360,10 @@ struct AuditLogController: APIController {
             var changes = JSONBody(capacity: 128)
             writeChanges(entry.changes, into: &changes)
             let cells = [
-                entry.id.uuidString.lowercased(),
+                entry.id.lowercasedText,
                 RFC3339.string(secondsSince1970: entry.at.timeIntervalSince1970),
-                entry.actor.type, entry.actor.id?.uuidString.lowercased() ?? "", entry.actor.label, entry.action,
-                entry.accountId?.uuidString.lowercased() ?? "", entry.projectId?.uuidString.lowercased() ?? "",
+                entry.actor.type, entry.actor.id?.lowercasedText ?? "", entry.actor.label, entry.action,
+                entry.accountId?.lowercasedText ?? "", entry.projectId?.lowercasedText ?? "",
                 entry.target, String(decoding: changes.bytes, as: UTF8.self), entry.requestId, entry.clientAddress,
             ]
             out += cells.map(csvCell).joined(separator: ",") + "\r\n"

@@ -10,7 +10,7 @@ enum ChartRepresentation {
         let chart = query.chart
         var body = JSONBody(capacity: 512 + 160 * result.points.count)
         body.beginObject()
-        body.field("project_id", query.projectId.uuidString.lowercased())
+        body.field("project_id", query.projectId.lowercasedText)
         body.field("chart", chart.rawValue)
         body.field("from", MetricsController.dayString(query.from))
         body.field("to", MetricsController.dayString(query.to.addingTimeInterval(-86_400)))

@@ -139,7 +139,7 @@ struct ChartsController: APIController {
         try store.setSettings(settings, projectId: id)
         var out = JSONBody(capacity: 128)
         out.object {
-            $0.field("project_id", id.uuidString.lowercased())
+            $0.field("project_id", id.lowercasedText)
             $0.field("small_business_program", settings.smallBusinessProgram)
             $0.field("reporting_currency", settings.reportingCurrency)
         }

@@ -104,7 +104,7 @@ struct ConsoleController: APIController {
         body.field("expires_at", expires)
         if let who {
             body.field("kind", who.kind)
-            if let accountId = who.accountId { body.field("account_id", accountId.uuidString.lowercased()) }
+            if let accountId = who.accountId { body.field("account_id", accountId.lowercasedText) }
             if let role = who.role { body.field("role", role.rawValue) }
             if let email { body.field("email", email) }
             let permissions = who.role?.permissions ?? Set(Permission.allCases)

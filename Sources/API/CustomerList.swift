@@ -33,7 +33,7 @@ struct CustomerListController: APIController {
         let page = try store.customers(query, now: now())
         var body = JSONBody(capacity: 256 + 320 * page.customers.count)
         body.object {
-            $0.field("project_id", id.uuidString.lowercased())
+            $0.field("project_id", id.lowercasedText)
             $0.field("currency", page.settings.reportingCurrency)
             $0.objects("customers", page.customers) { customer, body in
                 body.field("user_id", customer.userId)

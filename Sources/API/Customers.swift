@@ -207,7 +207,7 @@ struct CustomersController: APIController {
 
     static func writeGrant(_ grant: Grant, at now: Date, into body: inout JSONBody) {
         body.beginObject()
-        body.field("id", grant.id.uuidString.lowercased())
+        body.field("id", grant.id.lowercasedText)
         body.field("source", "grant")
         body.field("user_id", grant.userId)
         body.field("entitlement", grant.entitlement)
@@ -270,7 +270,7 @@ struct CustomersController: APIController {
                 if let payload = try? JSONParser.parse(Array(t.payloadJSON.utf8)) { body.json(payload) } else { body.null() }
             }
             body.objects("notifications", facts.notifications) { n, body in
-                body.field("notification_uuid", n.notificationUUID.uuidString.lowercased())
+                body.field("notification_uuid", n.notificationUUID.lowercasedText)
                 body.field("type", n.type)
                 body.field("subtype", n.subtype)
                 body.field("original_transaction_id", n.originalTransactionId)

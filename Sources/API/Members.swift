@@ -91,7 +91,7 @@ struct MembersController: APIController {
         let enabled = try use().enableTOTP(accountId: accountId, id: id, by: principal)
         var out = JSONBody(capacity: 256)
         out.beginObject()
-        out.field("member_id", enabled.member.id.uuidString.lowercased())
+        out.field("member_id", enabled.member.id.lowercasedText)
         out.field("totp_enabled", true)
         out.field("otpauth_uri", enabled.uri)
         out.endObject()
@@ -143,8 +143,8 @@ struct MembersController: APIController {
     /// "updated_at"}`; `invite_token` only when just invited. Never a password, digest or TOTP secret.
     static func writeMember(_ member: Member, inviteToken: String?, into body: inout JSONBody) {
         body.beginObject()
-        body.field("id", member.id.uuidString.lowercased())
-        body.field("account_id", member.accountId.uuidString.lowercased())
+        body.field("id", member.id.lowercasedText)
+        body.field("account_id", member.accountId.lowercasedText)
         body.field("email", member.email)
         body.field("role", member.role.rawValue)
         body.field("status", member.active ? "active" : "invited")

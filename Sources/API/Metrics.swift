@@ -28,7 +28,7 @@ struct MetricsController: APIController {
         let metrics = try store.overview(projectId: id, range: range, environment: environment, now: now())
         var body = JSONBody(capacity: 256 + 200 * metrics.days.count)
         body.beginObject()
-        body.field("project_id", id.uuidString.lowercased())
+        body.field("project_id", id.lowercasedText)
         body.field("from", Self.dayString(range.from))
         body.field("to", Self.dayString(range.to.addingTimeInterval(-86_400)))
         body.field("interval", "day")

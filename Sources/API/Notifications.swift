@@ -46,7 +46,7 @@ struct NotificationsController: APIController {
         var out = JSONBody(capacity: 96)
         out.beginObject()
         out.field("status", outcome.rawValue)
-        out.field("notification_uuid", facts.notificationUUID.uuidString.lowercased())
+        out.field("notification_uuid", facts.notificationUUID.lowercasedText)
         out.endObject()
         return Response.json(200, out.bytes)
     }
@@ -111,7 +111,7 @@ struct NotificationsController: APIController {
 
     static func writeNotification(_ n: StoredNotification, into body: inout JSONBody) {
         body.beginObject()
-        body.field("notification_uuid", n.notificationUUID.uuidString.lowercased())
+        body.field("notification_uuid", n.notificationUUID.lowercasedText)
         body.field("type", n.type)
         body.field("subtype", n.subtype)
         body.field("original_transaction_id", n.originalTransactionId)

@@ -225,8 +225,8 @@ struct ProjectsController: APIController {
     static func writeProject(_ administered: AdministeredProject, into body: inout JSONBody) {
         let project = administered.project
         body.beginObject()
-        body.field("id", project.id.uuidString.lowercased())
-        body.field("account_id", project.accountId.uuidString.lowercased())
+        body.field("id", project.id.lowercasedText)
+        body.field("account_id", project.accountId.lowercasedText)
         body.field("name", project.name)
         body.field("bundle_id", project.bundleId)
         body.field("app_apple_id", project.appAppleId)

@@ -85,7 +85,7 @@ struct ReconciliationController: APIController {
         body.field("original_transaction_id", change.originalTransactionId)
         body.field("source", "reconcile")
         body.field("via", change.via.rawValue)
-        body.field("notification_uuid", change.notificationUUID?.uuidString.lowercased())
+        body.field("notification_uuid", change.notificationUUID?.lowercasedText)
         body.field("notification_type", change.notificationType)
         body.field("latest_transaction_id", change.latestTransactionId)
         body.field("before_status", change.beforeStatus?.rawValue)

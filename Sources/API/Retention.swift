@@ -54,18 +54,18 @@ struct RetentionController: APIController {
         case .message(let messageId):
             out.key("message")
             out.beginObject()
-            out.field("messageIdentifier", messageId.uuidString.lowercased())
+            out.field("messageIdentifier", messageId.lowercasedText)
             out.endObject()
         case .alternateProduct(let productId, let messageId):
             out.key("alternateProduct")
             out.beginObject()
-            out.field("messageIdentifier", messageId.uuidString.lowercased())
+            out.field("messageIdentifier", messageId.lowercasedText)
             out.field("productId", productId)
             out.endObject()
         case .promotionalOffer(_, let messageId):
             out.key("promotionalOffer")
             out.beginObject()
-            out.field("messageIdentifier", messageId.uuidString.lowercased())
+            out.field("messageIdentifier", messageId.lowercasedText)
             out.field("promotionalOfferSignatureV2", answer.offerSignature)
             out.endObject()
         }
@@ -111,7 +111,7 @@ struct RetentionController: APIController {
         out.field("action", s.decision.action?.kind ?? "default")
         out.field("rule_index", s.decision.ruleIndex.map { Int64($0) })
         out.field("rule_name", s.decision.ruleName)
-        out.field("message_id", s.decision.action?.messageId.uuidString.lowercased())
+        out.field("message_id", s.decision.action?.messageId.lowercasedText)
         if case .alternateProduct(let product, _)? = s.decision.action { out.field("alternate_product_id", product) }
         if case .promotionalOffer(let offer, _)? = s.decision.action { out.field("promotional_offer_id", offer) }
         out.field("reason", s.decision.reason)
@@ -171,7 +171,7 @@ struct RetentionController: APIController {
         body.endObject()
         body.key("action")
         body.beginObject()
-        body.field("message_id", rule.action.messageId.uuidString.lowercased())
+        body.field("message_id", rule.action.messageId.lowercasedText)
         if case .alternateProduct(let product, _) = rule.action { body.field("alternate_product_id", product) }
         if case .promotionalOffer(let offer, _) = rule.action { body.field("promotional_offer_id", offer) }
         body.endObject()

@@ -65,7 +65,7 @@ struct RetentionMessagesController: APIController {
     static func assetsBody(_ key: StaticString, _ idKey: StaticString, _ assets: [RetentionAssetState]) -> [UInt8] {
         JSONBody.list(key, assets, capacity: 64 + 80 * assets.count) { asset, body in
             body.object {
-                $0.field(idKey, asset.id.uuidString.lowercased())
+                $0.field(idKey, asset.id.lowercasedText)
                 $0.field("state", asset.state)
             }
         }
@@ -97,11 +97,11 @@ struct RetentionMessagesController: APIController {
     static func messageBody(_ upload: RetentionMessageUpload, _ environment: StoreEnvironment) -> [UInt8] {
         var body = JSONBody(capacity: 512)
         body.object {
-            $0.field("message_id", upload.messageId.uuidString.lowercased())
+            $0.field("message_id", upload.messageId.lowercasedText)
             $0.field("environment", environment.rawValue)
             $0.field("header", upload.header)
             $0.field("body", upload.body)
-            $0.field("image_id", upload.image?.id.uuidString.lowercased())
+            $0.field("image_id", upload.image?.id.lowercasedText)
             $0.field("alt_text", upload.image?.altText)
         }
         return body.bytes
@@ -138,7 +138,7 @@ struct RetentionMessagesController: APIController {
     static func imageBody(_ imageId: UUID, _ environment: StoreEnvironment, bytes: Int) -> [UInt8] {
         var body = JSONBody(capacity: 160)
         body.object {
-            $0.field("image_id", imageId.uuidString.lowercased())
+            $0.field("image_id", imageId.lowercasedText)
             $0.field("environment", environment.rawValue)
             $0.field("bytes", bytes)
         }
@@ -172,7 +172,7 @@ struct RetentionMessagesController: APIController {
         body.object {
             $0.field("product_id", productId)
             $0.field("locale", locale)
-            $0.field("message_id", messageId.uuidString.lowercased())
+            $0.field("message_id", messageId.lowercasedText)
             $0.field("environment", environment.rawValue)
         }
         return body.bytes

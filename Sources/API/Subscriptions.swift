@@ -129,7 +129,7 @@ extension EvaluatedGrant {
     func write(into body: inout JSONBody) {
         body.beginObject()
         body.field("source", "grant")
-        body.field("id", grant.id.uuidString.lowercased())
+        body.field("id", grant.id.lowercasedText)
         body.field("entitlement", grant.entitlement)
         body.field("expires_at", grant.expiresAt)
         body.field("created_at", grant.createdAt)

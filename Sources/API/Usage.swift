@@ -48,7 +48,7 @@ struct UsageController: APIController {
         }
         var body = JSONBody(capacity: 320)
         body.beginObject()
-        body.field("account_id", id.uuidString.lowercased())
+        body.field("account_id", id.lowercasedText)
         body.field("month", usage.month.description)
         body.field("receipts_verified", usage.counts[.receipts] ?? 0)
         body.field("notifications_processed", usage.counts[.notifications] ?? 0)
@@ -104,7 +104,7 @@ struct UsageController: APIController {
     static func quotasBody(_ id: UUID, _ quotas: AccountQuotas) -> [UInt8] {
         var body = JSONBody(capacity: 128)
         body.beginObject()
-        body.field("account_id", id.uuidString.lowercased())
+        body.field("account_id", id.lowercasedText)
         if let n = quotas.receiptsPerMonth { body.field("receipts_per_month", n) } else { body.null("receipts_per_month") }
         if let n = quotas.requestsPerSecond { body.field("requests_per_second", n) } else { body.null("requests_per_second") }
         body.endObject()

@@ -13,7 +13,7 @@ extension AppStoreServerClient {
 
     public func setAppAccountToken(originalTransactionId: String, token: UUID, environment: StoreEnvironment,
                                    credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        let payload: JSONValue = ["appAccountToken": .string(token.uuidString.lowercased())]
+        let payload: JSONValue = ["appAccountToken": .string(token.lowercasedText)]
         // A PUT of a value: repeating it sets the same token, so retrying is safe.
         _ = try call("PUT", "/inApps/v1/transactions/\(Self.pathSegment(originalTransactionId))/appAccountToken",
                      environment, credentials, body: payload.serialized())
@@ -29,7 +29,7 @@ extension AppStoreServerClient {
     public func extendRenewalDatesForAll(_ request: MassRenewalExtensionRequest, environment: StoreEnvironment,
                                          credentials: AppStoreAPICredentials) throws(AppStoreAPIError) -> UUID {
         var members: [(String, JSONValue)] = [
-            ("requestIdentifier", .string(request.requestIdentifier.uuidString.lowercased())),
+            ("requestIdentifier", .string(request.requestIdentifier.lowercasedText)),
             ("extendByDays", JSONValue(request.extendByDays)), ("extendReasonCode", JSONValue(request.reasonCode)),
             ("productId", .string(request.productId)),
         ]
@@ -51,7 +51,7 @@ extension AppStoreServerClient {
         -> MassRenewalExtensionStatus
     {
         let path = "/inApps/v1/subscriptions/extend/mass/\(Self.pathSegment(productId))/"
-            + Self.pathSegment(requestIdentifier.uuidString.lowercased())
+            + Self.pathSegment(requestIdentifier.lowercasedText)
         let object = try Self.object(try call("GET", path, environment, credentials), limit: configuration.maxResponseBytes)
         guard UUID(uuidString: try Self.string(object, "requestIdentifier")) == requestIdentifier else {
             throw Self.invalid("requestIdentifier is not the one asked about")
@@ -59,7 +59,7 @@ extension AppStoreServerClient {
         let complete = try Self.bool(object, "complete")
         func present(_ key: String) -> Bool { object[key].map { !$0.isNull } ?? false }
         return MassRenewalExtensionStatus(
-            requestIdentifier: requestIdentifier, complete: complete,
+            complete: complete,
             completeDate: present("completeDate") ? try Self.date(object, "completeDate") : nil,
             succeededCount: present("succeededCount") ? try Self.int(object, "succeededCount") : nil,
             failedCount: present("failedCount") ? try Self.int(object, "failedCount") : nil)

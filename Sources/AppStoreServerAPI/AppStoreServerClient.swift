@@ -178,7 +178,7 @@ public final class AppStoreServerClient: AppleServerAPI, Sendable {
         throws(AppStoreAPIError) -> RenewalExtensionResult {
         let payload: JSONValue = [
             "extendByDays": JSONValue(request.extendByDays), "extendReasonCode": JSONValue(request.reasonCode),
-            "requestIdentifier": .string(request.requestIdentifier.uuidString.lowercased()),
+            "requestIdentifier": .string(request.requestIdentifier.lowercasedText),
         ]
         // PUT with Apple's requestIdentifier: Apple deduplicates, so retrying is safe.
         let body = try call("PUT", "/inApps/v1/subscriptions/extend/\(Self.pathSegment(originalTransactionId))",

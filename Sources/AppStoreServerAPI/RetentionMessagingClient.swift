@@ -10,16 +10,16 @@ extension AppStoreServerClient: RetentionMessagingAPI {
         var members: [(String, JSONValue)] = [("header", .string(message.header)), ("body", .string(message.body))]
         if let image = message.image {
             members.append(("image", .object(JSONObject([
-                ("imageIdentifier", .string(image.id.uuidString.lowercased())), ("altText", .string(image.altText)),
+                ("imageIdentifier", .string(image.id.lowercasedText)), ("altText", .string(image.altText)),
             ]))))
         }
-        _ = try call("PUT", "/inApps/v1/messaging/message/\(message.messageId.uuidString.lowercased())", environment,
+        _ = try call("PUT", "/inApps/v1/messaging/message/\(message.messageId.lowercasedText)", environment,
                      credentials, body: JSONValue.object(JSONObject(members)).serialized())
     }
 
     public func uploadImage(_ imageId: UUID, png: [UInt8], environment: StoreEnvironment,
                             credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        _ = try call("PUT", "/inApps/v1/messaging/image/\(imageId.uuidString.lowercased())", environment, credentials,
+        _ = try call("PUT", "/inApps/v1/messaging/image/\(imageId.lowercasedText)", environment, credentials,
                      body: png, contentType: "image/png")
     }
 
@@ -34,14 +34,14 @@ extension AppStoreServerClient: RetentionMessagingAPI {
 
     public func deleteAsset(_ kind: RetentionAssetKind, _ id: UUID, environment: StoreEnvironment,
                             credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        _ = try call("DELETE", "/inApps/v1/messaging/\(kind.rawValue)/\(id.uuidString.lowercased())", environment,
+        _ = try call("DELETE", "/inApps/v1/messaging/\(kind.rawValue)/\(id.lowercasedText)", environment,
                      credentials)
     }
 
     public func configureDefaultMessage(productId: String, locale: String, messageId: UUID,
                                         environment: StoreEnvironment,
                                         credentials: AppStoreAPICredentials) throws(AppStoreAPIError) {
-        let body: JSONValue = ["messageIdentifier": .string(messageId.uuidString.lowercased())]
+        let body: JSONValue = ["messageIdentifier": .string(messageId.lowercasedText)]
         _ = try call("PUT", Self.defaultMessagePath(productId, locale), environment, credentials, body: body.serialized())
     }
 

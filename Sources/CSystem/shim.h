@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <netinet/in.h>
@@ -84,6 +85,10 @@ static inline void bouncer_eventfd_drain(int fd) {
 }
 
 static inline int bouncer_errno(void) { return errno; }
+// Names the calling thread for the kernel (`comm`: top -H, ps -L), at most 15 bytes plus NUL (longer is cut).
+// prctl, not a write to /proc/thread-self/comm: no file is opened (the unit's read-only file system checks hold).
+static inline int bouncer_set_thread_name(const char *name) { return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
+
 
 /// Creates a non-blocking listening TCP socket bound to host:port (numeric IPv4/IPv6 or a name).
 /// Returns the fd, or -1 with errno set; on getaddrinfo failure returns -2 and sets *gaiError.

@@ -24,7 +24,7 @@ enum CLIAudit {
         { administration in
             let context = AuditActions.context(
                 method, pattern, parameters: parameters, actor: actor, accountId: accountId, projectId: projectId,
-                requestId: UUID().uuidString.lowercased(), clientAddress: clientAddress, now: { Date() })
+                requestId: UUID().lowercasedText, clientAddress: clientAddress, now: { Date() })
             let lines = try AuditContext.$current.withValue(context) { try work(administration) }
             if !context.isClaimed, let log { try log.append(context.entry()) }
             return lines

@@ -142,7 +142,7 @@ public enum CredentialCommands {
         let status = AdminCommands.run(["reencrypt"], usage: reencryptUsage, { _ throws(AdminCommands.UsageError) in
             { (admin: CredentialAdministration) in
                 let report = try admin.reencryptAll { projectId, outcome in
-                    CLI.err("project \(projectId.uuidString.lowercased()): \(outcome)\n")
+                    CLI.err("project \(projectId.lowercasedText): \(outcome)\n")
                 }
                 failed = !report.failures.isEmpty
                 return [summary(report)]
@@ -153,7 +153,7 @@ public enum CredentialCommands {
 
     private static func summary(_ report: CredentialAdministration.ReencryptionReport) -> [UInt8] {
         let failures = report.failures.map { failure -> JSONValue in
-            .object(JSONObject([("project_id", .string(failure.projectId.uuidString.lowercased())),
+            .object(JSONObject([("project_id", .string(failure.projectId.lowercasedText)),
                                 ("reason", .string(failure.reason))]))
         }
         return Array(JSONValue.object(JSONObject([

@@ -60,7 +60,7 @@ public enum ExportCommand {
         defer { database.close(log: log) }
         do {
             guard try PostgresProjectStore(pool: database.pool).project(id: projectId) != nil else {
-                CLI.err("bouncer: project \(projectId.uuidString.lowercased()) not found\n")
+                CLI.err("bouncer: project \(projectId.lowercasedText) not found\n")
                 return 1
             }
             var buffer = TransactionExportCSV.header(includeJWS: query.includeJWS)

@@ -79,7 +79,7 @@ public enum ReconcileCommand {
         if ids.isEmpty { CLI.err("no project has App Store credentials: nothing to reconcile\n") }
         var status: Int32 = 0
         for id in ids {
-            let name = "project \(id.uuidString.lowercased())"
+            let name = "project \(id.lowercasedText)"
             do {
                 let report = try reconciliation.reconcile(projectId: id, trigger: .cli) { line in
                     CLI.err("\(name): \(line)\n")

@@ -79,7 +79,7 @@ public enum RetentionCommands {
         let arguments = Array(positional.dropFirst(command.hasPrefix("performance-test") ? 1 : 2))
         guard let first = arguments.first else { throw UsageError(message: "expected a PROJECT_ID") }
         let projectId = try uuid(first, "PROJECT_ID")
-        let id = projectId.uuidString.lowercased()
+        let id = projectId.lowercasedText
         let base = "/v1/admin/projects/:id/retention/"
         func expect(_ count: Int) throws(UsageError) {
             guard arguments.count == count else { throw UsageError(message: "\(command): wrong number of arguments") }
@@ -100,7 +100,7 @@ public enum RetentionCommands {
             var image: (id: UUID, altText: String)?
             if let altText = options["--alt-text"] { image = (try uuid(options["--image-id"], "--image-id"), altText) }
             let upload = RetentionMessageUpload(messageId: messageId, header: header, body: body, image: image)
-            return recorded("PUT", base + "messages/:messageId", ["id": id, "messageId": messageId.uuidString.lowercased()],
+            return recorded("PUT", base + "messages/:messageId", ["id": id, "messageId": messageId.lowercasedText],
                             projectId) {
                 try $0.uploadMessage(projectId: projectId, upload, environment: environment)
                 return [Representations.retentionMessage(upload, environment: environment)]
@@ -108,7 +108,7 @@ public enum RetentionCommands {
         case "messages delete":
             try expect(2)
             let messageId = try uuid(arguments[1], "MESSAGE_ID")
-            return recorded("DELETE", base + "messages/:messageId", ["id": id, "messageId": messageId.uuidString.lowercased()],
+            return recorded("DELETE", base + "messages/:messageId", ["id": id, "messageId": messageId.lowercasedText],
                             projectId) {
                 try $0.deleteMessage(projectId: projectId, messageId: messageId, environment: environment)
                 return []
@@ -120,7 +120,7 @@ public enum RetentionCommands {
             try expect(2)
             let imageId = try options["--image-id"].map { (text) throws(UsageError) in try uuid(text, "--image-id") } ?? UUID()
             let png = try imageFile(arguments[1])
-            return recorded("PUT", base + "images/:imageId", ["id": id, "imageId": imageId.uuidString.lowercased()],
+            return recorded("PUT", base + "images/:imageId", ["id": id, "imageId": imageId.lowercasedText],
                             projectId) {
                 try $0.uploadImage(projectId: projectId, imageId: imageId, png: png, environment: environment)
                 return [Representations.retentionImage(imageId, environment: environment, bytes: png.count)]
@@ -128,7 +128,7 @@ public enum RetentionCommands {
         case "images delete":
             try expect(2)
             let imageId = try uuid(arguments[1], "IMAGE_ID")
-            return recorded("DELETE", base + "images/:imageId", ["id": id, "imageId": imageId.uuidString.lowercased()],
+            return recorded("DELETE", base + "images/:imageId", ["id": id, "imageId": imageId.lowercasedText],
                             projectId) {
                 try $0.deleteImage(projectId: projectId, imageId: imageId, environment: environment)
                 return []

@@ -117,8 +117,8 @@ public enum Principal: Sendable, Equatable {
     public var label: String {
         switch self {
         case .operator: return "operator"
-        case .member(let id, _, _): return "member:" + id.uuidString.lowercased()
-        case .apiKey(let id, _, _, _): return "api_key:" + id.uuidString.lowercased()
+        case .member(let id, _, _): return "member:" + id.lowercasedText
+        case .apiKey(let id, _, _, _): return "api_key:" + id.lowercasedText
         }
     }
 

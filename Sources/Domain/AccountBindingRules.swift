@@ -32,18 +32,15 @@ public enum AccountBindingRules {
     /// lowercase; anything else is unchanged.
     public static func canonicalUserId(_ userId: String, policy: AppAccountTokenPolicy) -> String {
         guard policy != .ignore, let uuid = UUID(uuidString: userId) else { return userId }
-        return canonical(uuid)
+        return uuid.lowercasedText
     }
 
     /// Whether `appAccountToken` names `userId` (already canonical): only under `requireMatch` and `prefer`, where the
     /// token is an identity. Under `ignore` the project binds by the posted id alone, so the token proves nothing.
     public static func tokenNames(userId: String?, appAccountToken: UUID?, policy: AppAccountTokenPolicy) -> Bool {
         guard policy != .ignore, let userId, let token = appAccountToken else { return false }
-        return userId == canonical(token)
+        return userId == token.lowercasedText
     }
-
-    /// Apple's spelling of a UUID.
-    private static func canonical(_ uuid: UUID) -> String { uuid.uuidString.lowercased() }
 
     /// The user to bind (`nil`: bind none) and where it came from.
     ///
@@ -61,14 +58,14 @@ public enum AccountBindingRules {
         case .requireMatch:
             guard let posted = postedUserId else { return (nil, nil) }
             // Canonical above, so "ABC…" and "abc…" are the same user, stored once.
-            guard posted == canonical(token) else {
+            guard posted == token.lowercasedText else {
                 throw DomainError(
                     .appAccountTokenMismatch,
                     "The transaction's appAccountToken does not match the posted user_id.")
             }
             return (posted, .request)
         case .prefer:
-            return (canonical(token), .appAccountToken)
+            return (token.lowercasedText, .appAccountToken)
         }
     }
 }

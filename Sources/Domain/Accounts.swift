@@ -249,7 +249,7 @@ public struct AccountAdministration: Sendable {
     /// Revokes a key at once.
     public func revokeAPIKey(accountId: UUID, id: UUID) throws {
         guard try store.deleteAPIKey(accountId: accountId, id: id) else {
-            throw DomainError(.apiKeyNotFound, "No API key \(id.uuidString.lowercased()) in this account.")
+            throw DomainError(.apiKeyNotFound, "No API key \(id.lowercasedText) in this account.")
         }
     }
 
@@ -270,6 +270,6 @@ public struct AccountAdministration: Sendable {
 
     /// The 404 of an account that does not exist or that the caller may not see: the same answer.
     public static func notFound(_ id: UUID) -> DomainError {
-        DomainError(.accountNotFound, "No account \(id.uuidString.lowercased()).")
+        DomainError(.accountNotFound, "No account \(id.lowercasedText).")
     }
 }

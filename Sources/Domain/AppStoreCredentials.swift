@@ -96,6 +96,15 @@ public protocol CredentialSealing: Sendable {
     func open(_ sealed: SealedSecret, associatedData: [UInt8]) throws -> [UInt8]
 }
 
+extension Optional where Wrapped == any CredentialSealing {
+    /// The sealer, or `.encryptionKeyMissing` saying what cannot be done without one (the server has no
+    /// `BOUNCER_ENCRYPTION_KEY`): one author of the refusal for every secret Bouncer stores sealed.
+    func required(_ refusal: @autoclosure () -> String) throws -> any CredentialSealing {
+        guard let self else { throw DomainError(.encryptionKeyMissing, refusal()) }
+        return self
+    }
+}
+
 /// What a private key shows about itself once parsed.
 public struct InspectedPrivateKey: Sendable, Equatable {
     /// See `AppStoreCredentials.keyFingerprint`.

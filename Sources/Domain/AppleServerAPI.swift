@@ -111,7 +111,7 @@ public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
 
     /// Metadata only (delegates to `UnsealedAppStoreCredentials`).
     public var description: String {
-        "AppStoreAPICredentials(\(credentials), bundleId: \(bundleId), projectId: \(projectId.uuidString.lowercased()))"
+        "AppStoreAPICredentials(\(credentials), bundleId: \(bundleId), projectId: \(projectId.lowercasedText))"
     }
 }
 

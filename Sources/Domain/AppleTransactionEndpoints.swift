@@ -14,10 +14,9 @@ public struct MassRenewalExtensionRequest: Sendable, Equatable {
     public var storefronts: [String]?
 }
 
-/// Apple's `MassExtendRenewalDateStatusResponse`: the counts appear once Apple completed the request.
+/// Apple's `MassExtendRenewalDateStatusResponse` of the request asked about: the counts appear once Apple completed
+/// it. What a recorded request (`MassRenewalExtensionRecord.status`) keeps of Apple's latest answer.
 public struct MassRenewalExtensionStatus: Sendable, Equatable {
-    /// The request asked about.
-    public var requestIdentifier: UUID
     /// Whether Apple finished it.
     public var complete: Bool
     /// When Apple finished it (complete only).
@@ -28,11 +27,14 @@ public struct MassRenewalExtensionStatus: Sendable, Equatable {
     public var failedCount: Int?
 
     /// Creates a value.
-    public init(requestIdentifier: UUID, complete: Bool, completeDate: Date?, succeededCount: Int?, failedCount: Int?) {
-        self.requestIdentifier = requestIdentifier
+    public init(complete: Bool, completeDate: Date?, succeededCount: Int?, failedCount: Int?) {
         self.complete = complete
         self.completeDate = completeDate
         self.succeededCount = succeededCount
         self.failedCount = failedCount
     }
+
+    /// Not finished, no counts yet: a request Apple has not completed (or not been asked about).
+    public static let pending = MassRenewalExtensionStatus(complete: false, completeDate: nil, succeededCount: nil,
+                                                           failedCount: nil)
 }

@@ -28,7 +28,7 @@ public struct AuditActor: Sendable, Equatable {
 
     /// A project's secret key (`sk_…`) on the customer routes (`Access.adminOrSecretKey`).
     public static func secretKey(projectId: UUID) -> AuditActor {
-        AuditActor(type: "secret_key", id: projectId, label: "secret_key:" + projectId.uuidString.lowercased())
+        AuditActor(type: "secret_key", id: projectId, label: "secret_key:" + projectId.lowercasedText)
     }
 }
 
@@ -50,7 +50,7 @@ public indirect enum AuditValue: Sendable, Equatable {
     }
 
     /// An id as lowercase text, or `.null`.
-    public static func id(_ id: UUID?) -> AuditValue { id.map { .string($0.uuidString.lowercased()) } ?? .null }
+    public static func id(_ id: UUID?) -> AuditValue { id.map { .string($0.lowercasedText) } ?? .null }
 }
 
 /// One field's change: `[before, after]` (`.null` before a creation and after a deletion).

@@ -134,7 +134,7 @@ public struct CredentialAdministration: Sendable {
 
     /// What the sealed key is bound to: this project's credentials row, in format version 1.
     static func associatedData(_ projectId: UUID) -> [UInt8] {
-        Array("bouncer:app-store-credentials:v1:\(projectId.uuidString.lowercased())".utf8)
+        Array("bouncer:app-store-credentials:v1:\(projectId.lowercasedText)".utf8)
     }
 
     private func stored(projectId: UUID) throws -> StoredAppStoreCredentials {
@@ -146,16 +146,12 @@ public struct CredentialAdministration: Sendable {
     }
 
     private func requireSealer() throws -> any CredentialSealing {
-        guard let sealer else {
-            throw DomainError(.encryptionKeyMissing,
-                              "BOUNCER_ENCRYPTION_KEY is not set: App Store credentials cannot be encrypted. Set it to "
-                                + "32 random bytes in base64 (`openssl rand -base64 32`).")
-        }
-        return sealer
+        try sealer.required("BOUNCER_ENCRYPTION_KEY is not set: App Store credentials cannot be encrypted. Set it to "
+            + "32 random bytes in base64 (`openssl rand -base64 32`).")
     }
 
     private static func credentialsNotFound(_ id: UUID) -> DomainError {
         DomainError(.appStoreCredentialsNotFound,
-                    "Project \(id.uuidString.lowercased()) has no App Store credentials.")
+                    "Project \(id.lowercasedText) has no App Store credentials.")
     }
 }

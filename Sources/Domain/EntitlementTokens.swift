@@ -60,7 +60,7 @@ public enum EntitlementTokenRules {
         var exp = overflow ? Int64.max : capped
         if let earliest = entitlements.compactMap(\.expiresAt).min() { exp = min(exp, earliest) }
         return EntitlementTokenClaims(
-            issuer: issuer, subject: userId, audience: project.id.uuidString.lowercased(), issuedAt: iat,
+            issuer: issuer, subject: userId, audience: project.id.lowercasedText, issuedAt: iat,
             expiresAt: exp, entitlements: entitlements)
     }
 
@@ -259,9 +259,6 @@ public struct EntitlementTokens: Sendable {
     }
 
     private func requireSealer() throws -> any CredentialSealing {
-        guard let sealer else {
-            throw DomainError(.encryptionKeyMissing, "Entitlement tokens cannot be signed: BOUNCER_ENCRYPTION_KEY is unset.")
-        }
-        return sealer
+        try sealer.required("Entitlement tokens cannot be signed: BOUNCER_ENCRYPTION_KEY is unset.")
     }
 }

@@ -193,7 +193,7 @@ public struct IntroductoryOfferEligibility: Sendable {
         guard let issuedAt = Int64(exactly: at.rounded(.down)) else { throw OfferSignatures.clockOutOfRange(at) }
         let claims = IntroductoryOfferEligibilityClaims(
             issuerId: opened.credentials.issuerId, issuedAt: issuedAt, bundleId: project.bundleId,
-            nonce: newNonce().uuidString.lowercased(), productId: request.productId,
+            nonce: newNonce().lowercasedText, productId: request.productId,
             request: IntroductoryOfferEligibilityClaim(allowIntroductoryOffer: decision.eligible),
             transactionId: request.transactionId)
         return IntroductoryOfferEligibilityAnswer(decision: decision, signature: try signer.signEligibility(claims, with: opened))

@@ -23,10 +23,7 @@ public struct MassRenewalExtensionRecord: Sendable, Equatable {
     /// What went wrong (safe to show).
     public var error: String?
     /// Apple's latest status: complete, when, and the counts.
-    public var complete: Bool
-    public var completeDate: Date?
-    public var succeededCount: Int?
-    public var failedCount: Int?
+    public var status = MassRenewalExtensionStatus.pending
     /// When asked.
     public var createdAt: Date
     /// When Apple's status was last read.
@@ -42,7 +39,6 @@ public struct MassRenewalExtensionRecord: Sendable, Equatable {
         self.extendByDays = extendByDays
         self.reasonCode = reasonCode
         self.storefronts = storefronts
-        self.complete = false
         self.createdAt = createdAt
     }
 }
@@ -87,7 +83,7 @@ public struct MassRenewalExtensions: Sendable {
         guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid extension.", details: problems) }
         let project = try actions.project(projectId)
         guard try actions.projects.products(projectId: project.id).contains(where: { $0.productId == productId }) else {
-            throw DomainError(.productNotFound, "No product \(productId) in project \(project.id.uuidString.lowercased()).")
+            throw DomainError(.productNotFound, "No product \(productId) in project \(project.id.lowercasedText).")
         }
         let environment = try AppStoreActions.testEnvironment(asked, project: project)
         let signing = try actions.credentials.appStoreAPICredentials(for: project)
@@ -123,17 +119,13 @@ public struct MassRenewalExtensions: Sendable {
               record.accepted == true, record.productId == productId
         else {
             throw DomainError(.renewalExtensionNotFound,
-                              "No accepted renewal extension \(requestIdentifier.uuidString.lowercased()) in this project.")
+                              "No accepted renewal extension \(requestIdentifier.lowercasedText) in this project.")
         }
-        if record.complete { return record }   // final: Apple's counts do not change
+        if record.status.complete { return record }   // final: Apple's counts do not change
         let signing = try actions.credentials.appStoreAPICredentials(for: project)
-        let status = try actions.client().massRenewalExtensionStatus(
+        record.status = try actions.client().massRenewalExtensionStatus(
             productId: record.productId, requestIdentifier: requestIdentifier, environment: record.environment,
             credentials: signing)
-        record.complete = status.complete
-        record.completeDate = status.completeDate
-        record.succeededCount = status.succeededCount
-        record.failedCount = status.failedCount
         record.checkedAt = actions.now()
         try actions.store.updateMassRenewalExtensionStatus(record)
         return record

@@ -113,6 +113,8 @@ public enum MemberRules {
     public static let totpDriftSteps: UInt64 = 1
     /// TOTP secrets are 20 random bytes (160 bits, RFC 4226 §4's recommendation).
     public static let totpSecretBytes = 20
+    /// Why TOTP cannot be turned on or checked without `BOUNCER_ENCRYPTION_KEY`.
+    static let totpNeedsEncryptionKey = "TOTP secrets are stored encrypted: the server has no encryption key."
     /// The longest email address (RFC 5321's path limit).
     public static let maxEmailLength = 254
 
@@ -171,7 +173,7 @@ public enum MemberRules {
     /// The associated data a member's TOTP secret is sealed with: a secret copied to another member's row fails to
     /// open.
     public static func totpAssociatedData(memberId: UUID) -> [UInt8] {
-        Array(("member-totp:" + memberId.uuidString.lowercased()).utf8)
+        Array(("member-totp:" + memberId.lowercasedText).utf8)
     }
 }
 
@@ -301,9 +303,7 @@ public struct MemberAdministration: Sendable {
         if !isSelf { try principal.require(.membersManage) }
         let current = try member(accountId: accountId, id: id)
         if !isSelf { try Self.requireAssignable(current.role, by: principal) }
-        guard let sealer else {
-            throw DomainError(.encryptionKeyMissing, "TOTP secrets are stored encrypted: the server has no encryption key.")
-        }
+        let sealer = try sealer.required(MemberRules.totpNeedsEncryptionKey)
         let secret = crypto.randomBytes(MemberRules.totpSecretBytes)
         let sealed = try sealer.seal(secret, associatedData: MemberRules.totpAssociatedData(memberId: id))
         guard try store.setTOTPSecret(accountId: accountId, id: id, sealed: sealed, now: now()) else {
@@ -326,9 +326,7 @@ public struct MemberAdministration: Sendable {
         }
         guard let sealed = found.sealedTOTPSecret else { return .signedIn(found.member) }
         guard let totp, !totp.isEmpty else { return .totpRequired }
-        guard let sealer else {
-            throw DomainError(.encryptionKeyMissing, "TOTP secrets are stored encrypted: the server has no encryption key.")
-        }
+        let sealer = try sealer.required(MemberRules.totpNeedsEncryptionKey)
         let secret = try sealer.open(sealed, associatedData: MemberRules.totpAssociatedData(memberId: found.member.id))
         let current = Self.step(now())
         let code = Array(totp.utf8)
@@ -374,7 +372,7 @@ public struct MemberAdministration: Sendable {
 
     /// The 404 of a member that does not exist in the account.
     public static func notFound(_ id: UUID) -> DomainError {
-        DomainError(.memberNotFound, "No member \(id.uuidString.lowercased()) in this account.")
+        DomainError(.memberNotFound, "No member \(id.lowercasedText) in this account.")
     }
 
     /// An invite token that is unknown, used or expired: one answer for the three.

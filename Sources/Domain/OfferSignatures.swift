@@ -169,8 +169,8 @@ public enum OfferSignatureRules {
     /// app account token (lowercase, or empty), nonce (lowercase), timestamp in milliseconds, joined by U+2063.
     public static func legacyPayload(bundleId: String, keyId: String, productId: String, offerId: String,
                                      appAccountToken: UUID?, nonce: UUID, timestamp: Int64) -> String {
-        [bundleId, keyId, productId, offerId, appAccountToken?.uuidString.lowercased() ?? "",
-         nonce.uuidString.lowercased(), String(timestamp)].joined(separator: String(separator))
+        [bundleId, keyId, productId, offerId, appAccountToken?.lowercasedText ?? "",
+         nonce.lowercasedText, String(timestamp)].joined(separator: String(separator))
     }
 
     /// The UUID `text` spells in its 36-character form (either case), else `nil`.
@@ -234,13 +234,13 @@ public struct OfferSignatures: Sendable {
                 bundleId: project.bundleId, keyId: opened.credentials.keyId, productId: request.productId,
                 offerId: request.offerId, appAccountToken: token, nonce: nonce, timestamp: timestamp)
             let der = try signer.signLegacy(payload, with: opened)
-            return .legacy(LegacyOfferSignature(keyId: opened.credentials.keyId, nonce: nonce.uuidString.lowercased(),
+            return .legacy(LegacyOfferSignature(keyId: opened.credentials.keyId, nonce: nonce.lowercasedText,
                                                 timestamp: timestamp, signature: Data(der).base64EncodedString()))
         case .jws:
             guard let issuedAt = Int64(exactly: at.rounded(.down)) else { throw Self.clockOutOfRange(at) }
             let claims = PromotionalOfferClaims(
                 issuerId: opened.credentials.issuerId, issuedAt: issuedAt, bundleId: project.bundleId,
-                nonce: nonce.uuidString.lowercased(), productId: request.productId,
+                nonce: nonce.lowercasedText, productId: request.productId,
                 offerIdentifier: request.offerId, transactionId: request.transactionId)
             return .jws(try signer.signJWS(claims, with: opened))
         }
@@ -261,7 +261,7 @@ public struct OfferSignatures: Sendable {
 
     private static func credentialsMissing(_ project: Project) -> DomainError {
         DomainError(.appStoreCredentialsMissing,
-                    "Project \(project.id.uuidString.lowercased()) has no App Store credentials to sign offers with.")
+                    "Project \(project.id.lowercasedText) has no App Store credentials to sign offers with.")
     }
 
     static func clockOutOfRange(_ seconds: Double) -> DomainError {

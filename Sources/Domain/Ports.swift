@@ -126,7 +126,7 @@ public protocol ProjectStore: Sendable {
 extension DomainError {
     /// `.projectNotFound` for `id`, in the use cases' one wording: "No project <id>.".
     public static func projectNotFound(_ id: UUID) -> DomainError {
-        DomainError(.projectNotFound, "No project \(id.uuidString.lowercased()).")
+        DomainError(.projectNotFound, "No project \(id.lowercasedText).")
     }
 }
 

@@ -125,20 +125,6 @@ public struct NewProject: Sendable, Equatable {
         self.accountId = accountId
     }
 
-    /// The settings with the documented defaults where not given.
-    public init(
-        name: String, bundleId: String, appAppleId: Int64? = nil,
-        environments: [StoreEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .transfer,
-        allowXcode: Bool = false, requireSecretKeyForReads: Bool = false,
-        appAccountTokenPolicy: AppAccountTokenPolicy = .ignore, appPurchaseEntitlements: AppPurchaseEntitlements? = nil
-    ) {
-        self.init(ProjectSettings(name: name, bundleId: bundleId, appAppleId: appAppleId, environments: environments,
-                                  transferPolicy: transferPolicy, allowXcode: allowXcode,
-                                  requireSecretKeyForReads: requireSecretKeyForReads,
-                                  appAccountTokenPolicy: appAccountTokenPolicy,
-                                  appPurchaseEntitlements: appPurchaseEntitlements))
-    }
-
     /// A setting, as a member of the new project.
     @inlinable
     public subscript<Value>(dynamicMember setting: WritableKeyPath<ProjectSettings, Value>) -> Value {

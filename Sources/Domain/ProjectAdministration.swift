@@ -271,7 +271,7 @@ public struct ProjectAdministration: Sendable {
     public func deleteProduct(projectId: UUID, productId: String) throws {
         _ = try store.existingProject(id: projectId)
         guard try store.deleteProduct(projectId: projectId, productId: productId) else {
-            throw DomainError(.productNotFound, "No product \(productId) in project \(projectId.uuidString.lowercased()).")
+            throw DomainError(.productNotFound, "No product \(productId) in project \(projectId.lowercasedText).")
         }
     }
 

@@ -103,7 +103,7 @@ public struct Reconciliation: Sendable {
             opened = try credentials.unsealedCredentials(projectId: projectId)
         } catch let error as DomainError where error.code == .appStoreCredentialsNotFound {
             throw DomainError(.appStoreCredentialsMissing,
-                              "Project \(projectId.uuidString.lowercased()) has no App Store credentials.")
+                              "Project \(projectId.lowercasedText) has no App Store credentials.")
         }
         let apiCredentials = AppStoreAPICredentials(credentials: opened, bundleId: project.bundleId, projectId: project.id)
         let result = try store.withProjectLock(projectId: projectId) {
@@ -111,7 +111,7 @@ public struct Reconciliation: Sendable {
         }
         guard let result else {
             throw DomainError(.reconcileInProgress,
-                              "A reconciliation of project \(projectId.uuidString.lowercased()) is already running.")
+                              "A reconciliation of project \(projectId.lowercasedText) is already running.")
         }
         return result
     }
@@ -141,14 +141,14 @@ public struct Reconciliation: Sendable {
                 }
                 if let report = report ?? nil {
                     reports.append(report)
-                    log("reconciled project \(projectId.uuidString.lowercased()): run \(report.runId) "
+                    log("reconciled project \(projectId.lowercasedText): run \(report.runId) "
                         + "\(report.outcome.rawValue), checked \(report.checked), changed \(report.changed), "
                         + "notifications applied \(report.notificationsApplied), errors \(report.errorCount)")
                 }
             } catch let error as DomainError where error.code == .serviceUnavailable {
                 throw error
             } catch {
-                log("reconcile project \(projectId.uuidString.lowercased()) failed: \(error)")
+                log("reconcile project \(projectId.lowercasedText) failed: \(error)")
             }
         }
         return reports
@@ -179,7 +179,7 @@ public struct Reconciliation: Sendable {
                                                      startedAt: startedAt),
                              settings: settings, isCancelled: isCancelled)
         let environments = [StoreEnvironment.production, .sandbox].filter { project.environments.contains($0) }
-        progress("run \(runId) of project \(project.id.uuidString.lowercased()) (\(environments.map(\.rawValue).joined(separator: ", ")))")
+        progress("run \(runId) of project \(project.id.lowercasedText) (\(environments.map(\.rawValue).joined(separator: ", ")))")
         do {
             try readRefundHistory(project, environments, credentials, &state, progress)
             try checkPurchases(project, environments, credentials, &state, progress)
@@ -377,7 +377,7 @@ public struct Reconciliation: Sendable {
                                                                      now: now())
                     if outcome == .processed {
                         state.report.notificationsApplied += 1
-                        progress("\(environment) recovered \(facts.type) \(facts.notificationUUID.uuidString.lowercased())")
+                        progress("\(environment) recovered \(facts.type) \(facts.notificationUUID.lowercasedText)")
                     }
                     if let change {
                         state.report.changed += 1

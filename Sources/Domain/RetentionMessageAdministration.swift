@@ -36,37 +36,32 @@ public struct RetentionMessageAdministration: Sendable {
     /// Upload Message: a text message, optionally with an uploaded image and its alternative text.
     public func uploadMessage(projectId: UUID, _ message: RetentionMessageUpload, environment: StoreEnvironment)
         throws {
-        let (signing, api) = try prepare(projectId, environment)
-        try translated(notFound: .retentionImageNotFound) { () throws(AppStoreAPIError) in
-            try api.uploadMessage(message, environment: environment, credentials: signing)
-        }
-        var changes = [AuditChange("environment", .null, .string(environment.rawValue)),
-                       AuditChange("header", .null, .string(message.header)),
+        var changes = [AuditChange("header", .null, .string(message.header)),
                        AuditChange("body", .null, .string(message.body))]
         if let image = message.image {
-            changes.append(AuditChange("image_id", .null, .string(image.id.uuidString.lowercased())))
+            changes.append(AuditChange("image_id", .null, .string(image.id.lowercasedText)))
             changes.append(AuditChange("alt_text", .null, .string(image.altText)))
         }
-        try store.recordRetentionMessagingChange(projectId: projectId, changes: changes)
+        try callApple(projectId, environment, notFound: .retentionImageNotFound, audit: { _ in changes }) {
+            (api, signing) throws(AppStoreAPIError) in
+            try api.uploadMessage(message, environment: environment, credentials: signing)
+        }
     }
 
     /// Get Message List: every message and its review state.
     public func messages(projectId: UUID, environment: StoreEnvironment) throws -> [RetentionAssetState] {
-        let (signing, api) = try prepare(projectId, environment)
-        return try translated(notFound: .retentionMessageNotFound) { () throws(AppStoreAPIError) in
+        try callApple(projectId, environment, notFound: .retentionMessageNotFound, audit: nil) {
+            (api, signing) throws(AppStoreAPIError) in
             try api.messages(environment: environment, credentials: signing)
         }
     }
 
     /// Delete Message.
     public func deleteMessage(projectId: UUID, messageId: UUID, environment: StoreEnvironment) throws {
-        let (signing, api) = try prepare(projectId, environment)
-        try translated(notFound: .retentionMessageNotFound) { () throws(AppStoreAPIError) in
+        try callApple(projectId, environment, notFound: .retentionMessageNotFound, audit: { _ in [] }) {
+            (api, signing) throws(AppStoreAPIError) in
             try api.deleteMessage(messageId, environment: environment, credentials: signing)
         }
-        try store.recordRetentionMessagingChange(projectId: projectId, changes: [
-            AuditChange("environment", .null, .string(environment.rawValue)),
-        ])
     }
 
     /// Upload Image: a PNG (its signature checked here, its size bounded).
@@ -76,61 +71,53 @@ public struct RetentionMessageAdministration: Sendable {
                 FieldProblem(path: ["body"], message: "Must be a PNG image of at most \(Self.maxImageBytes) bytes"),
             ])
         }
-        let (signing, api) = try prepare(projectId, environment)
-        try translated(notFound: .retentionImageNotFound) { () throws(AppStoreAPIError) in
+        try callApple(projectId, environment, notFound: .retentionImageNotFound,
+                   audit: { _ in [AuditChange("bytes", .null, .int(png.count))] }) {
+            (api, signing) throws(AppStoreAPIError) in
             try api.uploadImage(imageId, png: png, environment: environment, credentials: signing)
         }
-        try store.recordRetentionMessagingChange(projectId: projectId, changes: [
-            AuditChange("environment", .null, .string(environment.rawValue)), AuditChange("bytes", .null, .int(png.count)),
-        ])
     }
 
     /// Get Image List.
     public func images(projectId: UUID, environment: StoreEnvironment) throws -> [RetentionAssetState] {
-        let (signing, api) = try prepare(projectId, environment)
-        return try translated(notFound: .retentionImageNotFound) { () throws(AppStoreAPIError) in
+        try callApple(projectId, environment, notFound: .retentionImageNotFound, audit: nil) {
+            (api, signing) throws(AppStoreAPIError) in
             try api.images(environment: environment, credentials: signing)
         }
     }
 
     /// Delete Image.
     public func deleteImage(projectId: UUID, imageId: UUID, environment: StoreEnvironment) throws {
-        let (signing, api) = try prepare(projectId, environment)
-        try translated(notFound: .retentionImageNotFound) { () throws(AppStoreAPIError) in
+        try callApple(projectId, environment, notFound: .retentionImageNotFound, audit: { _ in [] }) {
+            (api, signing) throws(AppStoreAPIError) in
             try api.deleteImage(imageId, environment: environment, credentials: signing)
         }
-        try store.recordRetentionMessagingChange(projectId: projectId, changes: [
-            AuditChange("environment", .null, .string(environment.rawValue)),
-        ])
     }
 
     /// Configure Default Message: what the App Store shows for `productId` in `locale` when Bouncer has no answer.
     public func setDefaultMessage(projectId: UUID, productId: String, locale: String, messageId: UUID,
                                   environment: StoreEnvironment) throws {
         try Self.checkDefaultKey(productId: productId, locale: locale)
-        let (signing, api) = try prepare(projectId, environment)
-        try translated(notFound: .retentionMessageNotFound) { () throws(AppStoreAPIError) in
+        try callApple(projectId, environment, notFound: .retentionMessageNotFound, audit: { _ in [
+            AuditChange("locale", .null, .string(locale)),
+            AuditChange("message_id", .null, .string(messageId.lowercasedText)),
+        ] }) {
+            (api, signing) throws(AppStoreAPIError) in
             try api.configureDefaultMessage(productId: productId, locale: locale, messageId: messageId,
                                             environment: environment, credentials: signing)
         }
-        try store.recordRetentionMessagingChange(projectId: projectId, changes: [
-            AuditChange("environment", .null, .string(environment.rawValue)), AuditChange("locale", .null, .string(locale)),
-            AuditChange("message_id", .null, .string(messageId.uuidString.lowercased())),
-        ])
     }
 
     /// Delete Default Message.
     public func deleteDefaultMessage(projectId: UUID, productId: String, locale: String,
                                      environment: StoreEnvironment) throws {
         try Self.checkDefaultKey(productId: productId, locale: locale)
-        let (signing, api) = try prepare(projectId, environment)
-        try translated(notFound: .retentionDefaultMessageNotFound) { () throws(AppStoreAPIError) in
+        try callApple(projectId, environment, notFound: .retentionDefaultMessageNotFound,
+                   audit: { _ in [AuditChange("locale", .null, .string(locale))] }) {
+            (api, signing) throws(AppStoreAPIError) in
             try api.deleteDefaultMessage(productId: productId, locale: locale, environment: environment,
                                          credentials: signing)
         }
-        try store.recordRetentionMessagingChange(projectId: projectId, changes: [
-            AuditChange("environment", .null, .string(environment.rawValue)), AuditChange("locale", .null, .string(locale)),
-        ])
     }
 
     /// Configure Realtime URL: where the App Store asks for a message (an `https` URL; Bouncer's is
@@ -138,29 +125,24 @@ public struct RetentionMessageAdministration: Sendable {
     public func setRealtimeURL(projectId: UUID, url: String, environment: StoreEnvironment) throws {
         let problems = Self.urlProblems(url)
         guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid Realtime URL.", details: problems) }
-        let (signing, api) = try prepare(projectId, environment)
-        try translated(notFound: .retentionMessageNotFound) { () throws(AppStoreAPIError) in
+        try callApple(projectId, environment, notFound: .retentionMessageNotFound,
+                   audit: { _ in [AuditChange("url", .null, .string(url))] }) {
+            (api, signing) throws(AppStoreAPIError) in
             try api.configureRealtimeURL(url, environment: environment, credentials: signing)
         }
-        try store.recordRetentionMessagingChange(projectId: projectId, changes: [
-            AuditChange("environment", .null, .string(environment.rawValue)), AuditChange("url", .null, .string(url)),
-        ])
     }
 
     /// Initiate Performance Test (Sandbox only, as Apple documents): Apple's test id and configuration.
     public func startPerformanceTest(projectId: UUID, originalTransactionId: String) throws -> PerformanceTestStarted {
         let problems = TransactionLookup.problems(transactionId: originalTransactionId, path: ["original_transaction_id"])
         guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid performance test.", details: problems) }
-        let (signing, api) = try prepare(projectId, .sandbox)
-        let started = try translated(notFound: .retentionMessageNotFound) { () throws(AppStoreAPIError) in
-            try api.initiatePerformanceTest(originalTransactionId: originalTransactionId, credentials: signing)
-        }
-        try store.recordRetentionMessagingChange(projectId: projectId, changes: [
-            AuditChange("environment", .null, .string(StoreEnvironment.sandbox.rawValue)),
+        return try callApple(projectId, .sandbox, notFound: .retentionMessageNotFound, audit: { started in [
             AuditChange("original_transaction_id", .null, .string(originalTransactionId)),
             AuditChange("request_id", .null, .string(started.requestId)),
-        ])
-        return started
+        ] }) {
+            (api, signing) throws(AppStoreAPIError) in
+            try api.initiatePerformanceTest(originalTransactionId: originalTransactionId, credentials: signing)
+        }
     }
 
     /// The problems of a Realtime URL (empty: fine): `https`, a host, bounded.
@@ -189,6 +171,24 @@ public struct RetentionMessageAdministration: Sendable {
             problems.append(FieldProblem(path: ["locale"], message: "Must be a locale such as en-US"))
         }
         guard problems.isEmpty else { throw DomainError(.invalidInput, "Invalid default message.", details: problems) }
+    }
+
+    /// One call to Apple for the project in `environment` (Production or Sandbox, with the project's credentials),
+    /// Apple's refusals translated (`translated`), then, for a change (`audit` non-nil), the audit entry of what
+    /// Apple accepted: the environment, then the fields `audit` makes of Apple's answer.
+    private func callApple<T>(_ projectId: UUID, _ environment: StoreEnvironment, notFound: DomainError.Code,
+                              audit: ((T) -> [AuditChange])?,
+                              _ call: (any RetentionMessagingAPI, AppStoreAPICredentials) throws(AppStoreAPIError) -> T)
+        throws -> T
+    {
+        let (signing, api) = try prepare(projectId, environment)
+        let answer = try translated(notFound: notFound) { () throws(AppStoreAPIError) in try call(api, signing) }
+        if let audit {
+            try store.recordRetentionMessagingChange(
+                projectId: projectId,
+                changes: [AuditChange("environment", .null, .string(environment.rawValue))] + audit(answer))
+        }
+        return answer
     }
 
     private func prepare(_ projectId: UUID, _ environment: StoreEnvironment) throws

@@ -139,7 +139,7 @@ public struct WebhookAdministration: Sendable {
 
     /// What a sealed secret is bound to: this project's webhook, format version 1.
     static func associatedData(_ projectId: UUID) -> [UInt8] {
-        Array("bouncer:webhook-secret:v1:\(projectId.uuidString.lowercased())".utf8)
+        Array("bouncer:webhook-secret:v1:\(projectId.lowercasedText)".utf8)
     }
 
     private func stored(projectId: UUID) throws -> StoredWebhookEndpoint {
@@ -149,12 +149,8 @@ public struct WebhookAdministration: Sendable {
     }
 
     private func requireSealer() throws -> any CredentialSealing {
-        guard let sealer else {
-            throw DomainError(.encryptionKeyMissing,
-                              "BOUNCER_ENCRYPTION_KEY is not set: webhook secrets cannot be encrypted. Set it to "
-                                + "32 random bytes in base64 (`openssl rand -base64 32`).")
-        }
-        return sealer
+        try sealer.required("BOUNCER_ENCRYPTION_KEY is not set: webhook secrets cannot be encrypted. Set it to "
+            + "32 random bytes in base64 (`openssl rand -base64 32`).")
     }
 
     private static func notAllowed(_ message: String) -> DomainError {
@@ -162,6 +158,6 @@ public struct WebhookAdministration: Sendable {
     }
 
     private static func notConfigured(_ id: UUID) -> DomainError {
-        DomainError(.webhookNotConfigured, "Project \(id.uuidString.lowercased()) has no webhook.")
+        DomainError(.webhookNotConfigured, "Project \(id.lowercasedText) has no webhook.")
     }
 }

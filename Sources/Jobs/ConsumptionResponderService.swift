@@ -37,7 +37,7 @@ extension LeasedQueueWorker where Item == ConsumptionRequest {
                           // The lease lapses and the row is answered again: Apple takes a repeated answer.
                           log(Self.line([
                               "event": "consumption",
-                              "notification_uuid": .string(request.notificationUUID.uuidString.lowercased()),
+                              "notification_uuid": .string(request.notificationUUID.lowercasedText),
                               "error": .string("recording the outcome failed: \(error)"),
                           ]))
                       }
@@ -49,8 +49,8 @@ extension LeasedQueueWorker where Item == ConsumptionRequest {
     public static func describe(_ request: ConsumptionRequest, _ outcome: ConsumptionOutcome, written: Bool) -> String {
         var fields: JSONObject = [
             "event": "consumption",
-            "project_id": .string(request.projectId.uuidString.lowercased()),
-            "notification_uuid": .string(request.notificationUUID.uuidString.lowercased()),
+            "project_id": .string(request.projectId.lowercasedText),
+            "notification_uuid": .string(request.notificationUUID.lowercasedText),
             "environment": .string(request.environment.rawValue),
             "attempt": JSONValue(Int64(request.attempts)),
             "status": .string(outcome.status.rawValue),

@@ -1,4 +1,5 @@
 public import Dispatch
+import CSystem
 import Foundation
 import JSON
 import Synchronization
@@ -122,6 +123,7 @@ public final class Job: Sendable {
                 running.store(false, ordering: .releasing)
                 done.signal()
             }
+            Self.nameThread(name)
             while !isStopping {
                 let started = DispatchTime.now()
                 switch body(self) {
@@ -133,6 +135,19 @@ public final class Job: Sendable {
         }
         thread.name = name
         thread.start()
+    }
+
+    /// Gives the calling thread `name` without its `bouncer.` or `bouncer-` prefix (at most 15 bytes, the kernel's
+    /// limit) as its kernel name (`comm`, through `prctl`): `Thread.name` is not passed to the kernel here, and
+    /// bench/api splits bouncer's CPU by thread by it (`webhooks.derive`, `webhooks.claim`, `webhooks.0`…). Best
+    /// effort: a failure leaves the name.
+    static func nameThread(_ name: String) {
+        let bare = name.hasPrefix("bouncer.") || name.hasPrefix("bouncer-") ? name.dropFirst(8) : Substring(name)
+        var short = Array(bare.utf8.prefix(15))
+        short.append(0)
+        _ = short.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { bouncer_set_thread_name($0.baseAddress) }
+        }
     }
 
     /// Asks for a run of the body soon. Requests while one is pending coalesce into it.

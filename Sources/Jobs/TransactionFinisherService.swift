@@ -20,7 +20,7 @@ extension LeasedQueueWorker where Item == TransactionFinish {
                       let outcome = finisher.finish(item, now: Date(), random: Double.random(in: 0..<1))
                       var fields: JSONObject = [
                           "event": "finish_transaction",
-                          "project_id": .string(item.projectId.uuidString.lowercased()),
+                          "project_id": .string(item.projectId.lowercasedText),
                           "environment": .string(item.environment.rawValue),
                           "transaction_id": .string(item.transactionId),
                           "attempt": JSONValue(Int64(item.attempts)),

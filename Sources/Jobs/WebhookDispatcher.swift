@@ -374,7 +374,7 @@ public final class WebhookDispatcher: Service {
         return JSONValue.object(JSONObject([
             ("id", .string(event.eventId)), ("type", .string(event.type)),
             ("created_at", .string(RFC3339.string(secondsSince1970: event.createdAt.timeIntervalSince1970))),
-            ("project_id", .string(event.projectId.uuidString.lowercased())),
+            ("project_id", .string(event.projectId.lowercasedText)),
             ("user_id", event.userId.map(JSONValue.string) ?? .null), ("data", data),
         ])).serialized()
     }

@@ -20,7 +20,7 @@ public final class PostgresAccountStore: PostgresStore, @unchecked Sendable, Acc
                     """)
                 guard let row = rows.first else { throw PostgresProjectStore.missingRow("INSERT accounts") }
                 let account = try Self.account(from: row)
-                try AuditRows.write(connection, accountId: account.id, target: "account:" + account.id.uuidString.lowercased(),
+                try AuditRows.write(connection, accountId: account.id, target: "account:" + account.id.lowercasedText,
                                     changes: [AuditChange("name", .null, .string(account.name))])
                 return account
             }
@@ -94,7 +94,7 @@ public final class PostgresAccountStore: PostgresStore, @unchecked Sendable, Acc
                     """)
                 guard let row = rows.first else { throw PostgresProjectStore.missingRow("INSERT api_keys") }
                 let created = try Self.key(from: row)
-                try AuditRows.write(connection, target: "api_key:" + created.id.uuidString.lowercased(),
+                try AuditRows.write(connection, target: "api_key:" + created.id.lowercasedText,
                                     changes: AuditRows.diff(nil, Self.auditFields(created)))
                 return created
             }
@@ -160,7 +160,7 @@ public final class PostgresAccountStore: PostgresStore, @unchecked Sendable, Acc
     // MARK: - Rows
 
     private static func idTexts(_ ids: [UUID]?) -> [String] {
-        (ids ?? []).map { $0.uuidString.lowercased() }
+        (ids ?? []).map { $0.lowercasedText }
     }
 
     static func account(from row: Row) throws -> Account {

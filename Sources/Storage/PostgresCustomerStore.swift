@@ -26,7 +26,7 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
                 let stored = try Self.grant(from: row)
                 try Self.emit(on: connection, projectId: projectId, userId: grant.userId, type: "entitlement.granted",
                               grant: stored, reason: nil)
-                try AuditRows.write(connection, target: "grant:" + stored.id.uuidString.lowercased(),
+                try AuditRows.write(connection, target: "grant:" + stored.id.lowercasedText,
                                     changes: AuditRows.diff(nil, Self.auditFields(stored)))
                 return stored
             }
@@ -69,7 +69,7 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
         _ = try connection.query("""
             SELECT bouncer_emit_event(\(projectId), \(userId)::text, \(type)::text, jsonb_strip_nulls(jsonb_build_object(
                 'entitlement', \(grant.entitlement)::text, 'source', 'grant',
-                'grant_id', \(grant.id.uuidString.lowercased())::text,
+                'grant_id', \(grant.id.lowercasedText)::text,
                 'reason', \(Bind.text(reason))::text)) || jsonb_build_object(
                 'expires_at', bouncer_webhook_time(\(Bind.date(grant.expiresAt))))) AS id
             """)
@@ -310,7 +310,7 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
                 // An app account token equal to the user id (apps that use their account UUID as the token) is the
                 // user id: cleared from the column and the stored payloads (the transaction itself stays).
                 if let token = UUID(uuidString: userId) {
-                    let key = token.uuidString.lowercased()
+                    let key = token.lowercasedText
                     summary.appAccountTokensCleared += try connection.execute("""
                         UPDATE transactions SET app_account_token = NULL, payload = payload - 'appAccountToken'
                         WHERE project_id = \(projectId)

@@ -30,7 +30,7 @@ extension PostgresAppStoreActionStore {
                     """)
                 if updated > 0, r.accepted == true {
                     try AuditRows.write(connection, changes: [
-                        AuditChange("request_identifier", .null, .string(r.requestIdentifier.uuidString.lowercased())),
+                        AuditChange("request_identifier", .null, .string(r.requestIdentifier.lowercasedText)),
                         AuditChange("environment", .null, .string(r.environment.rawValue)),
                         AuditChange("extend_by_days", .null, .int(r.extendByDays)),
                         AuditChange("reason_code", .null, .int(r.reasonCode)),
@@ -46,10 +46,11 @@ extension PostgresAppStoreActionStore {
         try StorageErrors.mapping("update mass renewal extension") {
             try pool.autocommit { connection in
                 _ = try connection.execute("""
-                    UPDATE mass_renewal_extensions SET complete = \(r.complete),
-                        complete_date = \(Bind.date(r.completeDate)),
-                        succeeded_count = \(r.succeededCount.map(Int64.init))::int8,
-                        failed_count = \(r.failedCount.map(Int64.init))::int8, checked_at = \(Bind.date(r.checkedAt))
+                    UPDATE mass_renewal_extensions SET complete = \(r.status.complete),
+                        complete_date = \(Bind.date(r.status.completeDate)),
+                        succeeded_count = \(r.status.succeededCount.map(Int64.init))::int8,
+                        failed_count = \(r.status.failedCount.map(Int64.init))::int8,
+                        checked_at = \(Bind.date(r.checkedAt))
                     WHERE project_id = \(r.projectId) AND request_identifier = \(r.requestIdentifier)
                     """)
             }
@@ -77,10 +78,11 @@ extension PostgresAppStoreActionStore {
                 record.accepted = try row.decode("accepted", as: Bool?.self)
                 record.appleErrorCode = try row.decode("apple_error_code", as: Int?.self)
                 record.error = try row.decode("error", as: String?.self)
-                record.complete = try row.decode("complete", as: Bool.self)
-                record.completeDate = try row.decode("complete_date", as: Date?.self)
-                record.succeededCount = try row.decode("succeeded_count", as: Int?.self)
-                record.failedCount = try row.decode("failed_count", as: Int?.self)
+                record.status = MassRenewalExtensionStatus(
+                    complete: try row.decode("complete", as: Bool.self),
+                    completeDate: try row.decode("complete_date", as: Date?.self),
+                    succeededCount: try row.decode("succeeded_count", as: Int?.self),
+                    failedCount: try row.decode("failed_count", as: Int?.self))
                 record.checkedAt = try row.decode("checked_at", as: Date?.self)
                 return record
             }

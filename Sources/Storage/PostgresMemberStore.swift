@@ -29,7 +29,7 @@ public final class PostgresMemberStore: PostgresStore, @unchecked Sendable, Memb
                     throw DomainError(.memberEmailTaken, "The account already has a member with this email.")
                 }
                 let created = try Self.member(from: row)
-                try AuditRows.write(connection, target: "member:" + created.id.uuidString.lowercased(), changes: [
+                try AuditRows.write(connection, target: "member:" + created.id.lowercasedText, changes: [
                     AuditChange("email", .null, .string(created.email)),
                     AuditChange("role", .null, .string(created.role.rawValue)),
                     AuditChange("invite_token", .null, .string("issued")),

@@ -93,7 +93,7 @@ public final class PostgresProjectStore: PostgresStore, @unchecked Sendable, Pro
                 guard let row = rows.first else { throw Self.missingRow("INSERT projects") }
                 let project = try Self.project(from: row)
                 try AuditRows.write(connection, accountId: accountId, projectId: id,
-                                    target: "project:" + id.uuidString.lowercased(),
+                                    target: "project:" + id.lowercasedText,
                                     changes: AuditRows.diff(nil, AuditRows.fields(project)))
                 return project
             }

@@ -24,7 +24,7 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
     }
 
     public func withProjectLock<T>(projectId: UUID, _ body: () throws -> T) throws -> T? {
-        let key = projectId.uuidString.lowercased()
+        let key = projectId.lowercasedText
         return try StorageErrors.mapping("reconcile lock") {
             try pool.withConnection { connection -> T? in
                 let locked = try connection.query(

@@ -152,7 +152,7 @@ public final class PostgresAppStoreActionStore: PostgresStore, @unchecked Sendab
             try pool.transaction { connection in
                 try AuditRows.write(connection, changes: [
                     AuditChange("environment", .null, .string(environment.rawValue)),
-                    AuditChange("app_account_token", .null, .string(token.uuidString.lowercased())),
+                    AuditChange("app_account_token", .null, .string(token.lowercasedText)),
                 ])
             }
         }

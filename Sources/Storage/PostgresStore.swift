@@ -1,5 +1,6 @@
 public import Postgres
 import Foundation
+import Domain
 import Synchronization
 
 /// What every PostgreSQL store is: statements over a `ConnectionPool` it does not own.
@@ -43,7 +44,7 @@ public class PostgresStore: @unchecked Sendable {
 
     /// `AND <column> = '<project>'` for a claim scoped to one project (a UUID's text: no quoting issue), else "".
     static func projectScope(_ column: String, _ project: UUID?) -> String {
-        project.map { " AND \(column) = '\($0.uuidString.lowercased())'::uuid" } ?? ""
+        project.map { " AND \(column) = '\($0.lowercasedText)'::uuid" } ?? ""
     }
 
     /// Whether `connection` is to a Citus coordinator (checked once per store).

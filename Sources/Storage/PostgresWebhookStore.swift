@@ -380,7 +380,7 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
         var endpoints: [UUID: StoredWebhookEndpoint] = [:]
         for row in try connection.query("""
             SELECT \(unsafeSQL: Self.endpointColumns) FROM webhook_endpoints
-            WHERE project_id = ANY (\(projectIds.map { $0.uuidString.lowercased() })::uuid[])
+            WHERE project_id = ANY (\(projectIds.map { $0.lowercasedText })::uuid[])
             """) {
             let endpoint = try Self.endpoint(from: row)
             endpoints[endpoint.endpoint.projectId] = endpoint
@@ -497,7 +497,7 @@ public final class PostgresWebhookStore: PostgresStore, @unchecked Sendable, Web
                 (code, error, status, next) = (status_, String(reason.prefix(500)), failed ? "failed" : "pending",
                                                retryAt)
             }
-            projectIds.append(c.event.projectId.uuidString.lowercased())
+            projectIds.append(c.event.projectId.lowercasedText)
             seqs.append(c.event.seq)
             attempts.append(Int64(c.event.attempt))
             atUs.append(microseconds(c.at))

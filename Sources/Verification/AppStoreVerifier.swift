@@ -153,13 +153,7 @@ public struct AppStoreVerifier: SignedDataVerifying {
                 reason: "a Production retention request is accepted only by a project with app_apple_id set",
                 step: VerificationError.Step.claims.contractName)
         }
-        guard let identifier = UUID(uuidString: payload.requestIdentifier) else {
-            throw Self.unusablePayload("requestIdentifier is not a UUID")
-        }
-        return RetentionRequest(
-            originalTransactionId: payload.originalTransactionId, appAppleId: payload.appAppleId,
-            productId: payload.productId, userLocale: payload.userLocale, requestIdentifier: identifier,
-            signedDate: payload.signedDate, environment: StoreEnvironment(rawValue: payload.environment.rawValue))
+        return payload
     }
 
     public func verifyRenewalInfo(_ jws: String, for project: Project) throws -> RenewalFacts {

@@ -245,7 +245,7 @@ final class CredentialAdministrationTests: XCTestCase {
 
     func testSealedValueMovedToAnotherProjectDoesNotOpen() throws {
         let h = Harness()
-        let other = try h.projects.createProject(NewProject(name: "B", bundleId: "b"), publicKey: "pk_b",
+        let other = try h.projects.createProject(NewProject(ProjectSettings(name: "B", bundleId: "b")), publicKey: "pk_b",
                                                  secretKeyHash: [1], now: Harness.now)
         let admin = make(h, FakeSealer())
         _ = try admin.setCredentials(projectId: projectId, issuerId: TestKeys.issuerId, keyId: TestKeys.keyId,
@@ -261,9 +261,9 @@ final class CredentialAdministrationTests: XCTestCase {
 
     func testReencryptMovesEveryValueToTheCurrentKeyOnce() throws {
         let h = Harness()
-        let second = try h.projects.createProject(NewProject(name: "B", bundleId: "b"), publicKey: "pk_b",
+        let second = try h.projects.createProject(NewProject(ProjectSettings(name: "B", bundleId: "b")), publicKey: "pk_b",
                                                   secretKeyHash: [1], now: Harness.now)
-        let third = try h.projects.createProject(NewProject(name: "C", bundleId: "c"), publicKey: "pk_c",
+        let third = try h.projects.createProject(NewProject(ProjectSettings(name: "C", bundleId: "c")), publicKey: "pk_c",
                                                  secretKeyHash: [2], now: Harness.now)
         let old = make(h, FakeSealer(keyIds: [FakeSealer.keyA]))
         for id in [projectId, second.id] {
@@ -297,7 +297,7 @@ final class CredentialAdministrationTests: XCTestCase {
 
     func testReencryptReportsValuesItCannotOpenAndContinues() throws {
         let h = Harness()
-        let second = try h.projects.createProject(NewProject(name: "B", bundleId: "b"), publicKey: "pk_b",
+        let second = try h.projects.createProject(NewProject(ProjectSettings(name: "B", bundleId: "b")), publicKey: "pk_b",
                                                   secretKeyHash: [1], now: Harness.now)
         _ = try make(h, FakeSealer(keyIds: ["cccccccccccccccc"])).setCredentials(
             projectId: projectId, issuerId: TestKeys.issuerId, keyId: TestKeys.keyId, privateKeyPEM: TestKeys.pem)

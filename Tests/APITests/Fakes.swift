@@ -199,7 +199,6 @@ final class FakePurchaseStore: PurchaseStore, Sendable {
         var purchases: [Key: PurchaseState] = [:]
         var owners: [Key: [String]] = [:]
         var failure: StoreFailure = .none
-        var reads = 0
     }
 
     let state = Mutex(State())
@@ -213,8 +212,6 @@ final class FakePurchaseStore: PurchaseStore, Sendable {
     }
 
     var transactionCount: Int { state.withLock { $0.transactions.count } }
-    /// How many times `ownedPurchases` ran (what a read cache saves).
-    var readCount: Int { state.withLock { $0.reads } }
 
     func recordTransaction(
         _ transaction: TransactionFacts, userId: String?, deviceId: String?, project: Project, now: Date
@@ -251,7 +248,6 @@ final class FakePurchaseStore: PurchaseStore, Sendable {
     func ownedPurchases(userId: String, project: Project) throws -> [OwnedPurchase] {
         let snapshot = try state.withLock { s in
             try failIfNeeded(s.failure)
-            s.reads += 1
             return s.owners.filter { $0.key.project == project.id && $0.value.contains(userId) }
                 .compactMap { s.purchases[$0.key] }
         }

@@ -30,10 +30,8 @@ final class Harness {
     var router = Router()
     let project: Project
 
-    /// With `readThrough`, the routes use the store it wraps around `purchases` (a read cache: `ReadCacheTests`).
     init(adminToken: String? = Harness.adminToken, policy: TransferPolicy = .transfer, requireSecret: Bool = false,
          tokenPolicy: AppAccountTokenPolicy = .ignore,
-         readThrough: ((FakePurchaseStore) -> any PurchaseStore)? = nil,
          sealer: FakeSealer? = FakeSealer()) {
         purchases = FakePurchaseStore(projects: projects)
         credentials = FakeCredentialStore(projects: projects)
@@ -46,9 +44,8 @@ final class Harness {
             products: ["com.myapp.pro.yearly": ["pro"], "com.myapp.lifetime": ["pro", "extras"]])
         let sink = log
         let clock = clock
-        let store: any PurchaseStore = readThrough?(purchases) ?? purchases
         let deps = APIDependencies(
-            projects: projects, purchases: store, verifier: verifier, hasher: FakeHasher(),
+            projects: projects, purchases: purchases, verifier: verifier, hasher: FakeHasher(),
             adminToken: adminToken, credentials: credentials, sealer: sealer, keyInspector: FakeKeyInspector(),
             now: { clock.now }, log: { sink.write($0) })
         Routes.register(on: &router, deps)

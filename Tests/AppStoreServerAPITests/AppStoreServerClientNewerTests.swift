@@ -73,12 +73,12 @@ extension AppStoreServerClientTests {
         ])
         let pending = try client().massRenewalExtensionStatus(productId: "pro.monthly", requestIdentifier: id,
                                                               environment: .production, credentials: credentials())
-        XCTAssertEqual(pending, MassRenewalExtensionStatus(requestIdentifier: id, complete: false, completeDate: nil,
-                                                           succeededCount: nil, failedCount: nil))
+        XCTAssertEqual(pending, MassRenewalExtensionStatus(complete: false, completeDate: nil, succeededCount: nil,
+                                                           failedCount: nil))
         apple.completeMassExtension(id, succeeded: 40, failed: 2, at: 1_800_000_000_000, environment: .production)
         XCTAssertEqual(try client().massRenewalExtensionStatus(productId: "pro.monthly", requestIdentifier: id,
                                                                environment: .production, credentials: credentials()),
-                       MassRenewalExtensionStatus(requestIdentifier: id, complete: true,
+                       MassRenewalExtensionStatus(complete: true,
                                                   completeDate: Date(timeIntervalSince1970: 1_800_000_000),
                                                   succeededCount: 40, failedCount: 2))
         XCTAssertEqual(apple.requests.last?.path, "/inApps/v1/subscriptions/extend/mass/pro.monthly/\(id.uuidString.lowercased())")

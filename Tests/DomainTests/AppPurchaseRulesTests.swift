@@ -74,7 +74,7 @@ final class AppPurchaseRulesTests: XCTestCase {
                 FieldProblem(path: ["app_purchase_entitlements", "entitlements", "0"],
                              message: "String must contain at least 1 character(s)"),
             ])
-        var new = NewProject(name: "n", bundleId: "b")
+        var new = NewProject(ProjectSettings(name: "n", bundleId: "b"))
         new.appPurchaseEntitlements = AppPurchaseEntitlements(purchasedBeforeVersion: "two", entitlements: ["pro"])
         XCTAssertEqual(ProjectRules.problems(in: new).map(\.path), [["app_purchase_entitlements", "purchased_before_version"]])
         var clear = ProjectChanges()

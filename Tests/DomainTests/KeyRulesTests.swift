@@ -117,9 +117,9 @@ final class ProjectRulesTests: XCTestCase {
     }
 
     func testProjectSettings() {
-        var new = NewProject(name: String(repeating: "n", count: 201), bundleId: "", appAppleId: 0, environments: [.xcode])
+        var new = NewProject(ProjectSettings(name: String(repeating: "n", count: 201), bundleId: "", appAppleId: 0, environments: [.xcode]))
         XCTAssertEqual(ProjectRules.problems(in: new).map(\.path), [["name"], ["bundle_id"], ["app_apple_id"], ["environments", "0"]])
-        new = NewProject(name: "ok", bundleId: "com.ok")
+        new = NewProject(ProjectSettings(name: "ok", bundleId: "com.ok"))
         XCTAssertEqual(ProjectRules.problems(in: new), [])
         XCTAssertEqual(ProjectRules.problems(graceSeconds: 31_536_000), [])
         XCTAssertEqual(ProjectRules.problems(graceSeconds: -1).map(\.path), [["grace_seconds"]])

@@ -91,6 +91,22 @@ final class ServiceGroupTests: XCTestCase {
         XCTAssertEqual(runs.load(ordering: .relaxed), 2)
     }
 
+    /// A job's thread carries its name for the kernel (top -H, bench/api's CPU split) without the `bouncer.`
+    /// prefix, cut to the kernel's 15 bytes.
+    func testAJobsThreadIsNamedForTheKernel() throws {
+        let seen = Mutex<String?>(nil)
+        let ran = DispatchSemaphore(value: 0)
+        let job = Job(name: "bouncer.webhooks.derive-long-name") { _ in
+            seen.withLock { $0 = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+            ran.signal()
+            return .finished
+        }
+        job.start()
+        XCTAssertEqual(ran.wait(timeout: .now() + 30), .success)
+        XCTAssertTrue(job.awaitStop(until: .now() + 30))
+        XCTAssertEqual(seen.withLock { $0 }, "webhooks.derive\n")
+    }
+
     /// Wakes within `minimumGap` of a run's start gather into one later run; `stop` ends that wait.
     func testWakesWithinTheMinimumGapGatherAndStopEndsTheWait() {
         let runs = Atomic<Int>(0)

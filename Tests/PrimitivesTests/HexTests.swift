@@ -38,6 +38,22 @@ final class HexTests: XCTestCase {
         XCTAssertEqual(Hex.random(count: 0, using: &a), "")
         XCTAssertEqual(Hex.random(count: -3, using: &a), "")
     }
+
+    func testUUIDTextIsFoundationsTextInEitherCase() {
+        for id in [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                   UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))]
+            + (0..<200).map({ _ in UUID() }) {
+            let upper = withUnsafeBytes(of: id.uuid) { Hex.uuidText($0, uppercase: true) }
+            let lower = withUnsafeBytes(of: id.uuid) { Hex.uuidText($0) }
+            XCTAssertEqual(upper, id.uuidString)
+            XCTAssertEqual(lower, id.uuidString.lowercased())
+        }
+    }
+
+    func testUUIDTextOfAShortBufferWritesOnlyItsBytes() {
+        XCTAssertEqual([UInt8]([0xAB, 0xCD, 0xEF, 0x01, 0x23]).withUnsafeBytes { Hex.uuidText($0) }, "abcdef01-23")
+        XCTAssertEqual([UInt8]().withUnsafeBytes { Hex.uuidText($0) }, "")
+    }
 }
 
 /// A deterministic generator for tests.

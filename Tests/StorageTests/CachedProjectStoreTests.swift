@@ -45,7 +45,7 @@ final class CachedProjectStoreTests: XCTestCase {
         try cache.refreshAll()
         cache.goLive()
         let project = try cache.createProject(
-            NewProject(name: "App", bundleId: "com.example.app"), publicKey: Fixtures.publicKey(3),
+            NewProject(ProjectSettings(name: "App", bundleId: "com.example.app")), publicKey: Fixtures.publicKey(3),
             secretKeyHash: Fixtures.hash(3), now: Fixtures.t0)
         let newKey = StoredProjectKey.current(publicKey: Fixtures.publicKey(4), at: Fixtures.at(1))
         let rotated = try XCTUnwrap(try cache.rotateKeys(

@@ -25,7 +25,7 @@ final class NotificationStoreTests: XCTestCase {
         purchases = PostgresPurchaseStore(pool: pool)
         let projects = PostgresProjectStore(pool: pool)
         project = try projects.createProject(
-            NewProject(name: "Notify", bundleId: "com.example.notify"),
+            NewProject(ProjectSettings(name: "Notify", bundleId: "com.example.notify")),
             publicKey: "pk_" + String(repeating: "1", count: 32), secretKeyHash: [1, 2, 3], now: Self.t0)
         _ = try projects.setProduct(
             projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]), now: Self.t0)
@@ -310,7 +310,7 @@ final class NotificationStoreTests: XCTestCase {
         store = PostgresNotificationStore(pool: pool)
         let projects = PostgresProjectStore(pool: pool)
         project = try projects.createProject(
-            NewProject(name: "Race", bundleId: "com.example.race"),
+            NewProject(ProjectSettings(name: "Race", bundleId: "com.example.race")),
             publicKey: "pk_" + String(repeating: "2", count: 32), secretKeyHash: [1], now: Self.t0)
 
         // Eight copies of one notification plus eight distinct ones for the same purchase, all at once.

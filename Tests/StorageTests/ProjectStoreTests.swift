@@ -8,10 +8,10 @@ final class ProjectStoreTests: XCTestCase {
     func testCreateThenFindByPublicKeyAndIdRoundTripsEveryField() throws {
         let s = try TestStores.make(label: "projcreate")
         defer { s.close() }
-        let new = NewProject(
+        let new = NewProject(ProjectSettings(
             name: "Weather ☀︎", bundleId: "com.example.weather", appAppleId: 1_234_567_890,
             environments: [.sandbox], transferPolicy: .block, allowXcode: true, requireSecretKeyForReads: true,
-            appAccountTokenPolicy: .requireMatch)
+            appAccountTokenPolicy: .requireMatch))
         let created = try s.projects.createProject(
             new, publicKey: Fixtures.publicKey(7), secretKeyHash: Fixtures.hash(7), now: Fixtures.t0)
 
@@ -43,10 +43,10 @@ final class ProjectStoreTests: XCTestCase {
         let s = try TestStores.make(label: "projlist")
         defer { s.close() }
         let b = try s.projects.createProject(
-            NewProject(name: "B", bundleId: "b"), publicKey: Fixtures.publicKey(2), secretKeyHash: [2],
+            NewProject(ProjectSettings(name: "B", bundleId: "b")), publicKey: Fixtures.publicKey(2), secretKeyHash: [2],
             now: Fixtures.at(1))
         let a = try s.projects.createProject(
-            NewProject(name: "A", bundleId: "a"), publicKey: Fixtures.publicKey(1), secretKeyHash: [1],
+            NewProject(ProjectSettings(name: "A", bundleId: "a")), publicKey: Fixtures.publicKey(1), secretKeyHash: [1],
             now: Fixtures.at(0))
         XCTAssertEqual(a.environments, [.production, .sandbox])
         XCTAssertEqual(a.transferPolicy, .transfer)
@@ -69,7 +69,7 @@ final class ProjectStoreTests: XCTestCase {
     func testUpdateAppliesOnlyGivenFieldsAndCanClearAppleId() throws {
         let s = try TestStores.make(label: "projupdate")
         defer { s.close() }
-        var new = NewProject(name: "Old", bundleId: "com.old")
+        var new = NewProject(ProjectSettings(name: "Old", bundleId: "com.old"))
         new.appAppleId = 42
         let p = try s.projects.createProject(new, publicKey: Fixtures.publicKey(1), secretKeyHash: [1], now: Fixtures.t0)
 

@@ -25,7 +25,7 @@ final class ReconciliationStoreTests: XCTestCase {
         purchases = PostgresPurchaseStore(pool: pool)
         notifications = PostgresNotificationStore(pool: pool)
         project = try PostgresProjectStore(pool: pool).createProject(
-            NewProject(name: "Reconcile", bundleId: "com.example.reconcile"),
+            NewProject(ProjectSettings(name: "Reconcile", bundleId: "com.example.reconcile")),
             publicKey: "pk_" + String(repeating: "2", count: 32), secretKeyHash: [1, 2, 3], now: Self.t0)
     }
 

@@ -36,7 +36,7 @@ struct TestStores {
     /// A project with a fixed key pair derived from `n`, and the given policy.
     func makeProject(_ n: Int = 1, policy: TransferPolicy = .transfer) throws -> Project {
         try projects.createProject(
-            NewProject(name: "App \(n)", bundleId: "com.example.app\(n)", transferPolicy: policy),
+            NewProject(ProjectSettings(name: "App \(n)", bundleId: "com.example.app\(n)", transferPolicy: policy)),
             publicKey: Fixtures.publicKey(n), secretKeyHash: Fixtures.hash(n), now: Fixtures.t0)
     }
 }

@@ -24,7 +24,7 @@ final class UnavailableDatabaseTests: XCTestCase {
         XCTAssertTrue(error?.underlying?.contains("connectionFailed") ?? false, error?.underlying ?? "nil")
         assertDomainError(.serviceUnavailable) { try projects.allProjects() }
         assertDomainError(.serviceUnavailable) {
-            try projects.createProject(NewProject(name: "x", bundleId: "x"), publicKey: "pk", secretKeyHash: [], now: Fixtures.t0)
+            try projects.createProject(NewProject(ProjectSettings(name: "x", bundleId: "x")), publicKey: "pk", secretKeyHash: [], now: Fixtures.t0)
         }
         assertDomainError(.serviceUnavailable) {
             try projects.setProduct(projectId: project.id, ProductMapping(productId: "p", entitlements: []), now: Fixtures.t0)
@@ -54,7 +54,7 @@ final class UnavailableDatabaseTests: XCTestCase {
         let projects = PostgresProjectStore(pool: pool)
         let purchases = PostgresPurchaseStore(pool: pool)
         let project = try projects.createProject(
-            NewProject(name: "x", bundleId: "x"), publicKey: Fixtures.publicKey(1), secretKeyHash: [1], now: Fixtures.t0)
+            NewProject(ProjectSettings(name: "x", bundleId: "x")), publicKey: Fixtures.publicKey(1), secretKeyHash: [1], now: Fixtures.t0)
         _ = try purchases.recordTransaction(Fixtures.monthly("1", start: 0), userId: "u", deviceId: nil, project: project, now: Fixtures.t0)
 
         // A fast (clean) stop: this test cluster runs with synchronous_commit off, so an immediate stop

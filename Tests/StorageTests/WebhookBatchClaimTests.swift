@@ -199,6 +199,40 @@ final class WebhookBatchClaimTests: XCTestCase {
         XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
     }
 
+    /// `wp5`: the complete checks each lease in the statement that moves its queue row (no FOR UPDATE of the queue
+    /// rows first). An owner whose lease ended and was claimed again by another records its attempts, but neither
+    /// the queue nor the events move (a delivery or a retry alike); the new owner's outcomes then do; no queue row
+    /// was locked apart from the rows moved (one tuple-lock record fewer per event in the WAL).
+    func testAnOutcomeWhoseLeaseAnotherOwnerHoldsNowMovesNothing() throws {
+        let (s, store, project) = try hooked("whlease")
+        defer { s.close() }
+        let first = try twoPingsEachClaimed(store, project)
+        try s.pool.withConnection { c in
+            _ = try c.execute("UPDATE webhook_queue SET next_attempt_at = now() - interval '1 second'")
+        }
+        let again = try store.claim(owner: "two", limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(again.map(\.eventId), first.map(\.eventId))
+        let retry = PostgresWebhookStore.Completion(
+            event: first[2], at: Date(), durationMs: 1,
+            outcome: .notDelivered(status: 500, error: "HTTP 500", retryAt: Date() + 60, failed: false))
+        let stale = Self.delivered(Array(first.prefix(2))) + [retry]
+        let (later, _) = try store.completeAndClaim(stale, owner: "one", limit: 0, leaseSeconds: 60)
+        XCTAssertTrue(later.isEmpty)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_attempts WHERE instance = 'one'"), 3)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'pending' AND attempts = 0"), 6,
+                       "no event moved by the stale owner")
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_queue WHERE lease_owner = 'two'"), 3,
+                       "the new owner's leases stand")
+        let (later2, _) = try store.completeAndClaim(Self.delivered(again), owner: "two", limit: 0, leaseSeconds: 60)
+        XCTAssertTrue(later2.isEmpty)
+        XCTAssertEqual(try s.count("SELECT count(*) FROM webhook_events WHERE status = 'delivered'"), 3)
+        XCTAssertEqual(try s.rows("SELECT user_id FROM webhook_queue ORDER BY user_id").map {
+            try $0.decode("user_id", as: String.self)
+        }, ["a", "b", "c"],
+                       "each user's next event entered")
+        XCTAssertEqual(try WebhookQueueOracle.queue(s.pool), try WebhookQueueOracle.heads(s.pool))
+    }
+
     /// 0043: the queue's row trigger does not run for the outcomes the complete moves itself (delivered, failed); a
     /// retry still runs it (its queue row becomes due at the retry time), and the queue is exactly the heads.
     func testTheQueueTriggerRunsOnlyForTheCompletesRetries() throws {

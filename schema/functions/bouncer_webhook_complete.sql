@@ -8,7 +8,9 @@
 -- Returns the attempts left for later: their user's lock (16979) is held by a transaction writing events for that
 -- user (a deriver), which this one must not wait for (the deriver may be waiting for a user this batch holds).
 -- The dispatcher records those in its next batch; their leases still hold them. The event rows are locked first,
--- then the users' locks tried, the order erase's DELETE and its trigger take them.
+-- then the users' locks tried, the order erase's DELETE and its trigger take them; the queue rows are locked by the
+-- statements that move them, checking the lease (`wp5`: a FOR UPDATE of each before was one more tuple-lock WAL
+-- record and index probe per event).
 --
 -- Every statement here reaches its rows by key from the batch's arrays (primary-key probes, the successor's one
 -- entry of webhook_events_user_seq_idx), never by scanning a table: enable_seqscan is off for the call. With it on,
@@ -38,6 +40,7 @@ DECLARE
     v_gone_projects uuid[];
     v_gone_seqs bigint[];
     v_gone_users text[];
+    v_gone_all bigint[];
     r record;
 BEGIN
     -- Custom plans on Citus, as bouncer_derive_changes says.
@@ -60,19 +63,18 @@ BEGIN
             v_later := v_later || r.seq;
         END IF;
     END LOOP;
-    -- The leases this owner still holds (on the queue rows, where the claim wrote them); a retry's lease ends now,
-    -- so the event's update below makes its row due at the retry time. Delivered and failed heads leave the queue.
-    SELECT COALESCE(array_agg(m.seq ORDER BY o.project_id, o.seq), '{}') INTO v_mine
-    FROM (SELECT o.project_id, o.seq FROM unnest(p_project_ids, p_seqs) AS o(project_id, seq)
-          WHERE o.seq = ANY (v_ready) ORDER BY o.project_id, o.seq) o
-    CROSS JOIN LATERAL (SELECT q.seq FROM webhook_queue q
-        WHERE q.project_id = o.project_id AND q.seq = o.seq AND q.project_id = ANY (p_project_ids)
-          AND q.lease_owner = p_owner
-        FOR UPDATE) m;
+    -- The leases this owner still holds (on the queue rows, where the claim wrote them), moved on by the statements
+    -- that check them: no separate FOR UPDATE of the queue rows (the events' locks above already order this
+    -- transaction with erase, and a claim skips what these statements lock). A retry's lease ends now, so the
+    -- event's update below makes its row due at the retry time. Delivered and failed heads leave the queue.
     IF 'pending' = ANY (p_statuses) THEN
-        UPDATE webhook_queue q SET lease_owner = NULL
-        FROM unnest(p_project_ids, p_seqs, p_statuses) AS o(project_id, seq, status)
-        WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status = 'pending' AND q.seq = ANY (v_mine);
+        WITH retried AS (
+            UPDATE webhook_queue q SET lease_owner = NULL
+            FROM unnest(p_project_ids, p_seqs, p_statuses) AS o(project_id, seq, status)
+            WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status = 'pending' AND q.seq = ANY (v_ready)
+              AND q.lease_owner = p_owner
+            RETURNING q.seq)
+        SELECT COALESCE(array_agg(r.seq), '{}') INTO v_mine FROM retried r;
     END IF;
 
     -- Delivered and failed heads leave the queue; each one's user (whose lock this transaction holds: v_ready) gets
@@ -82,11 +84,15 @@ BEGIN
     WITH gone AS (
         DELETE FROM webhook_queue q
         USING unnest(p_project_ids, p_seqs, p_statuses) AS o(project_id, seq, status)
-        WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status <> 'pending' AND q.seq = ANY (v_mine)
+        WHERE q.project_id = o.project_id AND q.seq = o.seq AND o.status <> 'pending' AND q.seq = ANY (v_ready)
+          AND q.lease_owner = p_owner
         RETURNING q.project_id, q.seq, q.user_id)
-    SELECT array_agg(g.project_id), array_agg(g.seq), array_agg(g.user_id)
-    INTO v_gone_projects, v_gone_seqs, v_gone_users
-    FROM gone g WHERE g.user_id IS NOT NULL;
+    SELECT array_agg(g.project_id) FILTER (WHERE g.user_id IS NOT NULL),
+        array_agg(g.seq) FILTER (WHERE g.user_id IS NOT NULL), array_agg(g.user_id) FILTER (WHERE g.user_id IS NOT NULL),
+        COALESCE(array_agg(g.seq), '{}')
+    INTO v_gone_projects, v_gone_seqs, v_gone_users, v_gone_all
+    FROM gone g;
+    v_mine := COALESCE(v_mine, '{}') || v_gone_all;
     IF v_gone_seqs IS NOT NULL THEN
         INSERT INTO webhook_queue (project_id, seq, user_id, next_attempt_at, attempts)
         SELECT n.project_id, n.seq, n.user_id, n.next_attempt_at, n.attempts

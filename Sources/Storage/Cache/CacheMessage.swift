@@ -93,24 +93,8 @@ public enum CacheMessage: Hashable, Sendable {
     /// `id.uuidString` (upper-case 8-4-4-4-12) without Foundation's formatter, which cost ~6,600 instructions a
     /// call in callgrind: every receipt announces three ids.
     static func text(_ id: UUID) -> String {
-        withUnsafeBytes(of: id.uuid) { bytes in
-            String(unsafeUninitializedCapacity: 36) { out in
-                var o = 0
-                for (i, byte) in bytes.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 {
-                        out[o] = UInt8(ascii: "-")
-                        o += 1
-                    }
-                    out[o] = hexDigits[Int(byte >> 4)]
-                    out[o + 1] = hexDigits[Int(byte & 0x0F)]
-                    o += 2
-                }
-                return o
-            }
-        }
+        withUnsafeBytes(of: id.uuid) { Hex.uuidText($0, uppercase: true) }
     }
-
-    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     /// The sender (`I` line, if any) and the messages of a payload.
     static func parse(payload: String) -> (origin: UUID?, messages: [CacheMessage]) {
