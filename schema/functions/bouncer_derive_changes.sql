@@ -63,10 +63,11 @@ BEGIN
             jsonb_agg(jsonb_build_object('environment', environment,
                 'original_transaction_id', original_transaction_id)) FILTER (WHERE rebound)
         INTO v_count, v_tx, v_rebound FROM consumed;
+        -- realized_ltv's customers after bindings moved (schema/0086), before the revenue roll-up (which syncs the
+        -- batch's new purchases with their customer now: rebind skips them, having no rows yet).
+        PERFORM bouncer_revenue_ltv_rebind(p_project_id, v_rebound);
         PERFORM bouncer_revenue_roll_up(p_project_id, v_tx);
         PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
-        -- realized_ltv's customers after bindings moved (schema/0086), after the revenue roll-up.
-        PERFORM bouncer_revenue_ltv_rebind(p_project_id, v_rebound);
         PERFORM bouncer_finish_queue_add(p_project_id, v_tx);
         RETURN v_count;
     END IF;
@@ -93,11 +94,11 @@ BEGIN
             'original_transaction_id', c.original_transaction_id, 'tx', c.data -> 'tx'))
     INTO v_tx
     FROM unnest(v_rows) c WHERE c.data ? 'tx';
-    PERFORM bouncer_revenue_roll_up(p_project_id, v_tx);
-    -- realized_ltv's customers after bindings moved (schema/0086).
+    -- realized_ltv's customers after bindings moved (schema/0086), before the revenue roll-up (as above).
     PERFORM bouncer_revenue_ltv_rebind(p_project_id, (SELECT jsonb_agg(jsonb_build_object('environment', c.environment,
         'original_transaction_id', c.original_transaction_id)) FROM unnest(v_rows) c
         WHERE c.data ?| ARRAY['bound', 'revoked', 'ltv']));
+    PERFORM bouncer_revenue_roll_up(p_project_id, v_tx);
     PERFORM bouncer_finish_queue_add(p_project_id, v_tx);
 
     FOR r IN

@@ -77,7 +77,7 @@ BEGIN
         PERFORM bouncer_revenue_ltv_days_add(p_project_id, v_days);
     END IF;
     IF cardinality(v_ids) > 0 THEN
-        PERFORM bouncer_revenue_ltv_resync(p_project_id, v_envs, v_ids, p_rows, p_signs);
+        PERFORM bouncer_revenue_ltv_resync(p_project_id, v_envs, v_ids, p_rows, p_signs, false);
     END IF;
 END;
 $$;

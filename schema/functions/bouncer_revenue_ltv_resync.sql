@@ -1,11 +1,15 @@
 -- Syncs realized_ltv's roll-ups (schema/0086) of whole purchases (p_envs[i], p_ids[i]) and of their customers, before
--- and after: each purchase's customer read again (bouncer_revenue_ltv_customer), each customer's first payment again
--- from the purchases they hold, and every purchase of those customers taken out of the day rows as it was (its rows
--- now, less p_rows' difference: the batch's revenue_transactions moves, p_signs as bouncer_revenue_ltv_move's; none
--- for a purchase whose binding moved) and put back as it is, under its cohort now (the same cohort and no difference
--- cancel: nothing written). Its rows in revenue_ltv_purchases and revenue_ltv_customers are written again where they
--- changed. Reads the customers' purchases whole: a new purchase, an earlier first payment, a binding that moves
--- (bouncer_revenue_ltv_rebind).
+-- and after: each purchase's customer read again (the user holding it now, its latest binding not revoked, by
+-- bound_at then user id, as 'u:' || user id; else the purchase itself, 'p:' || original transaction id; the chart's
+-- statement under a filter says the same), its amounts taken out of the day rows as they were (its rows now, less
+-- p_rows' difference: the batch's revenue_transactions moves, p_signs as bouncer_revenue_ltv_move's; none for a
+-- purchase whose binding moved) and put back as they are, under its cohort now. With p_moved_only
+-- (bouncer_revenue_ltv_rebind), only the purchases whose customer is another than their rows name.
+-- A customer's other purchases are read only when its first payment may move: when a given purchase leaves it (or
+-- changes) holding its first payment, or joins it with an earlier one. Otherwise its first payment stands
+-- (revenue_ltv_customers, one probe) and a new purchase of a known customer reads nothing of its others: each of
+-- them would leave the day rows as they are (the same cohort and no difference cancel: nothing written). The rows in
+-- revenue_ltv_purchases and revenue_ltv_customers are written again where they changed.
 -- No planner settings of its own (it runs under bouncer_revenue_roll_up's and under the deriver's alone): each read
 -- of a table is a lateral probe by a purchase's or customer's key (OFFSET 0: never flattened into a join a plan could
 -- turn into a range of the project's rows; Citus routes it to the tenant's worker whole), and the arrays are never
@@ -13,59 +17,112 @@
 -- purchase's old and new cohort) is carried by windows over their union, linear in a backfill's thousands of
 -- purchases whatever the join settings.
 CREATE OR REPLACE FUNCTION bouncer_revenue_ltv_resync(p_project_id uuid, p_envs text[], p_ids text[],
-    p_rows revenue_transactions[], p_signs int[]) RETURNS void
+    p_rows revenue_transactions[], p_signs int[], p_moved_only boolean) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     r record;
+    v_genvs text[];
+    v_gids text[];
+    v_gcus text[];
     v_penvs text[];
     v_pids text[];
     v_pcus text[];
+    -- The customers concerned: their first payment now, and whether it may move (their other purchases read).
+    v_cenvs text[];
+    v_ccus text[];
+    v_cfirsts timestamptz[];
+    v_calls boolean[];
     v_old revenue_ltv_purchases[];
     v_cur revenue_transactions[];
     v_new revenue_ltv_purchases[];
+    v_others revenue_ltv_purchases[];
 BEGIN
-    -- The given purchases with their customer now (a statement of its own: on Citus a function reading a tenant table
-    -- inside a statement routed to the tenant's worker would be a nested distributed query).
-    SELECT array_agg(g.env), array_agg(g.id), array_agg(bouncer_revenue_ltv_customer(p_project_id, g.env, g.id))
-    INTO v_penvs, v_pids, v_pcus
-    FROM (SELECT DISTINCT k.env, k.id FROM unnest(p_envs, p_ids) k (env, id)) g;
-    -- And every purchase held by a customer they had or have (a given purchase keeps its customer now).
-    WITH gc AS (SELECT * FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
-        c AS (SELECT gc.env, gc.cu FROM gc
-            UNION SELECT gc.env, lp.customer FROM gc CROSS JOIN LATERAL (SELECT lp.customer FROM revenue_ltv_purchases lp
-                WHERE lp.project_id = p_project_id AND lp.environment = gc.env AND lp.original_transaction_id = gc.id
-                OFFSET 0) lp),
-        h AS (SELECT c.env, lp.original_transaction_id AS id, c.cu FROM c CROSS JOIN LATERAL (
-                SELECT lp.original_transaction_id FROM revenue_ltv_purchases lp
-                WHERE lp.project_id = p_project_id AND lp.environment = c.env AND lp.customer = c.cu OFFSET 0) lp),
-        p AS (SELECT DISTINCT ON (x.env, x.id) x.env, x.id, x.cu
-            FROM (SELECT gc.env, gc.id, gc.cu, 0 AS o FROM gc UNION ALL SELECT h.env, h.id, h.cu, 1 FROM h) x
-            ORDER BY x.env, x.id, x.o)
-    SELECT array_agg(p.env), array_agg(p.id), array_agg(p.cu) INTO v_penvs, v_pids, v_pcus FROM p;
+    -- The given purchases with their customer now and as their rows name it.
+    SELECT array_agg(k.env), array_agg(k.id), array_agg(k.cu) INTO v_genvs, v_gids, v_gcus
+    FROM (SELECT g.env, g.id, COALESCE('u:' || s.user_id, 'p:' || g.id) AS cu, lp.customer AS was
+        FROM (SELECT DISTINCT k.env, k.id FROM unnest(p_envs, p_ids) k (env, id)) g
+        LEFT JOIN LATERAL (SELECT s.user_id FROM subscriptions s
+            WHERE s.project_id = p_project_id AND s.environment = g.env AND s.original_transaction_id = g.id
+              AND s.revoked_at IS NULL
+            ORDER BY s.bound_at DESC, s.user_id LIMIT 1) s ON true
+        LEFT JOIN LATERAL (SELECT lp.customer FROM revenue_ltv_purchases lp
+            WHERE lp.project_id = p_project_id AND lp.environment = g.env AND lp.original_transaction_id = g.id
+            LIMIT 1) lp ON true) k
+    WHERE NOT p_moved_only OR k.was IS DISTINCT FROM k.cu;
+    IF v_gids IS NULL THEN
+        RETURN;
+    END IF;
     -- (Column by column: on Citus a whole row of a table is its shard's row type.)
     SELECT array_agg(ROW(lp.*)::revenue_ltv_purchases) INTO v_old
-    FROM unnest(v_penvs, v_pids) k (env, id) CROSS JOIN LATERAL (SELECT lp.* FROM revenue_ltv_purchases lp
+    FROM unnest(v_genvs, v_gids) k (env, id) CROSS JOIN LATERAL (SELECT lp.* FROM revenue_ltv_purchases lp
         WHERE lp.project_id = p_project_id AND lp.environment = k.env AND lp.original_transaction_id = k.id OFFSET 0) lp;
     SELECT array_agg(ROW(v.*)::revenue_transactions) INTO v_cur
-    FROM unnest(v_penvs, v_pids) k (env, id) CROSS JOIN LATERAL (SELECT v.* FROM revenue_transactions v
+    FROM unnest(v_genvs, v_gids) k (env, id) CROSS JOIN LATERAL (SELECT v.* FROM revenue_transactions v
         WHERE v.project_id = p_project_id AND v.original_transaction_id = k.id AND v.environment = k.env
           AND v.price_milli > 0 OFFSET 0) v;
+    -- The customers they had or have, each with its first payment; it may move when a given purchase held it (its
+    -- old first_at at or before it) or brings an earlier one (a customer without a row has no other purchases).
+    WITH cm AS (SELECT x.env, max(x.cu) OVER (PARTITION BY x.env, x.id) AS cu, x.first
+            FROM (SELECT k.env, k.id, k.cu, NULL::timestamptz AS first FROM unnest(v_genvs, v_gids, v_gcus) k (env, id, cu)
+                UNION ALL SELECT v.environment, v.original_transaction_id, NULL, v.purchase_date
+                FROM unnest(v_cur) v) x),
+        g AS (SELECT c.env, c.cu, min(c.gone) AS gone, min(c.came) AS came
+            FROM (SELECT cm.env, cm.cu, NULL::timestamptz AS gone, cm.first AS came FROM cm
+                UNION ALL SELECT o.environment, o.customer, o.first_at, NULL FROM unnest(v_old) o) c
+            GROUP BY 1, 2)
+    SELECT array_agg(g.env), array_agg(g.cu), array_agg(x.first_at),
+        array_agg(COALESCE(g.gone <= x.first_at OR g.came < x.first_at, false))
+    INTO v_cenvs, v_ccus, v_cfirsts, v_calls
+    FROM g LEFT JOIN LATERAL (SELECT x.first_at FROM revenue_ltv_customers x
+        WHERE x.project_id = p_project_id AND x.environment = g.env AND x.customer = g.cu OFFSET 0) x ON true;
+    -- Every other purchase of a customer whose first payment may move, with its rows (it keeps its customer).
+    WITH h AS (SELECT lp.environment, lp.original_transaction_id, lp.currency, lp.customer, lp.cohort_day, lp.first_at,
+                false AS given
+            FROM unnest(v_cenvs, v_ccus, v_calls) k (env, cu, moves) CROSS JOIN LATERAL (
+                SELECT lp.* FROM revenue_ltv_purchases lp
+                WHERE k.moves AND lp.project_id = p_project_id AND lp.environment = k.env AND lp.customer = k.cu
+                OFFSET 0) lp
+            UNION ALL SELECT k.env, k.id, NULL, NULL, NULL, NULL, true FROM unnest(v_genvs, v_gids) k (env, id)),
+        o AS (SELECT h.*, bool_or(h.given) OVER (PARTITION BY h.environment, h.original_transaction_id) AS mine FROM h)
+    SELECT array_agg(ROW(p_project_id, o.environment, o.original_transaction_id, o.currency, o.customer, o.cohort_day,
+            o.first_at)::revenue_ltv_purchases)
+    INTO v_others FROM o WHERE NOT o.mine;
+    v_penvs := v_genvs;
+    v_pids := v_gids;
+    v_pcus := v_gcus;
+    IF cardinality(v_others) > 0 THEN
+        SELECT v_penvs || array_agg(o.environment), v_pids || array_agg(o.original_transaction_id),
+            v_pcus || array_agg(o.customer)
+        INTO v_penvs, v_pids, v_pcus
+        FROM (SELECT DISTINCT o.environment, o.original_transaction_id, o.customer FROM unnest(v_others) o) o;
+        v_old := COALESCE(v_old, '{}') || v_others;
+        v_cur := COALESCE(v_cur, '{}') || ARRAY(SELECT ROW(v.*)::revenue_transactions
+            FROM (SELECT DISTINCT o.environment, o.original_transaction_id FROM unnest(v_others) o) k
+            CROSS JOIN LATERAL (SELECT v.* FROM revenue_transactions v
+                WHERE v.project_id = p_project_id AND v.original_transaction_id = k.original_transaction_id
+                  AND v.environment = k.environment AND v.price_milli > 0 OFFSET 0) v);
+    END IF;
     -- Each purchase and currency as it is: its customer (carried from the purchase's own row of the union), its
-    -- customer's first payment (a window over the customer's) and its own.
+    -- customer's first payment (a window over the customer's, with the first payment that stands) and its own.
     WITH e AS (SELECT e.environment AS env, e.original_transaction_id AS id, e.currency, e.kind, e.purchase_date,
-                e.day, e.refund_at, NULL::text AS cu
+                NULL::text AS cu
             FROM bouncer_revenue_ltv_entries(v_cur, NULL) e
             UNION ALL
-            SELECT k.env, k.id, NULL, NULL, NULL, NULL, NULL, k.cu FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
+            SELECT k.env, k.id, NULL, NULL, NULL, k.cu FROM unnest(v_penvs, v_pids, v_pcus) k (env, id, cu)),
         ec AS (SELECT e.*, max(e.cu) OVER (PARTITION BY e.env, e.id) AS customer FROM e),
         pc AS (SELECT ec.env, ec.id, ec.currency, ec.customer,
                 min(ec.purchase_date) FILTER (WHERE ec.kind = 0) AS first_at
             FROM ec WHERE ec.kind IS NOT NULL
-            GROUP BY 1, 2, 3, 4)
+            GROUP BY 1, 2, 3, 4
+            UNION ALL
+            SELECT k.env, NULL, NULL, k.cu, k.first_at FROM unnest(v_cenvs, v_ccus, v_cfirsts, v_calls) k (env, cu,
+                first_at, moves)
+            WHERE k.first_at IS NOT NULL AND NOT k.moves)
     SELECT array_agg(ROW(p_project_id, x.env, x.id, x.currency, x.customer, (x.cf AT TIME ZONE 'UTC')::date,
             x.first_at)::revenue_ltv_purchases ORDER BY x.env, x.id, x.currency)
     INTO v_new
-    FROM (SELECT pc.*, min(pc.first_at) OVER (PARTITION BY pc.env, pc.customer) AS cf FROM pc) x;
+    FROM (SELECT pc.*, min(pc.first_at) OVER (PARTITION BY pc.env, pc.customer) AS cf FROM pc) x
+    WHERE x.id IS NOT NULL;
     -- The day rows: each purchase as it was out (its rows now less the batch's difference, under its old cohort), as
     -- it is in (under its new one); the cohorts carried to the amounts by windows over the union of both.
     PERFORM bouncer_revenue_ltv_days_add(p_project_id, ARRAY(
@@ -89,7 +146,7 @@ BEGIN
                     NULL, n.cohort_day, false FROM unnest(v_new) n
                 UNION ALL
                 SELECT k.env, k.id, 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true
-                FROM unnest(v_penvs, v_pids) k (env, id)),
+                FROM unnest(v_genvs, v_gids) k (env, id)),
             w AS (SELECT a.*, max(a.old) OVER k AS o, max(a.new) OVER k AS c, bool_or(a.given) OVER k AS mine
                 FROM a WINDOW k AS (PARTITION BY a.env, a.id))
         -- Out (0) and the batch's difference (1, the given purchases') under the old cohort, in (3) under the new.
@@ -111,11 +168,12 @@ BEGIN
     GROUP BY x.r HAVING min(x.side) = 1
     ON CONFLICT (project_id, environment, original_transaction_id, currency) DO UPDATE SET
         customer = EXCLUDED.customer, cohort_day = EXCLUDED.cohort_day, first_at = EXCLUDED.first_at;
-    -- The customers, before and after: their first payment, or none left.
+    -- The customers whose first payment may have moved: removed when no purchase is left to them; every customer's
+    -- first payment written where it changed (one that stands is its own minimum).
     FOR r IN
         SELECT x.env, x.cu
-        FROM (SELECT o.environment AS env, o.customer AS cu, 0 AS side FROM unnest(v_old) o
-            UNION ALL SELECT k.env, k.cu, 0 FROM unnest(v_penvs, v_pcus) k (env, cu)
+        FROM (SELECT k.env, k.cu, 0 AS side FROM unnest(v_cenvs, v_ccus, v_cfirsts, v_calls) k (env, cu, first_at, moves)
+                WHERE k.moves OR k.first_at IS NULL
             UNION ALL SELECT n.environment, n.customer, 1 FROM unnest(v_new) n) x
         GROUP BY 1, 2 HAVING max(x.side) = 0
     LOOP
@@ -123,7 +181,12 @@ BEGIN
           AND x.customer = r.cu;
     END LOOP;
     INSERT INTO revenue_ltv_customers AS x (project_id, environment, customer, first_at)
-    SELECT p_project_id, n.environment, n.customer, min(n.first_at) FROM unnest(v_new) n GROUP BY 1, 2, 3
+    SELECT p_project_id, n.env, n.cu, min(n.first_at)
+    FROM (SELECT n.environment AS env, n.customer AS cu, n.first_at FROM unnest(v_new) n
+        UNION ALL SELECT k.env, k.cu, k.first_at FROM unnest(v_cenvs, v_ccus, v_cfirsts, v_calls) k (env, cu, first_at,
+            moves)
+        WHERE k.first_at IS NOT NULL AND NOT k.moves) n
+    GROUP BY 1, 2, 3
     ON CONFLICT (project_id, environment, customer) DO UPDATE SET first_at = EXCLUDED.first_at
     WHERE x.first_at IS DISTINCT FROM EXCLUDED.first_at;
 END;

@@ -1,5 +1,5 @@
--- Brings mrr_movement's daily roll-up (revenue_movement_days, schema/0087) up to date for one purchase whose spans of
--- MRR (revenue_values) bouncer_revenue_values_sync just rewrote from p_from on: p_old, the spans that reached p_from
+-- mrr_movement's daily roll-up (revenue_movement_days, schema/0087): the moves of one purchase whose spans of MRR
+-- (revenue_values) bouncer_revenue_values_sync just rewrote from p_from on: p_old, the spans that reached p_from
 -- before; p_new, the spans from the one running into p_from on. A purchase's movement on a UTC day D (the interval
 -- from the midnight before D to D's, as mrr_movement's intervals at interval=day) follows from the spans covering
 -- those two midnights (starts_at <= M < ends_at): v0 → v1, in v1's currency (else v0's), a reactivation rather than
@@ -7,20 +7,20 @@
 -- expansion, contraction and reactivation amounts, and the values moved into (the second midnight's span, when the
 -- first's differs) and out of (the first's, when a different one follows) by purchases with a span at both or
 -- the second; the churned ones are the rest of the values' daily difference (revenue_value_days), which the chart
--- reads. All of them happen on the day a span begins, so a renewal (its span's end moved) writes nothing. Only the
+-- reads. All of them happen on the day a span begins, so a renewal (its span's end moved) returns none. Only the
 -- days from the one closing p_from on can change: each of them where a span of p_old or p_new begins (on the first of
 -- them, its first midnight's span may have ended before p_from: read then, by the purchase's key), moved by the
--- difference of its old and new moves; a row back to zero removed. Called by bouncer_revenue_values_sync; never
--- in the receipt's transaction.
-CREATE OR REPLACE FUNCTION bouncer_revenue_movement_sync(p_project_id uuid, p_environment text, p_original_id text,
-    p_from timestamptz, p_old revenue_values[], p_new revenue_values[]) RETURNS void
+-- difference of its old and new moves (n: the change of each row's count; the caller moves revenue_movement_days
+-- once for its batch, bouncer_revenue_movement_days_move, as the value days). Called by bouncer_revenue_values_sync;
+-- never in the receipt's transaction.
+CREATE OR REPLACE FUNCTION bouncer_revenue_movement_moves(p_project_id uuid, p_environment text, p_original_id text,
+    p_from timestamptz, p_old revenue_values[], p_new revenue_values[]) RETURNS revenue_movement_days[]
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_d0 date;
     v_days date[];
     v_m timestamptz;
     v_pre revenue_values[] := '{}';
-    v_zero revenue_movement_days[];
 BEGIN
     IF p_from > '-infinity' THEN
         v_d0 := ((p_from - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1;
@@ -31,7 +31,7 @@ BEGIN
         UNION ALL SELECT ((n.starts_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1 FROM unnest(p_new) n) x
     WHERE v_d0 IS NULL OR x.day >= v_d0;
     IF v_days IS NULL THEN
-        RETURN;
+        RETURN '{}';
     END IF;
     IF v_d0 = ANY (v_days) THEN
         v_m := (v_d0 - 1)::timestamp AT TIME ZONE 'UTC';
@@ -46,7 +46,7 @@ BEGIN
             WHERE x.starts_at <= v_m AND x.ends_at > v_m AND x.ends_at < p_from;
         END IF;
     END IF;
-    WITH sides AS (SELECT -1 AS sign, o.* FROM unnest(p_old) o
+    RETURN ARRAY(WITH sides AS (SELECT -1 AS sign, o.* FROM unnest(p_old) o
             UNION ALL SELECT 1, n.* FROM unnest(p_new) n
             UNION ALL SELECT g.sign, p.* FROM unnest(v_pre) p CROSS JOIN (VALUES (-1), (1)) g (sign)),
         d AS (SELECT unnest(v_days) AS day),
@@ -67,7 +67,7 @@ BEGIN
             LEFT JOIN LATERAL (SELECT s.monthly_milli, s.currency FROM sides s
                 WHERE s.sign = m.sign AND s.starts_at <= m.m1 AND s.ends_at > m.m1 LIMIT 1) b ON true),
         -- The moves by kind (churned, 3, is not kept: the chart counts it from revenue_value_days and the moves in and
-        -- out, 5 and 6, so a renewal, which only moves its span's end, writes nothing here).
+        -- out, 5 and 6, so a renewal, which only moves its span's end, moves nothing here).
         k AS (SELECT y.day, k.currency, k.kind::smallint AS kind, k.amount, sum(y.sign) AS n
             FROM y CROSS JOIN LATERAL (VALUES
                 (0, COALESCE(y.c1, y.c0), CASE WHEN y.v0 = 0 AND y.v1 > 0 AND NOT y.before THEN y.v1 END),
@@ -78,17 +78,8 @@ BEGIN
                 (6, y.c0, CASE WHEN y.a IS NOT NULL AND y.b IS NOT NULL AND (y.a, y.c0) <> (y.b, y.c1) THEN y.a END))
                 k (kind, currency, amount)
             WHERE k.amount IS NOT NULL AND (k.kind >= 5 OR y.v0 <> y.v1)
-            GROUP BY 1, 2, 3, 4 HAVING sum(y.sign) <> 0),
-        up AS (INSERT INTO revenue_movement_days AS x (project_id, environment, day, currency, kind, amount_milli, n)
-            SELECT p_project_id, p_environment, k.day, k.currency, k.kind, k.amount, k.n FROM k
-            ON CONFLICT (project_id, day, environment, currency, kind, amount_milli) DO UPDATE SET n = x.n + EXCLUDED.n
-            RETURNING x.day, x.currency, x.kind, x.amount_milli, x.n)
-    SELECT array_agg(ROW(p_project_id, p_environment, up.day, up.currency, up.kind, up.amount_milli, 0)::revenue_movement_days)
-    INTO v_zero FROM up WHERE up.n = 0;
-    IF v_zero IS NOT NULL THEN
-        DELETE FROM revenue_movement_days x USING unnest(v_zero) z
-        WHERE x.project_id = p_project_id AND x.day = z.day AND x.environment = p_environment
-          AND x.currency = z.currency AND x.kind = z.kind AND x.amount_milli = z.amount_milli AND x.n = 0;
-    END IF;
+            GROUP BY 1, 2, 3, 4 HAVING sum(y.sign) <> 0)
+        SELECT ROW(p_project_id, p_environment, k.day, k.currency, k.kind, k.amount, k.n)::revenue_movement_days
+        FROM k);
 END;
 $$;
