@@ -2,8 +2,9 @@
 -- the deriver after the receipt's commit, by explicit statements (no trigger, issue 27): bouncer_revenue_ltv_move for
 -- the revenue_transactions rows bouncer_revenue_roll_up writes, bouncer_revenue_ltv_rebind for the purchases whose
 -- binding moved (the log's rows with `bound` or `revoked`, and `ltv`: this file's backfill). A customer is the user
--- holding a purchase now (its latest binding not revoked: bouncer_revenue_ltv_customer, 'u:' || user id), else the
--- purchase itself ('p:' || original transaction id), per environment, as the chart's statement without roll-ups says.
+-- holding a purchase now (its latest binding not revoked, read by bouncer_revenue_ltv_resync: 'u:' || user id), else
+-- the purchase itself ('p:' || original transaction id), per environment, as the chart's statement without roll-ups
+-- says.
 -- Whoever rebuilds revenue_transactions deletes the project's revenue_ltv_purchases, revenue_ltv_customers and
 -- revenue_ltv_days with it and replays the log (0062's backfill rows), which writes them again.
 -- No foreign key to projects (as 0075, 0085): bouncer_project_purge removes their rows.

@@ -9,13 +9,14 @@
 -- the second; the churned ones are the rest of the values' daily difference (revenue_value_days), which the chart
 -- reads. All of them happen on the day a span begins, so a renewal (its span's end moved) returns none. Only the
 -- days from the one closing p_from on can change: each of them where a span of p_old or p_new begins (on the first of
--- them, its first midnight's span may have ended before p_from: read then, by the purchase's key), moved by the
+-- them, its first midnight's span may have ended before p_from: p_before, the spans that ended in the day before
+-- p_from, which the caller read with the others), moved by the
 -- difference of its old and new moves (n: the change of each row's count; the caller moves revenue_movement_days
 -- once for its batch, bouncer_revenue_movement_days_move, as the value days). Called by bouncer_revenue_values_sync;
 -- never in the receipt's transaction.
-CREATE OR REPLACE FUNCTION bouncer_revenue_movement_moves(p_project_id uuid, p_environment text, p_original_id text,
-    p_from timestamptz, p_old revenue_values[], p_new revenue_values[]) RETURNS revenue_movement_days[]
-LANGUAGE plpgsql VOLATILE AS $$
+CREATE OR REPLACE FUNCTION bouncer_revenue_movement_moves(p_project_id uuid, p_environment text, p_from timestamptz,
+    p_before revenue_values[], p_old revenue_values[], p_new revenue_values[]) RETURNS revenue_movement_days[]
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v_d0 date;
     v_days date[];
@@ -35,15 +36,9 @@ BEGIN
     END IF;
     IF v_d0 = ANY (v_days) THEN
         v_m := (v_d0 - 1)::timestamp AT TIME ZONE 'UTC';
-        -- The span covering the midnight before that day, unless p_old has it: it ended before p_from.
+        -- The span covering the midnight before that day, unless p_old has it: it ended before p_from (p_before).
         IF NOT EXISTS (SELECT 1 FROM unnest(p_old) o WHERE o.starts_at <= v_m AND o.ends_at > v_m) THEN
-            -- (The purchase's spans by their key alone: a condition on starts_at would let a plan range over the
-            -- project's.)
-            -- (Column by column: on Citus a whole row of a table is its shard's row type.)
-            SELECT COALESCE(array_agg(ROW(x.*)::revenue_values), '{}') INTO v_pre FROM (SELECT s.* FROM revenue_values s
-                WHERE s.project_id = p_project_id AND s.environment = p_environment
-                  AND s.original_transaction_id = p_original_id) x
-            WHERE x.starts_at <= v_m AND x.ends_at > v_m AND x.ends_at < p_from;
+            v_pre := ARRAY(SELECT x FROM unnest(p_before) x WHERE x.starts_at <= v_m AND x.ends_at > v_m);
         END IF;
     END IF;
     RETURN ARRAY(WITH sides AS (SELECT -1 AS sign, o.* FROM unnest(p_old) o

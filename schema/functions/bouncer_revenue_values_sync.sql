@@ -24,12 +24,16 @@ DECLARE
     v_keep revenue_values;
     v_since timestamptz;
     v_old revenue_values[];
+    v_before revenue_values[];
     v_new revenue_values[];
     v_gone timestamptz[];
 BEGIN
     -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
     -- purchase's first payment came before that span began, so no change from p_from on moves it).
-    SELECT array_agg(s ORDER BY s.starts_at) FILTER (WHERE s.ends_at >= p_from) INTO v_old FROM revenue_values s
+    -- (And those that ended in the day before it: mrr_movement's first day may begin under one, v_before.)
+    SELECT array_agg(s ORDER BY s.starts_at) FILTER (WHERE s.ends_at >= p_from),
+        array_agg(s) FILTER (WHERE s.ends_at < p_from AND s.ends_at > p_from - interval '24 hours')
+    INTO v_old, v_before FROM revenue_values s
     WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id;
     IF (v_old[1]).starts_at < p_from THEN
         v_keep := v_old[1];
@@ -129,7 +133,7 @@ BEGIN
     ON CONFLICT (project_id, environment, original_transaction_id, starts_at) DO UPDATE SET ends_at = EXCLUDED.ends_at,
         currency = EXCLUDED.currency, monthly_milli = EXCLUDED.monthly_milli, paid_since = EXCLUDED.paid_since;
     -- mrr_movement's days (schema/0087), from the spans before and after.
-    movement_days := bouncer_revenue_movement_moves(p_project_id, p_environment, p_original_id, p_from, v_old, v_new);
+    movement_days := bouncer_revenue_movement_moves(p_project_id, p_environment, p_from, v_before, v_old, v_new);
     -- Each span counts +1 on the day that closes its start, −1 on the day that closes its end; a removed one the
     -- opposite.
     value_days := ARRAY(SELECT ROW(p_project_id, p_environment, x.day, x.currency, x.m, sum(x.n))::revenue_value_days
