@@ -37,25 +37,28 @@ DECLARE
     v_new revenue_ltv_purchases[];
     v_others revenue_ltv_purchases[];
 BEGIN
-    -- The given purchases with their customer now and as their rows name it.
-    SELECT array_agg(k.env), array_agg(k.id), array_agg(k.cu) INTO v_genvs, v_gids, v_gcus
-    FROM (SELECT g.env, g.id, COALESCE('u:' || s.user_id, 'p:' || g.id) AS cu, lp.customer AS was
+    -- The given purchases with their customer now, and their rows (column by column: on Citus a whole row of a table
+    -- is its shard's row type), which name the customer they had.
+    SELECT array_agg(x.env) FILTER (WHERE x.first), array_agg(x.id) FILTER (WHERE x.first),
+        array_agg(x.cu) FILTER (WHERE x.first),
+        array_agg(ROW(p_project_id, x.env, x.id, x.currency, x.customer, x.cohort_day,
+            x.first_at)::revenue_ltv_purchases) FILTER (WHERE x.currency IS NOT NULL)
+    INTO v_genvs, v_gids, v_gcus, v_old
+    FROM (SELECT g.env, g.id, COALESCE('u:' || s.user_id, 'p:' || g.id) AS cu, lp.currency, lp.customer, lp.cohort_day,
+            lp.first_at, row_number() OVER w = 1 AS first, max(lp.customer) OVER w AS was
         FROM (SELECT DISTINCT k.env, k.id FROM unnest(p_envs, p_ids) k (env, id)) g
         LEFT JOIN LATERAL (SELECT s.user_id FROM subscriptions s
             WHERE s.project_id = p_project_id AND s.environment = g.env AND s.original_transaction_id = g.id
               AND s.revoked_at IS NULL
             ORDER BY s.bound_at DESC, s.user_id LIMIT 1) s ON true
-        LEFT JOIN LATERAL (SELECT lp.customer FROM revenue_ltv_purchases lp
+        LEFT JOIN LATERAL (SELECT lp.currency, lp.customer, lp.cohort_day, lp.first_at FROM revenue_ltv_purchases lp
             WHERE lp.project_id = p_project_id AND lp.environment = g.env AND lp.original_transaction_id = g.id
-            LIMIT 1) lp ON true) k
-    WHERE NOT p_moved_only OR k.was IS DISTINCT FROM k.cu;
+            OFFSET 0) lp ON true
+        WINDOW w AS (PARTITION BY g.env, g.id)) x
+    WHERE NOT p_moved_only OR x.was IS DISTINCT FROM x.cu;
     IF v_gids IS NULL THEN
         RETURN;
     END IF;
-    -- (Column by column: on Citus a whole row of a table is its shard's row type.)
-    SELECT array_agg(ROW(lp.*)::revenue_ltv_purchases) INTO v_old
-    FROM unnest(v_genvs, v_gids) k (env, id) CROSS JOIN LATERAL (SELECT lp.* FROM revenue_ltv_purchases lp
-        WHERE lp.project_id = p_project_id AND lp.environment = k.env AND lp.original_transaction_id = k.id OFFSET 0) lp;
     SELECT array_agg(ROW(v.*)::revenue_transactions) INTO v_cur
     FROM unnest(v_genvs, v_gids) k (env, id) CROSS JOIN LATERAL (SELECT v.* FROM revenue_transactions v
         WHERE v.project_id = p_project_id AND v.original_transaction_id = k.id AND v.environment = k.env
@@ -63,7 +66,8 @@ BEGIN
     -- The customers they had or have, each with its first payment; it may move when a given purchase held it (its
     -- old first_at at or before it) or brings an earlier one (a customer without a row has no other purchases).
     WITH cm AS (SELECT x.env, max(x.cu) OVER (PARTITION BY x.env, x.id) AS cu, x.first
-            FROM (SELECT k.env, k.id, k.cu, NULL::timestamptz AS first FROM unnest(v_genvs, v_gids, v_gcus) k (env, id, cu)
+            FROM (SELECT k.env, k.id, k.cu, NULL::timestamptz AS first
+                FROM unnest(v_genvs, v_gids, v_gcus) k (env, id, cu)
                 UNION ALL SELECT v.environment, v.original_transaction_id, NULL, v.purchase_date
                 FROM unnest(v_cur) v) x),
         g AS (SELECT c.env, c.cu, min(c.gone) AS gone, min(c.came) AS came
@@ -172,7 +176,8 @@ BEGIN
     -- first payment written where it changed (one that stands is its own minimum).
     FOR r IN
         SELECT x.env, x.cu
-        FROM (SELECT k.env, k.cu, 0 AS side FROM unnest(v_cenvs, v_ccus, v_cfirsts, v_calls) k (env, cu, first_at, moves)
+        FROM (SELECT k.env, k.cu, 0 AS side
+                FROM unnest(v_cenvs, v_ccus, v_cfirsts, v_calls) k (env, cu, first_at, moves)
                 WHERE k.moves OR k.first_at IS NULL
             UNION ALL SELECT n.environment, n.customer, 1 FROM unnest(v_new) n) x
         GROUP BY 1, 2 HAVING max(x.side) = 0
