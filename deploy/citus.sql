@@ -45,7 +45,8 @@ DECLARE
         'webhook_queue', 'webhook_purchase_states', 'webhook_entitlement_states', 'grants', 'purchase_changes',
         'overview_days', 'overview_instants', 'overview_trials', 'transaction_finishes', 'transaction_jws',
         'retention_rules', 'retention_decisions', 'revenue_settings', 'revenue_transactions', 'revenue_days',
-        'revenue_runs', 'revenue_run_days', 'revenue_values', 'revenue_value_days', 'revenue_cohorts'
+        'revenue_runs', 'revenue_run_days', 'revenue_values', 'revenue_value_days', 'revenue_cohorts',
+        'revenue_ltv_purchases', 'revenue_ltv_customers', 'revenue_ltv_days', 'revenue_movement_days'
     ];
     -- Only the migrator reads these, through the coordinator, under its advisory lock there.
     local_tables text[] := ARRAY['schema_migrations', 'schema_functions'];

@@ -53,10 +53,12 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
                 var points = buckets.map {
                     ChartPoint(date: Date(timeIntervalSince1970: Double($0.lo)), values: Array(repeating: 0, count: width))
                 }
-                // The runs of paid service and the spans of MRR join a purchase's products and storefronts:
-                // unfiltered charts only.
+                // The runs of paid service, the spans of MRR and the customers of realized LTV join a purchase's
+                // (a customer's) products and storefronts: unfiltered charts only.
+                let daily = query.interval == .day ? Self.dailyStatements[query.chart] : nil
                 let runs = query.productId == nil && query.country == nil
-                    ? Self.runStatements[query.chart] ?? Self.valueStatements[query.chart] : nil
+                    ? daily ?? Self.runStatements[query.chart] ?? Self.valueStatements[query.chart]
+                        ?? Self.ltvStatements[query.chart] : nil
                 let statement = runs ?? Self.sweepStatements[query.chart] ?? Self.statements[query.chart]
                     ?? Self.cohortStatements[query.chart] ?? ""
                 for row in try c.query("""

@@ -328,6 +328,19 @@ public final class PostgresCustomerStore: PostgresStore, @unchecked Sendable, Cu
                 summary.bindingsDeleted = try connection.execute("""
                     DELETE FROM subscriptions WHERE project_id = \(projectId) AND user_id = \(userId)::text
                     """)
+                // realized_ltv's customer (schema/0086) named the user: their purchases go to their holders now
+                // (read first, then synced: on Citus one statement doing both would nest distributed queries).
+                var held: String?
+                for row in try connection.query("""
+                    SELECT jsonb_agg(jsonb_build_object('environment', l.environment,
+                        'original_transaction_id', l.original_transaction_id))::text AS held
+                    FROM revenue_ltv_purchases l WHERE l.project_id = \(projectId) AND l.customer = 'u:' || \(userId)::text
+                    """) {
+                    held = try row.decode("held", as: String?.self)
+                }
+                if let held {
+                    _ = try connection.query("SELECT bouncer_revenue_ltv_rebind(\(projectId), \(held)::jsonb)")
+                }
                 summary.grantsAnonymised = try connection.execute("""
                     UPDATE grants SET user_id = NULL, reason = 'erased'
                     WHERE project_id = \(projectId) AND user_id = \(userId)::text

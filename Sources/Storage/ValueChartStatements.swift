@@ -31,38 +31,10 @@ extension PostgresChartStore {
                 GROUP BY 1, 2, 3),
             \(held)
             """,
-        // A purchase moves in interval i when a span of it begins or ends in (T_i, T_{i+1}]: from the value of the
-        // span that ends there and covered T_i (else 0) to the value of the one that begins there and covers
-        // T_{i+1} (else 0), in the latter's currency (else the former's). A new value after none is a reactivation
-        // when the purchase had paid before T_i (its first payment, or a span covering T_i).
         .mrrMovement: """
-            w AS MATERIALIZED (SELECT ARRAY(SELECT LEAST(x, q.now) FROM unnest(q.bounds) x ORDER BY x) AS ts,
-                    cardinality(q.bounds) - 1 AS n
-                FROM q),
-            bd AS (SELECT true AS begun, width_bucket(s.starts_at - interval '1 microsecond', w.ts) - 1 AS i, s.*
-                FROM q, w, revenue_values s WHERE s.project_id = q.project AND (q.env IS NULL OR s.environment = q.env)
-                  AND s.starts_at > w.ts[1] AND s.starts_at <= w.ts[w.n + 1]
-                UNION ALL
-                SELECT false, width_bucket(s.ends_at - interval '1 microsecond', w.ts) - 1, s.*
-                FROM q, w, revenue_values s WHERE s.project_id = q.project AND (q.env IS NULL OR s.environment = q.env)
-                  AND s.ends_at > w.ts[1] AND s.ends_at <= w.ts[w.n + 1]),
-            mv AS (SELECT bd.i, max(bd.monthly_milli) FILTER (WHERE NOT bd.begun AND bd.starts_at <= w.ts[bd.i + 1]) AS v0,
-                    max(bd.currency) FILTER (WHERE NOT bd.begun AND bd.starts_at <= w.ts[bd.i + 1]) AS c0,
-                    max(bd.monthly_milli) FILTER (WHERE bd.begun AND bd.ends_at > w.ts[bd.i + 2]) AS v1,
-                    max(bd.currency) FILTER (WHERE bd.begun AND bd.ends_at > w.ts[bd.i + 2]) AS c1,
-                    min(bd.paid_since) AS since
-                FROM w, bd GROUP BY bd.environment, bd.original_transaction_id, bd.i),
-            e AS (SELECT b.i, COALESCE(mv.c1, mv.c0) AS currency, (b.at1 AT TIME ZONE 'UTC')::date AS day,
-                    CASE WHEN y.v0 = 0 AND y.v1 > 0 AND NOT y.before THEN y.v1 ELSE 0 END AS a0,
-                    CASE WHEN y.v0 > 0 AND y.v1 > y.v0 THEN y.v1 - y.v0 ELSE 0 END AS a1,
-                    CASE WHEN y.v0 > 0 AND y.v1 > 0 AND y.v1 < y.v0 THEN y.v0 - y.v1 ELSE 0 END AS a2,
-                    CASE WHEN y.v0 > 0 AND y.v1 = 0 THEN y.v0 ELSE 0 END AS a3,
-                    CASE WHEN y.v0 = 0 AND y.v1 > 0 AND y.before THEN y.v1 ELSE 0 END AS a4
-                FROM mv JOIN b ON b.i = mv.i
-                CROSS JOIN LATERAL (SELECT COALESCE(mv.v0, 0) AS v0, COALESCE(mv.v1, 0) AS v1,
-                    mv.c0 IS NOT NULL OR mv.since < b.at0 AS before) y
-                WHERE y.v0 <> y.v1),
-            \(converted([([(0, 1)], nil), ([(1, 1)], nil), ([(2, 1)], nil), ([(3, 1)], nil), ([(4, 1)], nil)]))
+            \(spanMovement(after: "w.ts[1]")),
+            e AS (SELECT ev.*, 1::int8 AS n FROM ev),
+            \(converted([([(0, 1)], nil), ([(1, 1)], nil), ([(2, 1)], nil), ([(3, 1)], nil), ([(4, 1)], nil)], counted: true))
             """,
         // Members from the deriver's rows (revenue_cohorts, schema/0085: each purchase's first paid period and the
         // months its paid service overlaps) by an index range of first payments. Month k reached once it has begun:
@@ -90,4 +62,41 @@ extension PostgresChartStore {
             FROM b LEFT JOIN mc ON mc.i = b.i
             """,
     ]
+
+    /// `mrr_movement`'s moves read from the spans begun or ended after `after` and by the range's last instant
+    /// (`w`: the intervals' instants, at most now; `ev`: i, currency, day, a0…a4 per moving purchase and interval).
+    /// A purchase moves in interval i when a span of it begins or ends in (T_i, T_{i+1}]: from the value of the
+    /// span that ends there and covered T_i (else 0) to the value of the one that begins there and covers T_{i+1}
+    /// (else 0), in the latter's currency (else the former's). A new value after none is a reactivation when the
+    /// purchase had paid before T_i (its first payment, or a span covering T_i).
+    static func spanMovement(after: String) -> String {
+        """
+        w AS MATERIALIZED (SELECT ARRAY(SELECT LEAST(x, q.now) FROM unnest(q.bounds) x ORDER BY x) AS ts,
+                cardinality(q.bounds) - 1 AS n
+            FROM q),
+        bd AS (SELECT true AS begun, width_bucket(s.starts_at - interval '1 microsecond', w.ts) - 1 AS i, s.*
+            FROM q, w, revenue_values s WHERE s.project_id = q.project AND (q.env IS NULL OR s.environment = q.env)
+              AND s.starts_at > \(after) AND s.starts_at <= w.ts[w.n + 1]
+            UNION ALL
+            SELECT false, width_bucket(s.ends_at - interval '1 microsecond', w.ts) - 1, s.*
+            FROM q, w, revenue_values s WHERE s.project_id = q.project AND (q.env IS NULL OR s.environment = q.env)
+              AND s.ends_at > \(after) AND s.ends_at <= w.ts[w.n + 1]),
+        mv AS (SELECT bd.i, max(bd.monthly_milli) FILTER (WHERE NOT bd.begun AND bd.starts_at <= w.ts[bd.i + 1]) AS v0,
+                max(bd.currency) FILTER (WHERE NOT bd.begun AND bd.starts_at <= w.ts[bd.i + 1]) AS c0,
+                max(bd.monthly_milli) FILTER (WHERE bd.begun AND bd.ends_at > w.ts[bd.i + 2]) AS v1,
+                max(bd.currency) FILTER (WHERE bd.begun AND bd.ends_at > w.ts[bd.i + 2]) AS c1,
+                min(bd.paid_since) AS since
+            FROM w, bd GROUP BY bd.environment, bd.original_transaction_id, bd.i),
+        ev AS (SELECT b.i, COALESCE(mv.c1, mv.c0) AS currency, (b.at1 AT TIME ZONE 'UTC')::date AS day,
+                CASE WHEN y.v0 = 0 AND y.v1 > 0 AND NOT y.before THEN y.v1 ELSE 0 END AS a0,
+                CASE WHEN y.v0 > 0 AND y.v1 > y.v0 THEN y.v1 - y.v0 ELSE 0 END AS a1,
+                CASE WHEN y.v0 > 0 AND y.v1 > 0 AND y.v1 < y.v0 THEN y.v0 - y.v1 ELSE 0 END AS a2,
+                CASE WHEN y.v0 > 0 AND y.v1 = 0 THEN y.v0 ELSE 0 END AS a3,
+                CASE WHEN y.v0 = 0 AND y.v1 > 0 AND y.before THEN y.v1 ELSE 0 END AS a4
+            FROM mv JOIN b ON b.i = mv.i
+            CROSS JOIN LATERAL (SELECT COALESCE(mv.v0, 0) AS v0, COALESCE(mv.v1, 0) AS v1,
+                mv.c0 IS NOT NULL OR mv.since < b.at0 AS before) y
+            WHERE y.v0 <> y.v1)
+        """
+    }
 }

@@ -73,7 +73,8 @@ final class ChartsE2ETests: SharedServerTestCase {
                             ("mrr_movement", ["date", "new_milli", "expansion_milli", "contraction_milli",
                                               "churned_milli", "reactivation_milli"]),
                             ("subscription_retention", ["date", "subscribers"]
-                                + (0...12).flatMap { ["reached_\($0)", "retained_\($0)"] })]
+                                + (0...12).flatMap { ["reached_\($0)", "retained_\($0)"] }),
+                            ("realized_ltv", ["date", "customers", "net_milli", "net_per_customer_milli"])]
 
     /// Each point's amounts without a rate, as text.
     static func unconverted(_ json: JSONValue) -> [String] {
@@ -89,6 +90,17 @@ final class ChartsE2ETests: SharedServerTestCase {
             FROM transactions t WHERE t.project_id = \(tenant.id)::uuid RETURNING 1
             """)
         XCTAssertTrue(try E2E.eventually { try db.count("purchase_changes", project: tenant.id) == 0 })
+    }
+
+    /// Rebuilds the project's revenue roll-ups as an operator would: every one of them removed (revenue_transactions
+    /// and the tables derived beside it, schema/0062 to 0087), then the log replayed.
+    func rebuildRevenue(_ tenant: Tenant) throws {
+        for table in ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days", "revenue_values",
+                      "revenue_value_days", "revenue_cohorts", "revenue_ltv_purchases", "revenue_ltv_customers",
+                      "revenue_ltv_days", "revenue_movement_days"] {
+            _ = try db.query("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        }
+        try replayRevenue(tenant)
     }
 
     /// Stores each day's USD rate for one EUR; answers the responses.
@@ -210,6 +222,9 @@ final class ChartsE2ETests: SharedServerTestCase {
         _ = try db.query("DELETE FROM revenue_run_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         _ = try db.query("DELETE FROM revenue_values WHERE project_id = \(tenant.id)::uuid RETURNING 1")
         _ = try db.query("DELETE FROM revenue_value_days WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        for table in ["revenue_ltv_purchases", "revenue_ltv_customers", "revenue_ltv_days", "revenue_movement_days"] {
+            _ = try db.query("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(tenant.id)::uuid RETURNING 1")
+        }
         XCTAssertEqual(try days(), [])
         XCTAssertEqual(try runs(), [])
         try replayRevenue(tenant)

@@ -80,7 +80,7 @@ final class CitusE2ETests: XCTestCase {
             WHERE t.citus_table_type = 'distributed'
             ORDER BY 1
             """)
-        XCTAssertEqual(shards.count, 40, "one shard per distributed table")
+        XCTAssertEqual(shards.count, 44, "one shard per distributed table")
         let ports = Set(try shards.map { try $0.decode("port", as: Int64.self) })
         XCTAssertEqual(ports.count, 1, "a tenant's shards are on one worker: \(ports)")
         let workerPorts = Set(citus.workers.map { Int64($0.port) })

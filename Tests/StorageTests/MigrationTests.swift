@@ -83,7 +83,7 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(tables, ["account_quotas", "account_usage", "accounts", "api_keys", "app_store_credentials", "app_transactions", "audit_log", "console_sessions", "consumption_requests", "exchange_rates", "grants", "jws_headers",
                                 "mass_renewal_extensions", "members", "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors", "reconcile_refund_revisions",
-                                "reconcile_runs", "renewal_extensions", "retention_decisions", "retention_rules", "revenue_cohorts", "revenue_days", "revenue_run_days", "revenue_runs", "revenue_settings", "revenue_transactions", "revenue_value_days", "revenue_values", "schema_functions", "schema_migrations", "signing_keys",
+                                "reconcile_runs", "renewal_extensions", "retention_decisions", "retention_rules", "revenue_cohorts", "revenue_days", "revenue_ltv_customers", "revenue_ltv_days", "revenue_ltv_purchases", "revenue_movement_days", "revenue_run_days", "revenue_runs", "revenue_settings", "revenue_transactions", "revenue_value_days", "revenue_values", "schema_functions", "schema_migrations", "signing_keys",
                                 "subscriptions", "transaction_finishes", "transaction_jws", "transactions", "webhook_attempts", "webhook_endpoints",
                                 "webhook_entitlement_states", "webhook_events", "webhook_purchase_states",
                                 "webhook_queue"])
@@ -182,10 +182,11 @@ final class MigrationTests: XCTestCase {
             // mass_renewal_extensions (0056),
             // revenue_settings, revenue_transactions (0062), transaction_jws (0066), reconcile_refund_revisions (0046),
             // transaction_finishes (0047), revenue_days (0072), revenue_runs, revenue_run_days (0078), revenue_values,
-            // revenue_value_days, revenue_cohorts (0085) added to 16;
+            // revenue_value_days, revenue_cohorts (0085), revenue_ltv_purchases, revenue_ltv_customers,
+            // revenue_ltv_days (0086), revenue_movement_days (0087) added to 16;
             // exchange_rates (0062) is the operator's, published for every
             // project, and jws_headers (0066) Apple's certificate chains
-            XCTAssertEqual(pks.count, 41)
+            XCTAssertEqual(pks.count, 45)
             for row in pks {
                 let table = try row.decode("tbl", as: String.self)
                 XCTAssertEqual(try row.decode("col", as: String.self), "project_id", table)

@@ -12,7 +12,8 @@ final class ProjectDeletionTests: XCTestCase {
     /// The tables 0075 (and 0076) took the foreign key from: written by `bouncer_record_transaction` and the
     /// deriver's roll-ups.
     static let unkeyed = ["overview_days", "overview_instants", "overview_trials", "purchases", "revenue_cohorts",
-                          "revenue_days", "revenue_run_days", "revenue_runs", "revenue_transactions",
+                          "revenue_days", "revenue_ltv_customers", "revenue_ltv_days", "revenue_ltv_purchases",
+                          "revenue_movement_days", "revenue_run_days", "revenue_runs", "revenue_transactions",
                           "revenue_value_days", "revenue_values", "transaction_jws", "transactions"]
 
     func testTheReceiptsTablesHaveNoForeignKeyToProjectsAndEveryOtherTenantTableKeepsIt() throws {

@@ -79,7 +79,8 @@ final class RevenueRunsRollUpTests: XCTestCase {
                 SELECT relname, COALESCE(idx_tup_fetch, 0) + COALESCE(seq_tup_read, 0) AS read,
                     n_tup_ins + n_tup_upd + n_tup_del AS written
                 FROM pg_stat_xact_user_tables
-                WHERE relname IN ('revenue_transactions', 'revenue_days', 'revenue_runs', 'revenue_run_days')
+                WHERE relname IN ('revenue_transactions', 'revenue_days', 'revenue_runs', 'revenue_run_days',
+                    'revenue_ltv_purchases', 'revenue_ltv_days', 'revenue_movement_days')
                 ORDER BY relname
                 """
             func read() throws -> [String: (Int, Int)] {
@@ -136,9 +137,13 @@ final class RevenueRunsRollUpTests: XCTestCase {
         // Exactly: the new row (read: the row before it, then the last run's six periods; and once by the spans of MRR,
         // bouncer_revenue_values_sync, schema/0085), its sale's day row; the last run (its start, itself, its upsert)
         // extended and the run before it pointed at its new end; the old end day's count moved to the new day (the
-        // old one back to zero, removed).
+        // old one back to zero, removed); realized_ltv's (schema/0086) purchase row read (its cohort) and its cohort's
+        // day row; mrr_movement's days (schema/0087) nothing: a renewal moves no span's start.
         XCTAssertEqual(counts[1], [
             "revenue_days read 0 written 1",
+            "revenue_ltv_days read 0 written 1",
+            "revenue_ltv_purchases read 1 written 0",
+            "revenue_movement_days read 0 written 0",
             "revenue_run_days read 2 written 3",
             "revenue_runs read 6 written 2",
             "revenue_transactions read 8 written 1",

@@ -28,6 +28,7 @@ DECLARE
     v_rows purchase_changes[];
     v_count int := 0;
     v_tx jsonb;
+    v_rebound jsonb;
     -- The group being collected: refreshes (users, their times and targets) or events, never both.
     v_users text[] := '{}';
     v_ats timestamptz[] := '{}';
@@ -55,10 +56,16 @@ BEGIN
         WITH consumed AS (
             DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.seq = ANY (ARRAY(
                 SELECT c1.seq FROM purchase_changes c1 WHERE c1.project_id = p_project_id ORDER BY c1.seq LIMIT p_limit))
-            RETURNING c.environment, c.original_transaction_id, c.data -> 'tx' AS tx)
+            RETURNING c.environment, c.original_transaction_id, c.data -> 'tx' AS tx,
+                c.data ?| ARRAY['bound', 'revoked', 'ltv'] AS rebound)
         SELECT count(*), jsonb_agg(jsonb_build_object('environment', environment,
-            'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL)
-        INTO v_count, v_tx FROM consumed;
+            'original_transaction_id', original_transaction_id, 'tx', tx)) FILTER (WHERE tx IS NOT NULL),
+            jsonb_agg(jsonb_build_object('environment', environment,
+                'original_transaction_id', original_transaction_id)) FILTER (WHERE rebound)
+        INTO v_count, v_tx, v_rebound FROM consumed;
+        -- realized_ltv's customers after bindings moved (schema/0086), before the revenue roll-up (which syncs the
+        -- batch's new purchases with their customer now: rebind skips them, having no rows yet).
+        PERFORM bouncer_revenue_ltv_rebind(p_project_id, v_rebound);
         PERFORM bouncer_revenue_roll_up(p_project_id, v_tx);
         PERFORM bouncer_overview_roll_up(p_project_id, v_tx);
         PERFORM bouncer_finish_queue_add(p_project_id, v_tx);
@@ -87,6 +94,10 @@ BEGIN
             'original_transaction_id', c.original_transaction_id, 'tx', c.data -> 'tx'))
     INTO v_tx
     FROM unnest(v_rows) c WHERE c.data ? 'tx';
+    -- realized_ltv's customers after bindings moved (schema/0086), before the revenue roll-up (as above).
+    PERFORM bouncer_revenue_ltv_rebind(p_project_id, (SELECT jsonb_agg(jsonb_build_object('environment', c.environment,
+        'original_transaction_id', c.original_transaction_id)) FROM unnest(v_rows) c
+        WHERE c.data ?| ARRAY['bound', 'revoked', 'ltv']));
     PERFORM bouncer_revenue_roll_up(p_project_id, v_tx);
     PERFORM bouncer_finish_queue_add(p_project_id, v_tx);
 

@@ -25,5 +25,9 @@ BEGIN
     DELETE FROM revenue_values s WHERE s.project_id = p_project;
     DELETE FROM revenue_value_days s WHERE s.project_id = p_project;
     DELETE FROM revenue_cohorts s WHERE s.project_id = p_project;
+    DELETE FROM revenue_ltv_purchases l WHERE l.project_id = p_project;
+    DELETE FROM revenue_ltv_customers l WHERE l.project_id = p_project;
+    DELETE FROM revenue_ltv_days l WHERE l.project_id = p_project;
+    DELETE FROM revenue_movement_days m WHERE m.project_id = p_project;
 END;
 $$;

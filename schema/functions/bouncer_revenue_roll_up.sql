@@ -8,7 +8,8 @@
 -- moved by every row written or removed (bouncer_revenue_days_move_batch), each trial's `converted` (schema/0077) set
 -- again, and the runs of paid service brought up to date (bouncer_revenue_runs_sync, incremental for renewals
 -- appended at the end), per changed purchase its spans of MRR (bouncer_revenue_values_sync, schema/0085), and the
--- batch's days of those spans (bouncer_revenue_value_days_move) and retention cohorts (bouncer_revenue_cohort_sync).
+-- batch's days of those spans (bouncer_revenue_value_days_move), their movement (bouncer_revenue_movement_days_move,
+-- schema/0087) and retention cohorts (bouncer_revenue_cohort_sync).
 --
 -- The rows: transactions with a price, and free trials; not family-shared ones (the organizer paid). Apple's one-year
 -- rule (paid_days_before): paid service accumulates per subscription group (upgrades, downgrades and crossgrades
@@ -41,6 +42,10 @@ DECLARE
     -- The batch's moves of revenue_value_days (each purchase's spans written: bouncer_revenue_values_sync).
     v_value_moves revenue_value_days[] := '{}';
     v_value_move revenue_value_days;
+    -- And of revenue_movement_days (schema/0087), from the same spans.
+    v_movement_moves revenue_movement_days[] := '{}';
+    v_movement_move revenue_movement_days;
+    v_sync record;
 BEGIN
     IF p_changes IS NULL THEN
         RETURN;
@@ -143,9 +148,13 @@ BEGIN
             v_ids := v_ids || g.original_id;
             v_froms := v_froms || g.d0;
             -- The purchase's spans of MRR (schema/0085), from its rows just written; their days moved below.
-            FOREACH v_value_move IN ARRAY bouncer_revenue_values_sync(p_project_id, g.environment, g.original_id, g.d0)
-            LOOP
+            -- (Element by element: an append to the variable is in place, a concatenation copies the batch's.)
+            SELECT * INTO v_sync FROM bouncer_revenue_values_sync(p_project_id, g.environment, g.original_id, g.d0);
+            FOREACH v_value_move IN ARRAY v_sync.value_days LOOP
                 v_value_moves := v_value_moves || v_value_move;
+            END LOOP;
+            FOREACH v_movement_move IN ARRAY v_sync.movement_days LOOP
+                v_movement_moves := v_movement_moves || v_movement_move;
             END LOOP;
         END IF;
     END LOOP;
@@ -154,8 +163,11 @@ BEGIN
     END IF;
     -- Their spans' days and retention cohorts (schema/0085), from the spans just written.
     PERFORM bouncer_revenue_value_days_move(p_project_id, v_value_moves);
+    PERFORM bouncer_revenue_movement_days_move(p_project_id, v_movement_moves);
     PERFORM bouncer_revenue_cohort_sync(p_project_id, v_envs, v_ids, v_froms);
     PERFORM bouncer_revenue_days_move_batch(p_project_id, v_moved, v_signs);
+    -- realized_ltv's cohorts (schema/0086), by the same moves.
+    PERFORM bouncer_revenue_ltv_move(p_project_id, v_moved, v_signs);
     -- trial_conversion's fact (schema/0077): each trial of the changed purchases converted when a paid period begins
     -- at or after it (the partial index: a purchase without a trial reads one index page); only a changed value is
     -- written.

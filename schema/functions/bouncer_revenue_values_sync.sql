@@ -5,15 +5,16 @@
 -- running then, found by walking back from p_from until the running end of paid service (ended_max) falls by it (a
 -- renewal reads the row before it), plus fully refunded ones (outside ended_max: their partial index), never more
 -- than 400 days back (no period is longer). The span running into p_from keeps its part before; new or changed spans
--- are written, spans no longer there removed, and each day's count to move by the difference returned (the caller moves
--- revenue_value_days once for its batch, bouncer_revenue_value_days_move: every purchase of a batch moved the same
--- day rows, one upsert each, `wp4`): O(1) rows per changed transaction. Called by bouncer_revenue_roll_up for every purchase it rolls up, after
+-- are written, spans no longer there removed, and each day's count to move by the difference returned (value_days: the
+-- caller moves revenue_value_days once for its batch, bouncer_revenue_value_days_move: every purchase of a batch moved
+-- the same day rows, one upsert each, `wp4`), with mrr_movement's moves (movement_days, schema/0087, moved once for
+-- the batch too): O(1) rows per changed transaction. Called by bouncer_revenue_roll_up for every purchase it rolls up, after
 -- its rows (and then, once for the batch, subscription_retention's rows: bouncer_revenue_cohort_sync); never in the
 -- receipt's transaction. A replay changes nothing.
 -- Planned once per session under bouncer_derive_changes' force_generic_plan: each statement reads by the purchase's own
 -- keys only (no condition a plan could turn into a range of the project's rows).
 CREATE OR REPLACE FUNCTION bouncer_revenue_values_sync(p_project_id uuid, p_environment text, p_original_id text,
-    p_from timestamptz) RETURNS revenue_value_days[]
+    p_from timestamptz, OUT value_days revenue_value_days[], OUT movement_days revenue_movement_days[])
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     c refcursor;
@@ -23,12 +24,16 @@ DECLARE
     v_keep revenue_values;
     v_since timestamptz;
     v_old revenue_values[];
+    v_before revenue_values[];
     v_new revenue_values[];
     v_gone timestamptz[];
 BEGIN
     -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
     -- purchase's first payment came before that span began, so no change from p_from on moves it).
-    SELECT array_agg(s ORDER BY s.starts_at) FILTER (WHERE s.ends_at >= p_from) INTO v_old FROM revenue_values s
+    -- (And those that ended in the day before it: mrr_movement's first day may begin under one, v_before.)
+    SELECT array_agg(s ORDER BY s.starts_at) FILTER (WHERE s.ends_at >= p_from),
+        array_agg(s) FILTER (WHERE s.ends_at < p_from AND s.ends_at > p_from - interval '24 hours')
+    INTO v_old, v_before FROM revenue_values s
     WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id;
     IF (v_old[1]).starts_at < p_from THEN
         v_keep := v_old[1];
@@ -111,8 +116,10 @@ BEGIN
             ORDER BY n.s)
     INTO v_new
     FROM (SELECT min(g.a) AS s, max(g.z) AS e, g.currency, g.m FROM g GROUP BY g.grp, g.currency, g.m) n;
+    value_days := '{}';
+    movement_days := '{}';
     IF v_old IS NOT DISTINCT FROM v_new THEN
-        RETURN '{}';
+        RETURN;
     END IF;
     -- A span that keeps its start is updated in place (a renewal moves its end), one that begins elsewhere written,
     -- one whose start is gone removed.
@@ -125,9 +132,11 @@ BEGIN
     INSERT INTO revenue_values AS s SELECT n.* FROM unnest(v_new) n WHERE NOT (n = ANY (COALESCE(v_old, '{}')))
     ON CONFLICT (project_id, environment, original_transaction_id, starts_at) DO UPDATE SET ends_at = EXCLUDED.ends_at,
         currency = EXCLUDED.currency, monthly_milli = EXCLUDED.monthly_milli, paid_since = EXCLUDED.paid_since;
+    -- mrr_movement's days (schema/0087), from the spans before and after.
+    movement_days := bouncer_revenue_movement_moves(p_project_id, p_environment, p_from, v_before, v_old, v_new);
     -- Each span counts +1 on the day that closes its start, −1 on the day that closes its end; a removed one the
     -- opposite.
-    RETURN ARRAY(SELECT ROW(p_project_id, p_environment, x.day, x.currency, x.m, sum(x.n))::revenue_value_days
+    value_days := ARRAY(SELECT ROW(p_project_id, p_environment, x.day, x.currency, x.m, sum(x.n))::revenue_value_days
         FROM (SELECT ((o.starts_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1 AS day, o.currency,
                 o.monthly_milli AS m, -1 AS n FROM unnest(v_old) o
             UNION ALL SELECT ((o.ends_at - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1, o.currency,
