@@ -105,10 +105,20 @@ public struct ExchangeRate: Sendable, Equatable {
 
         /// `digits[.digits]`, > 0; nil otherwise (no sign, exponent or spaces).
         public init?(_ text: String) {
+            guard let decimal = Self.decimal(text), decimal.mantissa > 0, decimal.scale <= 12 else { return nil }
+            self.mantissa = decimal.mantissa
+            self.scale = decimal.scale
+        }
+
+        /// `digits[.digits]` as an exact decimal: its digits as an integer, how many follow the point, how many
+        /// precede it; nil for anything else (no sign, exponent or spaces), more than 32 bytes or 18 significant
+        /// digits. The one reader of decimal text (exchange rates, tax rates).
+        static func decimal(_ text: String) -> (mantissa: Int64, scale: Int, whole: Int)? {
             let bytes = Array(text.utf8)
             guard !bytes.isEmpty, bytes.count <= 32 else { return nil }
             var mantissa: Int64 = 0
             var scale = 0
+            var whole = 0
             var seenPoint = false
             var digits = 0
             for (i, b) in bytes.enumerated() {
@@ -121,11 +131,9 @@ public struct ExchangeRate: Sendable, Equatable {
                 if mantissa > 0 || b != 0x30 { digits += 1 }
                 guard digits <= 18 else { return nil }
                 mantissa = mantissa * 10 + Int64(b - 0x30)
-                if seenPoint { scale += 1 }
+                if seenPoint { scale += 1 } else { whole += 1 }
             }
-            guard mantissa > 0, scale <= 12 else { return nil }
-            self.mantissa = mantissa
-            self.scale = scale
+            return (mantissa, scale, whole)
         }
 
         /// The decimal text (trailing fractional zeros kept as given): what PostgreSQL's `numeric` stores.
@@ -169,30 +177,10 @@ public struct TaxRate: Sendable, Equatable {
     /// A percent as exact decimal text (`19`, `7.7`, `8.125`): 1 or 2 digits, then optionally a point and 1 to 3
     /// digits; its milli-percent, nil otherwise (no sign, exponent or spaces; never through a `Double`).
     public static func milliPercent(_ text: String) -> Int? {
-        let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.count <= 8 else { return nil }
-        var whole = 0
-        var fraction = 0
-        var fractionDigits = 0
-        var seenPoint = false
-        for (i, b) in bytes.enumerated() {
-            if b == UInt8(ascii: ".") {
-                guard !seenPoint, i > 0, i < bytes.count - 1 else { return nil }
-                seenPoint = true
-                continue
-            }
-            guard (0x30...0x39).contains(b) else { return nil }
-            if seenPoint {
-                fractionDigits += 1
-                guard fractionDigits <= 3 else { return nil }
-                fraction = fraction * 10 + Int(b - 0x30)
-            } else {
-                guard i < 2 else { return nil }
-                whole = whole * 10 + Int(b - 0x30)
-            }
-        }
-        for _ in fractionDigits..<3 { fraction *= 10 }
-        return whole * 1000 + fraction
+        guard let decimal = ExchangeRate.Value.decimal(text), decimal.whole <= 2, decimal.scale <= 3 else { return nil }
+        var milli = decimal.mantissa
+        for _ in decimal.scale..<3 { milli *= 10 }
+        return Int(milli)
     }
 
     /// The shortest decimal text of a milli-percent (19000 is `19`, 7700 `7.7`, 8125 `8.125`): what
