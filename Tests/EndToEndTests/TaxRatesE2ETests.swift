@@ -55,9 +55,11 @@ final class TaxRatesE2ETests: SharedServerTestCase {
         return out
     }
 
-    private func revenue(_ tenant: Tenant) throws -> (basis: JSONValue?, totals: [JSONValue?], header: String?) {
+    private func revenue(_ tenant: Tenant, _ filter: String = "") throws
+        -> (basis: JSONValue?, totals: [JSONValue?], header: String?)
+    {
         let r = try api.client.get("/v1/admin/projects/\(tenant.id)/charts/revenue?from=2023-03-01&to=2023-03-31"
-                                   + "&interval=month", headers: E2E.admin)
+                                   + "&interval=month" + filter, headers: E2E.admin)
         XCTAssertEqual(r.status, 200, r.description)
         let json = try r.json()
         return (json["proceeds_basis"], ["gross_milli", "proceeds_milli", "refunds_milli", "net_milli"]
@@ -117,6 +119,9 @@ final class TaxRatesE2ETests: SharedServerTestCase {
         XCTAssertEqual(after.basis, "after_tax")
         XCTAssertEqual(after.header, "after_tax")
         XCTAssertEqual(after.totals, [29_960, 18_207, 4995, 15_269])
+        // Germany alone: anna and cem, 9990 + 4990 gross, 5876 + 3011 proceeds, net 8887 − 2938.
+        XCTAssertEqual(try revenue(tenant, "&country=DEU").totals, [14_980, 8887, 4995, 5949])
+        XCTAssertEqual(try revenue(tenant, "&country=FRA").totals, [9990, 5827, 0, 5827])
         // By day: anna's refund on 03-25 at her sale's rate.
         let daily = try api.client.get("/v1/admin/projects/\(tenant.id)/charts/revenue?from=2023-03-25&to=2023-03-25",
                                        headers: E2E.admin)
