@@ -32,6 +32,7 @@ DECLARE
         'audit_log',         -- one row per admin action, account- or project-wide, listed across projects
         'signing_keys',      -- the instance's webhook signing keys (no tenant)
         'exchange_rates',    -- daily rates (no tenant)
+        'tax_rates',         -- per-storefront tax rates by day (no tenant)
         'jws_headers'        -- a JWS header (the x5c chain) shared by every tenant's transactions, by its SHA-256
     ];
     -- Every other table with a project_id: distributed by it, in one co-location group with purchases, so a tenant's

@@ -50,6 +50,7 @@ public enum AuditActions {
             (.delete, "/v1/admin/sessions", "sessions.sign_out_everywhere", "sessions", nil),
             (.put, project + "/revenue-settings", "revenue_settings.update", "project", "id"),
             (.put, "/v1/admin/exchange-rates", "exchange_rates.update", "exchange_rates", nil),
+            (.put, "/v1/admin/tax-rates", "tax_rates.update", "tax_rates", nil),
             (.put, project + "/retention/rules", "retention.put_rules", "project", "id"),
             (.put, project + "/retention/messages/:messageId", "retention.upload_message", "retention_message",
              "messageId"),

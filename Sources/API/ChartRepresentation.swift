@@ -5,7 +5,7 @@ import Primitives
 /// The one writer of a chart, as JSON and as CSV (the same table).
 enum ChartRepresentation {
     /// `{project_id, chart, from, to, interval, environment, product_id, country, currency, small_business_program,
-    /// fresh_as_of, points: [{date, measures…, ratio?, unconverted: {CODE: {measures…}}}], totals: {…}}`.
+    /// proceeds_basis, fresh_as_of, points: [{date, measures…, ratio?, unconverted: {CODE: {measures…}}}], totals: {…}}`.
     static func json(_ result: ChartResult, _ query: ChartQuery) -> [UInt8] {
         let chart = query.chart
         var body = JSONBody(capacity: 512 + 160 * result.points.count)
@@ -20,6 +20,7 @@ enum ChartRepresentation {
         body.field("country", query.country)
         body.field("currency", result.settings.reportingCurrency)
         body.field("small_business_program", result.settings.smallBusinessProgram)
+        body.field("proceeds_basis", result.settings.proceedsBasis)
         body.field("fresh_as_of", result.freshAsOf)
         body.key("points")
         body.beginArray()

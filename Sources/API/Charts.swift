@@ -54,6 +54,8 @@ struct ChartsController: APIController {
         // How fresh, in either format (the JSON also says it as `fresh_as_of`; a CSV has no place for it).
         response.headers.set("Bouncer-Fresh-As-Of",
                              RFC3339.string(secondsSince1970: result.freshAsOf.timeIntervalSince1970))
+        // Whether proceeds and net are after the operator's tax rates, in either format (the JSON: `proceeds_basis`).
+        response.headers.set("Bouncer-Proceeds-Basis", result.settings.proceedsBasis)
         return response
     }
 

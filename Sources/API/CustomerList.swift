@@ -35,6 +35,7 @@ struct CustomerListController: APIController {
         body.object {
             $0.field("project_id", id.lowercasedText)
             $0.field("currency", page.settings.reportingCurrency)
+            $0.field("proceeds_basis", page.settings.proceedsBasis)
             $0.objects("customers", page.customers) { customer, body in
                 body.field("user_id", customer.userId)
                 body.field("status", customer.status.rawValue)

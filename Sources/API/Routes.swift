@@ -69,6 +69,7 @@ public enum Routes {
             ReconciliationController(reconciler: deps.reconciliation),
             MetricsController(projects: deps.projects, store: deps.overview, now: deps.now),
             ChartsController(projects: deps.projects, store: deps.charts, now: deps.now),
+            TaxRatesController(store: deps.charts),
             TransactionExportController(projects: deps.projects, store: deps.charts, now: deps.now),
             CustomerListController(projects: deps.projects, store: deps.customerList, now: deps.now),
             ConsoleController(admin: admin, console: deps.console),

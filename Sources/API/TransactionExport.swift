@@ -45,12 +45,14 @@ struct TransactionExportController: APIController {
 /// `bouncer verify`: RFC 4180 with formula-safe cells (`AuditLogController.csvCell`). Instants are RFC 3339 with
 /// milliseconds (Apple's resolution), amounts integers in milli-units (9990 is 9.99), empty when absent.
 public enum TransactionExportCSV {
-    /// The columns, in order; `jws` only with `include_jws=true`.
+    /// The columns, in order; `jws` only with `include_jws=true`, last. `tax_rate` (percent) and `tax_milli` came
+    /// after the others: readers by position keep theirs.
     public static let columns = [
         "environment", "transaction_id", "original_transaction_id", "product_id", "type", "storefront",
         "purchase_date", "expires_date", "revocation_date", "signed_date", "currency", "price_milli",
         "commission_percent", "proceeds_milli", "refund_milli_percent", "refunded_milli", "net_milli",
         "reporting_currency", "price_reporting_milli", "proceeds_reporting_milli", "net_reporting_milli", "jws_sha256",
+        "tax_rate", "tax_milli",
     ]
 
     static let suggestion = "Query: from and to as YYYY-MM-DD (UTC days of the purchase date, inclusive; default the "
@@ -102,6 +104,7 @@ public enum TransactionExportCSV {
             amount(m?.proceedsMilli), m.map { String($0.refundMilliPercent) } ?? "", amount(m?.refundedMilli),
             amount(m?.netMilli), m?.reportingCurrency ?? "", amount(m?.priceReporting), amount(m?.proceedsReporting),
             amount(m?.netReporting), t.jwsSHA256 ?? "",
+            m.map { TaxRate.text(milliPercent: $0.taxMilliPercent) } ?? "", amount(m?.taxMilli),
         ]
         if includeJWS { cells.append(t.jws ?? "") }
         return cells.map(AuditLogController.csvCell).joined(separator: ",") + "\r\n"

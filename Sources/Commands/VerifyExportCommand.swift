@@ -110,7 +110,8 @@ enum VerifyExportCommand {
         return String(text.dropFirst())
     }
 
-    /// The money columns against the signed price and refund, by `Money`'s rules (commission 15 or 30 %).
+    /// The money columns against the signed price and refund, by `Money`'s rules (commission 15 or 30 %, the row's
+    /// tax rate).
     static func moneyProblems(_ row: [String: String], _ t: JWSTransaction) -> [String] {
         guard let currency = row["currency"], !currency.isEmpty else {
             return t.price.map { _ in ["no money columns for a priced transaction"] } ?? []
@@ -126,12 +127,18 @@ enum VerifyExportCommand {
         guard let commission = int("commission_percent"), commission == 15 || commission == 30 else {
             return problems + ["commission_percent is neither 15 nor 30"]
         }
-        let proceeds = Money.proceeds(priceMilli: price, commissionPercent: Int(commission))
-        let expected: [(String, Int64)] = [
+        // The tax rate is the operator's, not Apple's: the row's own (none in an export before tax rates, 0 %).
+        let taxText = unformula(row["tax_rate"] ?? "")
+        guard let tax = taxText.isEmpty ? 0 : TaxRate.milliPercent(taxText) else {
+            return problems + ["tax_rate \(taxText) is not a percent from 0 to below 100"]
+        }
+        let proceeds = Money.proceeds(priceMilli: price, commissionPercent: Int(commission), taxMilliPercent: tax)
+        var expected: [(String, Int64)] = [
             ("proceeds_milli", proceeds), ("refund_milli_percent", Int64(pct)),
             ("refunded_milli", Money.share(price, milliPercent: pct)),
             ("net_milli", proceeds - Money.share(proceeds, milliPercent: pct)),
         ]
+        if row["tax_milli"] != nil { expected.append(("tax_milli", Money.tax(priceMilli: price, taxMilliPercent: tax))) }
         for (column, value) in expected where int(column) != value {
             problems.append("\(column) \(row[column] ?? "") is not \(value) (from the signed price and refund)")
         }

@@ -157,8 +157,18 @@ public struct ChartResult: Sendable, Equatable {
     }
 }
 
+/// The operator's per-storefront tax rates (`tax_rates`; README "Money").
+public protocol TaxRateStore: Sendable {
+    /// Stores rates (replacing those of the same storefront and day; an audit entry in the same transaction); the
+    /// number stored.
+    func storeTaxRates(_ rates: [TaxRate]) throws -> Int
+    /// Every stored rate by storefront and day; with `on`, each storefront's rate in force that day (the latest
+    /// dated on or before it).
+    func taxRates(on day: Date?) throws -> [TaxRate]
+}
+
 /// Reads the charts from the roll-ups (SQL in Storage).
-public protocol ChartStore: TransactionExportStore {
+public protocol ChartStore: TransactionExportStore, TaxRateStore {
     func chart(_ query: ChartQuery, now: Date) throws -> ChartResult
     /// Sets a project's money settings (an audit entry in the same transaction).
     func setSettings(_ settings: RevenueSettings, projectId: UUID) throws

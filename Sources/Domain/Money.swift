@@ -19,6 +19,21 @@ public enum Money {
         priceMilli - rounded(Int128(priceMilli) * Int128(commissionPercent), dividedBy: 100)
     }
 
+    /// The tax included in a price at a storefront's rate (`TaxRate`, milli-percent: 19 % is 19000):
+    /// `round(price × rate / (100000 + rate))`; 0 at a rate of 0 or less.
+    public static func tax(priceMilli: Int64, taxMilliPercent: Int) -> Int64 {
+        guard taxMilliPercent > 0 else { return 0 }
+        return rounded(Int128(priceMilli) * Int128(taxMilliPercent), dividedBy: 100_000 + Int128(taxMilliPercent))
+    }
+
+    /// Proceeds after tax: Apple remits the tax included in the price and takes its commission on the rest, so
+    /// `proceeds(price − tax, percent)`, each step rounded once. At a rate of 0, `proceeds(priceMilli:commissionPercent:)`.
+    public static func proceeds(priceMilli: Int64, commissionPercent: Int, taxMilliPercent: Int) -> Int64 {
+        // |tax| ≤ |price| for any rate, so the difference fits.
+        proceeds(priceMilli: priceMilli - tax(priceMilli: priceMilli, taxMilliPercent: taxMilliPercent),
+                 commissionPercent: commissionPercent)
+    }
+
     /// The refunded share of an amount: `round(amount × milliPercent / 100000)` (`revocationPercentage` is in
     /// milli-percent; 100000 is all of it).
     public static func share(_ amountMilli: Int64, milliPercent: Int) -> Int64 {
@@ -90,10 +105,20 @@ public struct ExchangeRate: Sendable, Equatable {
 
         /// `digits[.digits]`, > 0; nil otherwise (no sign, exponent or spaces).
         public init?(_ text: String) {
+            guard let decimal = Self.decimal(text), decimal.mantissa > 0, decimal.scale <= 12 else { return nil }
+            self.mantissa = decimal.mantissa
+            self.scale = decimal.scale
+        }
+
+        /// `digits[.digits]` as an exact decimal: its digits as an integer, how many follow the point, how many
+        /// precede it; nil for anything else (no sign, exponent or spaces), more than 32 bytes or 18 significant
+        /// digits. The one reader of decimal text (exchange rates, tax rates).
+        static func decimal(_ text: String) -> (mantissa: Int64, scale: Int, whole: Int)? {
             let bytes = Array(text.utf8)
             guard !bytes.isEmpty, bytes.count <= 32 else { return nil }
             var mantissa: Int64 = 0
             var scale = 0
+            var whole = 0
             var seenPoint = false
             var digits = 0
             for (i, b) in bytes.enumerated() {
@@ -106,11 +131,9 @@ public struct ExchangeRate: Sendable, Equatable {
                 if mantissa > 0 || b != 0x30 { digits += 1 }
                 guard digits <= 18 else { return nil }
                 mantissa = mantissa * 10 + Int64(b - 0x30)
-                if seenPoint { scale += 1 }
+                if seenPoint { scale += 1 } else { whole += 1 }
             }
-            guard mantissa > 0, scale <= 12 else { return nil }
-            self.mantissa = mantissa
-            self.scale = scale
+            return (mantissa, scale, whole)
         }
 
         /// The decimal text (trailing fractional zeros kept as given): what PostgreSQL's `numeric` stores.
@@ -135,16 +158,66 @@ public struct ExchangeRate: Sendable, Equatable {
     }
 }
 
+/// The operator's tax rate for a storefront from a day on (`PUT /v1/admin/tax-rates`, table `tax_rates`): the VAT or
+/// GST included in that storefront's prices, which Apple remits before its commission. A transaction uses its
+/// storefront's rate in force on its purchase day (the latest dated on or before it); none is 0 %.
+public struct TaxRate: Sendable, Equatable {
+    public var day: Date
+    /// Apple's `storefront`: ISO 3166-1 alpha-3.
+    public var storefront: String
+    /// The rate in milli-percent: 19 % is 19000; 0 ≤ rate < 100000.
+    public var milliPercent: Int
+
+    public init(day: Date, storefront: String, milliPercent: Int) {
+        self.day = day
+        self.storefront = storefront
+        self.milliPercent = milliPercent
+    }
+
+    /// A percent as exact decimal text (`19`, `7.7`, `8.125`): 1 or 2 digits, then optionally a point and 1 to 3
+    /// digits; its milli-percent, nil otherwise (no sign, exponent or spaces; never through a `Double`).
+    public static func milliPercent(_ text: String) -> Int? {
+        guard let decimal = ExchangeRate.Value.decimal(text), decimal.whole <= 2, decimal.scale <= 3 else { return nil }
+        var milli = decimal.mantissa
+        for _ in decimal.scale..<3 { milli *= 10 }
+        return Int(milli)
+    }
+
+    /// The shortest decimal text of a milli-percent (19000 is `19`, 7700 `7.7`, 8125 `8.125`): what
+    /// `milliPercent(_:)` reads back.
+    public static func text(milliPercent: Int) -> String {
+        let whole = String(milliPercent / 1000)
+        var fraction = String(milliPercent % 1000)
+        guard milliPercent % 1000 != 0, milliPercent >= 0 else { return whole }
+        fraction = String(repeating: "0", count: 3 - fraction.count) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return whole + "." + fraction
+    }
+
+    /// Apple's `storefront`: three ASCII capital letters (ISO 3166-1 alpha-3).
+    public static func isStorefront(_ text: String) -> Bool {
+        ExchangeRate.isCurrencyCode(text)
+    }
+}
+
 /// A project's money settings (`revenue_settings`): Small Business Program membership (Apple's 15 % commission on
 /// every sale) and the currency its charts report in.
 public struct RevenueSettings: Sendable, Equatable {
     public var smallBusinessProgram: Bool
     public var reportingCurrency: String
+    /// Whether the operator has configured tax rates (`tax_rates`, for every project): then proceeds are after the
+    /// tax of each transaction's storefront (`proceeds_basis` `after_tax`), else before tax. Not a project setting:
+    /// read with them by the answers that show money.
+    public var taxRatesConfigured: Bool
 
     public static let standard = RevenueSettings(smallBusinessProgram: false, reportingCurrency: "USD")
 
-    public init(smallBusinessProgram: Bool, reportingCurrency: String) {
+    public init(smallBusinessProgram: Bool, reportingCurrency: String, taxRatesConfigured: Bool = false) {
         self.smallBusinessProgram = smallBusinessProgram
         self.reportingCurrency = reportingCurrency
+        self.taxRatesConfigured = taxRatesConfigured
     }
+
+    /// `after_tax` or `before_tax`: what the API says proceeds and net are (README "Money").
+    public var proceedsBasis: String { taxRatesConfigured ? "after_tax" : "before_tax" }
 }

@@ -41,10 +41,17 @@ public struct ExportedTransaction: Sendable, Equatable {
         public var proceedsReporting: Int64?
         /// Proceeds at the purchase day's rate less their refunded share at the refund day's rate.
         public var netReporting: Int64?
+        /// The operator's tax rate of the storefront on the purchase day (milli-percent; 0: none, proceeds before
+        /// tax) and the tax it includes in the price (`Money.tax`).
+        public var taxMilliPercent: Int
+        public var taxMilli: Int64
 
         public init(currency: String, priceMilli: Int64, commissionPercent: Int, proceedsMilli: Int64,
                     refundMilliPercent: Int, refundedMilli: Int64, netMilli: Int64, reportingCurrency: String,
-                    priceReporting: Int64?, proceedsReporting: Int64?, netReporting: Int64?) {
+                    priceReporting: Int64?, proceedsReporting: Int64?, netReporting: Int64?, taxMilliPercent: Int = 0,
+                    taxMilli: Int64 = 0) {
+            self.taxMilliPercent = taxMilliPercent
+            self.taxMilli = taxMilli
             self.currency = currency
             self.priceMilli = priceMilli
             self.commissionPercent = commissionPercent

@@ -52,12 +52,22 @@ extension PostgresChartStore {
 
     static let statements: [Chart: String] = [
         // From the daily roll-up (schema/0072): each row's amounts are equal, so each rule applies to its price
-        // and counts n times; the project's Small Business Program lowers the commission to 15 % at read time.
+        // and counts n times; the project's Small Business Program lowers the commission to 15 % at read time, the
+        // operator's tax rates (`tr`, per storefront and day of sale) come off before it. A refund gives back its
+        // sale's tax, at the rate of the sale's day, which the roll-up's refund rows (by refund day) do not keep:
+        // with tax rates configured, refunds come from the range's refunded transactions (`f`, their index) instead.
         .revenue: """
             \(days),
+            \(taxRates("tr", of: "SELECT DISTINCT rd.storefront AS sf, rd.day FROM rd WHERE rd.kind = 0")),
             p AS NOT MATERIALIZED (SELECT rd.*, bouncer_money_proceeds(rd.price_milli,
-                    LEAST(rd.tier, bouncer_money_commission(q.sbp, false, 0))) AS proceeds
-                FROM q, rd),
+                    LEAST(rd.tier, bouncer_money_commission(q.sbp, false, 0)), COALESCE(tr.tax, 0)) AS proceeds
+                FROM q, rd LEFT JOIN tr ON rd.kind = 0 AND tr.sf = rd.storefront AND tr.day = rd.day),
+            f AS (SELECT (t.refund_date AT TIME ZONE 'UTC')::date AS day, t.currency, t.price_milli,
+                    t.refund_milli_percent, bouncer_money_proceeds(t.price_milli, bouncer_money_commission(q.sbp,
+                        t.type = 'Auto-Renewable Subscription', t.paid_days_before),
+                        bouncer_money_tax_rate(t.storefront, (t.purchase_date AT TIME ZONE 'UTC')::date)) AS proceeds
+                FROM q, t WHERE q.taxed AND t.refund_date >= q.lo AND t.refund_date < q.hi AND t.price_milli > 0
+                  AND t.refund_milli_percent > 0),
             e AS (SELECT width_bucket(p.day::timestamp AT TIME ZONE 'UTC', q.bounds) - 1 AS i, p.currency, p.day,
                     p.price_milli AS a0, p.proceeds AS a1, 0::int8 AS a2, 0::int8 AS a3, p.n
                 FROM q, p WHERE p.kind = 0
@@ -65,7 +75,12 @@ extension PostgresChartStore {
                 SELECT width_bucket(p.day::timestamp AT TIME ZONE 'UTC', q.bounds) - 1, p.currency, p.day, 0, 0,
                     bouncer_money_share(p.price_milli, p.refund_milli_percent),
                     bouncer_money_share(p.proceeds, p.refund_milli_percent), p.n
-                FROM q, p WHERE p.kind = 1),
+                FROM q, p WHERE p.kind = 1 AND NOT q.taxed
+                UNION ALL
+                SELECT width_bucket(f.day::timestamp AT TIME ZONE 'UTC', q.bounds) - 1, f.currency, f.day, 0, 0,
+                    bouncer_money_share(f.price_milli, f.refund_milli_percent),
+                    bouncer_money_share(f.proceeds, f.refund_milli_percent), 1::int8
+                FROM q, f),
             \(converted([([(0, 1)], nil), ([(1, 1)], nil), ([(2, 1)], nil), ([(1, 1), (3, -1)], nil)], counted: true))
             """,
         // A trial's conversion is its row's `converted` (schema/0077, set by the roll-up): the range's trials from

@@ -15,6 +15,10 @@ extension PostgresChartStore {
         "((\(instant) AT TIME ZONE 'UTC') + make_interval(months => \(months))) AT TIME ZONE 'UTC'"
     }
 
+    /// The storefronts and days of `realized_ltv`'s sales, for their tax rates.
+    private static let ltvTaxPairs = "SELECT DISTINCT COALESCE(t.storefront, '') AS sf, "
+        + "(t.purchase_date AT TIME ZONE 'UTC')::date AS day FROM q, t WHERE t.price_milli > 0 AND t.purchase_date >= q.lo"
+
     /// The boundaries of months 0…12: 14 instants.
     private static let months = Chart.retentionMonths.upperBound + 1
 
@@ -54,8 +58,9 @@ extension PostgresChartStore {
             """,
         // Customers: the user holding a purchase now (its latest binding not moved away; else the purchase is its own
         // customer), per environment. A customer's first payment is their earliest transaction with a price; their
-        // net, every transaction's proceeds since, less the refunded proceeds (by refund date), up to now, each
-        // amount at its own day's rate; amounts without one apart, with the customers they came from.
+        // net, every transaction's proceeds since (after its storefront's tax of its day, `tr`, once rates are
+        // configured), less the refunded proceeds (by refund date), up to now, each amount at its own day's rate;
+        // amounts without one apart, with the customers they came from.
         .realizedLTV: """
             o AS MATERIALIZED (SELECT t.environment, t.original_transaction_id AS o, COALESCE('u:' || (
                     SELECT s.user_id FROM subscriptions s WHERE s.project_id = q.project
@@ -63,9 +68,11 @@ extension PostgresChartStore {
                       AND s.revoked_at IS NULL ORDER BY s.bound_at DESC, s.user_id LIMIT 1),
                     'p:' || t.original_transaction_id) AS cu
                 FROM q, t WHERE t.price_milli > 0 AND t.purchase_date >= q.lo GROUP BY q.project, 1, 2),
+            \(taxRates("tr", of: ltvTaxPairs)),
             p AS MATERIALIZED (SELECT t.*, o.cu, bouncer_money_proceeds(t.price_milli, bouncer_money_commission(q.sbp,
-                    t.type = 'Auto-Renewable Subscription', t.paid_days_before)) AS proceeds
+                    t.type = 'Auto-Renewable Subscription', t.paid_days_before), COALESCE(tr.tax, 0)) AS proceeds
                 FROM q, t JOIN o ON o.environment = t.environment AND o.o = t.original_transaction_id
+                LEFT JOIN tr ON tr.sf = COALESCE(t.storefront, '') AND tr.day = (t.purchase_date AT TIME ZONE 'UTC')::date
                 WHERE t.price_milli > 0 AND t.purchase_date >= q.lo),
             f AS (SELECT p.environment, p.cu, min(p.purchase_date) AS first FROM p GROUP BY 1, 2),
             -- A customer who paid before the range is in an earlier cohort: a purchase of theirs (one they hold now,

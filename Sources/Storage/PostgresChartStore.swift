@@ -54,18 +54,20 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
                     ChartPoint(date: Date(timeIntervalSince1970: Double($0.lo)), values: Array(repeating: 0, count: width))
                 }
                 // The runs of paid service, the spans of MRR and the customers of realized LTV join a purchase's
-                // (a customer's) products and storefronts: unfiltered charts only.
+                // (a customer's) products and storefronts: unfiltered charts only. Realized LTV's roll-up keeps no
+                // storefront, so with tax rates configured it reads the periods, which apply them.
                 let daily = query.interval == .day ? Self.dailyStatements[query.chart] : nil
                 let runs = query.productId == nil && query.country == nil
                     ? daily ?? Self.runStatements[query.chart] ?? Self.valueStatements[query.chart]
-                        ?? Self.ltvStatements[query.chart] : nil
+                        ?? (settings.taxRatesConfigured ? nil : Self.ltvStatements[query.chart]) : nil
                 let statement = runs ?? Self.sweepStatements[query.chart] ?? Self.statements[query.chart]
                     ?? Self.cohortStatements[query.chart] ?? ""
                 for row in try c.query("""
                     WITH q AS NOT MATERIALIZED (SELECT \(query.projectId)::uuid AS project,
                         \(query.environment?.rawValue)::text AS env, \(query.productId)::text AS product,
                         \(query.country)::text AS country, \(settings.reportingCurrency)::text AS cur,
-                        \(settings.smallBusinessProgram)::boolean AS sbp, \(now)::timestamptz AS now,
+                        \(settings.smallBusinessProgram)::boolean AS sbp, \(settings.taxRatesConfigured)::boolean AS taxed,
+                        \(now)::timestamptz AS now,
                         to_timestamp(\(buckets.first?.lo ?? 0)::int8) AS lo, to_timestamp(\(buckets.last?.hi ?? 0)::int8) AS hi,
                         ARRAY(SELECT to_timestamp(x) FROM unnest(\(buckets.map(\.lo) + [buckets.last?.hi ?? 0])::int8[])
                             x ORDER BY x) AS bounds),
@@ -93,14 +95,20 @@ public final class PostgresChartStore: PostgresStore, @unchecked Sendable, Chart
         }
     }
 
+    /// The project's money settings, and whether the operator has configured tax rates (`taxRatesConfigured`).
     static func settings(_ c: Connection, _ projectId: UUID) throws -> RevenueSettings {
+        var settings = RevenueSettings.standard
         for row in try c.query("""
             SELECT small_business_program, reporting_currency FROM revenue_settings WHERE project_id = \(projectId)
             """) {
-            return RevenueSettings(smallBusinessProgram: try row.decode("small_business_program", as: Bool.self),
-                                   reportingCurrency: try row.decode("reporting_currency", as: String.self))
+            settings = RevenueSettings(smallBusinessProgram: try row.decode("small_business_program", as: Bool.self),
+                                       reportingCurrency: try row.decode("reporting_currency", as: String.self))
         }
-        return .standard
+        // The operator's (a reference table under Citus): a statement of its own.
+        for row in try c.query("SELECT EXISTS (SELECT 1 FROM tax_rates) AS taxed") {
+            settings.taxRatesConfigured = try row.decode("taxed", as: Bool.self)
+        }
+        return settings
     }
 
     public func setSettings(_ settings: RevenueSettings, projectId: UUID) throws {

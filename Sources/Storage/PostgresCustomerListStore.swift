@@ -27,7 +27,8 @@ public final class PostgresCustomerListStore: PostgresStore, @unchecked Sendable
                         \(query.firstSeenFrom)::timestamptz AS seen_from, \(query.firstSeenTo)::timestamptz AS seen_to,
                         \(query.minNetMilli)::int8 AS min_net, \(query.after?.value)::int8 AS after_value,
                         \(query.after?.userId)::text AS after_user, \(settings.reportingCurrency)::text AS cur,
-                        \(settings.smallBusinessProgram)::boolean AS sbp, \(now)::timestamptz AS now),
+                        \(settings.smallBusinessProgram)::boolean AS sbp,
+                        \(settings.taxRatesConfigured)::boolean AS taxed, \(now)::timestamptz AS now),
                     h AS MATERIALIZED (SELECT s.user_id, s.bound_at, p.environment, p.original_transaction_id,
                             p.product_id, p.purchase_date, bouncer_purchase_status(ROW(p.*)::purchases, q.now) AS status,
                             COALESCE(p.revocation_date, GREATEST(p.expires_date, p.grace_period_expires_date)) AS ended
@@ -117,20 +118,26 @@ public final class PostgresCustomerListStore: PostgresStore, @unchecked Sendable
         }
     }
 
-    /// CTEs `m` (each money amount of the customers of `source`: proceeds by purchase day, refunded proceeds
+    /// CTEs `m` (each money amount of the customers of `source`: proceeds by purchase day (after its storefront's
+    /// tax of that day, `tr`, once the operator has configured rates), refunded proceeds
     /// negated by refund day, with the rate into the reporting currency, NULL when none) and `out` (`source`'s rows
     /// with `net`, the sum of the converted amounts, each rounded once), as the `revenue` chart's net. `rates` is
     /// MATERIALIZED: once per (currency, day); inlined, the planner pushes `rate IS NOT NULL` below the DISTINCT and
     /// looks a rate up per amount (8× slower on 100,000 customers).
     static func netOver(_ source: String, as out: String = "n") -> String {
         """
-        a AS (SELECT \(source).user_id, r.currency, r.purchase_date, r.refund_date, r.refund_milli_percent,
-                bouncer_money_proceeds(r.price_milli, bouncer_money_commission(q.sbp,
-                    r.type = 'Auto-Renewable Subscription', r.paid_days_before)) AS proceeds
+        a0 AS NOT MATERIALIZED (SELECT \(source).user_id, r.currency, r.purchase_date, r.refund_date,
+                r.refund_milli_percent, r.price_milli, r.type, r.paid_days_before, COALESCE(r.storefront, '') AS sf,
+                (r.purchase_date AT TIME ZONE 'UTC')::date AS sale_day
             FROM q CROSS JOIN \(source) JOIN h ON h.user_id = \(source).user_id
             JOIN revenue_transactions r ON r.project_id = q.project AND r.original_transaction_id = h.original_transaction_id
                 AND r.environment = h.environment
             WHERE r.price_milli > 0),
+        \(PostgresChartStore.taxRates("tr", of: "SELECT DISTINCT a0.sf, a0.sale_day AS day FROM a0")),
+        a AS (SELECT a0.user_id, a0.currency, a0.purchase_date, a0.refund_date, a0.refund_milli_percent,
+                bouncer_money_proceeds(a0.price_milli, bouncer_money_commission(q.sbp,
+                    a0.type = 'Auto-Renewable Subscription', a0.paid_days_before), COALESCE(tr.tax, 0)) AS proceeds
+            FROM q, a0 LEFT JOIN tr ON tr.sf = a0.sf AND tr.day = a0.sale_day),
         e AS (SELECT a.user_id, a.currency, (a.purchase_date AT TIME ZONE 'UTC')::date AS day, a.proceeds AS amount FROM a
             UNION ALL
             SELECT a.user_id, a.currency, (a.refund_date AT TIME ZONE 'UTC')::date,

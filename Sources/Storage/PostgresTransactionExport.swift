@@ -3,7 +3,8 @@ import Foundation
 import Postgres
 
 /// The transactions export (issue 26): `transactions` (every stored transaction, its signed facts) with its money
-/// from `revenue_transactions` under the rules of `schema/functions/bouncer_money_*.sql` (the charts' own), and its
+/// from `revenue_transactions` under the rules of `schema/functions/bouncer_money_*.sql` (the charts' own: the
+/// storefront's tax rate of the purchase day once the operator has configured rates, one lookup per row), and its
 /// evidence from `transaction_jws`. Keyset pages over the primary key (project, environment, transaction id), the
 /// purchase range a filter: no index on the hot table for an occasional export, and each page costs one statement
 /// and one pooled connection, given back before the rows are written out.
@@ -33,14 +34,18 @@ extension PostgresChartStore: TransactionExportStore {
                             CASE WHEN r.refund_milli_percent = 0 THEN bouncer_money_convert(m.proceeds, x.sale)
                                 ELSE bouncer_money_convert(m.proceeds, x.sale) - bouncer_money_convert(
                                     bouncer_money_share(m.proceeds, r.refund_milli_percent), x.refund) END
-                                AS net_reporting
+                                AS net_reporting,
+                            tx.rate::int8 AS tax_rate, bouncer_money_tax(r.price_milli, tx.rate) AS tax
                         FROM transactions t
                         LEFT JOIN revenue_transactions r ON r.project_id = t.project_id
                             AND r.environment = t.environment AND r.transaction_id = t.transaction_id
                         LEFT JOIN transaction_jws j ON j.project_id = t.project_id AND j.environment = t.environment
                             AND j.transaction_id = t.transaction_id
                         LEFT JOIN jws_headers h ON h.sha256 = j.header_sha256
-                        CROSS JOIN LATERAL (SELECT c.pct, bouncer_money_proceeds(r.price_milli, c.pct) AS proceeds
+                        CROSS JOIN LATERAL (SELECT CASE WHEN \(s.taxRatesConfigured)::boolean
+                            THEN bouncer_money_tax_rate(r.storefront, (r.purchase_date AT TIME ZONE 'UTC')::date)
+                            ELSE 0 END AS rate) tx
+                        CROSS JOIN LATERAL (SELECT c.pct, bouncer_money_proceeds(r.price_milli, c.pct, tx.rate) AS proceeds
                             FROM (SELECT bouncer_money_commission(\(s.smallBusinessProgram)::boolean,
                                 r.type = 'Auto-Renewable Subscription', r.paid_days_before) AS pct) c) m
                         CROSS JOIN LATERAL (SELECT
@@ -76,7 +81,9 @@ extension PostgresChartStore: TransactionExportStore {
                 reportingCurrency: reportingCurrency,
                 priceReporting: try row.decode("price_reporting", as: Int64?.self),
                 proceedsReporting: try row.decode("proceeds_reporting", as: Int64?.self),
-                netReporting: try row.decode("net_reporting", as: Int64?.self))
+                netReporting: try row.decode("net_reporting", as: Int64?.self),
+                taxMilliPercent: Int(try row.decode("tax_rate", as: Int64?.self) ?? 0),
+                taxMilli: try row.decode("tax", as: Int64?.self) ?? 0)
         }
         return ExportedTransaction(
             environment: try row.decode("environment", as: String.self),

@@ -63,7 +63,7 @@ final class ContractTests: XCTestCase {
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/offers/:publicKey/introductory-eligibility"), app.union(.secretKey))
         XCTAssertEqual(h.router.rateLimits(.post, "/v1/notifications/:publicKey"), [.client])
         let adminRoutes = h.router.registeredRoutes.filter { $0.pattern.hasPrefix("/v1/admin/") }
-        XCTAssertEqual(adminRoutes.count, 78)
+        XCTAssertEqual(adminRoutes.count, 80)
         for route in adminRoutes {
             XCTAssertEqual(h.router.rateLimits(route.method, route.pattern), [.client, .admin], route.pattern)
         }

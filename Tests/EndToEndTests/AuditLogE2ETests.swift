@@ -49,6 +49,7 @@ final class AuditLogE2ETests: SharedServerTestCase {
         "PUT /v1/admin/accounts/{id}/quotas": "account.set_quotas",
         "PUT /v1/admin/projects/{id}/revenue-settings": "revenue_settings.update",
         "PUT /v1/admin/exchange-rates": "exchange_rates.update",
+        "PUT /v1/admin/tax-rates": "tax_rates.update",
         "PUT /v1/admin/projects/{id}/retention/rules": "retention.put_rules",
         "PUT /v1/admin/projects/{id}/retention/messages/{messageId}": "retention.upload_message",
         "DELETE /v1/admin/projects/{id}/retention/messages/{messageId}": "retention.delete_message",

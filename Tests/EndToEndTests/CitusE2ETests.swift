@@ -39,7 +39,7 @@ final class CitusE2ETests: XCTestCase {
         for line in placed where !line.hasSuffix(" local") && !line.hasSuffix(" reference") {
             XCTAssertTrue(line.hasSuffix(" distributed project_id"), line)
         }
-        XCTAssertEqual(placed.filter { $0.hasSuffix(" reference") }.count, 12, "\(placed)")
+        XCTAssertEqual(placed.filter { $0.hasSuffix(" reference") }.count, 13, "\(placed)")
         let groups = try connection.query("""
             SELECT count(DISTINCT colocation_id)::int8 AS n FROM citus_tables WHERE citus_table_type = 'distributed'
             """)

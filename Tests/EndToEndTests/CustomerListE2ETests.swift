@@ -129,7 +129,7 @@ final class CustomerListE2ETests: SharedServerTestCase {
         let carol = customer("carol", "revoked", [], "2025-03-05T12:00:00.000Z", mar5, 0)
         let dave = customer("dave", "active", ["extra", "pro", "support"], "2025-06-01T08:30:00.250Z", now - day, 0,
                             ["GBP": 27_993])
-        XCTAssertEqual(try list(tenant), ["project_id": .string(tenant.id), "currency": "USD",
+        XCTAssertEqual(try list(tenant), ["project_id": .string(tenant.id), "currency": "USD", "proceeds_basis": "before_tax",
                                           "customers": [dave, carol, bob, alice], "next_cursor": .null])
 
         // Each sort, both ways (ties by user id in the same direction).
@@ -159,7 +159,7 @@ final class CustomerListE2ETests: SharedServerTestCase {
         for (filter, expected) in filters {
             XCTAssertEqual(users(try list(tenant, filter)), expected, filter)
         }
-        XCTAssertEqual(try list(tenant, "status=revoked"), ["project_id": .string(tenant.id), "currency": "USD",
+        XCTAssertEqual(try list(tenant, "status=revoked"), ["project_id": .string(tenant.id), "currency": "USD", "proceeds_basis": "before_tax",
                                                              "customers": [carol], "next_cursor": .null])
 
         // The reporting currency: EUR (USD at 1 / 1.1; bob's EUR as signed).

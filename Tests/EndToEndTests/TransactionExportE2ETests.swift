@@ -13,7 +13,7 @@ final class TransactionExportE2ETests: SharedServerTestCase {
     static let header = "environment,transaction_id,original_transaction_id,product_id,type,storefront,purchase_date,"
         + "expires_date,revocation_date,signed_date,currency,price_milli,commission_percent,proceeds_milli,"
         + "refund_milli_percent,refunded_milli,net_milli,reporting_currency,price_reporting_milli,"
-        + "proceeds_reporting_milli,net_reporting_milli,jws_sha256"
+        + "proceeds_reporting_milli,net_reporting_milli,jws_sha256,tax_rate,tax_milli"
 
     private func sha(_ jws: String) -> String { Hex.encode(Digest.sha256(Array(jws.utf8))) }
 
@@ -69,12 +69,12 @@ final class TransactionExportE2ETests: SharedServerTestCase {
         XCTAssertEqual(r.header("Content-Disposition"), "attachment; filename=\"transactions.csv\"")
         let usdRow = "Sandbox,\(usd.id),\(usd.id),com.e2e.pro.monthly,Auto-Renewable Subscription,USA,"
             + "2023-03-05T12:00:00.000Z,2023-04-05T12:00:00.000Z,,2023-03-05T12:00:01.000Z,USD,9990,30,6993,0,0,6993,"
-            + "USD,9990,6993,6993,\(sha(usd.jws))"
+            + "USD,9990,6993,6993,\(sha(usd.jws)),0,0"
         // 4990 CHF: proceeds 4990 − 1497 = 3493; half refunded: 2495 of the price, 1747 of the proceeds (1746.5
         // rounded away from zero), net 1746. In USD at 1.25: 6238 (6237.5), 4366, 4366 − 2184 (2183.75) = 2182.
         let chfRow = "Sandbox,\(chf.id),\(chf.id),com.e2e.pro.monthly,Auto-Renewable Subscription,USA,"
             + "2023-03-10T12:00:00.000Z,2023-04-10T12:00:00.000Z,2023-03-20T12:00:00.000Z,2023-03-20T12:00:01.000Z,"
-            + "CHF,4990,30,3493,50000,2495,1746,USD,6238,4366,2182,\(sha(chf.jws))"
+            + "CHF,4990,30,3493,50000,2495,1746,USD,6238,4366,2182,\(sha(chf.jws)),0,0"
         let rows = [(usd.id, usdRow), (chf.id, chfRow)].sorted { $0.0 < $1.0 }.map(\.1)
         XCTAssertEqual(r.text, ([Self.header] + rows).map { $0 + "\r\n" }.joined())
 

@@ -84,7 +84,7 @@ final class MigrationTests: XCTestCase {
                                 "mass_renewal_extensions", "members", "notifications", "overview_days", "overview_instants", "overview_trials", "ownership_events", "pending_renewals", "products", "project_keys",
                                 "projects", "purchase_changes", "purchases", "reconcile_changes", "reconcile_checks", "reconcile_cursors", "reconcile_refund_revisions",
                                 "reconcile_runs", "renewal_extensions", "retention_decisions", "retention_rules", "revenue_cohorts", "revenue_days", "revenue_ltv_customers", "revenue_ltv_days", "revenue_ltv_purchases", "revenue_movement_days", "revenue_run_days", "revenue_runs", "revenue_settings", "revenue_transactions", "revenue_value_days", "revenue_values", "schema_functions", "schema_migrations", "signing_keys",
-                                "subscriptions", "transaction_finishes", "transaction_jws", "transactions", "webhook_attempts", "webhook_endpoints",
+                                "subscriptions", "tax_rates", "transaction_finishes", "transaction_jws", "transactions", "webhook_attempts", "webhook_endpoints",
                                 "webhook_entitlement_states", "webhook_events", "webhook_purchase_states",
                                 "webhook_queue"])
     }
@@ -175,7 +175,7 @@ final class MigrationTests: XCTestCase {
                 WHERE con.contype = 'p' AND cl.relnamespace = 'public'::regnamespace
                   AND cl.relname NOT IN ('projects', 'schema_migrations', 'schema_functions', 'signing_keys',
                       'console_sessions', 'accounts', 'api_keys', 'account_usage', 'account_quotas', 'members', 'audit_log',
-                      'exchange_rates', 'jws_headers')
+                      'exchange_rates', 'jws_headers', 'tax_rates')
                 """)
             // grants (0014), five webhook tables (0012), purchase_changes (0025), webhook_queue (0030),
             // overview_days, overview_instants, overview_trials (0035), retention_rules, retention_decisions (0057),
@@ -184,7 +184,7 @@ final class MigrationTests: XCTestCase {
             // transaction_finishes (0047), revenue_days (0072), revenue_runs, revenue_run_days (0078), revenue_values,
             // revenue_value_days, revenue_cohorts (0085), revenue_ltv_purchases, revenue_ltv_customers,
             // revenue_ltv_days (0086), revenue_movement_days (0087) added to 16;
-            // exchange_rates (0062) is the operator's, published for every
+            // exchange_rates (0062) and tax_rates (0093) are the operator's, published for every
             // project, and jws_headers (0066) Apple's certificate chains
             XCTAssertEqual(pks.count, 45)
             for row in pks {

@@ -47,6 +47,54 @@ final class MoneyRulesTests: XCTestCase {
         }
     }
 
+    /// Tax included in a price and proceeds after it (README "Money"): the same in both languages on every price and
+    /// rate, and figures computed by hand.
+    func testTaxAndProceedsAfterTaxAgree() throws {
+        for price in Self.prices + [-9990] {
+            for rate in [0, 1, 5_000, 7_700, 10_000, 19_000, 20_000, 25_500, 99_999] {
+                XCTAssertEqual(try sql("SELECT bouncer_money_tax(\(price)::int8, \(rate)::int)"),
+                               Money.tax(priceMilli: price, taxMilliPercent: rate), "tax of \(price) at \(rate)")
+                for percent in [15, 30] {
+                    XCTAssertEqual(try sql("SELECT bouncer_money_proceeds(\(price)::int8, \(percent)::int, \(rate)::int)"),
+                                   Money.proceeds(priceMilli: price, commissionPercent: percent, taxMilliPercent: rate),
+                                   "\(price) at \(percent) % after \(rate)")
+                }
+            }
+        }
+        // By hand. 9.99 EUR at 19 %: tax 9990 × 19 / 119 = 1595.04 → 1595; 8395 before commission.
+        XCTAssertEqual(Money.tax(priceMilli: 9990, taxMilliPercent: 19_000), 1595)
+        // 30 %: 8395 × 0.3 = 2518.5 → 2519 (half away from zero), proceeds 5876; 15 %: 1259.25 → 1259, 7136.
+        XCTAssertEqual(Money.proceeds(priceMilli: 9990, commissionPercent: 30, taxMilliPercent: 19_000), 5876)
+        XCTAssertEqual(Money.proceeds(priceMilli: 9990, commissionPercent: 15, taxMilliPercent: 19_000), 7136)
+        // ¥1,200 at 10 %: tax 1,200,000 / 11 = 109,090.9 → 109,091; 1,090,909 × 0.3 = 327,272.7 → 327,273;
+        // proceeds 763,636.
+        XCTAssertEqual(Money.tax(priceMilli: 1_200_000, taxMilliPercent: 10_000), 109_091)
+        XCTAssertEqual(Money.proceeds(priceMilli: 1_200_000, commissionPercent: 30, taxMilliPercent: 10_000), 763_636)
+        // 0 %: before tax, the two-argument rule (9990 × 0.3 = 2997 → 6993).
+        XCTAssertEqual(Money.proceeds(priceMilli: 9990, commissionPercent: 30, taxMilliPercent: 0), 6993)
+        // A prorated refund of 25 % of the 19 % sale: refunded proceeds 5876 × 0.25 = 1469, net 4407.
+        XCTAssertEqual(5876 - Money.share(5876, milliPercent: 25_000), 4407)
+        XCTAssertEqual(try sql("""
+            SELECT p - bouncer_money_share(p, 25000) FROM (SELECT bouncer_money_proceeds(9990::int8, 30, 19000) AS p) x
+            """), 4407)
+    }
+
+    func testTaxRateTextRoundTrips() {
+        for (text, milli) in [("0", 0), ("19", 19_000), ("7.7", 7_700), ("8.125", 8_125), ("0.001", 1), ("99.999", 99_999),
+                              ("5.50", 5_500), ("05", 5_000)] {
+            XCTAssertEqual(TaxRate.milliPercent(text), milli, text)
+        }
+        for text in ["", "100", "020", "-1", "+5", "1e1", "19.", ".5", "1.2345", "19 ", " 19", "1,5", "1..2", "123456789"] {
+            XCTAssertNil(TaxRate.milliPercent(text), text)
+        }
+        for milli in [0, 1, 10, 100, 7_700, 8_125, 19_000, 99_999] {
+            XCTAssertEqual(TaxRate.milliPercent(TaxRate.text(milliPercent: milli)), milli)
+        }
+        XCTAssertEqual(TaxRate.text(milliPercent: 19_000), "19")
+        XCTAssertEqual(TaxRate.text(milliPercent: 7_700), "7.7")
+        XCTAssertEqual(TaxRate.text(milliPercent: 50), "0.05")
+    }
+
     func testRefundPercentMonthlyAndConversionAgree() throws {
         let at = Date(timeIntervalSince1970: 1_800_000_000)
         for type: String? in [nil, "REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE", "OTHER"] {

@@ -101,8 +101,9 @@ export async function revenueCharts(ui, projectId, range, into) {
   const first = results[0];
   into.replaceChildren(
     h("p", { class: "muted", id: "charts-freshness", "data-fresh-as-of": first.fresh_as_of },
-      `${first.from} to ${first.to}, by ${first.interval}, in ${first.currency}. Every change recorded before `
-        + `${first.fresh_as_of} is counted.`),
+      `${first.from} to ${first.to}, by ${first.interval}, in ${first.currency}, proceeds `
+        + `${first.proceeds_basis === "after_tax" ? "after the operator's tax rates" : "before tax"}. `
+        + `Every change recorded before ${first.fresh_as_of} is counted.`),
     h("div", { class: "charts", id: "revenue-charts" }, CHARTS.map((def, i) =>
       (def.kind === "cohort" ? cohortCard : chartCard)(ui, projectId, def, results[i], filters))));
 }

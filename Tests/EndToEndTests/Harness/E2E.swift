@@ -91,6 +91,8 @@ struct TransactionPayload {
     var expiresDate: Int64? = E2E.ms(30 * 86_400)
     var signedDate = E2E.ms(-1)
     var environment = "Sandbox"
+    /// ISO 3166-1 alpha-3.
+    var storefront = "USA"
     var inAppOwnershipType = "PURCHASED"
     var revocationDate: Int64?
     var revocationReason: Int64?
@@ -121,7 +123,7 @@ struct TransactionPayload {
             ("environment", .string(environment)),
             ("inAppOwnershipType", .string(inAppOwnershipType)),
             ("transactionReason", "PURCHASE"),
-            ("storefront", "USA"),
+            ("storefront", .string(storefront)),
             ("storefrontId", "143441"),
         ]
         if let originalPurchaseDate { pairs.append(("originalPurchaseDate", JSONValue(originalPurchaseDate))) }

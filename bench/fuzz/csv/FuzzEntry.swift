@@ -7,7 +7,9 @@
 //     a failure (both fail, at the same line);
 //   - every record holds 1…maxFields fields;
 //   - ECBRatesCSV either fails with a message naming a line, or answers rates with an ISO 4217 code and a positive
-//     exact value whose text parses back to itself.
+//     exact value whose text parses back to itself;
+//   - TaxRate.milliPercent (`PUT /v1/admin/tax-rates`' percents, also in Domain's Money.swift) on every field either
+//     refuses it or answers 0…99999 milli-percent whose shortest text (TaxRate.text) parses back to it.
 import Domain
 import Foundation
 
@@ -36,6 +38,12 @@ public func fuzzCSV(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     switch (records(rest, piece: piece), records(rest, piece: max(rest.count, 1))) {
     case let (.success(a), .success(b)):
         guard a == b else { fatalError("records depend on the pieces: \(a) vs \(b)") }
+        for field in a.joined() {
+            guard let milli = TaxRate.milliPercent(field) else { continue }
+            guard (0..<100_000).contains(milli), TaxRate.milliPercent(TaxRate.text(milliPercent: milli)) == milli else {
+                fatalError("a tax rate that breaks its rules: \(field) → \(milli)")
+            }
+        }
         for record in a where record.isEmpty || record.count > CSVRecordReader.maxFields {
             fatalError("a record of \(record.count) fields")
         }
