@@ -127,4 +127,40 @@ final class MoneyRulesTests: XCTestCase {
             }
         }
     }
+
+    /// `bouncer_money_rates` (a chart's range at once) against `bouncer_money_rate` (one currency and day) on every
+    /// currency, target and day of rates with four bases, gaps of days, a currency quoted in several bases on the same
+    /// day (the tie its latest-base lookup breaks), a base that is no currency's row, and currencies with no rate: the
+    /// same rates to the digit (compared as text: the same divisions give the same scales), NULL where one is NULL.
+    func testRatesSetBasedAgreeWithRate() throws {
+        try s.pool.withConnection { c in
+            _ = try c.execute("BEGIN")
+            defer { _ = try? c.execute("ROLLBACK") }
+            _ = try c.execute("""
+                INSERT INTO exchange_rates (day, base, currency, rate)
+                SELECT date '2026-01-01' + d, b, x, round((1 + (abs(hashtext(b || x || d)) % 100000) / 1000.0)::numeric,
+                    4 + abs(hashtext(x || d)) % 3)
+                FROM generate_series(0, 60) d, unnest('{EUR,USD,GBP,XAU}'::text[]) b,
+                    unnest('{AUD,BRL,CAD,EUR,USD,GBP,JPY,XAU}'::text[]) x
+                WHERE b <> x AND abs(hashtext(b || x || d || 'x')) % 4 = 0
+                ON CONFLICT DO NOTHING
+                """)
+            let rows = try c.query("""
+                SELECT count(*) AS n, count(r.rate) AS rated,
+                    count(*) FILTER (WHERE r.rate::text IS NOT DISTINCT FROM o.rate::text) AS same,
+                    (SELECT count(*) FROM (SELECT 1 FROM exchange_rates e GROUP BY e.currency, e.day
+                        HAVING count(*) > 1) k) AS ties
+                FROM unnest('{USD,EUR,JPY,GBP,XAU,ZZZ}'::text[]) t,
+                    LATERAL bouncer_money_rates('{AUD,BRL,CAD,EUR,USD,GBP,JPY,INR,XAU,ZZZ,AUD}', t,
+                        date '2025-12-25', date '2026-03-10') r,
+                    LATERAL (SELECT bouncer_money_rate(r.currency, t, r.day) AS rate) o
+                """)
+            let row = try XCTUnwrap(rows.first)
+            let n = try row.decode("n", as: Int64.self)
+            XCTAssertEqual(n, 6 * 10 * 76)
+            XCTAssertEqual(try row.decode("same", as: Int64.self), n)
+            XCTAssertGreaterThan(try row.decode("rated", as: Int64.self), n / 2)
+            XCTAssertGreaterThan(try row.decode("ties", as: Int64.self), 0)
+        }
+    }
 }
