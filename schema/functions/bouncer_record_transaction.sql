@@ -67,8 +67,10 @@ DECLARE
     v_tx_new jsonb;                 -- log: … and after it
     v_p_old jsonb;                  -- log: the purchase's overview fields before this call …
     v_p_new jsonb;                  -- log: … and after it
+    v_void text;                    -- the void calls' result: PERFORM would run each through an executor (SPI), an
+                                    -- assignment evaluates it as a simple expression (PL/pgSQL's fast path)
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(16981, hashtext(p_project_id::text));
+    v_void := pg_advisory_xact_lock_shared(16981, hashtext(p_project_id::text))::text;
     -- The project and the posted product's entitlements in one statement (a reference table and a tenant table
     -- filtered by the same project id: routable on Citus). No row: no project.
     SELECT pr.entitlements INTO entitlements
@@ -216,8 +218,8 @@ BEGIN
         v_created := FOUND;
     END IF;
     IF v_created THEN
-        PERFORM pg_advisory_xact_lock(16978,
-            hashtext(p_project_id::text || '/' || p_environment || '/' || p_original_transaction_id));
+        v_void := pg_advisory_xact_lock(16978,
+            hashtext(p_project_id::text || '/' || p_environment || '/' || p_original_transaction_id))::text;
         DELETE FROM pending_renewals r
         WHERE r.project_id = p_project_id AND r.environment = p_environment
           AND r.original_transaction_id = p_original_transaction_id
@@ -340,7 +342,7 @@ BEGIN
     END IF;
     v_p_old := bouncer_overview_purchase_fields(v_old);
     v_p_new := bouncer_overview_purchase_fields(v_purchase);
-    PERFORM bouncer_append_change(p_project_id, p_environment, p_original_transaction_id, v_old, v_purchase,
+    v_void := bouncer_append_change(p_project_id, p_environment, p_original_transaction_id, v_old, v_purchase,
         CASE WHEN p_user_id IS NOT NULL THEN v_owners END, v_refund,
         CASE WHEN v_decision = 'transfer' THEN v_previous END,
         CASE WHEN v_decision = 'transfer' THEN p_user_id END,
@@ -349,7 +351,7 @@ BEGIN
             'old', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_old END,
             'new', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_new END,
             'p_old', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_old END,
-            'p_new', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_new END) END);
+            'p_new', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_new END) END)::text;
 
     purchase := v_purchase;
     ownership := v_decision;
