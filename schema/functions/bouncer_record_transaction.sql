@@ -27,7 +27,11 @@
 -- can (wp6, bench/README's issue 22 section): a first post of a transaction inserts it in one statement (the stored
 -- row is read and locked only when the insert meets one); a renewal or an already stored transaction looks for its
 -- purchase first, an original transaction inserts it first; a purchase just created has no holders to read; the
--- payload's SQL fields are plain PL/pgSQL expressions.
+-- payload's SQL fields and the advisory locks are plain PL/pgSQL expressions, which run without an executor (PERFORM
+-- starts one). The log append stays a PERFORM: on Citus, bouncer_append_change called from a simple expression left
+-- the tenant's shard locked until isolate_tenant_to_new_shard timed out
+-- (CitusOperationsE2ETests.testOneTenantMovesToAShardOfItsOwnWhileItIsRead). A new purchase bound to its user: 7
+-- statements and the binding's foreign-key check, was 12 (bench/api.d/record-cpu counts them).
 CREATE OR REPLACE FUNCTION bouncer_record_transaction(
     p_project_id uuid, p_transaction_id text, p_original_transaction_id text, p_product_id text, p_type text,
     p_environment text, p_bundle_id text, p_purchase_date timestamptz, p_original_purchase_date timestamptz,
@@ -67,8 +71,8 @@ DECLARE
     v_tx_new jsonb;                 -- log: … and after it
     v_p_old jsonb;                  -- log: the purchase's overview fields before this call …
     v_p_new jsonb;                  -- log: … and after it
-    v_void text;                    -- the void calls' result: PERFORM would run each through an executor (SPI), an
-                                    -- assignment evaluates it as a simple expression (PL/pgSQL's fast path)
+    v_void text;                    -- the advisory locks' result: PERFORM would run each through an executor
+                                    -- (SPI), an assignment evaluates it as a simple expression (PL/pgSQL's fast path)
 BEGIN
     v_void := pg_advisory_xact_lock_shared(16981, hashtext(p_project_id::text))::text;
     -- The project and the posted product's entitlements in one statement (a reference table and a tenant table
@@ -342,7 +346,7 @@ BEGIN
     END IF;
     v_p_old := bouncer_overview_purchase_fields(v_old);
     v_p_new := bouncer_overview_purchase_fields(v_purchase);
-    v_void := bouncer_append_change(p_project_id, p_environment, p_original_transaction_id, v_old, v_purchase,
+    PERFORM bouncer_append_change(p_project_id, p_environment, p_original_transaction_id, v_old, v_purchase,
         CASE WHEN p_user_id IS NOT NULL THEN v_owners END, v_refund,
         CASE WHEN v_decision = 'transfer' THEN v_previous END,
         CASE WHEN v_decision = 'transfer' THEN p_user_id END,
@@ -351,7 +355,7 @@ BEGIN
             'old', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_old END,
             'new', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_new END,
             'p_old', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_old END,
-            'p_new', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_new END) END)::text;
+            'p_new', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_new END) END);
 
     purchase := v_purchase;
     ownership := v_decision;
