@@ -5,7 +5,8 @@
 -- for a transfer, the users who lost the purchase. p_source says who wrote the facts (transactions.source).
 --
 -- The tenant first (0075: transactions, purchases and transaction_jws have no foreign key to projects): the project's
--- record lock (16981) shared, then the project looked up without a row lock. A project's deletion takes the lock
+-- record lock (16981) shared, then the project looked up without a row lock (in the statement that reads the posted
+-- product's entitlements: a missing project is a missing row). A project's deletion takes the lock
 -- exclusively (bouncer_project_deleted), so it waits for this transaction, or this call for its commit and then finds
 -- no project and refuses with 23503, the foreign key's SQLSTATE. Shared advisory locks never conflict with each
 -- other and live in memory: concurrent receipts no longer share-lock the project's row (a MultiXact and a WAL record
@@ -21,6 +22,16 @@
 -- The only live author of these write rules; their executable specification is PurchaseState.applying and
 -- OwnershipRules.decide in Tests/Specification, and StorageTests.RuleTableTests / WriteRulesOracleTests run both on
 -- the same facts.
+--
+-- What a call costs is mostly its statements' executor start-ups (a few rows each), so each path runs as few as it
+-- can (wp6, bench/README's issue 22 section): a first post of a transaction inserts it in one statement (the stored
+-- row is read and locked only when the insert meets one); a renewal or an already stored transaction looks for its
+-- purchase first, an original transaction inserts it first; a purchase just created has no holders to read; the
+-- payload's SQL fields and the advisory locks are plain PL/pgSQL expressions, which run without an executor (PERFORM
+-- starts one). The log append stays a PERFORM: on Citus, bouncer_append_change called from a simple expression left
+-- the tenant's shard locked until isolate_tenant_to_new_shard timed out
+-- (CitusOperationsE2ETests.testOneTenantMovesToAShardOfItsOwnWhileItIsRead). A new purchase bound to its user: 7
+-- statements and the binding's foreign-key check, was 12 (bench/api.d/record-cpu counts them).
 CREATE OR REPLACE FUNCTION bouncer_record_transaction(
     p_project_id uuid, p_transaction_id text, p_original_transaction_id text, p_product_id text, p_type text,
     p_environment text, p_bundle_id text, p_purchase_date timestamptz, p_original_purchase_date timestamptz,
@@ -40,42 +51,61 @@ DECLARE
     v_decision text;
     v_previous text[];
     v_created boolean;
+    v_locked boolean := false;      -- the stored purchase was found (and locked) before any insert
     v_old purchases;                -- log: the purchase before this call (NULL when the call created it)
     v_had_row boolean := false;     -- log: the transaction was stored before this call …
     v_old_revocation timestamptz;   -- log: … with this revocation date …
-    v_inserted boolean;
-    v_returned record;             -- the upsert's RETURNING: inserted, stored
+    v_inserted boolean;             -- the transaction was new
     v_revocation timestamptz;
     v_revocation_reason int;
-    v_revocation_type text;
-    v_revocation_percentage bigint;
+    v_revocation_type text;         -- the payload's, then the stored row's
+    v_revocation_percentage bigint; -- the payload's, then the stored row's
+    v_app_transaction_id text;      -- the payload's fields for SQL …
+    v_offer_period text;
+    v_offer_discount_type text;
+    v_advanced_commerce_info jsonb;
+    v_price_milli bigint;
+    v_currency text;                -- … (see below)
     v_refund jsonb;
     v_tx_old jsonb;                 -- log: … and these overview fields (NULL: not stored) …
     v_tx_new jsonb;                 -- log: … and after it
     v_p_old jsonb;                  -- log: the purchase's overview fields before this call …
     v_p_new jsonb;                  -- log: … and after it
+    v_void text;                    -- the advisory locks' result: PERFORM would run each through an executor
+                                    -- (SPI), an assignment evaluates it as a simple expression (PL/pgSQL's fast path)
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(16981, hashtext(p_project_id::text));
-    IF NOT EXISTS (SELECT 1 FROM projects p WHERE p.id = p_project_id) THEN
+    v_void := pg_advisory_xact_lock_shared(16981, hashtext(p_project_id::text))::text;
+    -- The project and the posted product's entitlements in one statement (a reference table and a tenant table
+    -- filtered by the same project id: routable on Citus). No row: no project.
+    SELECT pr.entitlements INTO entitlements
+    FROM projects p
+    LEFT JOIN products pr ON pr.project_id = p_project_id AND pr.product_id = p_product_id
+    WHERE p.id = p_project_id;
+    IF NOT FOUND THEN
         RAISE EXCEPTION 'project % does not exist', p_project_id USING ERRCODE = 'foreign_key_violation';
     END IF;
-    -- log: the stored transaction's revocation and overview fields, read (and locked) first. FOR UPDATE returns the
-    -- latest committed version, so a concurrent update of the same transaction is waited for, never missed.
-    -- The row comes here and bouncer_overview_fields runs on it here, not in the statement: on Citus the statement
-    -- runs on the tenant's shard, whose whole-row type (transactions_102008) no function takes (deploy/citus.md).
-    SELECT t.* INTO v_stored
-    FROM transactions t
-    WHERE t.project_id = p_project_id AND t.environment = p_environment AND t.transaction_id = p_transaction_id
-    FOR UPDATE;
-    v_had_row := FOUND;
-    IF v_had_row THEN
-        v_old_revocation := v_stored.revocation_date;
-        v_tx_old := bouncer_overview_fields(v_stored);
-    END IF;
+    entitlements := COALESCE(entitlements, '{}');
 
-    -- The transaction: facts refreshed only when signed later, last_seen_at always, first_seen_at never, and only
-    -- while the stored identity (original transaction, product, bundle; the environment is in the key) is the
-    -- signed one. Otherwise the DO UPDATE matches nothing and the call is refused.
+    -- The payload's fields for SQL (schema/0040: once generated columns): a malformed or hostile value becomes NULL,
+    -- never a failed insert. Price in milli-units of the ISO 4217 currency, as Apple puts it. Plain expressions
+    -- (PL/pgSQL evaluates them without starting an executor), written once for the insert and the update below.
+    v_app_transaction_id := p_payload ->> 'appTransactionId';
+    v_offer_period := p_payload ->> 'offerPeriod';
+    v_offer_discount_type := p_payload ->> 'offerDiscountType';
+    v_revocation_type := p_payload ->> 'revocationType';
+    v_revocation_percentage := CASE WHEN jsonb_typeof(p_payload -> 'revocationPercentage') = 'number'
+            AND (p_payload ->> 'revocationPercentage') ~ '^[0-9]{1,12}$'
+        THEN (p_payload ->> 'revocationPercentage')::bigint END;
+    v_advanced_commerce_info := p_payload -> 'advancedCommerceInfo';
+    v_price_milli := CASE WHEN jsonb_typeof(p_payload -> 'price') = 'number'
+            AND (p_payload -> 'price')::numeric BETWEEN -1000000000000000 AND 1000000000000000
+        THEN round((p_payload -> 'price')::numeric)::bigint END;
+    v_currency := CASE WHEN jsonb_typeof(p_payload -> 'currency') = 'string' AND length(p_payload ->> 'currency') <= 8
+        THEN p_payload ->> 'currency' END;
+
+    -- The transaction, inserted when new: one statement for a first post (every new purchase and renewal). A posted
+    -- transaction already stored (ours from an earlier call of this statement, or one committed before: a concurrent
+    -- inserter is waited for) is then read and locked, and updated below.
     INSERT INTO transactions AS t (project_id, transaction_id, original_transaction_id, product_id, type, environment,
         bundle_id, purchase_date, original_purchase_date, expires_date, revocation_date, revocation_reason,
         app_account_token, ownership_type, signed_date, payload, first_seen_at, last_seen_at, source,
@@ -84,72 +114,34 @@ BEGIN
     VALUES (p_project_id, p_transaction_id, p_original_transaction_id, p_product_id, p_type, p_environment,
         p_bundle_id, p_purchase_date, p_original_purchase_date, p_expires_date, p_revocation_date,
         p_revocation_reason, p_app_account_token, p_ownership_type, p_signed_date, p_payload, p_now, p_now, p_source,
-        -- The payload's fields for SQL (schema/0040: once generated columns): a malformed or hostile value becomes
-        -- NULL, never a failed insert. Price in milli-units of the ISO 4217 currency, as Apple puts it.
-        p_payload ->> 'appTransactionId', p_payload ->> 'offerPeriod', p_payload ->> 'offerDiscountType',
-        p_payload ->> 'revocationType',
-        CASE WHEN jsonb_typeof(p_payload -> 'revocationPercentage') = 'number'
-                  AND (p_payload ->> 'revocationPercentage') ~ '^[0-9]{1,12}$'
-             THEN (p_payload ->> 'revocationPercentage')::bigint END,
-        p_payload -> 'advancedCommerceInfo',
-        CASE WHEN jsonb_typeof(p_payload -> 'price') = 'number'
-                  AND (p_payload -> 'price')::numeric BETWEEN -1000000000000000 AND 1000000000000000
-             THEN round((p_payload -> 'price')::numeric)::bigint END,
-        CASE WHEN jsonb_typeof(p_payload -> 'currency') = 'string' AND length(p_payload ->> 'currency') <= 8
-             THEN p_payload ->> 'currency' END,
-        p_transaction_id <> p_original_transaction_id, LEAST(p_expires_date, p_revocation_date))
-    ON CONFLICT (project_id, environment, transaction_id) DO UPDATE SET
-        type = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.type ELSE t.type END,
-        purchase_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.purchase_date ELSE t.purchase_date END,
-        original_purchase_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.original_purchase_date ELSE t.original_purchase_date END,
-        expires_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.expires_date ELSE t.expires_date END,
-        revocation_date = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.revocation_date ELSE t.revocation_date END,
-        revocation_reason = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.revocation_reason ELSE t.revocation_reason END,
-        app_account_token = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.app_account_token ELSE t.app_account_token END,
-        ownership_type = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.ownership_type ELSE t.ownership_type END,
-        payload = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.payload ELSE t.payload END,
-        app_transaction_id = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.app_transaction_id ELSE t.app_transaction_id END,
-        offer_period = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.offer_period ELSE t.offer_period END,
-        offer_discount_type = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.offer_discount_type ELSE t.offer_discount_type END,
-        revocation_type = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.revocation_type ELSE t.revocation_type END,
-        revocation_percentage = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.revocation_percentage ELSE t.revocation_percentage END,
-        advanced_commerce_info = CASE WHEN EXCLUDED.signed_date > t.signed_date
-            THEN EXCLUDED.advanced_commerce_info ELSE t.advanced_commerce_info END,
-        price_milli = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.price_milli ELSE t.price_milli END,
-        currency = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.currency ELSE t.currency END,
-        ends_at = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.ends_at ELSE t.ends_at END,
-        source = CASE WHEN EXCLUDED.signed_date > t.signed_date THEN EXCLUDED.source ELSE t.source END,
-        signed_date = GREATEST(EXCLUDED.signed_date, t.signed_date),
-        last_seen_at = GREATEST(EXCLUDED.last_seen_at, t.last_seen_at)
-    WHERE t.original_transaction_id = EXCLUDED.original_transaction_id
-      AND t.product_id = EXCLUDED.product_id AND t.bundle_id = EXCLUDED.bundle_id
-    -- Citus also refuses a non-IMMUTABLE function in RETURNING; ROW(t.*)::transactions names the table's row type
-    -- where t alone would name the shard's.
-    RETURNING (t.xmax = 0) AS inserted, ROW(t.*)::transactions AS stored INTO v_returned;
-    IF FOUND THEN
-        v_inserted := v_returned.inserted;
-        v_stored := v_returned.stored;
-        v_revocation := v_stored.revocation_date;
-        v_revocation_reason := v_stored.revocation_reason;
-        v_revocation_type := v_stored.revocation_type;
-        v_revocation_percentage := v_stored.revocation_percentage;
-        v_tx_new := bouncer_overview_fields(v_stored);
-    ELSE
-        -- The refused upsert left the stored row locked: name (for the log only) the fields that differ.
-        SELECT * INTO v_stored FROM transactions
-        WHERE project_id = p_project_id AND environment = p_environment AND transaction_id = p_transaction_id;
+        v_app_transaction_id, v_offer_period, v_offer_discount_type, v_revocation_type, v_revocation_percentage,
+        v_advanced_commerce_info, v_price_milli, v_currency, p_transaction_id <> p_original_transaction_id,
+        LEAST(p_expires_date, p_revocation_date))
+    ON CONFLICT (project_id, environment, transaction_id) DO NOTHING
+    -- The columns, not the whole row t: on Citus that names the shard's row type.
+    RETURNING t.* INTO v_stored;
+    v_inserted := FOUND;
+    IF NOT v_inserted THEN
+        -- log: the stored transaction's revocation and overview fields, read (and locked) before the update. A new
+        -- statement, so it sees the row the insert met; FOR UPDATE returns the latest committed version, so a
+        -- concurrent update of the same transaction is waited for, never missed. The row comes here and
+        -- bouncer_overview_fields runs on it here, not in the statement: on Citus the statement runs on the
+        -- tenant's shard, whose whole-row type (transactions_102008) no function takes (deploy/citus.md).
+        SELECT t.* INTO v_stored
+        FROM transactions t
+        WHERE t.project_id = p_project_id AND t.environment = p_environment AND t.transaction_id = p_transaction_id
+        FOR UPDATE;
+        v_had_row := FOUND;
+        IF NOT v_had_row THEN
+            -- The row the insert met is gone (deleted in between): rerun the whole transaction (retried as a
+            -- serialization failure; the rerun inserts it or finds it).
+            RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'transaction recorded concurrently',
+                DETAIL = 'the stored row it met is no longer there';
+        END IF;
+        v_old_revocation := v_stored.revocation_date;
+        v_tx_old := bouncer_overview_fields(v_stored);
+        -- Only while the stored identity (original transaction, product, bundle; the environment is in the key) is
+        -- the signed one; otherwise the call is refused, naming the fields that differ.
         IF v_stored.original_transaction_id IS DISTINCT FROM p_original_transaction_id THEN
             v_differing := v_differing || 'original_transaction_id'::text;
         END IF;
@@ -159,33 +151,79 @@ BEGIN
         IF v_stored.bundle_id IS DISTINCT FROM p_bundle_id THEN
             v_differing := v_differing || 'bundle_id'::text;
         END IF;
-        RAISE EXCEPTION USING ERRCODE = 'BRTC1', MESSAGE = 'transaction conflict',
-            DETAIL = 'differing fields: '
-                || COALESCE(NULLIF(array_to_string(v_differing, ', '), ''), 'unknown');
+        IF cardinality(v_differing) > 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'BRTC1', MESSAGE = 'transaction conflict',
+                DETAIL = 'differing fields: ' || array_to_string(v_differing, ', ');
+        END IF;
+        -- Facts refreshed only when signed later, last_seen_at always, first_seen_at never.
+        UPDATE transactions t SET
+            type = CASE WHEN p_signed_date > t.signed_date THEN p_type ELSE t.type END,
+            purchase_date = CASE WHEN p_signed_date > t.signed_date THEN p_purchase_date ELSE t.purchase_date END,
+            original_purchase_date = CASE WHEN p_signed_date > t.signed_date
+                THEN p_original_purchase_date ELSE t.original_purchase_date END,
+            expires_date = CASE WHEN p_signed_date > t.signed_date THEN p_expires_date ELSE t.expires_date END,
+            revocation_date = CASE WHEN p_signed_date > t.signed_date
+                THEN p_revocation_date ELSE t.revocation_date END,
+            revocation_reason = CASE WHEN p_signed_date > t.signed_date
+                THEN p_revocation_reason ELSE t.revocation_reason END,
+            app_account_token = CASE WHEN p_signed_date > t.signed_date
+                THEN p_app_account_token ELSE t.app_account_token END,
+            ownership_type = CASE WHEN p_signed_date > t.signed_date
+                THEN p_ownership_type ELSE t.ownership_type END,
+            payload = CASE WHEN p_signed_date > t.signed_date THEN p_payload ELSE t.payload END,
+            app_transaction_id = CASE WHEN p_signed_date > t.signed_date
+                THEN v_app_transaction_id ELSE t.app_transaction_id END,
+            offer_period = CASE WHEN p_signed_date > t.signed_date THEN v_offer_period ELSE t.offer_period END,
+            offer_discount_type = CASE WHEN p_signed_date > t.signed_date
+                THEN v_offer_discount_type ELSE t.offer_discount_type END,
+            revocation_type = CASE WHEN p_signed_date > t.signed_date
+                THEN v_revocation_type ELSE t.revocation_type END,
+            revocation_percentage = CASE WHEN p_signed_date > t.signed_date
+                THEN v_revocation_percentage ELSE t.revocation_percentage END,
+            advanced_commerce_info = CASE WHEN p_signed_date > t.signed_date
+                THEN v_advanced_commerce_info ELSE t.advanced_commerce_info END,
+            price_milli = CASE WHEN p_signed_date > t.signed_date THEN v_price_milli ELSE t.price_milli END,
+            currency = CASE WHEN p_signed_date > t.signed_date THEN v_currency ELSE t.currency END,
+            ends_at = CASE WHEN p_signed_date > t.signed_date
+                THEN LEAST(p_expires_date, p_revocation_date) ELSE t.ends_at END,
+            source = CASE WHEN p_signed_date > t.signed_date THEN p_source ELSE t.source END,
+            signed_date = GREATEST(p_signed_date, t.signed_date),
+            last_seen_at = GREATEST(p_now, t.last_seen_at)
+        WHERE t.project_id = p_project_id AND t.environment = p_environment AND t.transaction_id = p_transaction_id
+        RETURNING t.* INTO v_stored;
     END IF;
+    v_revocation := v_stored.revocation_date;
+    v_revocation_reason := v_stored.revocation_reason;
+    v_revocation_type := v_stored.revocation_type;
+    v_revocation_percentage := v_stored.revocation_percentage;
+    v_tx_new := bouncer_overview_fields(v_stored);
 
-    -- log: an update of a row the first read did not find (a concurrent first post of the same transaction,
-    -- committed in between) has no known old fields: rerun the whole transaction (retried as a serialization
-    -- failure; the rerun's first read finds the row).
-    IF NOT v_inserted AND NOT v_had_row THEN
-        RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'transaction recorded concurrently',
-            DETAIL = 'its overview fields before this call are not visible';
+    -- The purchase. A renewal or a transaction already stored almost always finds its purchase: read and lock it
+    -- first (one statement). Otherwise, or when it is not there, it is created from this transaction (a concurrent
+    -- creator makes the insert wait for its commit, then do nothing). Its creator takes the hand-over lock and adopts
+    -- renewal info that arrived first.
+    v_created := false;
+    IF NOT v_inserted OR p_transaction_id <> p_original_transaction_id THEN
+        SELECT * INTO v_purchase FROM purchases p
+        WHERE p.project_id = p_project_id AND p.environment = p_environment
+          AND p.original_transaction_id = p_original_transaction_id
+        FOR UPDATE;
+        v_locked := FOUND;
     END IF;
-
-    -- The purchase: created from its first known transaction (a concurrent creator makes this wait for its commit,
-    -- then do nothing). Its creator takes the hand-over lock and adopts renewal info that arrived first.
-    INSERT INTO purchases (project_id, original_transaction_id, latest_transaction_id, product_id, type, environment,
-        purchase_date, expires_date, revocation_date, revocation_reason, ownership_type, latest_signed_date,
-        created_at, updated_at)
-    VALUES (p_project_id, p_original_transaction_id, p_transaction_id, p_product_id, p_type, p_environment,
-        p_purchase_date, p_expires_date, p_revocation_date, p_revocation_reason, p_ownership_type, p_signed_date,
-        p_now, p_now)
-    ON CONFLICT (project_id, environment, original_transaction_id) DO NOTHING
-    RETURNING * INTO v_purchase;
-    v_created := FOUND;
+    IF NOT v_locked THEN
+        INSERT INTO purchases (project_id, original_transaction_id, latest_transaction_id, product_id, type,
+            environment, purchase_date, expires_date, revocation_date, revocation_reason, ownership_type,
+            latest_signed_date, created_at, updated_at)
+        VALUES (p_project_id, p_original_transaction_id, p_transaction_id, p_product_id, p_type, p_environment,
+            p_purchase_date, p_expires_date, p_revocation_date, p_revocation_reason, p_ownership_type, p_signed_date,
+            p_now, p_now)
+        ON CONFLICT (project_id, environment, original_transaction_id) DO NOTHING
+        RETURNING * INTO v_purchase;
+        v_created := FOUND;
+    END IF;
     IF v_created THEN
-        PERFORM pg_advisory_xact_lock(16978,
-            hashtext(p_project_id::text || '/' || p_environment || '/' || p_original_transaction_id));
+        v_void := pg_advisory_xact_lock(16978,
+            hashtext(p_project_id::text || '/' || p_environment || '/' || p_original_transaction_id))::text;
         DELETE FROM pending_renewals r
         WHERE r.project_id = p_project_id AND r.environment = p_environment
           AND r.original_transaction_id = p_original_transaction_id
@@ -206,6 +244,8 @@ BEGIN
               AND original_transaction_id = p_original_transaction_id
             RETURNING * INTO v_purchase;
         END IF;
+    ELSIF v_locked THEN
+        v_old := v_purchase;
     ELSE
         -- Not created here: the stored purchase, locked (a creator's RETURNING already holds its new row).
         SELECT * INTO v_purchase FROM purchases p
@@ -214,9 +254,6 @@ BEGIN
         FOR UPDATE;
         v_old := v_purchase;
     END IF;
-    SELECT pr.entitlements INTO entitlements FROM products pr
-    WHERE pr.project_id = p_project_id AND pr.product_id = p_product_id;
-    entitlements := COALESCE(entitlements, '{}');
 
     -- Newer facts win (PurchaseState.isSuperseded): the same transaction only when signed later; another one when
     -- it starts later, then when signed later, then by the larger transaction id (bytewise, as Swift compares the
@@ -241,16 +278,20 @@ BEGIN
     END IF;
 
     IF p_user_id IS NOT NULL THEN
-        -- The current holders, locked, in binding order (OwnershipRules.decide's currentOwners).
-        FOR v_owner IN
-            SELECT s.user_id FROM subscriptions s
-            WHERE s.project_id = p_project_id AND s.environment = p_environment
-              AND s.original_transaction_id = p_original_transaction_id AND s.revoked_at IS NULL
-            ORDER BY s.bound_at, s.user_id COLLATE "C"
-            FOR UPDATE
-        LOOP
-            v_owners := v_owners || v_owner;
-        END LOOP;
+        -- The current holders, locked, in binding order (OwnershipRules.decide's currentOwners). A purchase this
+        -- call created has none: a binding references its purchase (subscriptions' foreign key), and no other
+        -- transaction sees the new row before this one commits.
+        IF NOT v_created THEN
+            FOR v_owner IN
+                SELECT s.user_id FROM subscriptions s
+                WHERE s.project_id = p_project_id AND s.environment = p_environment
+                  AND s.original_transaction_id = p_original_transaction_id AND s.revoked_at IS NULL
+                ORDER BY s.bound_at, s.user_id COLLATE "C"
+                FOR UPDATE
+            LOOP
+                v_owners := v_owners || v_owner;
+            END LOOP;
+        END IF;
         IF cardinality(v_owners) = 0 THEN
             v_decision := 'bind';
         ELSIF p_user_id = ANY (v_owners) THEN
