@@ -155,42 +155,27 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = 'BRTC1', MESSAGE = 'transaction conflict',
                 DETAIL = 'differing fields: ' || array_to_string(v_differing, ', ');
         END IF;
-        -- Facts refreshed only when signed later, last_seen_at always, first_seen_at never.
-        UPDATE transactions t SET
-            type = CASE WHEN p_signed_date > t.signed_date THEN p_type ELSE t.type END,
-            purchase_date = CASE WHEN p_signed_date > t.signed_date THEN p_purchase_date ELSE t.purchase_date END,
-            original_purchase_date = CASE WHEN p_signed_date > t.signed_date
-                THEN p_original_purchase_date ELSE t.original_purchase_date END,
-            expires_date = CASE WHEN p_signed_date > t.signed_date THEN p_expires_date ELSE t.expires_date END,
-            revocation_date = CASE WHEN p_signed_date > t.signed_date
-                THEN p_revocation_date ELSE t.revocation_date END,
-            revocation_reason = CASE WHEN p_signed_date > t.signed_date
-                THEN p_revocation_reason ELSE t.revocation_reason END,
-            app_account_token = CASE WHEN p_signed_date > t.signed_date
-                THEN p_app_account_token ELSE t.app_account_token END,
-            ownership_type = CASE WHEN p_signed_date > t.signed_date
-                THEN p_ownership_type ELSE t.ownership_type END,
-            payload = CASE WHEN p_signed_date > t.signed_date THEN p_payload ELSE t.payload END,
-            app_transaction_id = CASE WHEN p_signed_date > t.signed_date
-                THEN v_app_transaction_id ELSE t.app_transaction_id END,
-            offer_period = CASE WHEN p_signed_date > t.signed_date THEN v_offer_period ELSE t.offer_period END,
-            offer_discount_type = CASE WHEN p_signed_date > t.signed_date
-                THEN v_offer_discount_type ELSE t.offer_discount_type END,
-            revocation_type = CASE WHEN p_signed_date > t.signed_date
-                THEN v_revocation_type ELSE t.revocation_type END,
-            revocation_percentage = CASE WHEN p_signed_date > t.signed_date
-                THEN v_revocation_percentage ELSE t.revocation_percentage END,
-            advanced_commerce_info = CASE WHEN p_signed_date > t.signed_date
-                THEN v_advanced_commerce_info ELSE t.advanced_commerce_info END,
-            price_milli = CASE WHEN p_signed_date > t.signed_date THEN v_price_milli ELSE t.price_milli END,
-            currency = CASE WHEN p_signed_date > t.signed_date THEN v_currency ELSE t.currency END,
-            ends_at = CASE WHEN p_signed_date > t.signed_date
-                THEN LEAST(p_expires_date, p_revocation_date) ELSE t.ends_at END,
-            source = CASE WHEN p_signed_date > t.signed_date THEN p_source ELSE t.source END,
-            signed_date = GREATEST(p_signed_date, t.signed_date),
-            last_seen_at = GREATEST(p_now, t.last_seen_at)
-        WHERE t.project_id = p_project_id AND t.environment = p_environment AND t.transaction_id = p_transaction_id
-        RETURNING t.* INTO v_stored;
+        -- Facts refreshed only when signed later (the row is locked: its signed_date is the one to beat),
+        -- last_seen_at always, first_seen_at never.
+        IF p_signed_date > v_stored.signed_date THEN
+            UPDATE transactions t SET type = p_type, purchase_date = p_purchase_date,
+                original_purchase_date = p_original_purchase_date, expires_date = p_expires_date,
+                revocation_date = p_revocation_date, revocation_reason = p_revocation_reason,
+                app_account_token = p_app_account_token, ownership_type = p_ownership_type, payload = p_payload,
+                app_transaction_id = v_app_transaction_id, offer_period = v_offer_period,
+                offer_discount_type = v_offer_discount_type, revocation_type = v_revocation_type,
+                revocation_percentage = v_revocation_percentage, advanced_commerce_info = v_advanced_commerce_info,
+                price_milli = v_price_milli, currency = v_currency, ends_at = LEAST(p_expires_date, p_revocation_date),
+                source = p_source, signed_date = p_signed_date, last_seen_at = GREATEST(p_now, t.last_seen_at)
+            WHERE t.project_id = p_project_id AND t.environment = p_environment
+              AND t.transaction_id = p_transaction_id
+            RETURNING t.* INTO v_stored;
+        ELSE
+            UPDATE transactions t SET last_seen_at = GREATEST(p_now, t.last_seen_at)
+            WHERE t.project_id = p_project_id AND t.environment = p_environment
+              AND t.transaction_id = p_transaction_id
+            RETURNING t.* INTO v_stored;
+        END IF;
     END IF;
     v_revocation := v_stored.revocation_date;
     v_revocation_reason := v_stored.revocation_reason;
