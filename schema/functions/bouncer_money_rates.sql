@@ -7,9 +7,16 @@
 -- order (either currency itself, then the base of each one's latest rate), the first with both rates winning, and
 -- each quotient is the same division (v_to / v_from, a base's own rate 1::numeric); NULL when none has both.
 -- StorageTests.MoneyRulesTests holds the two equal on rates with several bases, gaps and ties.
+-- plpgsql, not an inlined SQL function: on Citus it runs inside the chart's statement routed to the tenant's worker,
+-- where exchange_rates (a reference table) is read only with nested execution allowed, as bouncer_money_rate does
+-- (an inlined read there found the worker's empty shell table: every rate NULL, CitusE2E ChartsE2ETests).
 CREATE OR REPLACE FUNCTION bouncer_money_rates(p_from text[], p_to text, p_lo date, p_hi date)
 RETURNS TABLE (currency text, day date, rate numeric)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM bouncer_citus_allow_nested();
+    RETURN QUERY
     WITH e AS MATERIALIZED (SELECT e.currency, e.base, e.day, e.rate,
             lead(e.day) OVER (PARTITION BY e.currency, e.base ORDER BY e.day) AS next
         FROM exchange_rates e WHERE e.currency = ANY (p_from || p_to) AND e.day <= p_hi),
@@ -37,5 +44,6 @@ LANGUAGE sql STABLE AS $$
     LEFT JOIN l faf ON faf.currency = f.currency AND faf.base = af.base AND faf.day = p_lo + d.i
     LEFT JOIN a at ON at.currency = p_to AND at.day = p_lo + d.i
     LEFT JOIN l tat ON tat.currency = p_to AND tat.base = at.base AND tat.day = p_lo + d.i
-    LEFT JOIN l fat ON fat.currency = f.currency AND fat.base = at.base AND fat.day = p_lo + d.i
+    LEFT JOIN l fat ON fat.currency = f.currency AND fat.base = at.base AND fat.day = p_lo + d.i;
+END;
 $$;
