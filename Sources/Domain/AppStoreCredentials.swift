@@ -103,6 +103,21 @@ extension Optional where Wrapped == any CredentialSealing {
         guard let self else { throw DomainError(.encryptionKeyMissing, refusal()) }
         return self
     }
+
+    /// The sealer, or `.encryptionKeyMissing` saying that `secrets` (e.g. "webhook secrets") cannot be encrypted
+    /// and how the operator makes a key: the refusal of every per-project secret a request seals.
+    func required(toEncrypt secrets: String) throws -> any CredentialSealing {
+        try required("BOUNCER_ENCRYPTION_KEY is not set: \(secrets) cannot be encrypted. Set it to "
+            + "32 random bytes in base64 (`openssl rand -base64 32`).")
+    }
+}
+
+extension SealedSecret {
+    /// What a project's sealed secret is bound to: its kind and its project, in format version 1
+    /// (`bouncer:KIND:v1:PROJECT`), so a value copied to another project's row or another kind's column does not open.
+    static func associatedData(_ kind: String, _ projectId: UUID) -> [UInt8] {
+        Array("bouncer:\(kind):v1:\(projectId.lowercasedText)".utf8)
+    }
 }
 
 /// What a private key shows about itself once parsed.

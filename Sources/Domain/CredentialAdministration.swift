@@ -134,7 +134,7 @@ public struct CredentialAdministration: Sendable {
 
     /// What the sealed key is bound to: this project's credentials row, in format version 1.
     static func associatedData(_ projectId: UUID) -> [UInt8] {
-        Array("bouncer:app-store-credentials:v1:\(projectId.lowercasedText)".utf8)
+        SealedSecret.associatedData("app-store-credentials", projectId)
     }
 
     private func stored(projectId: UUID) throws -> StoredAppStoreCredentials {
@@ -143,8 +143,7 @@ public struct CredentialAdministration: Sendable {
     }
 
     private func requireSealer() throws -> any CredentialSealing {
-        try sealer.required("BOUNCER_ENCRYPTION_KEY is not set: App Store credentials cannot be encrypted. Set it to "
-            + "32 random bytes in base64 (`openssl rand -base64 32`).")
+        try sealer.required(toEncrypt: "App Store credentials")
     }
 
     private static func credentialsNotFound(_ id: UUID) -> DomainError {

@@ -139,7 +139,7 @@ public struct WebhookAdministration: Sendable {
 
     /// What a sealed secret is bound to: this project's webhook, format version 1.
     static func associatedData(_ projectId: UUID) -> [UInt8] {
-        Array("bouncer:webhook-secret:v1:\(projectId.lowercasedText)".utf8)
+        SealedSecret.associatedData("webhook-secret", projectId)
     }
 
     private func stored(projectId: UUID) throws -> StoredWebhookEndpoint {
@@ -148,8 +148,7 @@ public struct WebhookAdministration: Sendable {
     }
 
     private func requireSealer() throws -> any CredentialSealing {
-        try sealer.required("BOUNCER_ENCRYPTION_KEY is not set: webhook secrets cannot be encrypted. Set it to "
-            + "32 random bytes in base64 (`openssl rand -base64 32`).")
+        try sealer.required(toEncrypt: "webhook secrets")
     }
 
     private static func notAllowed(_ message: String) -> DomainError {

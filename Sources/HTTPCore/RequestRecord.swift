@@ -12,23 +12,9 @@ public struct RequestRecord: Sendable, Equatable {
     /// From the request's arrival to the response being ready, in nanoseconds (monotonic clock).
     public var durationNanoseconds: UInt64
     /// The request id echoed on the response.
-    public var requestID: String
+    public var requestID: String = ""
     /// The client's numeric IP address (`Request.clientAddress`: the peer, or the forwarded client behind a trusted proxy).
-    public var remoteAddress: String
-
-    /// Creates a record; the server does this, tests may too.
-    public init(
-        method: String, routeTemplate: String, status: Int, bytes: Int, durationNanoseconds: UInt64,
-        requestID: String = "", remoteAddress: String = ""
-    ) {
-        self.method = method
-        self.routeTemplate = routeTemplate
-        self.status = status
-        self.bytes = bytes
-        self.durationNanoseconds = durationNanoseconds
-        self.requestID = requestID
-        self.remoteAddress = remoteAddress
-    }
+    public var remoteAddress: String = ""
 
     /// `durationNanoseconds` in seconds.
     public var durationSeconds: Double { Double(durationNanoseconds) / 1_000_000_000 }

@@ -36,20 +36,17 @@ public struct OperationsSettings: Sendable {
         var rate: Double = 0
         var burst: Int?
 
-        init(rate: Double = 0, burst: Int? = nil) {
-            self.rate = rate
-            self.burst = burst
-        }
-
-        /// The setting of `limit` (nil: off).
-        init(_ limit: RateLimit?) { self.init(rate: limit?.rate ?? 0, burst: limit?.burst) }
-
         /// The token-bucket limit, or nil when off.
         var limit: RateLimit? {
             guard rate > 0 else { return nil }
             return RateLimit(rate: rate, burst: burst ?? max(1, Int((rate * 2).rounded(.up))))
         }
     }
+}
+
+extension OperationsSettings.RateSetting {
+    /// The setting of `limit` (nil: off).
+    init(_ limit: RateLimit?) { self.init(rate: limit?.rate ?? 0, burst: limit?.burst) }
 }
 
 extension ServeSettings {
