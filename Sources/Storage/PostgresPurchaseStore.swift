@@ -373,8 +373,6 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                     \(Bind.text(t.ownershipType?.rawValue))::text, \(t.signedDate), \(t.payloadJSON)::jsonb,
                     \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
                     \(now), \(source.rawValue)::text) r
-                CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment,
-                    \(t.transactionId)::text) s
                 )\(unsafeSQL: t.signedJWS == nil ? "" : Self.keepEvidence)
                 SELECT * FROM r
                 """)
@@ -470,7 +468,6 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                 timestamptz 'epoch' + f.signed * interval '1 microsecond', f.payload::jsonb,
                 f.user_id, f.device_id, f.policy, timestamptz 'epoch' + f.now * interval '1 microsecond',
                 f.source) r
-            CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment, f.id) s
             )\(unsafeSQL: jwses.allSatisfy { $0 == nil } ? "" : Self.keepEvidence)
             SELECT * FROM r ORDER BY ord
             """)
@@ -507,17 +504,14 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
                 WHERE transaction_jws.signed_date < EXCLUDED.signed_date)
         """
 
-    /// The stored transaction's status facts, read by `bouncer_stored_transaction` (schema/functions/) right after each
-    /// `bouncer_record_transaction` call in the same statement: lateral to the call's result (its project and
-    /// environment come from `r.purchase`), so it runs after the call and sees the row as the call left it, which
-    /// the call's upsert keeps locked until commit. A plain join on `transactions` would not do: the statement
-    /// scans with its starting snapshot and sees none of the rows its own calls write.
+    /// The stored transaction's status facts as each `bouncer_record_transaction` call left them (its own result,
+    /// schema/0094): the row its insert or update returned, locked until commit. A plain join on `transactions` would
+    /// not do: the statement scans with its starting snapshot and sees none of the rows its own calls write.
     private static let storedColumns = """
-        s.expires_date AS stored_expires_date, s.revocation_date AS stored_revocation_date,
-        s.signed_date AS stored_signed_date
+        r.stored_expires_date, r.stored_revocation_date, r.stored_signed_date
         """
 
-    /// A `RecordedTransaction` from one row of `bouncer_record_transaction` (and `bouncer_stored_transaction`).
+    /// A `RecordedTransaction` from one row of `bouncer_record_transaction`.
     private static func recorded(_ transaction: TransactionFacts, _ row: Row) throws -> RecordedTransaction {
         let ownership: OwnershipDecision?
         switch try row.decode("ownership", as: String?.self) {
@@ -530,7 +524,7 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
             throw PGError(code: .decoding, message: "bouncer_record_transaction: unknown ownership \(other.prefix(40))")
         }
         guard let storedSigned = try row.decode("stored_signed_date", as: Date?.self) else {
-            throw PGError(code: .decoding, message: "bouncer_stored_transaction found no row for a recorded transaction")
+            throw PGError(code: .decoding, message: "bouncer_record_transaction returned no stored transaction")
         }
         let stored = StoredTransactionFacts(
             expiresDate: try row.decode("stored_expires_date", as: Date?.self),

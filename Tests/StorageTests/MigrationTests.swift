@@ -134,8 +134,8 @@ final class MigrationTests: XCTestCase {
         for (n, policy) in [(1, AppAccountTokenPolicy.requireMatch), (2, .ignore)] {
             let project = try Fixtures.insertProjectRows(pool, n, policy: .share, tokenPolicy: policy)
             for user in spellings {
-                _ = try purchases.recordTransaction(Fixtures.monthly("1", start: 0), userId: user, deviceId: nil,
-                                                    project: project, now: Fixtures.t0)
+                try recordUnderEarlierSchema(pool, Fixtures.monthly("1", start: 0), userId: user, project: project,
+                                             now: Fixtures.t0)
             }
             try pool.withConnection { c in
                 _ = try c.execute("""

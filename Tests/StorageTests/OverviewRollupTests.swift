@@ -45,7 +45,7 @@ final class OverviewRollupTests: XCTestCase {
     /// later signatures that move the expiry and the price, re-posts. Starts on whole hours, so some fall on
     /// midnights.
     private func record(_ s: TestStores, _ store: PostgresWebhookStore, _ project: Project, seed: UInt64,
-                        count: Int) throws {
+                        count: Int, underEarlierSchema: Bool = false) throws {
         var random = SplitMix64(state: seed)
         var recorded: [TransactionFacts] = []
         for n in 0..<count {
@@ -91,7 +91,11 @@ final class OverviewRollupTests: XCTestCase {
                 }
             }
             let user: String? = random.next(3) == 0 ? nil : "user\(random.next(5))"
-            _ = try s.purchases.recordTransaction(t, userId: user, deviceId: nil, project: project, now: t.signedDate)
+            if underEarlierSchema {
+                try recordUnderEarlierSchema(s.pool, t, userId: user, project: project, now: t.signedDate)
+            } else {
+                _ = try s.purchases.recordTransaction(t, userId: user, deviceId: nil, project: project, now: t.signedDate)
+            }
             recorded.append(t)
             if random.next(7) == 0 {
                 _ = try store.deriveChanges(projectId: project.id, limit: 1 + random.next(5))
@@ -242,7 +246,7 @@ final class OverviewRollupTests: XCTestCase {
         let store = PostgresWebhookStore(pool: pool)
         let project = try Fixtures.insertProjectRows(pool)
         try mapProducts(s, project)
-        try record(s, store, project, seed: 21, count: 100)
+        try record(s, store, project, seed: 21, count: 100, underEarlierSchema: true)
         XCTAssertGreaterThan(try pending(s, project), 0)
         XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.map(\.version).filter { $0 >= 35 })
         try assertOverviewIsTheSpecification(s, project)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the record statements for bench/api.d/record-cpu: STATEMENTS group commits of BATCH receipts each, the
-statement PostgresPurchaseStore runs (unnest … CROSS JOIN LATERAL bouncer_record_transaction, then
-bouncer_stored_transaction; no JWS evidence), every receipt a new transaction of KIND:
+statement PostgresPurchaseStore runs (unnest … CROSS JOIN LATERAL bouncer_record_transaction, whose result carries
+the stored transaction's facts since schema/0094; no JWS evidence), every receipt a new transaction of KIND:
 
     record-cpu.py OUT.sql PROJECT_ID TAG STATEMENTS BATCH KIND
 
@@ -28,7 +28,7 @@ PREPARE = """PREPARE record(text[], text[], text[], text[], text[], text[], text
     text[], text[], int8[], text[], text[], text[], text[], int8[], text[]) AS
 WITH r AS MATERIALIZED (
 SELECT f.ord, (r.purchase).*, r.entitlements, r.ownership, r.previous_owners,
-    s.expires_date AS stored_expires_date, s.revocation_date AS stored_revocation_date, s.signed_date AS stored_signed_date
+    r.stored_expires_date, r.stored_revocation_date, r.stored_signed_date
 FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
     WITH ORDINALITY AS f(project, id, original, product, type, environment, bundle, purchased, original_purchased,
         expires, revoked, reason, token, ownership_type, signed, payload, user_id, device_id, policy, now, source, ord)
@@ -37,8 +37,7 @@ CROSS JOIN LATERAL bouncer_record_transaction(f.project::uuid, f.id, f.original,
     timestamptz 'epoch' + f.original_purchased * interval '1 microsecond',
     timestamptz 'epoch' + f.expires * interval '1 microsecond', timestamptz 'epoch' + f.revoked * interval '1 microsecond',
     f.reason::int, f.token::uuid, f.ownership_type, timestamptz 'epoch' + f.signed * interval '1 microsecond',
-    f.payload::jsonb, f.user_id, f.device_id, f.policy, timestamptz 'epoch' + f.now * interval '1 microsecond', f.source) r
-CROSS JOIN LATERAL bouncer_stored_transaction((r.purchase).project_id, (r.purchase).environment, f.id) s)
+    f.payload::jsonb, f.user_id, f.device_id, f.policy, timestamptz 'epoch' + f.now * interval '1 microsecond', f.source) r)
 SELECT * FROM r ORDER BY ord;
 """
 

@@ -1,8 +1,9 @@
 -- Records one verified transaction and, when p_user_id is given, binds its purchase to the user under
 -- p_transfer_policy, in one statement (one round trip instead of about ten), appending the change to the log (the
 -- lines marked "log"). Returns the purchase as now stored, the entitlements of the posted product (empty when it
--- has no mapping), the ownership decision ('bind', 'already_owned', 'transfer', 'share'; NULL without a user) and,
--- for a transfer, the users who lost the purchase. p_source says who wrote the facts (transactions.source).
+-- has no mapping), the ownership decision ('bind', 'already_owned', 'transfer', 'share'; NULL without a user),
+-- for a transfer the users who lost the purchase, and the transaction's stored status facts (expiry, revocation,
+-- signed date) as the call left them. p_source says who wrote the facts (transactions.source).
 --
 -- The tenant first (0075: transactions, purchases and transaction_jws have no foreign key to projects): the project's
 -- record lock (16981) shared, then the project looked up without a row lock (in the statement that reads the posted
@@ -38,7 +39,8 @@ CREATE OR REPLACE FUNCTION bouncer_record_transaction(
     p_expires_date timestamptz, p_revocation_date timestamptz, p_revocation_reason int, p_app_account_token uuid,
     p_ownership_type text, p_signed_date timestamptz, p_payload jsonb, p_user_id text, p_device_id text,
     p_transfer_policy text, p_now timestamptz, p_source text DEFAULT 'receipt')
-RETURNS TABLE (purchase purchases, entitlements text[], ownership text, previous_owners text[])
+RETURNS TABLE (purchase purchases, entitlements text[], ownership text, previous_owners text[],
+    stored_expires_date timestamptz, stored_revocation_date timestamptz, stored_signed_date timestamptz)
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_purchase purchases;
@@ -345,6 +347,12 @@ BEGIN
     purchase := v_purchase;
     ownership := v_decision;
     previous_owners := v_previous;
+    -- The transaction's status facts as this call left them (its insert's or update's RETURNING; the row stays
+    -- locked until commit, so they are what commits unless a later call of the same statement records the same
+    -- transaction again, and that call returns its own): the receipt's answer shows them, not the posted facts.
+    stored_expires_date := v_stored.expires_date;
+    stored_revocation_date := v_stored.revocation_date;
+    stored_signed_date := v_stored.signed_date;
     RETURN NEXT;
 END;
 $$;

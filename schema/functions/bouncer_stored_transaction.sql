@@ -1,13 +1,8 @@
--- A receipt's answer shows each record's status from its STORED transaction, not from the receipt's own (possibly
--- older) facts: a refund signed after the receipt was created must show as `revoked`.
---
--- The batch write (PostgresPurchaseStore.recordTransactions) reads the stored row in its own statement, still one
--- round trip. A plain join on `transactions` in that statement cannot do it: the calling statement scans with the
--- snapshot it started with, so it sees none of the rows bouncer_record_transaction writes (a new receipt's rows
--- read as missing, a duplicate record sees its first copy's row as absent). A VOLATILE function takes a fresh
--- snapshot for its query and so sees the calling statement's earlier writes; called right after the record call
--- (lateral to its result, so it runs after it), it reads the row as that call left it. The row is locked by the
--- call's upsert until commit, so what it reads is what commits.
+-- Kept for the previous release's binaries during a rollout (their record statements call it lateral to each
+-- bouncer_record_transaction call); this release reads the same facts from bouncer_record_transaction's own result
+-- (stored_expires_date, stored_revocation_date, stored_signed_date, schema/0094) and calls it nowhere. A later
+-- release drops it. What it reads: the stored transaction as the record call just left it (a VOLATILE function
+-- takes a fresh snapshot, so it sees the calling statement's earlier writes).
 CREATE OR REPLACE FUNCTION bouncer_stored_transaction(p_project_id uuid, p_environment text, p_transaction_id text)
 RETURNS transactions
 LANGUAGE plpgsql VOLATILE AS $$
