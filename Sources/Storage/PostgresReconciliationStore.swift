@@ -188,16 +188,8 @@ public final class PostgresReconciliationStore: PostgresStore, @unchecked Sendab
                 let wasRevoked = try Self.isRevoked(project.id, t, on: connection)
                 do {
                     // bouncer_record_transaction (schema/functions/) with p_source 'reconcile' and no user.
-                    try connection.query("""
-                        SELECT 1 FROM bouncer_record_transaction(\(project.id), \(t.transactionId)::text,
-                            \(t.originalTransactionId)::text, \(t.productId)::text, \(t.type.rawValue)::text,
-                            \(t.environment.rawValue)::text, \(t.bundleId ?? project.bundleId)::text,
-                            \(t.purchaseDate), \(Bind.date(t.originalPurchaseDate)), \(Bind.date(t.expiresDate)),
-                            \(Bind.date(t.accessRevocationDate)), \(Bind.int(t.revocationReason))::int,
-                            \(Bind.uuid(t.appAccountToken)), \(Bind.text(t.ownershipType?.rawValue))::text,
-                            \(t.signedDate), \(t.payloadJSON)::jsonb, NULL::text, NULL::text,
-                            \(project.transferPolicy.rawValue)::text, \(now), 'reconcile'::text)
-                        """)
+                    try PostgresPurchaseStore.call(recording: t, userId: nil, project: project, now: now,
+                                                   source: .reconcile, on: connection)
                 } catch let error as PGError {
                     throw PostgresPurchaseStore.refusal(error, transaction: t, project: project)
                 }
