@@ -237,4 +237,41 @@ final class ReceiptRecordingTests: XCTestCase {
         XCTAssertEqual(try row.decode("expires", as: Int64.self), 253_402_300_799_999)
         XCTAssertEqual(try row.decode("signed", as: Int64.self), 253_402_300_799_999)
     }
+
+    /// A group commit keeps each call's JWS as its evidence (`transaction_jws`: the header once in `jws_headers`, the
+    /// rest per transaction; the later signed copy of a transaction listed twice), and its statement keeps one generic
+    /// plan: no batch is planned again after the plan cache's five custom plans, whatever its length (issue 22).
+    func testTheBatchStatementKeepsEachJWSAndIsNotPlannedAgain() throws {
+        let project = try s.makeProject()
+        func signed(_ id: String, original: String, at day: Double) -> TransactionFacts {
+            var t = Fixtures.monthly(id, original: original, start: 0, signed: day)
+            t.signedJWS = "header-\(original).payload-\(id)-\(Int(day)).signature-\(id)"
+            return t
+        }
+        for (i, size) in [2, 3, 4, 2, 5, 3, 2, 4, 6, 3].enumerated() {
+            let batch = (0..<size).map { signed("b\(i)t\($0)", original: "b\(i)", at: 10) }
+            _ = try s.purchases.recordTransactions(batch, source: .receipt, userId: nil, deviceId: nil,
+                                                   project: project, now: Fixtures.t0)
+        }
+        let plans = try s.pool.withConnection { connection in
+            try connection.query("""
+                SELECT generic_plans, custom_plans FROM pg_prepared_statements
+                WHERE statement LIKE '%CROSS JOIN LATERAL bouncer_record_transaction(f.project::uuid%'
+                  AND statement NOT LIKE '%pg_prepared_statements%'
+                """).map { [try $0.decode("generic_plans", as: Int64.self), try $0.decode("custom_plans", as: Int64.self)] }
+        }
+        XCTAssertEqual(plans, [[5, 5]])
+
+        // The same transaction twice in one batch, signed at days 20 and 30: the later JWS is its evidence.
+        _ = try s.purchases.recordTransactions([signed("e1", original: "e0", at: 20), signed("e1", original: "e0", at: 30),
+                                                signed("e2", original: "e0", at: 20)],
+                                               source: .receipt, userId: nil, deviceId: nil, project: project, now: Fixtures.t0)
+        let evidence = try s.rows("""
+            SELECT j.transaction_id || ' ' || h.header || '.' || j.body AS line
+            FROM transaction_jws j JOIN jws_headers h ON h.sha256 = j.header_sha256
+            WHERE j.project_id = \(project.id) AND j.transaction_id IN ('e1', 'e2', 'b9t2') ORDER BY j.transaction_id
+            """).map { try $0.decode("line", as: String.self) }
+        XCTAssertEqual(evidence, ["b9t2 header-b9.payload-b9t2-10.signature-b9t2",
+                                  "e1 header-e0.payload-e1-30.signature-e1", "e2 header-e0.payload-e2-20.signature-e2"])
+    }
 }

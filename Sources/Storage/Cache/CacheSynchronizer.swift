@@ -12,8 +12,11 @@ import Synchronization
 ///   (every read goes to the database); after it reconnects, everything is reloaded before they come back on.
 /// - Announcing: `announce` applies messages here at once and queues them; `run()`'s thread sends the queue in
 ///   batched `pg_notify` calls (one statement, one transaction), off the request path, so receipt transactions
-///   never take the commit-time lock that `NOTIFY` needs. A writer that dies between its commit and the send
-///   leaves other instances' read entries stale for at most the read cache's maximum age.
+///   never take the commit-time lock that `NOTIFY` needs. Sends are at least `announceSpacing` apart: under load
+///   each carries every change since the last, so the write path pays one `NOTIFY` transaction, and every listening
+///   session (PostgreSQL wakes each one for each) one wake-up, per spacing instead of per two or three receipts.
+///   A writer that dies between its commit and the send leaves other instances' read entries stale for at most the
+///   read cache's maximum age.
 /// - Safety net: every project is reloaded each `refreshInterval`.
 public final class CacheSynchronizer: Sendable {
     struct Link {
@@ -36,6 +39,7 @@ public final class CacheSynchronizer: Sendable {
     private let projects: CachedProjectStore
     private let reads: PurchaseReadCache?
     private let refreshInterval: Duration
+    private let announceSpacing: Duration
     private let log: @Sendable (String) -> Void
     private let link = Mutex(Link())
     private let outbox = Mutex(Outbox())
@@ -47,12 +51,14 @@ public final class CacheSynchronizer: Sendable {
     /// A synchronizer sending through `pool`; `log` gets one line per state change or failure.
     public init(
         pool: ConnectionPool, projects: CachedProjectStore, reads: PurchaseReadCache?,
-        refreshInterval: Duration = .seconds(60), log: @escaping @Sendable (String) -> Void
+        refreshInterval: Duration = .seconds(60), announceSpacing: Duration = .milliseconds(5),
+        log: @escaping @Sendable (String) -> Void
     ) {
         self.pool = pool
         self.projects = projects
         self.reads = reads
         self.refreshInterval = refreshInterval
+        self.announceSpacing = announceSpacing
         self.log = log
         self.origin = UUID()
         self.ownHead = CacheMessage.head(origin: origin)
@@ -115,12 +121,13 @@ public final class CacheSynchronizer: Sendable {
         defer { finished.signal() }
         var nextRefresh = ContinuousClock.now + refreshInterval
         var lastRefreshFailed = false
+        var lastSent = ContinuousClock.now - announceSpacing
         while true {
             let (listening, resetPending) = link.withLock { ($0.listening, $0.resetPending) }
             let wait: Duration = !listening ? .seconds(1)
                 : (resetPending && !lastRefreshFailed ? .zero : ContinuousClock.now.duration(to: nextRefresh))
             if wait > .zero { _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: wait.nanoseconds))) }
-            send()
+            send(after: &lastSent)
             if stopped.load(ordering: .acquiring) { return }
             let due = ContinuousClock.now >= nextRefresh
             if link.withLock({ $0.listening && (($0.resetPending && !lastRefreshFailed) || due) }) {
@@ -137,7 +144,14 @@ public final class CacheSynchronizer: Sendable {
         _ = finished.wait(timeout: .now() + 2)
     }
 
-    private func send() {
+    /// Sends what is queued, `announceSpacing` after the previous send at the earliest (not when stopping).
+    private func send(after previous: inout ContinuousClock.Instant) {
+        guard outbox.withLock({ !$0.messages.isEmpty }) else { return }
+        let rest = ContinuousClock.now.duration(to: previous + announceSpacing)
+        if rest > .zero, !stopped.load(ordering: .acquiring) {
+            Thread.sleep(forTimeInterval: Double(rest.nonNegativeNanoseconds) / 1e9)
+        }
+        previous = ContinuousClock.now
         let messages = outbox.withLock { box -> [CacheMessage] in
             defer { box = Outbox() }
             return box.messages
