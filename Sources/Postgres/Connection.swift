@@ -282,7 +282,9 @@ public final class Connection: @unchecked Sendable {
             types.append(bind.typeOID)
             formats.append(bind.isBinary ? 1 : 0)
             if let bytes = bind.bytes {
-                if !bind.isBinary && bytes.contains(0) {
+                // `memchr`: `Array.contains` walked a receipt's ~5 KB of binds at ~4 instructions a byte.
+                if !bind.isBinary,
+                   bytes.withUnsafeBytes({ raw in raw.baseAddress.map { memchr($0, 0, raw.count) != nil } ?? false }) {
                     throw PGError(code: .server, message: "text parameter $\(i + 1) contains a NUL byte", sqlState: "22021")
                 }
                 offsets.append(blob.count)
