@@ -1,6 +1,7 @@
-import Foundation
 import Domain
+import Foundation
 import HTTPCore
+import Primitives
 
 /// `POST /v1/receipts/:publicKey`: StoreKit 2 signed transactions, lookups by transaction id and StoreKit 1 app
 /// receipts (`AppReceipts.swift`), verified, recorded, answered with what they grant now.
@@ -127,21 +128,10 @@ struct ReceiptsController: APIController {
 
     /// Compact JWS (RFC 7515 §7.1): three non-empty parts separated by two dots. The verifier checks the rest.
     static func hasThreeParts(_ jws: String) -> Bool {
-        // `memchr` over the contiguous UTF-8 storage: iterating `String.utf8` costs ~30 instructions a byte, an
-        // indexed loop ~3, and a JWS is ~4.4 KB.
-        var text = jws
-        return text.withUTF8 { bytes -> Bool in
-            guard let base = bytes.baseAddress else { return false }
-            let dot = Int32(UInt8(ascii: "."))
-            var partStart = 0
-            for _ in 0..<2 {
-                guard let found = memchr(base + partStart, dot, bytes.count - partStart) else { return false }
-                let index = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
-                guard index > partStart else { return false }   // an empty part
-                partStart = index + 1
-            }
-            return partStart < bytes.count && memchr(base + partStart, dot, bytes.count - partStart) == nil
-        }
+        let dot = UInt8(ascii: ".")
+        guard let first = jws.utf8Offset(of: dot), first > 0,
+              let second = jws.utf8Offset(of: dot, from: first + 1), second > first + 1 else { return false }
+        return second + 1 < jws.utf8.count && jws.utf8Offset(of: dot, from: second + 1) == nil
     }
 
     /// The 201 body. Status is the purchase's when the posted transaction is its latest (so grace periods and

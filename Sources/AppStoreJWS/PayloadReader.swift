@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Primitives
 
 /// Typed, strict field access over a decoded payload object. Unknown keys are ignored; a known key
 /// with the wrong JSON type is a format error naming the field (null counts as absent).
@@ -34,7 +35,7 @@ struct PayloadReader {
         guard let value = present(key) else { return nil }
         guard let string = value.stringValue else { throw wrongType(key, "a string") }
         // Signed or not, U+0000 has no place in an App Store field, and PostgreSQL text cannot store it.
-        guard !string.utf8.contains(0) else { throw .format(.payload, "payload field \(path)\(key) contains U+0000") }
+        guard string.utf8Offset(of: 0) == nil else { throw .format(.payload, "payload field \(path)\(key) contains U+0000") }
         return string
     }
 
@@ -93,7 +94,7 @@ struct PayloadReader {
         guard strings.count <= maxCount else {
             throw .format(.payload, "payload field \(path)\(key) must hold at most \(maxCount) strings")
         }
-        for string in strings where string.isEmpty || string.utf8.count > maxBytes || string.utf8.contains(0) {
+        for string in strings where string.isEmpty || string.utf8.count > maxBytes || string.utf8Offset(of: 0) != nil {
             throw .format(.payload, "payload field \(path)\(key) must hold strings of 1 to \(maxBytes) bytes")
         }
         return strings

@@ -1,5 +1,6 @@
 import CPostgres
 import Foundation
+import Primitives
 
 /// Owns one `PGconn`: `PQfinish` runs in `deinit` unconditionally, also after a failed connect
 /// (libpq allocates the object even then and requires it to be freed).
@@ -282,9 +283,7 @@ public final class Connection: @unchecked Sendable {
             types.append(bind.typeOID)
             formats.append(bind.isBinary ? 1 : 0)
             if let bytes = bind.bytes {
-                // `memchr`: `Array.contains` walked a receipt's ~5 KB of binds at ~4 instructions a byte.
-                if !bind.isBinary,
-                   bytes.withUnsafeBytes({ raw in raw.baseAddress.map { memchr($0, 0, raw.count) != nil } ?? false }) {
+                if !bind.isBinary, bytes.offset(of: 0) != nil {
                     throw PGError(code: .server, message: "text parameter $\(i + 1) contains a NUL byte", sqlState: "22021")
                 }
                 offsets.append(blob.count)

@@ -1,4 +1,4 @@
-import Foundation
+import Primitives
 
 /// A compact JWS as `transaction_jws` keeps it (schema/0066): its protected header segment, stored once per distinct
 /// header in `jws_headers`, and the rest (`payload.signature`) per transaction. Split here, by bytes, rather than in
@@ -12,12 +12,8 @@ struct JWSEvidence: Equatable {
     /// `jws` split at its first `.`; nil for nil (a StoreKit 1 receipt's record carries no JWS).
     init?(_ jws: String?) {
         guard var jws else { return nil }
-        // `memchr` over the contiguous UTF-8: `String.utf8.firstIndex(of:)` costs ~30 instructions a byte.
         let split = jws.withUTF8 { bytes -> (String, String)? in
-            guard let base = bytes.baseAddress, let dot = memchr(base, Int32(UInt8(ascii: ".")), bytes.count) else {
-                return nil
-            }
-            let headerCount = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(dot))
+            guard let headerCount = bytes.offset(of: UInt8(ascii: ".")) else { return nil }
             return (String(decoding: UnsafeBufferPointer(rebasing: bytes[..<headerCount]), as: UTF8.self),
                     String(decoding: UnsafeBufferPointer(rebasing: bytes[(headerCount + 1)...]), as: UTF8.self))
         }
