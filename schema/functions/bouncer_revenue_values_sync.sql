@@ -31,18 +31,15 @@ BEGIN
     -- The spans that reach p_from; the first may have begun before it (kept up to p_from), and its paid_since holds (the
     -- purchase's first payment came before that span began, so no change from p_from on moves it).
     -- (And those that ended in the day before it: mrr_movement's first day may begin under one, v_before.)
+    -- (And, from the same rows, paid_since of the latest span begun before p_from: a span that ended by p_from.)
     SELECT array_agg(s ORDER BY s.starts_at) FILTER (WHERE s.ends_at >= p_from),
-        array_agg(s) FILTER (WHERE s.ends_at < p_from AND s.ends_at > p_from - interval '24 hours')
-    INTO v_old, v_before FROM revenue_values s
+        array_agg(s) FILTER (WHERE s.ends_at < p_from AND s.ends_at > p_from - interval '24 hours'),
+        (array_agg(s.paid_since ORDER BY s.starts_at DESC) FILTER (WHERE s.starts_at < p_from))[1]
+    INTO v_old, v_before, v_since FROM revenue_values s
     WHERE s.project_id = p_project_id AND s.environment = p_environment AND s.original_transaction_id = p_original_id;
     IF (v_old[1]).starts_at < p_from THEN
         v_keep := v_old[1];
         v_since := v_keep.paid_since;
-    ELSIF p_from > '-infinity' THEN
-        SELECT s.paid_since INTO v_since FROM revenue_values s
-        WHERE s.project_id = p_project_id AND s.environment = p_environment
-          AND s.original_transaction_id = p_original_id AND s.starts_at < p_from
-        ORDER BY s.starts_at DESC LIMIT 1;
     END IF;
     IF v_since IS NULL THEN
         SELECT v.purchase_date INTO v_since FROM revenue_transactions v
