@@ -57,7 +57,7 @@ public func fuzzJWS(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         _ = certificate.isCA
         _ = certificate.allowsDigitalSignature
         _ = certificate.subjectDescription
-        _ = certificate.hasNonCriticalExtension(oidContent: SignedDataVerifier.leafMarkerOID)
+        _ = certificate.hasNonCriticalExtension(oidContent: AppleSigningChain.leafMarkerOID)
         _ = certificate.p256PublicKey()?.verifyES256(rawSignature: [UInt8](repeating: 1, count: 64), message: UnsafeRawBufferPointer(rest))
         if let intermediate = Certificate(der: intermediateDER) {
             _ = fuzzRoots.store.validate(leaf: certificate, intermediate: intermediate, at: 1_760_000_000, strict: true)
