@@ -8,9 +8,11 @@ import HTTPCore
 
 /// Everything `bouncer serve` reads from `BOUNCER_*` environment variables.
 public struct ServeSettings: Sendable {
-    /// Handler threads default to 8 per available CPU within 4...16 (not HTTPCore's generic max(4, 2 × CPUs)):
-    /// handlers mostly wait on PostgreSQL commits, and bench/api reached the CPU limit only from 16 workers with
-    /// 16 connections on 2 cores. "Available" follows the cgroup CPU quota and affinity (`AvailableCPUs`), so a
+    /// Handler threads default to 16 per available CPU within 4...32 (not HTTPCore's generic max(4, 2 × CPUs)):
+    /// handlers mostly wait on PostgreSQL commits, and the receipts waiting together are what a group commit
+    /// batches — on 2 cores bench/api's 32 connections made batches of 4.4 receipts with 16 handlers and 7.2 with
+    /// 32, and PostgreSQL's CPU per receipt fell by a fifth (bench/README, session 14; 64 batched no more). A
+    /// handler waiting in a batch holds no connection, so 32 handlers share the pool of 16. "Available" follows the cgroup CPU quota and affinity (`AvailableCPUs`), so a
     /// container limited to 1 CPU gets 8, whatever the host's core count; event loops follow it too (at most 4).
     var server: HTTPServer.Configuration = {
         var configuration = HTTPServer.Configuration()
@@ -18,8 +20,8 @@ public struct ServeSettings: Sendable {
         return configuration
     }()
 
-    /// 8 handler threads per available CPU, at least 4, at most 16 (the default database pool size).
-    static func defaultWorkerCount(cpus: Int) -> Int { min(16, max(4, 8 * cpus)) }
+    /// 16 handler threads per available CPU, at least 4, at most 32.
+    static func defaultWorkerCount(cpus: Int) -> Int { min(32, max(4, 16 * cpus)) }
     /// How long SIGTERM/SIGINT waits for in-flight requests. `BOUNCER_SHUTDOWN_GRACE_SECONDS`, default 10.
     public var shutdownGrace: Duration = .seconds(10)
     /// `BOUNCER_MAX_RECEIPT_BODY_BYTES`: the body limit of `POST /v1/receipts` (StoreKit 1 receipts of long
@@ -116,7 +118,7 @@ public struct ServeSettings: Sendable {
         },
         int("BOUNCER_PORT", "TCP port, 0 = pick a free one (default 8080)", 0...65535) { $0.server.port = $1 },
         int("BOUNCER_EVENT_LOOPS", "I/O threads (default: available CPUs, at most 4)", 1...64) { $0.server.eventLoopCount = $1 },
-        int("BOUNCER_WORKERS", "handler threads (default 8 per available CPU, 4 to 16)", 1...1024) { $0.server.workerCount = $1 },
+        int("BOUNCER_WORKERS", "handler threads (default 16 per available CPU, 4 to 32)", 1...1024) { $0.server.workerCount = $1 },
         int("BOUNCER_QUEUE_DEPTH", "requests waiting for a worker before 503 (default 1024)", 1...1_000_000) {
             $0.server.queueDepth = $1
         },

@@ -352,37 +352,17 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
         }
     }
 
-    /// Records `recording` (and binds its user, when given) on `connection`: one call of
-    /// `bouncer_record_transaction` (schema/functions/), which applies the rules. The body of `recordTransaction`.
+    /// Records `recording` (and binds its user, when given) on `connection`: the record statement with one
+    /// element (`apply(_:on:)`), its refusal as its `DomainError`. The body of `recordTransaction`.
     private static func apply(single recording: Recording, on connection: Connection) throws -> RecordedTransaction {
-        let (t, project, userId, deviceId) = (recording.transaction, recording.project, recording.userId, recording.deviceId)
-        let (now, source) = (recording.now, recording.source)
-        let (bundleId, evidence) = (t.bundleId ?? project.bundleId, JWSEvidence(t.signedJWS))
-        let rows: Rows
         do {
-            // Every parameter is cast to the function's type: text binds arrive untyped, integers as int8.
-            rows = try connection.query("""
-                WITH r AS MATERIALIZED (
-                SELECT (r.purchase).*, r.entitlements, r.ownership, r.previous_owners, \(unsafeSQL: Self.storedColumns),
-                    \(t.transactionId)::text AS evidence_id, \(Bind.text(evidence?.header))::text AS evidence_header,
-                    \(Bind.text(evidence?.body))::text AS evidence_body, \(t.signedDate) AS evidence_signed
-                FROM bouncer_record_transaction(\(project.id), \(t.transactionId)::text, \(t.originalTransactionId)::text,
-                    \(t.productId)::text, \(t.type.rawValue)::text, \(t.environment.rawValue)::text, \(bundleId)::text,
-                    \(t.purchaseDate), \(Bind.date(t.originalPurchaseDate)), \(Bind.date(t.expiresDate)),
-                    \(Bind.date(t.accessRevocationDate)), \(Bind.int(t.revocationReason))::int, \(Bind.uuid(t.appAccountToken)),
-                    \(Bind.text(t.ownershipType?.rawValue))::text, \(t.signedDate), \(t.payloadJSON)::jsonb,
-                    \(Bind.text(userId))::text, \(Bind.text(deviceId))::text, \(project.transferPolicy.rawValue)::text,
-                    \(now), \(source.rawValue)::text) r
-                )\(unsafeSQL: t.signedJWS == nil ? "" : Self.keepEvidence)
-                SELECT * FROM r
-                """)
-        } catch {
-            throw Self.refusal(error, transaction: t, project: project)
+            guard let recorded = try Self.apply([recording], on: connection).first else {
+                throw PGError(code: .decoding, message: "bouncer_record_transactions returned no row")
+            }
+            return recorded
+        } catch let error as PGError {
+            throw Self.refusal(error, transaction: recording.transaction, project: recording.project)
         }
-        guard let row = rows.first else {
-            throw PGError(code: .decoding, message: "bouncer_record_transaction returned no row")
-        }
-        return try Self.recorded(t, row)
     }
 
     /// One `bouncer_record_transaction` call with its own inputs: a receipt's transaction (`recordTransaction`),
@@ -450,30 +430,34 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
             bodies.append(evidence?.body)
         }
         let rows = try connection.query("""
-            WITH r AS MATERIALIZED (
-            SELECT f.ord, (r.purchase).*, r.entitlements, r.ownership, r.previous_owners,
-                \(unsafeSQL: Self.storedColumns), f.id AS evidence_id, f.header AS evidence_header,
-                f.body AS evidence_body,
-                timestamptz 'epoch' + f.signed * interval '1 microsecond' AS evidence_signed
-            FROM unnest((SELECT \(projects)::text[]), \(ids)::text[], \(originals)::text[], \(products)::text[],
-                \(types)::text[], \(environments)::text[], \(bundles)::text[], \(purchased)::int8[],
-                \(originallyPurchased)::int8[], \(expires)::int8[], \(revoked)::int8[], \(reasons)::int8[],
-                \(tokens)::text[], \(ownerships)::text[], \(signed)::int8[], \(payloads)::text[], \(users)::text[],
-                \(devices)::text[], \(policies)::text[], \(nows)::int8[], \(sources)::text[], \(headers)::text[],
-                \(bodies)::text[])
+            WITH f AS MATERIALIZED (
+            SELECT * FROM unnest((SELECT \(projects)::text[]), \(ids)::text[], \(originals)::text[],
+                \(products)::text[], \(types)::text[], \(environments)::text[], \(bundles)::text[],
+                \(purchased)::int8[], \(originallyPurchased)::int8[], \(expires)::int8[], \(revoked)::int8[],
+                \(reasons)::int8[], \(tokens)::text[], \(ownerships)::text[], \(signed)::int8[], \(payloads)::text[],
+                \(users)::text[], \(devices)::text[], \(policies)::text[], \(nows)::int8[], \(sources)::text[],
+                \(headers)::text[], \(bodies)::text[])
                 WITH ORDINALITY AS f(project, id, original, product, type, environment, bundle, purchased,
                     original_purchased, expires, revoked, reason, token, ownership_type, signed, payload, user_id,
                     device_id, policy, now, source, header, body, ord)
-            CROSS JOIN LATERAL bouncer_record_transaction(f.project::uuid, f.id, f.original, f.product, f.type,
-                f.environment, f.bundle,
-                timestamptz 'epoch' + f.purchased * interval '1 microsecond',
-                timestamptz 'epoch' + f.original_purchased * interval '1 microsecond',
-                timestamptz 'epoch' + f.expires * interval '1 microsecond',
-                timestamptz 'epoch' + f.revoked * interval '1 microsecond',
-                f.reason::int, f.token::uuid, f.ownership_type,
-                timestamptz 'epoch' + f.signed * interval '1 microsecond', f.payload::jsonb,
-                f.user_id, f.device_id, f.policy, timestamptz 'epoch' + f.now * interval '1 microsecond',
-                f.source) r
+            ), c AS MATERIALIZED (
+            SELECT * FROM bouncer_record_transactions(ARRAY(
+                SELECT ROW(f.ord, f.project::uuid, f.id, f.original, f.product, f.type, f.environment, f.bundle,
+                    timestamptz 'epoch' + f.purchased * interval '1 microsecond',
+                    timestamptz 'epoch' + f.original_purchased * interval '1 microsecond',
+                    timestamptz 'epoch' + f.expires * interval '1 microsecond',
+                    timestamptz 'epoch' + f.revoked * interval '1 microsecond',
+                    f.reason::int, f.token::uuid, f.ownership_type,
+                    timestamptz 'epoch' + f.signed * interval '1 microsecond', f.payload::jsonb,
+                    f.user_id, f.device_id, f.policy, timestamptz 'epoch' + f.now * interval '1 microsecond',
+                    f.source)::bouncer_recording
+                FROM f ORDER BY f.ord))
+            ), r AS MATERIALIZED (
+            SELECT f.ord, (c.purchase).*, c.entitlements, c.ownership, c.previous_owners,
+                \(unsafeSQL: Self.storedColumns), f.id AS evidence_id, f.header AS evidence_header,
+                f.body AS evidence_body,
+                timestamptz 'epoch' + f.signed * interval '1 microsecond' AS evidence_signed
+            FROM f JOIN c ON c.ord = f.ord
             )\(unsafeSQL: headers.allSatisfy { $0 == nil } ? "" : Self.keepEvidence)
             SELECT * FROM r ORDER BY ord
             """)
@@ -514,7 +498,7 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
     /// schema/0094): the row its insert or update returned, locked until commit. A plain join on `transactions` would
     /// not do: the statement scans with its starting snapshot and sees none of the rows its own calls write.
     private static let storedColumns = """
-        r.stored_expires_date, r.stored_revocation_date, r.stored_signed_date
+        c.stored_expires_date, c.stored_revocation_date, c.stored_signed_date
         """
 
     /// A `RecordedTransaction` from one row of `bouncer_record_transaction`.

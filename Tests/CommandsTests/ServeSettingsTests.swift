@@ -14,6 +14,12 @@ final class ServeSettingsTests: XCTestCase {
         XCTAssertEqual(settings.appleAPI.sandboxURL, "https://api.storekit-sandbox.apple.com")
     }
 
+    /// Handler threads: 16 per available CPU, 4 to 32 (receipts waiting together share a group commit).
+    func testDefaultHandlerThreadsFollowTheCPUs() {
+        XCTAssertEqual([1, 2, 3, 8].map { ServeSettings.defaultWorkerCount(cpus: $0) }, [16, 32, 32, 32])
+        XCTAssertEqual(ServeSettings.defaultWorkerCount(cpus: 0), 4)
+    }
+
     /// The variables still override the defaults, the former `itunes` hosts included.
     func testAppleAPIURLsOverrideTheDefaults() throws {
         let settings = try ServeSettings.fromEnvironment([

@@ -238,6 +238,91 @@ final class ReceiptRecordingTests: XCTestCase {
         XCTAssertEqual(try row.decode("signed", as: Int64.self), 253_402_300_799_999)
     }
 
+    /// A batch of first posts is recorded set-based (`bouncer_record_transactions`), any other batch by one
+    /// `bouncer_record_transaction` call per element: the two write the same rows. The same first posts (a trial, a
+    /// refund, a Family Sharing revoke, a consumable without a user, one that adopts pending renewal info, an Xcode
+    /// one) go to project A alone — set-based — and to project B with a renewal of another purchase after them, which
+    /// sends that batch through the calls. Every row both wrote (but the projects' bundle ids), and every result, must be
+    /// equal.
+    func testFirstPostsRecordAsTheirCallsWould() throws {
+        let a = try s.makeProject(1), b = try s.makeProject(2)
+        func firstPosts() -> [TransactionFacts] {
+            var trial = Fixtures.monthly("f1", original: "f1", start: 0)
+            trial.payloadJSON = #"{"offerDiscountType": "FREE_TRIAL", "offerPeriod": "P1W", "price": 0, "currency": "EUR"}"#
+            trial.offerDiscountType = .freeTrial
+            var refunded = Fixtures.monthly("f2", original: "f2", start: 1, revokedAt: 2)
+            refunded.payloadJSON = #"{"price": 4990, "currency": "USD", "revocationType": "REFUND_PRORATED", "revocationPercentage": 25000}"#
+            var family = Fixtures.monthly("f3", original: "f3", start: 1, revokedAt: 3)
+            family.revocationReason = nil
+            family.ownershipType = OwnershipType(rawValue: "FAMILY_SHARED")
+            family.payloadJSON = #"{"revocationType": "FAMILY_REVOKE"}"#
+            var consumable = Fixtures.lifetime("f4", product: "coins")
+            consumable.type = .consumable
+            let adopting = Fixtures.monthly("f5", original: "f5", start: 0)
+            let xcode = Fixtures.monthly("f6", original: "f6", start: 0, environment: .xcode)
+            return [trial, refunded, family, consumable, adopting, xcode]
+        }
+        for project in [a, b] {
+            _ = try s.projects.setProduct(projectId: project.id,
+                                          ProductMapping(productId: "pro.monthly", entitlements: ["pro"]), now: Fixtures.t0)
+            _ = try s.purchases.recordRenewal(Fixtures.renewal(original: "f5", signed: 1), project: project,
+                                              now: Fixtures.t0)
+        }
+        // Two batches per project (a receipt's records: one statement each), one bound to a user, one not; B's each
+        // end with a renewal of a purchase not known yet (recorded by the calls, and left out of the comparison).
+        let renewal = Fixtures.monthly("g2", original: "g1", start: 30)
+        func record(_ project: Project, extra: [TransactionFacts]) throws -> [RecordedTransaction] {
+            let facts = firstPosts()
+            let bound = try s.purchases.recordTransactions(
+                Array(facts.prefix(3)) + [facts[4], facts[5]] + extra, source: .receipt, userId: "u1",
+                deviceId: "d1", project: project, now: Fixtures.at(5))
+            let unbound = try s.purchases.recordTransactions(
+                [facts[3]] + extra, source: .receipt, userId: nil, deviceId: nil, project: project, now: Fixtures.at(6))
+            return Array(bound.prefix(5)) + Array(unbound.prefix(1))
+        }
+        // Which path ran: the calls of each function, counted by the pool's one session (track_functions).
+        func calls() throws -> [String] {
+            _ = try s.rows("SELECT pg_stat_force_next_flush()")
+            return try s.rows("""
+                SELECT funcname || ' ' || calls AS line FROM pg_stat_user_functions
+                WHERE funcname IN ('bouncer_record_first_posts', 'bouncer_record_transaction',
+                    'bouncer_record_transactions') ORDER BY funcname
+                """).map { try $0.decode("line", as: String.self) }
+        }
+        _ = try s.rows("SET track_functions = 'pl'")
+        let recordedA = try record(a, extra: [])
+        XCTAssertEqual(try calls(), ["bouncer_record_first_posts 2", "bouncer_record_transactions 2"])
+        let recordedB = try record(b, extra: [renewal])
+        XCTAssertEqual(try calls(), ["bouncer_record_first_posts 2", "bouncer_record_transaction 8",
+                                      "bouncer_record_transactions 4"])
+        XCTAssertEqual(recordedA.map(\.ownership), [.bind, .bind, .bind, .bind, .bind, nil])
+        XCTAssertEqual(recordedA, recordedB)
+        XCTAssertEqual(recordedA[0].entitlements, ["pro"])
+
+        func lines(_ project: Project, _ query: String) throws -> [String] {
+            try s.rows(Query(unsafeSQL: query.replacingOccurrences(of: "$project", with: "'\(project.id)'")))
+                .map { try $0.decode("line", as: String.self) }
+        }
+        let tables = [
+            "SELECT (to_jsonb(t) - 'project_id' - 'bundle_id')::text AS line FROM transactions t WHERE project_id = $project "
+                + "AND original_transaction_id <> 'g1' ORDER BY transaction_id",
+            "SELECT (to_jsonb(p) - 'project_id')::text AS line FROM purchases p WHERE project_id = $project "
+                + "AND original_transaction_id <> 'g1' ORDER BY original_transaction_id, environment",
+            "SELECT (to_jsonb(s) - 'project_id')::text AS line FROM subscriptions s WHERE project_id = $project "
+                + "AND original_transaction_id <> 'g1' ORDER BY original_transaction_id, user_id",
+            "SELECT environment || ' ' || original_transaction_id || ' ' || data::text AS line FROM purchase_changes "
+                + "WHERE project_id = $project AND original_transaction_id <> 'g1' ORDER BY seq",
+            "SELECT count(*)::text AS line FROM pending_renewals WHERE project_id = $project",
+        ]
+        for query in tables {
+            let (left, right) = (try lines(a, query), try lines(b, query))
+            XCTAssertFalse(left.isEmpty, query)
+            XCTAssertEqual(left, right, query)
+        }
+        XCTAssertEqual(try lines(a, "SELECT count(*)::text AS line FROM purchase_changes WHERE project_id = $project"),
+                       ["6"])
+    }
+
     /// A group commit keeps each call's JWS as its evidence (`transaction_jws`: the header once in `jws_headers`, the
     /// rest per transaction; the later signed copy of a transaction listed twice), and its statement keeps one generic
     /// plan: no batch is planned again after the plan cache's five custom plans, whatever its length (issue 22).
@@ -256,7 +341,7 @@ final class ReceiptRecordingTests: XCTestCase {
         let plans = try s.pool.withConnection { connection in
             try connection.query("""
                 SELECT generic_plans, custom_plans FROM pg_prepared_statements
-                WHERE statement LIKE '%CROSS JOIN LATERAL bouncer_record_transaction(f.project::uuid%'
+                WHERE statement LIKE '%FROM bouncer_record_transactions(ARRAY(%'
                   AND statement NOT LIKE '%pg_prepared_statements%'
                 """).map { [try $0.decode("generic_plans", as: Int64.self), try $0.decode("custom_plans", as: Int64.self)] }
         }

@@ -22,7 +22,11 @@
 --
 -- The only live author of these write rules; their executable specification is PurchaseState.applying and
 -- OwnershipRules.decide in Tests/Specification, and StorageTests.RuleTableTests / WriteRulesOracleTests run both on
--- the same facts.
+-- the same facts. The stores call it through bouncer_record_transactions, which records a batch made only of first
+-- posts set-based (where these rules decide nothing: insert, create, bind) and calls this for every other batch;
+-- ReceiptRecordingTests.testFirstPostsRecordAsTheirCallsWould compares the two row by row. What both write from the
+-- payload, a refund and the log row is stated once: bouncer_transaction_columns, bouncer_change_refund,
+-- bouncer_change_tx, bouncer_change_data, bouncer_purchase_adopt.
 --
 -- What a call costs is mostly its statements' executor start-ups (a few rows each), so each path runs as few as it
 -- can (wp6, bench/README's issue 22 section): a first post of a transaction inserts it in one statement (the stored
@@ -58,16 +62,7 @@ DECLARE
     v_had_row boolean := false;     -- log: the transaction was stored before this call …
     v_old_revocation timestamptz;   -- log: … with this revocation date …
     v_inserted boolean;             -- the transaction was new
-    v_revocation timestamptz;
-    v_revocation_reason int;
-    v_revocation_type text;         -- the payload's, then the stored row's
-    v_revocation_percentage bigint; -- the payload's, then the stored row's
-    v_app_transaction_id text;      -- the payload's fields for SQL …
-    v_offer_period text;
-    v_offer_discount_type text;
-    v_advanced_commerce_info jsonb;
-    v_price_milli bigint;
-    v_currency text;                -- … (see below)
+    v_columns bouncer_transaction_columns; -- the payload's fields for SQL
     v_refund jsonb;
     v_tx_old jsonb;                 -- log: … and these overview fields (NULL: not stored) …
     v_tx_new jsonb;                 -- log: … and after it
@@ -88,22 +83,9 @@ BEGIN
     END IF;
     entitlements := COALESCE(entitlements, '{}');
 
-    -- The payload's fields for SQL (schema/0040: once generated columns): a malformed or hostile value becomes NULL,
-    -- never a failed insert. Price in milli-units of the ISO 4217 currency, as Apple puts it. Plain expressions
-    -- (PL/pgSQL evaluates them without starting an executor), written once for the insert and the update below.
-    v_app_transaction_id := p_payload ->> 'appTransactionId';
-    v_offer_period := p_payload ->> 'offerPeriod';
-    v_offer_discount_type := p_payload ->> 'offerDiscountType';
-    v_revocation_type := p_payload ->> 'revocationType';
-    v_revocation_percentage := CASE WHEN jsonb_typeof(p_payload -> 'revocationPercentage') = 'number'
-            AND (p_payload ->> 'revocationPercentage') ~ '^[0-9]{1,12}$'
-        THEN (p_payload ->> 'revocationPercentage')::bigint END;
-    v_advanced_commerce_info := p_payload -> 'advancedCommerceInfo';
-    v_price_milli := CASE WHEN jsonb_typeof(p_payload -> 'price') = 'number'
-            AND (p_payload -> 'price')::numeric BETWEEN -1000000000000000 AND 1000000000000000
-        THEN round((p_payload -> 'price')::numeric)::bigint END;
-    v_currency := CASE WHEN jsonb_typeof(p_payload -> 'currency') = 'string' AND length(p_payload ->> 'currency') <= 8
-        THEN p_payload ->> 'currency' END;
+    -- The payload's fields for SQL (an inlined SQL function: a plain expression, no executor), for the insert and
+    -- the update below.
+    v_columns := bouncer_transaction_columns(p_payload);
 
     -- The transaction, inserted when new: one statement for a first post (every new purchase and renewal). A posted
     -- transaction already stored (ours from an earlier call of this statement, or one committed before: a concurrent
@@ -116,8 +98,9 @@ BEGIN
     VALUES (p_project_id, p_transaction_id, p_original_transaction_id, p_product_id, p_type, p_environment,
         p_bundle_id, p_purchase_date, p_original_purchase_date, p_expires_date, p_revocation_date,
         p_revocation_reason, p_app_account_token, p_ownership_type, p_signed_date, p_payload, p_now, p_now, p_source,
-        v_app_transaction_id, v_offer_period, v_offer_discount_type, v_revocation_type, v_revocation_percentage,
-        v_advanced_commerce_info, v_price_milli, v_currency, p_transaction_id <> p_original_transaction_id,
+        v_columns.app_transaction_id, v_columns.offer_period, v_columns.offer_discount_type,
+        v_columns.revocation_type, v_columns.revocation_percentage, v_columns.advanced_commerce_info,
+        v_columns.price_milli, v_columns.currency, p_transaction_id <> p_original_transaction_id,
         LEAST(p_expires_date, p_revocation_date))
     ON CONFLICT (project_id, environment, transaction_id) DO NOTHING
     -- The columns, not the whole row t: on Citus that names the shard's row type.
@@ -164,10 +147,11 @@ BEGIN
                 original_purchase_date = p_original_purchase_date, expires_date = p_expires_date,
                 revocation_date = p_revocation_date, revocation_reason = p_revocation_reason,
                 app_account_token = p_app_account_token, ownership_type = p_ownership_type, payload = p_payload,
-                app_transaction_id = v_app_transaction_id, offer_period = v_offer_period,
-                offer_discount_type = v_offer_discount_type, revocation_type = v_revocation_type,
-                revocation_percentage = v_revocation_percentage, advanced_commerce_info = v_advanced_commerce_info,
-                price_milli = v_price_milli, currency = v_currency, ends_at = LEAST(p_expires_date, p_revocation_date),
+                app_transaction_id = v_columns.app_transaction_id, offer_period = v_columns.offer_period,
+                offer_discount_type = v_columns.offer_discount_type, revocation_type = v_columns.revocation_type,
+                revocation_percentage = v_columns.revocation_percentage,
+                advanced_commerce_info = v_columns.advanced_commerce_info, price_milli = v_columns.price_milli,
+                currency = v_columns.currency, ends_at = LEAST(p_expires_date, p_revocation_date),
                 source = p_source, signed_date = p_signed_date, last_seen_at = GREATEST(p_now, t.last_seen_at)
             WHERE t.project_id = p_project_id AND t.environment = p_environment
               AND t.transaction_id = p_transaction_id
@@ -179,10 +163,6 @@ BEGIN
             RETURNING t.* INTO v_stored;
         END IF;
     END IF;
-    v_revocation := v_stored.revocation_date;
-    v_revocation_reason := v_stored.revocation_reason;
-    v_revocation_type := v_stored.revocation_type;
-    v_revocation_percentage := v_stored.revocation_percentage;
     v_tx_new := bouncer_overview_fields(v_stored);
 
     -- The purchase. A renewal or a transaction already stored almost always finds its purchase: read and lock it
@@ -216,20 +196,7 @@ BEGIN
           AND r.original_transaction_id = p_original_transaction_id
         RETURNING * INTO v_pending;
         IF FOUND THEN
-            -- A new purchase has no renewal info: the pending one is always newer.
-            UPDATE purchases SET auto_renew_status = v_pending.auto_renew_status,
-                auto_renew_product_id = v_pending.auto_renew_product_id,
-                expiration_intent = v_pending.expiration_intent,
-                grace_period_expires_date = v_pending.grace_period_expires_date,
-                is_in_billing_retry = v_pending.is_in_billing_retry,
-                price_increase_status = v_pending.price_increase_status, offer_type = v_pending.offer_type,
-                offer_identifier = v_pending.offer_identifier, renewal_signed_date = v_pending.signed_date,
-                renewal_payload = v_pending.payload, renewal_product_id = v_pending.product_id,
-                renewal_date = v_pending.renewal_date, renewal_environment = v_pending.environment,
-                eligible_win_back_offer_ids = v_pending.eligible_win_back_offer_ids, updated_at = p_now
-            WHERE project_id = p_project_id AND environment = p_environment
-              AND original_transaction_id = p_original_transaction_id
-            RETURNING * INTO v_purchase;
+            v_purchase := bouncer_purchase_adopt(v_pending, p_now);
         END IF;
     ELSIF v_locked THEN
         v_old := v_purchase;
@@ -325,11 +292,8 @@ BEGIN
     END IF;
 
     -- log: a refund newly recorded (a revocation that is not a Family Sharing revoke), then the change.
-    IF v_revocation IS NOT NULL AND (v_inserted OR (v_had_row AND v_old_revocation IS NULL))
-       AND bouncer_revocation_kind(v_revocation_reason, v_revocation_type) = 'refunded' THEN
-        v_refund := jsonb_build_object('transaction_id', p_transaction_id, 'product_id', p_product_id,
-            'revocation_date', v_revocation, 'revocation_reason', v_revocation_reason,
-            'revocation_type', v_revocation_type, 'revocation_percentage', v_revocation_percentage);
+    IF v_inserted OR (v_had_row AND v_old_revocation IS NULL) THEN
+        v_refund := bouncer_change_refund(v_stored);
     END IF;
     v_p_old := bouncer_overview_purchase_fields(v_old);
     v_p_new := bouncer_overview_purchase_fields(v_purchase);
@@ -338,11 +302,7 @@ BEGIN
         CASE WHEN v_decision = 'transfer' THEN v_previous END,
         CASE WHEN v_decision = 'transfer' THEN p_user_id END,
         CASE WHEN p_user_id IS NOT NULL AND NOT (p_user_id = ANY (v_owners)) THEN p_user_id END,
-        CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old OR v_p_new IS DISTINCT FROM v_p_old THEN jsonb_build_object(
-            'old', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_old END,
-            'new', CASE WHEN v_tx_new IS DISTINCT FROM v_tx_old THEN v_tx_new END,
-            'p_old', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_old END,
-            'p_new', CASE WHEN v_p_new IS DISTINCT FROM v_p_old THEN v_p_new END) END);
+        bouncer_change_tx(v_tx_old, v_tx_new, v_p_old, v_p_new));
 
     purchase := v_purchase;
     ownership := v_decision;
