@@ -15,8 +15,8 @@ public enum RenewalOutcome: Sendable, Equatable {
 
 /// Transactions, purchase state and user bindings in PostgreSQL.
 ///
-/// Each write is one statement, a call of a PL/pgSQL function (`bouncer_record_transaction`,
-/// `bouncer_record_renewal`), run as its own database transaction (`ConnectionPool.autocommit`, which reruns it on
+/// Each write is one statement, a call of a PL/pgSQL function (`bouncer_record_transactions` for one or many
+/// transactions, `bouncer_record_renewal`), run as its own database transaction (`ConnectionPool.autocommit`, which reruns it on
 /// a serialization failure or deadlock): one round trip, where the same work as separate statements took 7–9 plus
 /// BEGIN/COMMIT. The functions are the only live author of the write rules (newer facts win, the transfer policy,
 /// the pending-renewal hand-over); `PurchaseState.applying` and `OwnershipRules.decide` in Tests/Specification are
@@ -87,11 +87,11 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
 
     /// Records `transactions` (a receipt's in-app records, a lookup's answer) from `source` and binds each
     /// purchase to `userId`, when given, in ONE statement and so one database transaction and one round trip:
-    /// `bouncer_record_transaction` called once per element of the bound arrays (`unnest … WITH ORDINALITY`,
-    /// `CROSS JOIN LATERAL`), in input order, each call seeing the rows the previous ones wrote. A refusal of any
-    /// element (`.transactionConflict`, `.purchaseOwnedByAnotherUser`) rolls the whole statement back. Results are
-    /// in input order. Measured on the 187-record receipt of 2020: one round trip (see README, "StoreKit 1
-    /// receipts"). Never group-committed with other requests: the receipt is already one statement.
+    /// `bouncer_record_transactions` over the records, which applies them in input order (a batch of first posts
+    /// set-based, any other one `bouncer_record_transaction` call per record, each seeing what the previous wrote).
+    /// A refusal of any element (`.transactionConflict`, `.purchaseOwnedByAnotherUser`) rolls the whole statement
+    /// back. Results are in input order. Measured on the 187-record receipt of 2020: one round trip (see README,
+    /// "StoreKit 1 receipts"). Never group-committed with other requests: the receipt is already one statement.
     public func recordTransactions(
         _ transactions: [TransactionFacts], source: TransactionSource, userId: String?, deviceId: String?,
         project: Project, now: Date
@@ -376,9 +376,10 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
         var source: TransactionSource
     }
 
-    /// The body of `recordTransactions` and of a group commit: ONE statement calling `bouncer_record_transaction`
-    /// once per recording (`unnest … WITH ORDINALITY`, `CROSS JOIN LATERAL`), in input order, each call seeing the
-    /// rows the previous ones wrote, exactly as separate calls in one database transaction would. Every input is an
+    /// The body of `recordTransactions` and of a group commit: ONE statement passing the recordings, in input order,
+    /// as one `bouncer_recording[]` to `bouncer_record_transactions` (schema/0095), which records them exactly as
+    /// separate `bouncer_record_transaction` calls in one database transaction would (a batch of first posts
+    /// set-based, `bouncer_record_first_posts`; any other batch by those calls). Every input is an
     /// array with one element per recording (NULL elements for absent values); instants are microseconds since 1970
     /// (the binary bind's resolution, so a receipt and a JWS of the same instant are equal). A refusal of any call
     /// fails the whole statement with the function's SQLSTATE (the caller decides which recording it was).
