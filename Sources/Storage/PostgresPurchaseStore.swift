@@ -378,8 +378,9 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
 
     /// The body of `recordTransactions` and of a group commit: ONE statement passing the recordings, in input order,
     /// as one `bouncer_recording[]` to `bouncer_record_transactions` (schema/0095), which records them exactly as
-    /// separate `bouncer_record_transaction` calls in one database transaction would (a batch of first posts
-    /// set-based, `bouncer_record_first_posts`; any other batch by those calls). Every input is an
+    /// separate `bouncer_record_transaction` calls in one database transaction would (a batch of new transactions —
+    /// first posts, renewals posted by their purchase's one holder — set-based, `bouncer_record_new_transactions`;
+    /// any other batch by those calls). Every input is an
     /// array with one element per recording (NULL elements for absent values); instants are microseconds since 1970
     /// (the binary bind's resolution, so a receipt and a JWS of the same instant are equal). A refusal of any call
     /// fails the whole statement with the function's SQLSTATE (the caller decides which recording it was).

@@ -280,29 +280,91 @@ final class ReceiptRecordingTests: XCTestCase {
                 [facts[3]] + extra, source: .receipt, userId: nil, deviceId: nil, project: project, now: Fixtures.at(6))
             return Array(bound.prefix(5)) + Array(unbound.prefix(1))
         }
-        // Which path ran: the calls of each function, counted by the pool's one session (track_functions).
-        func calls() throws -> [String] {
-            _ = try s.rows("SELECT pg_stat_force_next_flush()")
-            return try s.rows("""
-                SELECT funcname || ' ' || calls AS line FROM pg_stat_user_functions
-                WHERE funcname IN ('bouncer_record_first_posts', 'bouncer_record_transaction',
-                    'bouncer_record_transactions') ORDER BY funcname
-                """).map { try $0.decode("line", as: String.self) }
-        }
         _ = try s.rows("SET track_functions = 'pl'")
         let recordedA = try record(a, extra: [])
-        XCTAssertEqual(try calls(), ["bouncer_record_first_posts 2", "bouncer_record_transactions 2"])
+        XCTAssertEqual(try recordCalls(), ["bouncer_record_new_transactions 2", "bouncer_record_transactions 2"])
         let recordedB = try record(b, extra: [renewal])
-        XCTAssertEqual(try calls(), ["bouncer_record_first_posts 2", "bouncer_record_transaction 8",
-                                      "bouncer_record_transactions 4"])
+        XCTAssertEqual(try recordCalls(), ["bouncer_record_new_transactions 4", "bouncer_record_transaction 8",
+                                            "bouncer_record_transactions 4"])
         XCTAssertEqual(recordedA.map(\.ownership), [.bind, .bind, .bind, .bind, .bind, nil])
         XCTAssertEqual(recordedA, recordedB)
         XCTAssertEqual(recordedA[0].entitlements, ["pro"])
 
-        func lines(_ project: Project, _ query: String) throws -> [String] {
-            try s.rows(Query(unsafeSQL: query.replacingOccurrences(of: "$project", with: "'\(project.id)'")))
-                .map { try $0.decode("line", as: String.self) }
+        try assertSameRows(a, b)
+        XCTAssertEqual(try lines(a, "SELECT count(*)::text AS line FROM purchase_changes WHERE project_id = $project"),
+                       ["6"])
+    }
+
+    /// A renewal posted by the one user who holds its purchase is recorded set-based too (with first posts in the same
+    /// batch), and writes what `bouncer_record_transaction`'s call writes: a newer renewal, an older one (posted after
+    /// a later renewal: not newer), a refunded one, an upgrade to another product, and a first post in one batch, bound
+    /// to their holder with a new device id, in project A alone — set-based — and in project B with a renewal of a
+    /// purchase not known yet after them, which sends that batch through the calls. Every row both wrote, and every
+    /// result, must be equal.
+    func testRenewalsRecordAsTheirCallsWould() throws {
+        let a = try s.makeProject(1), b = try s.makeProject(2)
+        for project in [a, b] {
+            for product in ["pro.monthly", "pro.yearly"] {
+                _ = try s.projects.setProduct(projectId: project.id,
+                                              ProductMapping(productId: product, entitlements: ["pro"]), now: Fixtures.t0)
+            }
+            _ = try s.purchases.recordTransactions(
+                ["r1", "r2", "r3", "r4"].map { Fixtures.monthly($0, original: $0, start: 0) }, source: .receipt,
+                userId: "u1", deviceId: "d1", project: project, now: Fixtures.at(1))
+            _ = try s.purchases.recordTransactions([Fixtures.monthly("r2c", original: "r2", start: 60)],
+                                                   source: .receipt, userId: "u1", deviceId: nil, project: project,
+                                                   now: Fixtures.at(60))
         }
+        var refunded = Fixtures.monthly("r3b", original: "r3", start: 30, revokedAt: 31)
+        refunded.payloadJSON = #"{"price": 4990, "currency": "USD", "revocationType": "REFUND_FULL"}"#
+        let batch = [Fixtures.monthly("r1b", original: "r1", start: 30),
+                     Fixtures.monthly("r2b", original: "r2", start: 30),
+                     refunded,
+                     Fixtures.monthly("r4b", original: "r4", product: "pro.yearly", start: 30),
+                     Fixtures.monthly("n1", original: "n1", start: 30)]
+        _ = try s.rows("SET track_functions = 'pl'")
+        let recordedA = try s.purchases.recordTransactions(batch, source: .receipt, userId: "u1", deviceId: "d2",
+                                                           project: a, now: Fixtures.at(62))
+        XCTAssertEqual(try recordCalls(), ["bouncer_record_new_transactions 1", "bouncer_record_transactions 1"])
+        let recordedB = try s.purchases.recordTransactions(
+            batch + [Fixtures.monthly("g2", original: "g1", start: 30)], source: .receipt, userId: "u1",
+            deviceId: "d2", project: b, now: Fixtures.at(62))
+        XCTAssertEqual(try recordCalls(), ["bouncer_record_new_transactions 2", "bouncer_record_transaction 6",
+                                            "bouncer_record_transactions 2"])
+        XCTAssertEqual(recordedA.map(\.ownership), [.alreadyOwned, .alreadyOwned, .alreadyOwned, .alreadyOwned, .bind])
+        XCTAssertEqual(recordedA, Array(recordedB.prefix(5)))
+        XCTAssertEqual(recordedA.map { $0.purchase.latestTransactionId }, ["r1b", "r2c", "r3b", "r4b", "n1"])
+        XCTAssertEqual(recordedA[3].purchase.productId, "pro.yearly")
+
+        try assertSameRows(a, b)
+        XCTAssertEqual(try lines(a, "SELECT device_id || ' ' || original_transaction_id AS line FROM subscriptions "
+                                 + "WHERE project_id = $project ORDER BY original_transaction_id"),
+                       ["d2 n1", "d2 r1", "d2 r2", "d2 r3", "d2 r4"])
+        // Five log rows before the batch (four first posts, the later renewal r2c), and one per element.
+        XCTAssertEqual(try lines(a, "SELECT count(*)::text AS line FROM purchase_changes WHERE project_id = $project"),
+                       ["10"])
+    }
+
+    /// Which path recorded: the calls of each record function so far, counted by the pool's one session
+    /// (`track_functions`, set by the test).
+    private func recordCalls() throws -> [String] {
+        _ = try s.rows("SELECT pg_stat_force_next_flush()")
+        return try s.rows("""
+            SELECT funcname || ' ' || calls AS line FROM pg_stat_user_functions
+            WHERE funcname IN ('bouncer_record_new_transactions', 'bouncer_record_transaction',
+                'bouncer_record_transactions') ORDER BY funcname
+            """).map { try $0.decode("line", as: String.self) }
+    }
+
+    /// The rows `query` reads, a column `line` each, `$project` standing for the project's id.
+    private func lines(_ project: Project, _ query: String) throws -> [String] {
+        try s.rows(Query(unsafeSQL: query.replacingOccurrences(of: "$project", with: "'\(project.id)'")))
+            .map { try $0.decode("line", as: String.self) }
+    }
+
+    /// Every row the record statements wrote in project `a` equals the one they wrote in `b` (but the projects' ids
+    /// and bundle ids, and the rows of purchase g1, which only `b` was sent), table by table.
+    private func assertSameRows(_ a: Project, _ b: Project, file: StaticString = #filePath, line: UInt = #line) throws {
         let tables = [
             "SELECT (to_jsonb(t) - 'project_id' - 'bundle_id')::text AS line FROM transactions t WHERE project_id = $project "
                 + "AND original_transaction_id <> 'g1' ORDER BY transaction_id",
@@ -316,11 +378,9 @@ final class ReceiptRecordingTests: XCTestCase {
         ]
         for query in tables {
             let (left, right) = (try lines(a, query), try lines(b, query))
-            XCTAssertFalse(left.isEmpty, query)
-            XCTAssertEqual(left, right, query)
+            XCTAssertFalse(left.isEmpty, query, file: file, line: line)
+            XCTAssertEqual(left, right, query, file: file, line: line)
         }
-        XCTAssertEqual(try lines(a, "SELECT count(*)::text AS line FROM purchase_changes WHERE project_id = $project"),
-                       ["6"])
     }
 
     /// A group commit keeps each call's JWS as its evidence (`transaction_jws`: the header once in `jws_headers`, the

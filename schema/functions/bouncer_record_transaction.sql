@@ -209,18 +209,8 @@ BEGIN
         v_old := v_purchase;
     END IF;
 
-    -- Newer facts win (PurchaseState.isSuperseded): the same transaction only when signed later; another one when
-    -- it starts later, then when signed later, then by the larger transaction id (bytewise, as Swift compares the
-    -- ASCII ids), so every replica picks the same one.
-    IF v_purchase.latest_transaction_id = p_transaction_id THEN
-        v_newer := p_signed_date > v_purchase.latest_signed_date;
-    ELSIF v_purchase.purchase_date IS DISTINCT FROM p_purchase_date THEN
-        v_newer := v_purchase.purchase_date IS NULL OR p_purchase_date > v_purchase.purchase_date;
-    ELSIF p_signed_date <> v_purchase.latest_signed_date THEN
-        v_newer := p_signed_date > v_purchase.latest_signed_date;
-    ELSE
-        v_newer := p_transaction_id COLLATE "C" > v_purchase.latest_transaction_id COLLATE "C";
-    END IF;
+    -- Newer facts win (bouncer_purchase_superseded: PurchaseState.isSuperseded).
+    v_newer := bouncer_purchase_superseded(v_purchase, p_transaction_id, p_purchase_date, p_signed_date);
     IF v_newer THEN
         UPDATE purchases p SET latest_transaction_id = p_transaction_id, product_id = p_product_id, type = p_type,
             purchase_date = p_purchase_date, expires_date = p_expires_date, revocation_date = p_revocation_date,

@@ -2,27 +2,18 @@
 -- p_recordings being one bouncer_record_transaction call's inputs, as if those calls ran one after the other in ord
 -- order: one row per element, in ord order, with that call's columns.
 --
--- A batch of first posts is recorded set-based by bouncer_record_first_posts (each table written once per batch:
--- ~6 statements for the batch instead of a call and ~8 statements per receipt). Any other batch, and every batch on
--- Citus (whose statements must each route to one tenant's shard, and which plans no generic plan of a distributed
--- statement inside a function), is one bouncer_record_transaction call per element: the one author of the rules for
--- everything that is not a first post.
+-- A batch of new transactions (first posts, and renewals posted by the one user who holds their purchase) is recorded
+-- set-based by bouncer_record_new_transactions (each table written once per batch: ~8 statements for the batch instead
+-- of a call and ~8 statements per receipt). Any other batch, and every batch on Citus (whose statements must each
+-- route to one tenant's shard, and which plans no generic plan of a distributed statement inside a function), is one
+-- bouncer_record_transaction call per element: the one author of the rules for everything else.
 CREATE OR REPLACE FUNCTION bouncer_record_transactions(p_recordings bouncer_recording[])
 RETURNS TABLE (ord bigint, purchase purchases, entitlements text[], ownership text, previous_owners text[],
     stored_expires_date timestamptz, stored_revocation_date timestamptz, stored_signed_date timestamptz)
 LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    v_first_posts boolean := current_setting('citus.version', true) IS NULL;
-    r bouncer_recording;
 BEGIN
-    -- Plain PL/pgSQL (no executor): a batch with a renewal is no batch of first posts.
-    FOREACH r IN ARRAY p_recordings LOOP
-        IF r.transaction_id <> r.original_transaction_id THEN
-            v_first_posts := false;
-        END IF;
-    END LOOP;
-    IF v_first_posts THEN
-        RETURN QUERY SELECT * FROM bouncer_record_first_posts(p_recordings);
+    IF current_setting('citus.version', true) IS NULL THEN
+        RETURN QUERY SELECT * FROM bouncer_record_new_transactions(p_recordings);
         IF FOUND THEN
             RETURN;
         END IF;
