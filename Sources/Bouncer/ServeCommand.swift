@@ -47,7 +47,8 @@ extension ServeCommand {
         let deriver = WebhookDeriver(database: database, log: log)
         let caches = Caches(database: database, settings: settings.cache,
                             xcodeTransactionLimit: settings.maxXcodeTransactionsPerProject,
-                            receiptBatchMax: settings.database.receiptBatchMax, log: log,
+                            receiptBatchMax: settings.database.receiptBatchMax,
+                            receiptBatches: settings.database.receiptBatches, log: log,
                             committed: { deriver.wake() })
         metrics.attach(caches: { caches.statistics })
         metrics.attach(deriveLag: { deriver.lag })

@@ -53,10 +53,11 @@ public final class Caches: Service {
     }
 
     /// Wraps the database stores; `start` starts the listener and announcer threads. `receiptBatchMax`: the purchase
-    /// store's group commit (1 = off). `committed` runs after each write that changed something (with its
-    /// announcement), e.g. to wake the webhook deriver.
+    /// store's group commit (1 = off), `receiptBatches` its batches written at once. `committed` runs after each
+    /// write that changed something (with its announcement), e.g. to wake the webhook deriver.
     public init(database: Database, settings: CacheSettings, xcodeTransactionLimit: Int, receiptBatchMax: Int,
-         log: @escaping @Sendable (String) -> Void, committed: @escaping @Sendable () -> Void = {}) {
+         receiptBatches: Int, log: @escaping @Sendable (String) -> Void,
+         committed: @escaping @Sendable () -> Void = {}) {
         let reads = settings.readCacheSize > 0
             ? PurchaseReadCache(capacity: settings.readCacheSize, maxAge: settings.readMaxAge) : nil
         let projects = CachedProjectStore(inner: PostgresProjectStore(pool: database.pool)) { id in
@@ -70,7 +71,7 @@ public final class Caches: Service {
             committed()
         }
         let purchaseStore = PostgresPurchaseStore(pool: database.pool, xcodeTransactionLimit: xcodeTransactionLimit,
-                                                  receiptBatchMax: receiptBatchMax)
+                                                  receiptBatchMax: receiptBatchMax, concurrentBatches: receiptBatches)
         self.projects = projects
         self.purchaseStore = purchaseStore
         self.purchases = reads.map { CachedPurchaseStore(inner: purchaseStore, cache: $0, announce: announce) }

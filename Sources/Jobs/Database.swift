@@ -18,6 +18,9 @@ public struct DatabaseSettings: Sendable {
     public var statementTimeout: Duration = .seconds(10)
     /// `BOUNCER_RECEIPT_BATCH_MAX`: most receipts committed together (1 = each its own commit).
     public var receiptBatchMax = 32
+    /// `BOUNCER_RECEIPT_BATCHES`: most group-commit batches written at once, each on its own connection (`serve`
+    /// defaults it to half the available CPUs, 1…8: `ServeSettings.defaultReceiptBatches`).
+    public var receiptBatches = 1
 
     /// The defaults.
     public init() {}

@@ -87,8 +87,9 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
 
     /// Records `transactions` (a receipt's in-app records, a lookup's answer) from `source` and binds each
     /// purchase to `userId`, when given, in ONE statement and so one database transaction and one round trip:
-    /// `bouncer_record_transactions` over the records, which applies them in input order (a batch of first posts
-    /// set-based, any other one `bouncer_record_transaction` call per record, each seeing what the previous wrote).
+    /// `bouncer_record_transactions` over the records, which applies them in input order (a batch of new
+    /// transactions — first posts, renewals their purchase's one holder posts — set-based, any other one
+    /// `bouncer_record_transaction` call per record, each seeing what the previous wrote).
     /// A refusal of any element (`.transactionConflict`, `.purchaseOwnedByAnotherUser`) rolls the whole statement
     /// back. Results are in input order. Measured on the 187-record receipt of 2020: one round trip (see README,
     /// "StoreKit 1 receipts"). Never group-committed with other requests: the receipt is already one statement.

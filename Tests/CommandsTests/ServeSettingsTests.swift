@@ -20,6 +20,17 @@ final class ServeSettingsTests: XCTestCase {
         XCTAssertEqual(ServeSettings.defaultWorkerCount(cpus: 0), 4)
     }
 
+    /// Group-commit batches written at once: half the available CPUs, 1 to 8; `BOUNCER_RECEIPT_BATCHES` sets it.
+    func testDefaultReceiptBatchesFollowTheCPUs() throws {
+        XCTAssertEqual([0, 1, 2, 3, 4, 16, 64].map { ServeSettings.defaultReceiptBatches(cpus: $0) }, [1, 1, 1, 1, 2, 8, 8])
+        XCTAssertEqual(try ServeSettings.fromEnvironment(["BOUNCER_RECEIPT_BATCHES": "3"]).get().database.receiptBatches, 3)
+        guard case .failure(let problems) = ServeSettings.fromEnvironment(["BOUNCER_RECEIPT_BATCHES": "0"]) else {
+            return XCTFail("expected a problem")
+        }
+        XCTAssertEqual(problems.messages.count, 1)
+        XCTAssertTrue(problems.messages[0].hasPrefix("BOUNCER_RECEIPT_BATCHES=\"0\": "), problems.messages[0])
+    }
+
     /// The variables still override the defaults, the former `itunes` hosts included.
     func testAppleAPIURLsOverrideTheDefaults() throws {
         let settings = try ServeSettings.fromEnvironment([
