@@ -48,10 +48,10 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
     /// transaction rows per project.
     ///
     /// `receiptBatchMax`: most `recordTransaction` calls committed together (1: each its own commit, as before).
-    /// Batches form only while others run (at most `concurrentBatches` at once, each on its own connection): a
-    /// lone call starts at once.
+    /// Batches form only while others run (at most `concurrentBatches` at once, each on its own connection; 1 by
+    /// default, as `DatabaseSettings.receiptBatches`, which `serve` sets from the CPUs): a lone call starts at once.
     public init(pool: ConnectionPool, xcodeTransactionLimit: Int = PostgresPurchaseStore.defaultXcodeTransactionLimit,
-                receiptBatchMax: Int = 1, concurrentBatches: Int = 2) {
+                receiptBatchMax: Int = 1, concurrentBatches: Int = 1) {
         self.xcodeTransactionLimit = max(1, xcodeTransactionLimit)
         batches = receiptBatchMax > 1
             ? GroupCommit(maxBatch: receiptBatchMax, maxConcurrentBatches: concurrentBatches) { [pool] in

@@ -146,7 +146,8 @@ final class GroupCommitTests: XCTestCase {
     func testConcurrentRecordingsThroughABatchingStoreKeepEveryRule() throws {
         let s = try TestStores.make(label: "gcconcurrent", poolSize: 4)
         defer { s.close() }
-        let store = PostgresPurchaseStore(pool: s.pool, receiptBatchMax: 8)
+        // Two batches at once (serve's default on 4 cores): the races also cross batches on two connections.
+        let store = PostgresPurchaseStore(pool: s.pool, receiptBatchMax: 8, concurrentBatches: 2)
         let blocked = try s.makeProject(1, policy: .block)
         let moving = try s.makeProject(2, policy: .transfer)
         let raced = Fixtures.monthly("r1", original: "r", start: 0)
