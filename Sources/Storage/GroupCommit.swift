@@ -40,6 +40,9 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
         var waited = 0
         /// Batches run.
         var batches = 0
+        /// Nanoseconds spent in `run`, summed over the batches that ended (monotonic clock): with `batches`, how long
+        /// a batch takes to write, from its statement sent to its commit acknowledged.
+        var writingNanoseconds: UInt64 = 0
     }
 
     /// Most items in one batch.
@@ -94,10 +97,13 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
 
     /// Runs `batch` (led by its first ticket's caller), answers the others, and passes the queue on.
     private func execute(_ batch: [Ticket]) {
+        let started = DispatchTime.now().uptimeNanoseconds
         let outcomes = run(batch.map(\.item))
+        let writing = DispatchTime.now().uptimeNanoseconds &- started
         precondition(outcomes.count == batch.count, "GroupCommit: run returned \(outcomes.count) outcomes for \(batch.count)")
         for (ticket, outcome) in zip(batch, outcomes) { ticket.outcome = outcome }
         let next: Ticket? = state.withLock { s in
+            s.counts.writingNanoseconds &+= writing
             guard !s.queue.isEmpty else {
                 s.running -= 1
                 return nil

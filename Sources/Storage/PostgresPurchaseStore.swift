@@ -244,6 +244,8 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
         public var waited = 0
         /// Batches (statements and commits) run.
         public var batches = 0
+        /// Seconds spent writing batches (each from its statement sent to its commit acknowledged), summed.
+        public var writingSeconds = 0.0
 
         /// All zero.
         public init() {}
@@ -256,6 +258,7 @@ public final class PostgresPurchaseStore: PostgresStore, @unchecked Sendable, Pu
         result.receipts = counts.items
         result.waited = counts.waited
         result.batches = counts.batches
+        result.writingSeconds = Double(counts.writingNanoseconds) / 1e9
         return result
     }
 

@@ -95,6 +95,8 @@ final class OperationsExecutableE2ETests: XCTestCase {
             "bouncer_webhook_derive_lag_seconds 0",  // the notification's facts were derived long before
             "# TYPE bouncer_receipt_batches_total counter",
             "bouncer_receipt_batches_total 0",  // a notification is not group-committed
+            "# TYPE bouncer_receipt_batch_seconds_total counter",
+            "bouncer_receipt_batch_seconds_total 0",
             #"bouncer_receipts_batched_total{waited="no"} 0"#,
             #"bouncer_receipts_batched_total{waited="yes"} 0"#,
             #"bouncer_access_log_dropped_lines_total 0"#,

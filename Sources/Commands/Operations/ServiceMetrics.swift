@@ -131,6 +131,12 @@ public final class ServiceMetrics: VerificationMetrics {
                 self?.receiptBatches.withLock { $0 }.map { [MetricSample([], Double($0().batches))] } ?? []
             }
         registry.callback(
+            "bouncer_receipt_batch_seconds_total",
+            help: "Time spent writing group commits of receipts, each from its statement sent to its commit "
+                + "acknowledged (divided by the batches: how long one takes).", type: .counter) { [weak self] in
+                self?.receiptBatches.withLock { $0 }.map { [MetricSample([], $0().writingSeconds)] } ?? []
+            }
+        registry.callback(
             "bouncer_receipts_batched_total",
             help: "Receipts committed in a group commit, by whether they waited for a batch slot (yes: the write path "
                 + "was saturated when they came).", type: .counter, labels: ["waited"]) { [weak self] in
