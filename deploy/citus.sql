@@ -112,16 +112,32 @@ $citus$;
 -- by itself when its types are already known there; those that take or return a table's row type (purchases,
 -- transactions, webhook_purchase_states) are made distributed objects here, after their tables. A function that is
 -- a distributed object follows every later `CREATE OR REPLACE` of the migrator. Idempotent.
+-- Dependencies first: a worker checks an SQL function's body when Citus creates it there, so an SQL function goes
+-- after every function its body names (PL/pgSQL bodies are checked for syntax only). Creation order (oid) is not
+-- enough: a function a migration dropped and the files created again is newer than its callers.
 DO $functions$
 DECLARE
     f regprocedure;
+    v_sql oid := (SELECT l.oid FROM pg_language l WHERE l.lanname = 'sql');
+    v_left oid[];
+    v_ready oid[];
 BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
-             WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'bouncer\_%' AND p.prokind = 'f'
-               AND NOT EXISTS (SELECT 1 FROM pg_dist_object o
-                               WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid)
-             ORDER BY p.oid LOOP
-        PERFORM create_distributed_function(f);
+    SELECT COALESCE(array_agg(p.oid ORDER BY p.oid), '{}') INTO v_left FROM pg_proc p
+    WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'bouncer\_%' AND p.prokind = 'f'
+      AND NOT EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid);
+    WHILE cardinality(v_left) > 0 LOOP
+        -- PL/pgSQL functions, and SQL functions whose body names no function still left (itself aside); all that
+        -- are left if none is ready.
+        SELECT array_agg(p.oid ORDER BY p.oid) INTO v_ready FROM pg_proc p
+        WHERE p.oid = ANY (v_left) AND NOT (p.prolang = v_sql AND EXISTS (
+            SELECT 1 FROM pg_proc q
+            WHERE q.oid = ANY (v_left) AND q.proname <> p.proname
+              AND p.prosrc ~ ('\m' || q.proname || '\M')));
+        v_ready := COALESCE(v_ready, v_left);
+        FOREACH f IN ARRAY v_ready::regprocedure[] LOOP
+            PERFORM create_distributed_function(f);
+        END LOOP;
+        SELECT COALESCE(array_agg(x ORDER BY x), '{}') INTO v_left FROM unnest(v_left) x WHERE x <> ALL (v_ready);
     END LOOP;
 END
 $functions$;

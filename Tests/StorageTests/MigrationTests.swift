@@ -567,4 +567,41 @@ final class MigrationTests: XCTestCase {
                 """)) { XCTAssertEqual(($0 as? PGError)?.sqlState, "23503") }
         }
     }
+
+    /// 0097: the log rows pending at the upgrade move their purchase snapshots out of `data` (`old`, `new`) into
+    /// `purchase_before` / `purchase_after`, field for field; the rest of `data` stays; a row without them gets none.
+    func testPurchaseSnapshotMigrationMovesPendingRowsSnapshots() throws {
+        try Migrator(pool: pool, migrations: Migration.embedded.filter { $0.version < 97 }).migrate()
+        let project = UUID()
+        try pool.withConnection { c in
+            _ = try c.execute("""
+                INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
+                VALUES (\(project), 'Production', '1000', '{"old": {"latest_transaction_id": "1000",
+                    "product_id": "pro", "type": "Auto-Renewable Subscription",
+                    "expires_date": "2026-02-01T00:00:00+00:00", "is_in_billing_retry": false,
+                    "eligible_win_back_offer_ids": ["wb1"]}, "new": {"latest_transaction_id": "2000",
+                    "product_id": "pro", "type": "Auto-Renewable Subscription",
+                    "expires_date": "2026-03-01T00:00:00+00:00", "revocation_type": "REFUND_FULL",
+                    "auto_renew_status": 1}, "holders": ["alice"]}', now()),
+                    (\(project), 'Production', '3000', '{"new": {"latest_transaction_id": "3000",
+                    "product_id": "life", "type": "Non-Consumable"}, "bound": "bob"}', now()),
+                    (\(project), 'Production', '4000', '{"tx": {"revenue": "all"}}', now())
+                """)
+        }
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.map(\.version).filter { $0 >= 97 })
+        let lines = try pool.withConnection { c in
+            _ = try c.execute("SET TIME ZONE 'UTC'")
+            return try c.query("""
+                SELECT original_transaction_id || ' ' || data::text || ' ' || COALESCE(purchase_before::text, '-')
+                    || ' ' || COALESCE(purchase_after::text, '-') AS line
+                FROM purchase_changes WHERE project_id = \(project) ORDER BY seq
+                """).map { try $0.decode("line", as: String.self) }
+        }
+        XCTAssertEqual(lines, [
+            #"1000 {"holders": ["alice"]} (1000,pro,"Auto-Renewable Subscription",,"2026-02-01 00:00:00+00",,,,,f,,,{wb1}) "#
+                + #"(2000,pro,"Auto-Renewable Subscription",,"2026-03-01 00:00:00+00",,,REFUND_FULL,,,1,,)"#,
+            #"3000 {"bound": "bob"} - (3000,life,Non-Consumable,,,,,,,,,,)"#,
+            #"4000 {"tx": {"revenue": "all"}} - -"#,
+        ])
+    }
 }

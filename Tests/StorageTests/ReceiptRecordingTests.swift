@@ -372,8 +372,9 @@ final class ReceiptRecordingTests: XCTestCase {
                 + "AND original_transaction_id <> 'g1' ORDER BY original_transaction_id, environment",
             "SELECT (to_jsonb(s) - 'project_id')::text AS line FROM subscriptions s WHERE project_id = $project "
                 + "AND original_transaction_id <> 'g1' ORDER BY original_transaction_id, user_id",
-            "SELECT environment || ' ' || original_transaction_id || ' ' || data::text AS line FROM purchase_changes "
-                + "WHERE project_id = $project AND original_transaction_id <> 'g1' ORDER BY seq",
+            "SELECT environment || ' ' || original_transaction_id || ' ' || data::text || ' ' "
+                + "|| COALESCE(purchase_before::text, '-') || ' ' || COALESCE(purchase_after::text, '-') AS line "
+                + "FROM purchase_changes WHERE project_id = $project AND original_transaction_id <> 'g1' ORDER BY seq",
             "SELECT count(*)::text AS line FROM pending_renewals WHERE project_id = $project",
         ]
         for query in tables {

@@ -46,7 +46,7 @@ final class RuleTableTests: XCTestCase {
             let rows = try s.rows("""
                 SELECT \(unsafeSQL: PurchaseRows.columns), bouncer_purchase_status(p, \(instant)) AS sql_status,
                     bouncer_purchase_access_end(p) AS sql_ends,
-                    (bouncer_webhook_state(p.project_id, 'u', bouncer_change_snapshot(p) || jsonb_build_object(
+                    (bouncer_webhook_state(p.project_id, 'u', to_jsonb(bouncer_change_snapshot(p)) || jsonb_build_object(
                         'environment', p.environment, 'original_transaction_id', p.original_transaction_id),
                         \(instant))).status AS copy_status,
                     (bouncer_webhook_purchase_data(p) ->> 'auto_renew_enabled')::boolean AS sql_auto_renew

@@ -10,7 +10,7 @@ DECLARE
     v_uuid constant text := '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
     r record;
     v_p purchases;
-    v_new jsonb;
+    v_new bouncer_purchase_snapshot;
 BEGIN
     -- log: the other spelling loses the binding (not a transfer: no purchase.transferred), the canonical id holds it.
     -- One row at a time, each purchase read into a variable and its snapshot taken here: on Citus a statement's
@@ -27,9 +27,10 @@ BEGIN
           AND p.original_transaction_id = r.original_transaction_id;
         CONTINUE WHEN NOT FOUND;
         v_new := bouncer_change_snapshot(v_p);
-        INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
+        INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, purchase_after,
+            created_at)
         VALUES (p_project_id, r.environment, r.original_transaction_id, jsonb_build_object('revoked',
-            jsonb_build_array(r.user_id), 'bound', lower(r.user_id), 'new', v_new), now());
+            jsonb_build_array(r.user_id), 'bound', lower(r.user_id)), v_new, now());
     END LOOP;
     -- A live binding under another spelling moves to the canonical id: the canonical row is bound (or re-activated),
     -- then the other spelling's revoked. DISTINCT ON: two other spellings of one UUID holding one purchase make one

@@ -83,10 +83,12 @@ BEGIN
     END IF;
     WITH consumed AS (
         DELETE FROM purchase_changes c WHERE c.project_id = p_project_id AND c.xact = ANY (v_xacts)
-        RETURNING c.project_id, c.seq, c.xact, c.environment, c.original_transaction_id, c.data, c.created_at)
+        RETURNING c.project_id, c.seq, c.xact, c.environment, c.original_transaction_id, c.data, c.created_at,
+            c.purchase_before, c.purchase_after)
     -- Column by column, not `RETURNING c`: on Citus a whole row of a table is its shard's row type.
     SELECT array_agg(ROW(consumed.project_id, consumed.seq, consumed.xact, consumed.environment,
-            consumed.original_transaction_id, consumed.data, consumed.created_at)::purchase_changes
+            consumed.original_transaction_id, consumed.data, consumed.created_at, consumed.purchase_before,
+            consumed.purchase_after)::purchase_changes
         ORDER BY consumed.seq) INTO v_rows FROM consumed;
     -- The money facts of the batch's purchases first (revenue_transactions, schema/0062): its events show them.
     -- Its new consumables and non-consumables are queued for Finish Transaction (schema/0047).
@@ -104,16 +106,23 @@ BEGIN
     FOR r IN
         WITH c AS MATERIALIZED (
             -- The rows, transaction by transaction (x: its first row), each one's rows in seq order; at: its now().
+            -- changed: the row has the purchase before the call (schema/0097); was and became: the purchase before
+            -- and after it as purchases rows, for the transition events; facts: after it, as the copy takes them.
             SELECT c.seq, c.environment, c.original_transaction_id, c.data AS d,
                 min(c.seq) OVER w AS x, first_value(c.created_at) OVER (w ORDER BY c.seq) AS at,
-                CASE WHEN c.data ? 'old' THEN jsonb_populate_record(NULL::purchases, (c.data -> 'old')
+                (c.purchase_before).latest_transaction_id IS NOT NULL AS changed,
+                CASE WHEN (c.purchase_before).latest_transaction_id IS NOT NULL
+                    THEN jsonb_populate_record(NULL::purchases, to_jsonb(c.purchase_before)
                     || jsonb_build_object('environment', c.environment,
                                           'original_transaction_id', c.original_transaction_id,
                                           'project_id', p_project_id)) END AS was,
-                CASE WHEN c.data ? 'old' THEN jsonb_populate_record(NULL::purchases, (c.data -> 'new')
+                CASE WHEN (c.purchase_before).latest_transaction_id IS NOT NULL
+                    THEN jsonb_populate_record(NULL::purchases, to_jsonb(c.purchase_after)
                     || jsonb_build_object('environment', c.environment,
                                           'original_transaction_id', c.original_transaction_id,
-                                          'project_id', p_project_id)) END AS became
+                                          'project_id', p_project_id)) END AS became,
+                CASE WHEN (c.purchase_after).latest_transaction_id IS NOT NULL THEN to_jsonb(c.purchase_after) END
+                    AS facts
             FROM unnest(v_rows) c
             WINDOW w AS (PARTITION BY c.xact)
         ), h AS (
@@ -164,17 +173,17 @@ BEGIN
                     THEN bouncer_webhook_purchase_data(c.became)
                         || jsonb_build_object('auto_renew_product_id', (c.became).auto_renew_product_id) END)
                 ) AS t(n, type, data)
-            WHERE c.d ? 'old' AND (c.became).type = 'Auto-Renewable Subscription' AND t.data IS NOT NULL
+            WHERE c.changed AND (c.became).type = 'Auto-Renewable Subscription' AND t.data IS NOT NULL
         ), s0 AS (
             -- What each row leaves for its transaction's commit, in order (part, then k): 'holders' (refresh the
             -- purchase's holders), 'facts' (the purchase's facts after the row), 'holds' / 'drops' (user_id holds
             -- the purchase after the row, or no longer), 'refresh' (user_id), 'transferred' (data: the event's).
             SELECT c.x, c.seq, 1 AS part, 0::bigint AS k, 'holders' AS kind, NULL::text AS user_id, c.environment,
                 c.original_transaction_id, NULL::jsonb AS data
-            FROM c WHERE c.d ? 'old'
+            FROM c WHERE c.changed
             UNION ALL
-            SELECT c.x, c.seq, 2, 0, 'facts', NULL, c.environment, c.original_transaction_id, c.d -> 'new'
-            FROM c WHERE c.d ? 'new'
+            SELECT c.x, c.seq, 2, 0, 'facts', NULL, c.environment, c.original_transaction_id, c.facts
+            FROM c WHERE c.facts IS NOT NULL
             UNION ALL
             SELECT c.x, c.seq, 3, h.k, 'holds', h.user_id, c.environment, c.original_transaction_id, NULL
             FROM c JOIN h ON h.seq = c.seq

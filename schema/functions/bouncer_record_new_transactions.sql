@@ -199,13 +199,14 @@ BEGIN
             device_id = COALESCE(EXCLUDED.device_id, s.device_id),
             updated_at = EXCLUDED.updated_at),
     logged AS (
-        INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-        SELECT l.project_id, l.environment, l.original_transaction_id, l.data, now()
-        FROM (SELECT y.ord, y.project_id, y.environment, y.original_transaction_id,
-                bouncer_change_data(y.changed, y.old, y.p, CASE WHEN y.renewal THEN ARRAY[y.user_id] END, y.refund,
-                    NULL, NULL, CASE WHEN NOT y.renewal THEN y.user_id END, y.tx) AS data
-              FROM y OFFSET 0) l  -- OFFSET 0: computed once, not again for the filter
-        WHERE l.data IS NOT NULL ORDER BY l.ord)
+        INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, purchase_before,
+            purchase_after, created_at)
+        SELECT y.project_id, y.environment, y.original_transaction_id, d.data, d.purchase_before, d.purchase_after,
+            now()
+        FROM y CROSS JOIN LATERAL bouncer_change_data(y.changed, y.old, y.p,
+            CASE WHEN y.renewal THEN ARRAY[y.user_id] END, y.refund, NULL, NULL,
+            CASE WHEN NOT y.renewal THEN y.user_id END, y.tx) d
+        ORDER BY y.ord)
     SELECT x.ord, x.p, x.entitlements,
         CASE WHEN x.user_id IS NOT NULL THEN CASE WHEN x.renewal THEN 'already_owned' ELSE 'bind' END END,
         NULL::text[], x.expires_date, x.revocation_date, x.signed_date

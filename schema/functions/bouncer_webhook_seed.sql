@@ -16,8 +16,9 @@ BEGIN
         SELECT st.* FROM subscriptions s
         JOIN purchases p ON p.project_id = s.project_id AND p.environment = s.environment
                         AND p.original_transaction_id = s.original_transaction_id
-        CROSS JOIN LATERAL bouncer_webhook_state(p_project_id, s.user_id, bouncer_change_snapshot(ROW(p.*)::purchases)
-            || jsonb_build_object('environment', p.environment, 'original_transaction_id', p.original_transaction_id),
+        CROSS JOIN LATERAL bouncer_webhook_state(p_project_id, s.user_id,
+            to_jsonb(bouncer_change_snapshot(ROW(p.*)::purchases)) || jsonb_build_object('environment', p.environment,
+                'original_transaction_id', p.original_transaction_id),
             now()) st
         WHERE s.project_id = p_project_id AND s.revoked_at IS NULL
         ON CONFLICT DO NOTHING
