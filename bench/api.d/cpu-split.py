@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""bench/api's CPU split of a POST phase's wrk time (not the drain), by process and thread.
+"""bench/api's CPU split of a POST phase's wrk time, and of the drain after it, by process and thread.
 
     cpu-split.py snapshot BOUNCER_PID RECEIVER_PID PG_MASTER_PID PSQL_ARGS...   > snapshot.json
-    cpu-split.py report BEFORE.json AFTER.json COMPLETED
+    cpu-split.py report BEFORE.json AFTER.json COMPLETED [LABEL]     # LABEL: "during wrk" unless given
 
 A snapshot holds the CPU ticks (utime + stime) of each bouncer thread (/proc/PID/task/*/stat, named by its comm:
 Job threads are `bouncer.webhook…`, the I/O loops `bouncer-io-N`, the workers `bouncer-worker-N`), of the receiver,
@@ -10,6 +10,8 @@ and of each PostgreSQL process by what pg_stat_activity says it is (application_
 top-level statements of pg_stat_statements (calls, exec ms, buffers). The report prints each group's CPU in µs per
 POST (threads and backends that came and went are counted from 0) and the top-level statements' exec µs and
 buffers per POST over the same interval: which of them is the deriver's, the dispatcher's or the receipts'.
+PostgreSQL's processes that exited within the interval (autovacuum workers, mostly) are the group `exited`: the
+postmaster's reaped children's CPU (cutime + cstime), which the live processes' sum misses.
 """
 import json
 import os
@@ -18,11 +20,12 @@ import subprocess
 import sys
 
 
-def ticks(path):
+def ticks(path, reaped=False):
+    """utime + stime of /proc/PID/stat, or with `reaped` its waited-for children's (cutime + cstime)."""
     try:
         with open(path) as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
+        return int(fields[13]) + int(fields[14]) if reaped else int(fields[11]) + int(fields[12])
     except (OSError, IndexError, ValueError):
         return None
 
@@ -66,11 +69,12 @@ def snapshot(bpid, rpid, master, psql):
                      "left(regexp_replace(query, '\\s+', ' ', 'g'), 80) FROM pg_stat_statements "
                      "WHERE toplevel AND dbid = (SELECT oid FROM pg_database WHERE datname = 'bouncer')"):
         statements[qid] = [query, int(calls), float(ms), int(buffers)]
+    pg["exited"] = ["exited", ticks("/proc/%s/stat" % master, reaped=True) or 0]
     receiver = ticks("/proc/%s/stat" % rpid) if rpid and rpid != "0" else None
     return {"threads": threads, "pg": pg, "receiver": receiver or 0, "statements": statements}
 
 
-def report(before, after, n):
+def report(before, after, n, label="during wrk"):
     hz = os.sysconf("SC_CLK_TCK")
     us = lambda t: 1e6 * t / hz / n
 
@@ -84,20 +88,22 @@ def report(before, after, n):
 
     threads = grouped("threads")
     pg = grouped("pg")
-    print("                   cpu split during wrk (us per POST): bouncer %.0f = %s" % (
+    print("                   cpu split %s (us per POST): bouncer %.0f = %s" % (label,
         us(sum(threads.values())),
         ", ".join("%s %.0f" % (k, us(v)) for k, v in sorted(threads.items(), key=lambda x: -x[1]) if v > 0)))
-    print("                   cpu split during wrk (us per POST): postgres %.0f = %s" % (
+    print("                   cpu split %s (us per POST): postgres %.0f = %s" % (label,
         us(sum(pg.values())),
         ", ".join("%s %.0f" % (k, us(v)) for k, v in sorted(pg.items(), key=lambda x: -x[1]) if v > 0)))
-    print("                   cpu split during wrk (us per POST): receiver %.0f" % us(after["receiver"] - before["receiver"]))
+    print("                   cpu split %s (us per POST): receiver %.0f" % (
+        label, us(after["receiver"] - before["receiver"])))
     rows = []
     for qid, (query, calls, ms, buffers) in after["statements"].items():
         was = before["statements"].get(qid, [query, 0, 0.0, 0])
         dc = calls - was[1]
         if dc > 0:
             rows.append((1000 * (ms - was[2]) / n, dc / n, (buffers - was[3]) / n, (buffers - was[3]) / dc, query))
-    print("                   top-level statements during wrk (exec us per POST, calls per POST, buffers per POST, per call):")
+    print("                   top-level statements %s (exec us per POST, calls per POST, buffers per POST, per call):"
+          % label)
     for row in sorted(rows, reverse=True)[:10]:
         print("                     %8.1f %8.3f %9.1f %9.1f  %s" % row)
 
@@ -109,4 +115,4 @@ else:
         b = json.load(f)
     with open(sys.argv[3]) as f:
         a = json.load(f)
-    report(b, a, int(sys.argv[4]))
+    report(b, a, int(sys.argv[4]), *sys.argv[5:6])
