@@ -1,5 +1,5 @@
--- The copy's row for a user holding a purchase with these facts (bouncer_change_snapshot's fields as jsonb, plus environment and
--- original_transaction_id), with its status at p_at (bouncer_purchase_status).
+-- The copy's row for a user holding a purchase with these facts (bouncer_change_snapshot's fields as jsonb, plus
+-- environment and original_transaction_id), with its status at p_at (bouncer_purchase_status).
 CREATE OR REPLACE FUNCTION bouncer_webhook_state(p_project_id uuid, p_user_id text, p_facts jsonb, p_at timestamptz)
 RETURNS webhook_purchase_states
 LANGUAGE sql STABLE AS $$
