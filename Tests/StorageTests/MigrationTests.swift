@@ -604,4 +604,61 @@ final class MigrationTests: XCTestCase {
             #"4000 {"tx": {"revenue": "all"}} - -"#,
         ])
     }
+
+    /// 0098: a purchase with a revenue row of price 0 for a transaction without a price (the roll-up's loop before
+    /// session 18 wrote one for every unpriced period without a free-trial offer) is derived again whole: one log row
+    /// for it, none for a purchase whose rows are right (priced, or a free trial of price 0); deriving it removes the
+    /// row and keeps the priced one.
+    func testUnpricedRevenueRowsMigrationDerivesTheirPurchasesAgain() throws {
+        // 0098 changes no table: today's functions run on the schema before it.
+        try Migrator(pool: pool, migrations: Migration.embedded.filter { $0.version < 98 },
+                     functions: SchemaFunction.embedded).migrate()
+        let project = try PostgresProjectStore(pool: pool).createProject(
+            NewProject(ProjectSettings(name: "App", bundleId: "com.example.app")), publicKey: Fixtures.publicKey(1),
+            secretKeyHash: Fixtures.hash(1), now: Fixtures.t0)
+        let store = PostgresPurchaseStore(pool: pool)
+        var unpriced = Fixtures.monthly("1000-1", original: "1000", start: 30)
+        unpriced.payloadJSON = #"{"transactionId": "1000-1"}"#
+        var priced = Fixtures.monthly("1000-0", original: "1000", start: 0)
+        priced.payloadJSON = #"{"transactionId": "1000-0", "price": 9990, "currency": "USD"}"#
+        var trial = Fixtures.monthly("2000-0", original: "2000", start: 0)
+        trial.offerDiscountType = .freeTrial
+        trial.payloadJSON = #"{"transactionId": "2000-0", "offerDiscountType": "FREE_TRIAL"}"#
+        for t in [priced, unpriced, trial] {
+            _ = try store.recordTransactions([t], source: .receipt, userId: "alice", deviceId: nil, project: project,
+                                             now: Fixtures.at(0))
+        }
+        let derive = {
+            while try PostgresWebhookStore(pool: self.pool).deriveChanges(projectId: project.id, limit: 50) > 0 {}
+        }
+        try derive()
+        // The row the loop wrote for the unpriced period.
+        try pool.withConnection { c in
+            _ = try c.execute("""
+                INSERT INTO revenue_transactions
+                SELECT project_id, environment, transaction_id, original_transaction_id, product_id, type, NULL, '', 0,
+                    false, true, purchase_date, expires_date, NULL, NULL, 0, 30, 2592000000, 0, expires_date, false
+                FROM transactions WHERE project_id = \(project.id) AND transaction_id = '1000-1'
+                """)
+        }
+        let rows = {
+            try self.pool.withConnection { c in
+                try c.query("""
+                    SELECT transaction_id || ' ' || price_milli AS r FROM revenue_transactions
+                    WHERE project_id = \(project.id) ORDER BY 1
+                    """).map { try $0.decode("r", as: String.self) }
+            }
+        }
+        XCTAssertEqual(try rows(), ["1000-0 9990", "1000-1 0", "2000-0 0"])
+        XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.map(\.version).filter { $0 >= 98 })
+        let pending = try pool.withConnection { c in
+            try c.query("""
+                SELECT original_transaction_id || ' ' || data::text AS r FROM purchase_changes
+                WHERE project_id = \(project.id) ORDER BY seq
+                """).map { try $0.decode("r", as: String.self) }
+        }
+        XCTAssertEqual(pending, [#"1000 {"tx": {"revenue": "all"}}"#])
+        try derive()
+        XCTAssertEqual(try rows(), ["1000-0 9990", "2000-0 0"])
+    }
 }

@@ -2,8 +2,10 @@
 -- {"environment", "original_transaction_id", "tx"}; called by bouncer_overview_roll_up, and by the deriver before it
 -- writes a batch's events). Each purchase is rolled up from its earliest changed transaction (tx's old and new
 -- purchase dates; tx {"revenue": "all"}, 0062's backfill: all of it), continuing from the row before it, so a renewal
--- appended at the end writes one row. Rows are upserted with their current facts (an unchanged row is not written):
--- a replay, or a crash between batches, changes nothing. Never in the receipt's transaction. Then, once per batch
+-- appended at the end writes one row. One statement computes the batch's rows, then one removes and one upserts them
+-- with their current facts (an unchanged row is not written): a replay, or a crash between batches, changes nothing.
+-- (Until session 18 a PL/pgSQL loop, a statement per purchase and per row: RevenueRollUpOracleTests keeps it and
+-- compares.) Never in the receipt's transaction. Then, once per batch
 -- for the purchases whose rows changed (schema/0078: explicit statements, no trigger): revenue_days (schema/0072)
 -- moved by every row written or removed (bouncer_revenue_days_move_batch), each trial's `converted` (schema/0077) set
 -- again, and the runs of paid service brought up to date (bouncer_revenue_runs_sync, incremental for renewals
@@ -21,24 +23,16 @@ CREATE OR REPLACE FUNCTION bouncer_revenue_roll_up(p_project_id uuid, p_changes 
 -- uses cannot see which purchases an array names, and hashed the project's whole table against them instead.
 LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
-    g record;
-    t record;
-    v_new revenue_transactions;
-    v_carry bigint;
-    v_ended timestamptz;
-    v_trial boolean;
-    v_refunded int;
-    v_paid_end timestamptz;
-    v_ms bigint;
-    v_changed boolean;
-    v_first boolean;
-    -- The batch's revenue_days moves (rows written +1, the rows they replaced or removed −1) and the purchases
-    -- whose rows changed, from their earliest changed purchase date.
-    v_moved revenue_transactions[] := '{}';
-    v_signs int[] := '{}';
-    v_envs text[] := '{}';
-    v_ids text[] := '{}';
-    v_froms timestamptz[] := '{}';
+    -- The batch's rows to write (new or changed) and to remove (no longer revenue); its revenue_days moves (rows
+    -- written +1, the rows they replaced or removed −1); the purchases to bring up to date, from their earliest
+    -- changed purchase date.
+    v_written revenue_transactions[];
+    v_replaced revenue_transactions[];
+    v_moved revenue_transactions[];
+    v_signs int[];
+    v_envs text[];
+    v_ids text[];
+    v_froms timestamptz[];
     -- The batch's moves of revenue_value_days (each purchase's spans written: bouncer_revenue_values_sync).
     v_value_moves revenue_value_days[] := '{}';
     v_value_move revenue_value_days;
@@ -46,11 +40,18 @@ DECLARE
     v_movement_moves revenue_movement_days[] := '{}';
     v_movement_move revenue_movement_days;
     v_sync record;
+    i int;
 BEGIN
     IF p_changes IS NULL THEN
         RETURN;
     END IF;
-    FOR g IN
+    -- One statement for the batch's rows: each purchase (g) from its earliest changed transaction (d0), with the row
+    -- before d0 it continues from (b: its paid service carried, its running end), each transaction from d0 on with
+    -- the row it has (v, NULL: none), by transactions_original_idx's whole key. The carry is a running sum per
+    -- purchase, started over by a paid period that begins more than 60 days after the running end of every earlier
+    -- one: a run of paid service (r.run) is the count of such starts up to the row, and a row carries the paid
+    -- service of its run's rows before it (plus b's, in the purchase's first run).
+    WITH g AS MATERIALIZED (
         SELECT e.environment, e.original_transaction_id AS original_id, min(CASE
             WHEN e.tx ? 'revenue' THEN '-infinity'::timestamptz
             WHEN jsonb_typeof(e.tx -> 'old') = 'object' OR jsonb_typeof(e.tx -> 'new') = 'object'
@@ -59,108 +60,113 @@ BEGIN
         FROM jsonb_to_recordset(p_changes) e (environment text, original_transaction_id text, tx jsonb)
         WHERE e.original_transaction_id IS NOT NULL
         GROUP BY 1, 2
-    LOOP
-        CONTINUE WHEN g.d0 IS NULL;
-        v_changed := false;
-        v_first := true;
-        -- Each transaction with the row it has (NULL: none), by transactions_original_idx's whole key; on each the
-        -- purchase's paid service before d0 (the row before it: one probe per statement, read at the first).
-        FOR t IN
-            SELECT b.carry, b.ended_max AS ended, x.environment, x.transaction_id, x.original_transaction_id,
-                x.product_id, x.type, x.price_milli, x.currency, x.offer_discount_type, x.ownership_type, x.is_renewal,
-                x.purchase_date, x.expires_date,
-                x.revocation_date, x.revocation_type, x.revocation_percentage, x.payload ->> 'storefront' AS storefront,
+    ), t AS (
+        SELECT g.original_id, g.d0, b.carry AS carry0, b.ended_max AS ended0, x.*, v AS old,
+            v.project_id IS NOT NULL AS had
+        FROM g
+        LEFT JOIN LATERAL (SELECT w.paid_ms_before + w.paid_ms AS carry, w.ended_max FROM revenue_transactions w
+            WHERE w.project_id = p_project_id AND w.original_transaction_id = g.original_id
+              AND w.purchase_date < g.d0 AND w.environment = g.environment
+            ORDER BY w.purchase_date DESC LIMIT 1) b ON true
+        CROSS JOIN LATERAL (SELECT x.environment, x.transaction_id, x.original_transaction_id, x.product_id, x.type,
+                x.price_milli, x.currency, x.ownership_type, x.is_renewal, x.purchase_date, x.expires_date,
+                x.revocation_date, x.payload ->> 'storefront' AS storefront,
                 CASE WHEN jsonb_typeof(x.payload -> 'revocationDate') = 'number'
                     THEN to_timestamp((x.payload ->> 'revocationDate')::numeric / 1000) END AS payload_revoked,
-                v.project_id IS NOT NULL AS had, v AS old
+                -- Revenue: a price or a free trial, not family-shared (the organizer paid). (An unpriced period
+                -- without an offer is not: the loop before session 18 read NULL there as revenue, a row of price 0.)
+                (x.price_milli IS NOT NULL OR x.offer_discount_type IS NOT DISTINCT FROM 'FREE_TRIAL')
+                    AND x.ownership_type IS DISTINCT FROM 'FAMILY_SHARED' AS counted,
+                COALESCE(x.offer_discount_type = 'FREE_TRIAL', false) AS trial,
+                bouncer_money_refund_share(COALESCE(x.revocation_date,
+                    CASE WHEN x.revocation_type IS NOT NULL THEN x.purchase_date END), x.revocation_type,
+                    x.revocation_percentage) AS refunded
             FROM transactions x
-            LEFT JOIN revenue_transactions v ON v.project_id = p_project_id AND v.environment = x.environment
-                AND v.transaction_id = x.transaction_id
-            LEFT JOIN (SELECT w.paid_ms_before + w.paid_ms AS carry, w.ended_max FROM revenue_transactions w
-                WHERE w.project_id = p_project_id AND w.original_transaction_id = g.original_id
-                  AND w.purchase_date < g.d0 AND w.environment = g.environment
-                ORDER BY w.purchase_date DESC LIMIT 1) b ON true
             WHERE x.project_id = p_project_id AND x.environment = g.environment
-              AND x.original_transaction_id = g.original_id AND x.purchase_date >= g.d0
-            ORDER BY x.purchase_date, x.transaction_id
-        LOOP
-            IF v_first THEN
-                v_carry := COALESCE(t.carry, 0);
-                v_ended := t.ended;
-                v_first := false;
-            END IF;
-            IF NOT ((t.price_milli IS NOT NULL OR t.offer_discount_type = 'FREE_TRIAL')
-                    AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED') THEN
-                IF t.had THEN
-                    DELETE FROM revenue_transactions v WHERE v.project_id = p_project_id
-                      AND v.environment = g.environment AND v.transaction_id = t.transaction_id;
-                    v_moved := v_moved || t.old;
-                    v_signs := v_signs || -1;
-                    v_changed := true;
-                END IF;
-                CONTINUE;
-            END IF;
-            v_trial := COALESCE(t.offer_discount_type = 'FREE_TRIAL', false);
-            v_refunded := bouncer_money_refund_share(COALESCE(t.revocation_date,
-                CASE WHEN t.revocation_type IS NOT NULL THEN t.purchase_date END), t.revocation_type,
-                t.revocation_percentage);
-            v_paid_end := CASE WHEN t.type = 'Auto-Renewable Subscription' AND NOT v_trial
-                    AND COALESCE(t.price_milli, 0) > 0 AND t.expires_date IS NOT NULL AND v_refunded < 100000
-                THEN GREATEST(LEAST(t.expires_date, COALESCE(t.revocation_date, t.expires_date)), t.purchase_date) END;
-            IF v_paid_end IS NOT NULL AND (v_ended IS NULL OR t.purchase_date > v_ended + interval '60 days') THEN
-                v_carry := 0;
-            END IF;
-            v_ms := COALESCE(round(extract(epoch FROM v_paid_end - t.purchase_date) * 1000)::bigint, 0);
-            IF v_paid_end IS NOT NULL THEN
-                v_ended := GREATEST(v_ended, v_paid_end);
-            END IF;
-            v_new := ROW(p_project_id, t.environment, t.transaction_id, t.original_transaction_id, t.product_id,
-                t.type, t.storefront, COALESCE(t.currency, ''), COALESCE(t.price_milli, 0), v_trial,
-                COALESCE(t.is_renewal, false), t.purchase_date, t.expires_date, t.revocation_date,
-                CASE WHEN v_refunded > 0 THEN COALESCE(t.revocation_date, t.payload_revoked) END,
-                v_refunded, (v_carry / 86400000)::int, v_carry, v_ms, v_ended,
+              AND x.original_transaction_id = g.original_id AND x.purchase_date >= g.d0) x
+        LEFT JOIN revenue_transactions v ON v.project_id = p_project_id AND v.environment = x.environment
+            AND v.transaction_id = x.transaction_id
+        WHERE g.d0 IS NOT NULL
+    ), p AS (
+        -- Each counted row's paid service: its period up to its expiry or revocation, for a paid subscription
+        -- period not fully refunded.
+        SELECT t.*, CASE WHEN t.counted AND t.type = 'Auto-Renewable Subscription' AND NOT t.trial
+                    AND COALESCE(t.price_milli, 0) > 0 AND t.expires_date IS NOT NULL AND t.refunded < 100000
+                THEN GREATEST(LEAST(t.expires_date, COALESCE(t.revocation_date, t.expires_date)), t.purchase_date)
+                END AS paid_end
+        FROM t
+    ), e AS (
+        SELECT p.*, COALESCE(round(extract(epoch FROM p.paid_end - p.purchase_date) * 1000)::bigint, 0) AS ms,
+            GREATEST(p.ended0, max(p.paid_end) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
+                AS ended_before,
+            GREATEST(p.ended0, max(p.paid_end) OVER (w ROWS UNBOUNDED PRECEDING)) AS ended
+        FROM p
+        WINDOW w AS (PARTITION BY p.environment, p.original_id ORDER BY p.purchase_date, p.transaction_id)
+    ), r AS (
+        SELECT e.*, sum(CASE WHEN e.paid_end IS NOT NULL AND (e.ended_before IS NULL
+                    OR e.purchase_date > e.ended_before + interval '60 days') THEN 1 ELSE 0 END)
+                OVER (PARTITION BY e.environment, e.original_id ORDER BY e.purchase_date, e.transaction_id
+                    ROWS UNBOUNDED PRECEDING) AS run
+        FROM e
+    ), c AS (
+        SELECT r.*, (CASE WHEN r.run = 0 THEN COALESCE(r.carry0, 0) ELSE 0 END
+                + COALESCE(sum(r.ms) OVER (PARTITION BY r.environment, r.original_id, r.run
+                    ORDER BY r.purchase_date, r.transaction_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0))
+                ::bigint AS carry
+        FROM r
+    ), n AS (
+        SELECT c.environment, c.original_id, c.d0, c.counted, c.had, c.old,
+            CASE WHEN c.counted THEN ROW(p_project_id, c.environment, c.transaction_id, c.original_transaction_id,
+                c.product_id, c.type, c.storefront, COALESCE(c.currency, ''), COALESCE(c.price_milli, 0), c.trial,
+                COALESCE(c.is_renewal, false), c.purchase_date, c.expires_date, c.revocation_date,
+                CASE WHEN c.refunded > 0 THEN COALESCE(c.revocation_date, c.payload_revoked) END,
+                c.refunded, (c.carry / 86400000)::int, c.carry, c.ms, c.ended,
                 -- converted: kept here, set per purchase below.
-                COALESCE((t.old).converted, false))::revenue_transactions;
-            v_carry := v_carry + v_ms;
-            -- An unchanged row is not written (a replay writes nothing).
-            CONTINUE WHEN t.old IS NOT DISTINCT FROM v_new;
-            INSERT INTO revenue_transactions AS v SELECT v_new.*
-            ON CONFLICT (project_id, environment, transaction_id) DO UPDATE SET
-                original_transaction_id = EXCLUDED.original_transaction_id, product_id = EXCLUDED.product_id,
-                type = EXCLUDED.type, storefront = EXCLUDED.storefront, currency = EXCLUDED.currency,
-                price_milli = EXCLUDED.price_milli, trial = EXCLUDED.trial, renewal = EXCLUDED.renewal,
-                purchase_date = EXCLUDED.purchase_date, expires_date = EXCLUDED.expires_date,
-                revocation_date = EXCLUDED.revocation_date, refund_date = EXCLUDED.refund_date,
-                refund_milli_percent = EXCLUDED.refund_milli_percent, paid_days_before = EXCLUDED.paid_days_before,
-                paid_ms_before = EXCLUDED.paid_ms_before, paid_ms = EXCLUDED.paid_ms, ended_max = EXCLUDED.ended_max;
-            IF t.had THEN
-                v_moved := v_moved || t.old;
-                v_signs := v_signs || -1;
-            END IF;
-            v_moved := v_moved || v_new;
-            v_signs := v_signs || 1;
-            v_changed := true;
-        END LOOP;
-        -- A purchase asked for whole (tx {"revenue": "all"}: 0078's backfill of the runs over rows already derived)
-        -- has its runs and trials brought up to date even when none of its rows changed.
-        IF v_changed OR g.d0 = '-infinity' THEN
-            v_envs := v_envs || g.environment;
-            v_ids := v_ids || g.original_id;
-            v_froms := v_froms || g.d0;
-            -- The purchase's spans of MRR (schema/0085), from its rows just written; their days moved below.
-            -- (Element by element: an append to the variable is in place, a concatenation copies the batch's.)
-            SELECT * INTO v_sync FROM bouncer_revenue_values_sync(p_project_id, g.environment, g.original_id, g.d0);
-            FOREACH v_value_move IN ARRAY v_sync.value_days LOOP
-                v_value_moves := v_value_moves || v_value_move;
-            END LOOP;
-            FOREACH v_movement_move IN ARRAY v_sync.movement_days LOOP
-                v_movement_moves := v_movement_moves || v_movement_move;
-            END LOOP;
-        END IF;
-    END LOOP;
-    IF cardinality(v_ids) = 0 THEN
+                COALESCE((c.old).converted, false))::revenue_transactions END AS new
+        FROM c
+    ), d AS (
+        -- The rows that change: removed (no longer revenue) or written (new, or facts changed; an unchanged row is
+        -- not written, so a replay writes nothing).
+        SELECT n.* FROM n WHERE (n.had AND NOT n.counted) OR (n.counted AND n.old IS DISTINCT FROM n.new)
+    )
+    SELECT ARRAY(SELECT d.new FROM d WHERE d.counted), ARRAY(SELECT d.old FROM d WHERE d.had),
+        array_agg(k.environment), array_agg(k.original_id), array_agg(k.d0)
+    INTO v_written, v_replaced, v_envs, v_ids, v_froms
+    -- The purchases whose rows changed; and one asked for whole (tx {"revenue": "all"}: 0078's backfill of the runs
+    -- over rows already derived) even when none of its rows changed.
+    FROM (SELECT d.environment, d.original_id, d.d0 FROM d
+        UNION SELECT g.environment, g.original_id, g.d0 FROM g WHERE g.d0 = '-infinity') k;
+    IF v_ids IS NULL THEN
         RETURN;
     END IF;
+    -- Rows no longer revenue removed (a replaced row that is not written again), the rest written.
+    DELETE FROM revenue_transactions v USING unnest(v_replaced) o
+    WHERE v.project_id = p_project_id AND v.environment = o.environment AND v.transaction_id = o.transaction_id
+      AND NOT EXISTS (SELECT 1 FROM unnest(v_written) n WHERE n.environment = o.environment
+          AND n.transaction_id = o.transaction_id);
+    INSERT INTO revenue_transactions AS v SELECT n.* FROM unnest(v_written) n
+    ON CONFLICT (project_id, environment, transaction_id) DO UPDATE SET
+        original_transaction_id = EXCLUDED.original_transaction_id, product_id = EXCLUDED.product_id,
+        type = EXCLUDED.type, storefront = EXCLUDED.storefront, currency = EXCLUDED.currency,
+        price_milli = EXCLUDED.price_milli, trial = EXCLUDED.trial, renewal = EXCLUDED.renewal,
+        purchase_date = EXCLUDED.purchase_date, expires_date = EXCLUDED.expires_date,
+        revocation_date = EXCLUDED.revocation_date, refund_date = EXCLUDED.refund_date,
+        refund_milli_percent = EXCLUDED.refund_milli_percent, paid_days_before = EXCLUDED.paid_days_before,
+        paid_ms_before = EXCLUDED.paid_ms_before, paid_ms = EXCLUDED.paid_ms, ended_max = EXCLUDED.ended_max;
+    -- revenue_days' moves: each replaced or removed row −1, each row written +1.
+    v_moved := v_replaced || v_written;
+    v_signs := array_fill(-1, ARRAY[cardinality(v_replaced)]) || array_fill(1, ARRAY[cardinality(v_written)]);
+    -- Each purchase's spans of MRR (schema/0085), from its rows just written; their days moved below.
+    -- (Element by element: an append to the variable is in place, a concatenation copies the batch's.)
+    FOR i IN 1 .. cardinality(v_ids) LOOP
+        SELECT * INTO v_sync FROM bouncer_revenue_values_sync(p_project_id, v_envs[i], v_ids[i], v_froms[i]);
+        FOREACH v_value_move IN ARRAY v_sync.value_days LOOP
+            v_value_moves := v_value_moves || v_value_move;
+        END LOOP;
+        FOREACH v_movement_move IN ARRAY v_sync.movement_days LOOP
+            v_movement_moves := v_movement_moves || v_movement_move;
+        END LOOP;
+    END LOOP;
     -- Their spans' days and retention cohorts (schema/0085), from the spans just written.
     PERFORM bouncer_revenue_value_days_move(p_project_id, v_value_moves);
     PERFORM bouncer_revenue_movement_days_move(p_project_id, v_movement_moves);
