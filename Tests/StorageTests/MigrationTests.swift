@@ -606,9 +606,9 @@ final class MigrationTests: XCTestCase {
     }
 
     /// 0098: a purchase with a revenue row of price 0 for a transaction without a price (the roll-up's loop before
-    /// session 18 wrote one for every unpriced period without a free-trial offer) is derived again whole: one log row
-    /// for it, none for a purchase whose rows are right (priced, or a free trial of price 0); deriving it removes the
-    /// row and keeps the priced one.
+    /// session 18 wrote one for every unpriced period without a free-trial offer), and one with a prorated refund (its
+    /// row may lack it), are derived again whole: one log row for each, none for a purchase whose rows are right
+    /// (priced, or a free trial of price 0); deriving them removes the row of price 0 and keeps the priced ones.
     func testUnpricedRevenueRowsMigrationDerivesTheirPurchasesAgain() throws {
         // 0098 changes no table: today's functions run on the schema before it.
         try Migrator(pool: pool, migrations: Migration.embedded.filter { $0.version < 98 },
@@ -624,7 +624,13 @@ final class MigrationTests: XCTestCase {
         var trial = Fixtures.monthly("2000-0", original: "2000", start: 0)
         trial.offerDiscountType = .freeTrial
         trial.payloadJSON = #"{"transactionId": "2000-0", "offerDiscountType": "FREE_TRIAL"}"#
-        for t in [priced, unpriced, trial] {
+        var prorated = Fixtures.monthly("3000-0", original: "3000", start: 0)
+        prorated.revocationDate = Fixtures.at(10)
+        prorated.revocationType = .refundProrated
+        prorated.revocationPercentage = 50000
+        prorated.payloadJSON = #"{"transactionId": "3000-0", "price": 9990, "currency": "USD", "#
+            + #""revocationType": "REFUND_PRORATED", "revocationPercentage": 50000}"#
+        for t in [priced, unpriced, trial, prorated] {
             _ = try store.recordTransactions([t], source: .receipt, userId: "alice", deviceId: nil, project: project,
                                              now: Fixtures.at(0))
         }
@@ -649,7 +655,7 @@ final class MigrationTests: XCTestCase {
                     """).map { try $0.decode("r", as: String.self) }
             }
         }
-        XCTAssertEqual(try rows(), ["1000-0 9990", "1000-1 0", "2000-0 0"])
+        XCTAssertEqual(try rows(), ["1000-0 9990", "1000-1 0", "2000-0 0", "3000-0 9990"])
         XCTAssertEqual(try Migrator(pool: pool).migrate(), Migration.embedded.map(\.version).filter { $0 >= 98 })
         let pending = try pool.withConnection { c in
             try c.query("""
@@ -657,8 +663,8 @@ final class MigrationTests: XCTestCase {
                 WHERE project_id = \(project.id) ORDER BY seq
                 """).map { try $0.decode("r", as: String.self) }
         }
-        XCTAssertEqual(pending, [#"1000 {"tx": {"revenue": "all"}}"#])
+        XCTAssertEqual(pending, [#"1000 {"tx": {"revenue": "all"}}"#, #"3000 {"tx": {"revenue": "all"}}"#])
         try derive()
-        XCTAssertEqual(try rows(), ["1000-0 9990", "2000-0 0"])
+        XCTAssertEqual(try rows(), ["1000-0 9990", "2000-0 0", "3000-0 9990"])
     }
 }

@@ -9,9 +9,10 @@ import XCTest
 /// purchase's transactions one by one, a statement per purchase and per row written. The loop is kept here as the
 /// oracle (`loopDefinition`, the function as it was at `eb34806`): the same random histories (paid periods back to
 /// back and after gaps on both sides of the 60-day rule, free trials, family-shared and unpriced periods, full,
-/// prorated and reason-only refunds, overlapping periods, a one-time purchase; transactions arriving late and facts
-/// changing after), derived in the same batches, leave the same rows in every roll-up table under either definition,
-/// and again after a replay of every purchase whole.
+/// prorated and reason-only refunds, overlapping periods, a one-time purchase; transactions arriving late and refunds
+/// after), derived in the same batches, leave the same rows in every roll-up table under either definition, and again
+/// after a replay of every purchase whole; and what the set statement derives batch by batch equals its rebuild from
+/// nothing.
 final class RevenueRollUpOracleTests: XCTestCase {
     private func derive(_ s: TestStores, _ project: Project) throws {
         let store = PostgresWebhookStore(pool: s.pool)
@@ -19,12 +20,14 @@ final class RevenueRollUpOracleTests: XCTestCase {
         while try store.deriveChanges(projectId: project.id, limit: 5) > 0 {}
     }
 
+    /// The roll-up tables: every table the roll-up writes.
+    static let tables = ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days", "revenue_values",
+                         "revenue_value_days", "revenue_cohorts", "revenue_ltv_purchases", "revenue_ltv_customers",
+                         "revenue_ltv_days", "revenue_movement_days"]
+
     /// Every roll-up table's rows of `project`, as text without the project's id.
     private func rollUps(_ s: TestStores, _ project: Project) throws -> [String] {
-        let tables = ["revenue_transactions", "revenue_days", "revenue_runs", "revenue_run_days", "revenue_values",
-                      "revenue_value_days", "revenue_cohorts", "revenue_ltv_purchases", "revenue_ltv_customers",
-                      "revenue_ltv_days", "revenue_movement_days"]
-        let union = tables.map { "SELECT '\($0) ' || t::text AS r FROM \($0) t WHERE t.project_id = $1" }
+        let union = Self.tables.map { "SELECT '\($0) ' || t::text AS r FROM \($0) t WHERE t.project_id = $1" }
             .joined(separator: " UNION ALL ")
         let id = project.id.uuidString.lowercased()
         return try s.rows("\(unsafeSQL: union.replacingOccurrences(of: "$1", with: "'\(id)'"))")
@@ -98,17 +101,19 @@ final class RevenueRollUpOracleTests: XCTestCase {
                 } else {
                     arriving.append((user, t))
                 }
-                // Some change after they were derived: refunded, or no longer revenue (family-shared, no price).
-                if rng.next(8) == 0 {
+                // Some are refunded after they were derived: in full, prorated, or with a reason only. (Apple changes
+                // nothing else of a signed transaction: its price and ownership stay.)
+                if rng.next(6) == 0 {
                     var changed = t
                     changed.signedDate = Fixtures.at(day + 20)
+                    changed.revocationDate = Fixtures.at(day + 15)
+                    changed.revocationReason = 1
                     switch rng.next(3) {
-                    case 0:
-                        changed.revocationDate = Fixtures.at(day + 15)
-                        changed.revocationReason = 1
-                        changed.revocationType = .refundFull
-                    case 1: changed.ownershipType = .familyShared
-                    default: price = nil
+                    case 0: changed.revocationType = .refundFull
+                    case 1:
+                        changed.revocationType = .refundProrated
+                        changed.revocationPercentage = 25000
+                    default: changed.revocationType = nil
                     }
                     changed.payloadJSON = payload(changed, price: price, currency: k % 3 == 0 ? "EUR" : "USD")
                     later.append((user, changed))
@@ -183,6 +188,41 @@ final class RevenueRollUpOracleTests: XCTestCase {
             """).map { try $0.decode("r", as: String.self) }, ["1000-0 9990 false 0", "2000-0 0 true 0"])
     }
 
+    /// A prorated refund keeps access (the stored transaction has no revocation date), so the log's fact of the
+    /// transaction did not change when one arrived after the transaction: its revenue row kept no refund until a
+    /// replay. The fact carries the refund's kind and share now; the row gets the refund when it arrives, and again
+    /// when its share changes.
+    func testAProratedRefundArrivingLaterIsRolledUp() throws {
+        let s = try TestStores.make(label: "rollupprorated")
+        defer { s.close() }
+        let project = try s.makeProject()
+        var t = Fixtures.monthly("1000-0", original: "1000", start: 0)
+        t.payloadJSON = #"{"transactionId": "1000-0", "price": 9990, "currency": "USD"}"#
+        let refund = { (percentage: Int64, signed: Double) throws -> String in
+            var refunded = t
+            refunded.signedDate = Fixtures.at(signed)
+            refunded.revocationDate = Fixtures.at(10)
+            refunded.revocationReason = 1
+            refunded.revocationType = .refundProrated
+            refunded.revocationPercentage = percentage
+            refunded.payloadJSON = self.payload(refunded, price: 9990, currency: "USD")
+            _ = try s.purchases.recordTransactions([refunded], source: .receipt, userId: "alice", deviceId: nil,
+                                                   project: project, now: Fixtures.at(0))
+            try self.derive(s, project)
+            return try s.rows("""
+                SELECT refund_milli_percent || ' ' || COALESCE(refund_date::text, '-') || ' ' || paid_ms AS r
+                FROM revenue_transactions WHERE project_id = \(project.id)
+                """).map { try $0.decode("r", as: String.self) }.joined()
+        }
+        _ = try s.purchases.recordTransactions([t], source: .receipt, userId: "alice", deviceId: nil,
+                                               project: project, now: Fixtures.at(0))
+        try derive(s, project)
+        let refundDate = try s.rows("SELECT \(Fixtures.at(10))::timestamptz::text AS d")[0].decode("d", as: String.self)
+        // Access kept: the period's paid service stays whole (30 days).
+        XCTAssertEqual(try refund(50000, 11), "50000 \(refundDate) 2592000000")
+        XCTAssertEqual(try refund(25000, 12), "25000 \(refundDate) 2592000000")
+    }
+
     func testTheSetRollUpWritesWhatTheLoopWrote() throws {
         for seed: UInt64 in [1, 22, 333] {
             let s = try TestStores.make(label: "rollupset")
@@ -196,6 +236,14 @@ final class RevenueRollUpOracleTests: XCTestCase {
             let setRows = try rollUps(s, bySet)
             try replayWhole(s, bySet)
             let setReplayed = try rollUps(s, bySet)
+            // Derived batch by batch as the histories arrived, or rebuilt from nothing: the same rows.
+            try s.pool.withConnection { c in
+                for table in Self.tables {
+                    _ = try c.execute("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(bySet.id)")
+                }
+            }
+            try replayWhole(s, bySet)
+            XCTAssertEqual(difference(setRows, try rollUps(s, bySet)), [], "seed \(seed): rebuilt")
             // The histories reach every branch: carried service, runs started over, trials, refunds, rows removed.
             let shapes = try s.rows("""
                 SELECT count(*) FILTER (WHERE paid_ms_before > 0) AS carried,

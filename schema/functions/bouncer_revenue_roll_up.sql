@@ -23,11 +23,12 @@ CREATE OR REPLACE FUNCTION bouncer_revenue_roll_up(p_project_id uuid, p_changes 
 -- uses cannot see which purchases an array names, and hashed the project's whole table against them instead.
 LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
-    -- The batch's rows to write (new or changed) and to remove (no longer revenue); its revenue_days moves (rows
-    -- written +1, the rows they replaced or removed −1); the purchases to bring up to date, from their earliest
-    -- changed purchase date.
+    -- The batch's rows to write (new or changed), replaced (changed or removed) and removed (no longer revenue); its
+    -- revenue_days moves (rows written +1, the rows they replaced or removed −1); the purchases to bring up to date,
+    -- from their earliest changed purchase date.
     v_written revenue_transactions[];
     v_replaced revenue_transactions[];
+    v_removed revenue_transactions[];
     v_moved revenue_transactions[];
     v_signs int[];
     v_envs text[];
@@ -130,8 +131,9 @@ BEGIN
         SELECT n.* FROM n WHERE (n.had AND NOT n.counted) OR (n.counted AND n.old IS DISTINCT FROM n.new)
     )
     SELECT ARRAY(SELECT d.new FROM d WHERE d.counted), ARRAY(SELECT d.old FROM d WHERE d.had),
+        ARRAY(SELECT d.old FROM d WHERE NOT d.counted),
         array_agg(k.environment), array_agg(k.original_id), array_agg(k.d0)
-    INTO v_written, v_replaced, v_envs, v_ids, v_froms
+    INTO v_written, v_replaced, v_removed, v_envs, v_ids, v_froms
     -- The purchases whose rows changed; and one asked for whole (tx {"revenue": "all"}: 0078's backfill of the runs
     -- over rows already derived) even when none of its rows changed.
     FROM (SELECT d.environment, d.original_id, d.d0 FROM d
@@ -139,11 +141,11 @@ BEGIN
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
-    -- Rows no longer revenue removed (a replaced row that is not written again), the rest written.
-    DELETE FROM revenue_transactions v USING unnest(v_replaced) o
-    WHERE v.project_id = p_project_id AND v.environment = o.environment AND v.transaction_id = o.transaction_id
-      AND NOT EXISTS (SELECT 1 FROM unnest(v_written) n WHERE n.environment = o.environment
-          AND n.transaction_id = o.transaction_id);
+    -- Rows no longer revenue removed, the rest written.
+    IF cardinality(v_removed) > 0 THEN
+        DELETE FROM revenue_transactions v USING unnest(v_removed) o
+        WHERE v.project_id = p_project_id AND v.environment = o.environment AND v.transaction_id = o.transaction_id;
+    END IF;
     INSERT INTO revenue_transactions AS v SELECT n.* FROM unnest(v_written) n
     ON CONFLICT (project_id, environment, transaction_id) DO UPDATE SET
         original_transaction_id = EXCLUDED.original_transaction_id, product_id = EXCLUDED.product_id,

@@ -44,24 +44,37 @@ BEGIN
                 r.next_starts_at AS ns, r.next_ends_at AS ne
             FROM k JOIN revenue_runs r ON r.project_id = p_project_id AND r.environment = k.env
                 AND r.original_transaction_id = k.oid AND r.starts_at >= k.cut),
-        gone AS (DELETE FROM revenue_runs r USING o WHERE r.project_id = p_project_id AND r.environment = o.env
-              AND r.original_transaction_id = o.oid AND r.starts_at = o.s
-              AND NOT EXISTS (SELECT 1 FROM n WHERE n.env = o.env AND n.oid = o.oid AND n.s = o.s)),
+        -- The runs from the cut on, old and new, by start: one that is no longer there is removed. (Grouped, not
+        -- joined: with hash and merge joins off, a join of two of the batch's sets compares every pair, quadratic in
+        -- the batch; a grouping is one sort.)
+        m AS (SELECT x.env, x.oid, x.s, bool_or(x.old) AS had, bool_or(NOT x.old) AS has
+            FROM (SELECT o.env, o.oid, o.s, true AS old FROM o UNION ALL SELECT n.env, n.oid, n.s, false FROM n) x
+            GROUP BY x.env, x.oid, x.s),
+        gone AS (DELETE FROM revenue_runs r USING m WHERE r.project_id = p_project_id AND r.environment = m.env
+              AND r.original_transaction_id = m.oid AND r.starts_at = m.s AND m.had AND NOT m.has),
+        -- A new or changed run upserted: one the table does not hold as it is (the statement's snapshot: o's rows, by
+        -- their key).
         put AS (INSERT INTO revenue_runs AS r (project_id, environment, original_transaction_id, starts_at, ends_at,
                 next_starts_at, next_ends_at)
             SELECT p_project_id, n.env, n.oid, n.s, n.e, n.ns, n.ne FROM n
-            WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.env = n.env AND o.oid = n.oid AND o.s = n.s AND o.e = n.e
-                AND o.ns IS NOT DISTINCT FROM n.ns AND o.ne IS NOT DISTINCT FROM n.ne)
+            WHERE NOT EXISTS (SELECT 1 FROM revenue_runs r0 WHERE r0.project_id = p_project_id
+                AND r0.environment = n.env AND r0.original_transaction_id = n.oid AND r0.starts_at = n.s
+                AND r0.ends_at = n.e AND r0.next_starts_at IS NOT DISTINCT FROM n.ns
+                AND r0.next_ends_at IS NOT DISTINCT FROM n.ne)
             ON CONFLICT (project_id, environment, original_transaction_id, starts_at) DO UPDATE SET
                 ends_at = EXCLUDED.ends_at, next_starts_at = EXCLUDED.next_starts_at,
                 next_ends_at = EXCLUDED.next_ends_at),
         -- The run before a cut leads to the first run from the cut on (none: NULL).
         before AS (UPDATE revenue_runs r SET next_starts_at = f.s, next_ends_at = f.e
-            FROM (SELECT k.env, k.oid, n.s, n.e, (SELECT max(r1.starts_at) FROM revenue_runs r1
-                        WHERE r1.project_id = p_project_id AND r1.environment = k.env
-                          AND r1.original_transaction_id = k.oid AND r1.starts_at < k.cut) AS prior
-                  FROM k LEFT JOIN n ON n.env = k.env AND n.oid = k.oid AND n.nth = 1
-                  WHERE k.cut > '-infinity') f
+            FROM (SELECT kn.env, kn.oid, kn.s, kn.e, (SELECT max(r1.starts_at) FROM revenue_runs r1
+                        WHERE r1.project_id = p_project_id AND r1.environment = kn.env
+                          AND r1.original_transaction_id = kn.oid AND r1.starts_at < kn.cut) AS prior
+                  -- Each purchase with its first run from the cut on (grouped, as m).
+                  FROM (SELECT x.env, x.oid, max(x.cut) AS cut, max(x.s) AS s, max(x.e) AS e
+                      FROM (SELECT k.env, k.oid, k.cut, NULL::timestamptz AS s, NULL::timestamptz AS e FROM k
+                          UNION ALL SELECT n.env, n.oid, NULL, n.s, n.e FROM n WHERE n.nth = 1) x
+                      GROUP BY x.env, x.oid) kn
+                  WHERE kn.cut > '-infinity') f
             WHERE r.project_id = p_project_id AND r.environment = f.env AND r.original_transaction_id = f.oid
               AND r.starts_at = f.prior
               AND (r.next_starts_at, r.next_ends_at) IS DISTINCT FROM (f.s, f.e)),
