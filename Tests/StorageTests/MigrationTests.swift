@@ -619,8 +619,7 @@ final class MigrationTests: XCTestCase {
         let store = PostgresPurchaseStore(pool: pool)
         var unpriced = Fixtures.monthly("1000-1", original: "1000", start: 30)
         unpriced.payloadJSON = #"{"transactionId": "1000-1"}"#
-        var priced = Fixtures.monthly("1000-0", original: "1000", start: 0)
-        priced.payloadJSON = #"{"transactionId": "1000-0", "price": 9990, "currency": "USD"}"#
+        let priced = Fixtures.monthly("1000-0", original: "1000", start: 0, price: 9990)
         var trial = Fixtures.monthly("2000-0", original: "2000", start: 0)
         trial.offerDiscountType = .freeTrial
         trial.payloadJSON = #"{"transactionId": "2000-0", "offerDiscountType": "FREE_TRIAL"}"#

@@ -46,7 +46,8 @@ final class ProjectDeletionTests: XCTestCase {
         for project in [doomed, kept] {
             _ = try s.projects.setProduct(
                 projectId: project.id, ProductMapping(productId: "pro.monthly", entitlements: ["pro"]), now: Fixtures.t0)
-            var first = Fixtures.monthly("2000", start: 0)
+            // Priced: revenue is a priced transaction or a free trial.
+            var first = Fixtures.monthly("2000", start: 0, price: 9990)
             first.signedJWS = "aGVhZGVy.cGF5bG9hZA.c2ln"
             _ = try s.purchases.recordTransaction(first, userId: "alice", deviceId: nil, project: project, now: Fixtures.at(0))
             _ = try s.purchases.recordTransaction(

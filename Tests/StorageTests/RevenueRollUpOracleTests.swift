@@ -36,14 +36,7 @@ final class RevenueRollUpOracleTests: XCTestCase {
 
     /// Appends one log row per purchase of `project` asking for all of it (0062's and 0078's backfill), then derives.
     private func replayWhole(_ s: TestStores, _ project: Project) throws {
-        try s.pool.withConnection { c in
-            _ = try c.execute("""
-                INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-                SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id,
-                    '{"tx": {"revenue": "all"}}'::jsonb, now()
-                FROM transactions t WHERE t.project_id = \(project.id)
-                """)
-        }
+        try s.askForRevenueWhole(project)
         try derive(s, project)
     }
 
@@ -171,8 +164,7 @@ final class RevenueRollUpOracleTests: XCTestCase {
         let s = try TestStores.make(label: "rollupunpriced")
         defer { s.close() }
         let project = try s.makeProject()
-        var priced = Fixtures.monthly("1000-0", original: "1000", start: 0)
-        priced.payloadJSON = #"{"transactionId": "1000-0", "price": 9990, "currency": "USD"}"#
+        let priced = Fixtures.monthly("1000-0", original: "1000", start: 0, price: 9990)
         var unpriced = Fixtures.monthly("1000-1", original: "1000", start: 30)
         unpriced.payloadJSON = #"{"transactionId": "1000-1"}"#
         var offered = Fixtures.monthly("1000-2", original: "1000", start: 60)
@@ -196,8 +188,7 @@ final class RevenueRollUpOracleTests: XCTestCase {
         let s = try TestStores.make(label: "rollupprorated")
         defer { s.close() }
         let project = try s.makeProject()
-        var t = Fixtures.monthly("1000-0", original: "1000", start: 0)
-        t.payloadJSON = #"{"transactionId": "1000-0", "price": 9990, "currency": "USD"}"#
+        let t = Fixtures.monthly("1000-0", original: "1000", start: 0, price: 9990)
         let refund = { (percentage: Int64, signed: Double) throws -> String in
             var refunded = t
             refunded.signedDate = Fixtures.at(signed)

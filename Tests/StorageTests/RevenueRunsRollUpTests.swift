@@ -12,10 +12,8 @@ final class RevenueRunsRollUpTests: XCTestCase {
     /// Period `i` of purchase `original`, 30 days from day `start`, priced (a paid period); `revokedAt` a full refund.
     private func period(_ original: String, _ i: Int, start: Double, signed: Double? = nil,
                         revokedAt: Double? = nil) -> TransactionFacts {
-        var t = Fixtures.monthly("\(original)-\(i)", original: original, start: start, signed: signed,
-                                 revokedAt: revokedAt)
-        t.payloadJSON = "{\"transactionId\": \"\(original)-\(i)\", \"price\": 9990, \"currency\": \"USD\"}"
-        return t
+        Fixtures.monthly("\(original)-\(i)", original: original, start: start, signed: signed, revokedAt: revokedAt,
+                         price: 9990)
     }
 
     /// `n` periods of `original`: blocks of five back to back, 40 days between blocks (one run per block).
@@ -51,13 +49,8 @@ final class RevenueRunsRollUpTests: XCTestCase {
             for table in tables {
                 _ = try c.execute("DELETE FROM \(unsafeSQL: table) WHERE project_id = \(project.id)")
             }
-            _ = try c.execute("""
-                INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
-                SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id,
-                    '{"tx": {"revenue": "all"}}'::jsonb, now()
-                FROM transactions t WHERE t.project_id = \(project.id)
-                """)
         }
+        try s.askForRevenueWhole(project)
         try derive(s, project)
     }
 

@@ -22,6 +22,19 @@ struct TestStores {
 
     func close() { pool.shutdown() }
 
+    /// Appends one log row per purchase of `project` asking for all of its revenue (0062's and 0078's backfill): the
+    /// deriver's next batches roll each purchase up whole.
+    func askForRevenueWhole(_ project: Project) throws {
+        try pool.withConnection { c in
+            _ = try c.execute("""
+                INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, created_at)
+                SELECT DISTINCT t.project_id, t.environment, t.original_transaction_id,
+                    '{"tx": {"revenue": "all"}}'::jsonb, now()
+                FROM transactions t WHERE t.project_id = \(project.id)
+                """)
+        }
+    }
+
     /// Runs a query outside the stores, to check the exact rows they wrote.
     func rows(_ query: Query) throws -> Rows {
         try pool.withConnection { try $0.query(query) }
@@ -91,9 +104,10 @@ enum Fixtures {
 
     /// A monthly subscription transaction: purchased `start` days after t0, expiring 30 days later,
     /// signed `signed` days after t0 (default: at purchase).
+    /// `price` (milli-units of USD) in the payload makes it revenue (`revenue_transactions`): a priced transaction.
     static func monthly(
         _ id: String, original: String = "1000", product: String = "pro.monthly", start: Double,
-        signed: Double? = nil, revokedAt: Double? = nil, environment: StoreEnvironment = .production
+        signed: Double? = nil, revokedAt: Double? = nil, environment: StoreEnvironment = .production, price: Int? = nil
     ) -> TransactionFacts {
         TransactionFacts(
             transactionId: id, originalTransactionId: original, productId: product, type: .autoRenewable,
@@ -102,7 +116,8 @@ enum Fixtures {
             appAccountToken: UUID(uuidString: "6F1C2D3E-4A5B-4C6D-8E7F-8091A2B3C4D5"),
             ownershipType: .purchased, signedDate: at(signed ?? start),
             // Canonical jsonb text (one key), so the stored payload reads back byte-identical.
-            payloadJSON: "{\"transactionId\": \"\(id)\"}")
+            payloadJSON: price.map { "{\"transactionId\": \"\(id)\", \"price\": \($0), \"currency\": \"USD\"}" }
+                ?? "{\"transactionId\": \"\(id)\"}")
     }
 
     /// A lifetime (non-consumable) transaction.
