@@ -9,7 +9,7 @@
 -- for the purchases whose rows changed (schema/0078: explicit statements, no trigger): revenue_days (schema/0072)
 -- moved by every row written or removed (bouncer_revenue_days_move_batch), each trial's `converted` (schema/0077) set
 -- again, and the runs of paid service brought up to date (bouncer_revenue_runs_sync, incremental for renewals
--- appended at the end), per changed purchase its spans of MRR (bouncer_revenue_values_sync, schema/0085), and the
+-- appended at the end), the changed purchases' spans of MRR (bouncer_revenue_values_sync, schema/0085), and the
 -- batch's days of those spans (bouncer_revenue_value_days_move), their movement (bouncer_revenue_movement_days_move,
 -- schema/0087) and retention cohorts (bouncer_revenue_cohort_sync).
 --
@@ -34,14 +34,8 @@ DECLARE
     v_envs text[];
     v_ids text[];
     v_froms timestamptz[];
-    -- The batch's moves of revenue_value_days (each purchase's spans written: bouncer_revenue_values_sync).
-    v_value_moves revenue_value_days[] := '{}';
-    v_value_move revenue_value_days;
-    -- And of revenue_movement_days (schema/0087), from the same spans.
-    v_movement_moves revenue_movement_days[] := '{}';
-    v_movement_move revenue_movement_days;
+    -- The batch's spans of MRR written (bouncer_revenue_values_sync): the moves of their days and movement.
     v_sync record;
-    i int;
 BEGIN
     IF p_changes IS NULL THEN
         RETURN;
@@ -158,20 +152,11 @@ BEGIN
     -- revenue_days' moves: each replaced or removed row −1, each row written +1.
     v_moved := v_replaced || v_written;
     v_signs := array_fill(-1, ARRAY[cardinality(v_replaced)]) || array_fill(1, ARRAY[cardinality(v_written)]);
-    -- Each purchase's spans of MRR (schema/0085), from its rows just written; their days moved below.
-    -- (Element by element: an append to the variable is in place, a concatenation copies the batch's.)
-    FOR i IN 1 .. cardinality(v_ids) LOOP
-        SELECT * INTO v_sync FROM bouncer_revenue_values_sync(p_project_id, v_envs[i], v_ids[i], v_froms[i]);
-        FOREACH v_value_move IN ARRAY v_sync.value_days LOOP
-            v_value_moves := v_value_moves || v_value_move;
-        END LOOP;
-        FOREACH v_movement_move IN ARRAY v_sync.movement_days LOOP
-            v_movement_moves := v_movement_moves || v_movement_move;
-        END LOOP;
-    END LOOP;
+    -- The purchases' spans of MRR (schema/0085), from their rows just written, for the batch; their days moved below.
+    SELECT * INTO v_sync FROM bouncer_revenue_values_sync(p_project_id, v_envs, v_ids, v_froms);
     -- Their spans' days and retention cohorts (schema/0085), from the spans just written.
-    PERFORM bouncer_revenue_value_days_move(p_project_id, v_value_moves);
-    PERFORM bouncer_revenue_movement_days_move(p_project_id, v_movement_moves);
+    PERFORM bouncer_revenue_value_days_move(p_project_id, v_sync.value_days);
+    PERFORM bouncer_revenue_movement_days_move(p_project_id, v_sync.movement_days);
     PERFORM bouncer_revenue_cohort_sync(p_project_id, v_envs, v_ids, v_froms);
     PERFORM bouncer_revenue_days_move_batch(p_project_id, v_moved, v_signs);
     -- realized_ltv's cohorts (schema/0086), by the same moves.
