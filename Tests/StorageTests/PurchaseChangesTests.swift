@@ -201,6 +201,65 @@ final class PurchaseChangesTests: XCTestCase {
         XCTAssertLessThan(large.0, small.0 + 20, "\(small.1)\n\(large.1)")
     }
 
+    /// A renewal's money roll-up reads what the renewal adds, whatever the purchase's history: its transaction from
+    /// the changed date on (transactions_original_idx's key has the purchase date, 0100: by (project, environment,
+    /// original id) alone it fetched every earlier transaction of the purchase from the heap and dropped them), the
+    /// row before it, the span and the run it extends (bouncer_revenue_runs_sync read every period of the run again).
+    /// A purchase renewed for the 7th and for the 61st time, each month's rows on pages of their own as in service:
+    /// 342 and 418 buffers before, 336 and 358 with the index, 331 and 320 with the run extended as it is.
+    func testARenewalsRollUpReadsWhatItAddsWhateverThePurchasesHistory() throws {
+        let (s, store, project) = try stores("rollupdepth")
+        defer { s.close() }
+        func periods(_ original: String, _ range: Range<Int>) -> [TransactionFacts] {
+            range.map { Fixtures.monthly("\(original)-\($0)", original: original, start: Double($0 * 30), price: 9990) }
+        }
+        // A month at a time, as they arrive in service: each period's row on a page of its own, among others'.
+        for month in 0..<60 {
+            let others = (0..<25).map { Fixtures.monthly("f\(month)-\($0)", original: "f\(month)-\($0)",
+                                                        start: Double(month * 30), price: 9990) }
+            let renewals = month < 6 ? periods("warm", month..<month + 1) + periods("short", month..<month + 1) : []
+            _ = try s.purchases.recordTransactions(periods("long", month..<month + 1) + renewals + others,
+                                                   source: .receipt, userId: "alice", deviceId: nil,
+                                                   project: project, now: Fixtures.at(0))
+            while try store.deriveChanges(projectId: project.id, limit: 500) > 0 {}
+        }
+        func renew(_ original: String, _ nth: Int) throws -> (Int, String) {
+            _ = try s.purchases.recordTransactions(periods(original, nth..<nth + 1), source: .receipt, userId: "alice",
+                                                   deviceId: nil, project: project, now: Fixtures.at(0))
+            let plan: [String] = try s.pool.withConnection { c in
+                _ = try c.execute("ANALYZE transactions")
+                return try c.query("""
+                    EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF)
+                    SELECT bouncer_revenue_roll_up(\(project.id), jsonb_build_array(jsonb_build_object(
+                        'environment', 'Production', 'original_transaction_id', \(original)::text,
+                        'tx', jsonb_build_object('new', jsonb_build_object('purchase_date',
+                            \(Fixtures.at(Double(nth * 30)))::timestamptz)))))
+                    """).map { try $0.decode("QUERY PLAN", as: String.self) }
+            }
+            let n = plan.lazy.compactMap { line -> Int? in
+                guard let range = line.range(of: "shared hit=") else { return nil }
+                return Int(line[range.upperBound...].prefix { $0.isNumber })
+            }.first
+            return (try XCTUnwrap(n, plan.joined(separator: "\n")), plan.joined(separator: "\n"))
+        }
+        _ = try renew("warm", 6)  // the session's first plans and catalog reads
+        let short = try renew("short", 6)
+        let long = try renew("long", 60)
+        XCTAssertLessThan(long.0, short.0 + 20, "\(short.1)\n\(long.1)")
+        // And the roll-up wrote the renewals (its row, its span's end, its run's end).
+        XCTAssertEqual(try s.rows("""
+            SELECT original_transaction_id || ' ' || count(*) AS r FROM revenue_transactions
+            WHERE project_id = \(project.id) AND original_transaction_id IN ('warm', 'short', 'long')
+            GROUP BY original_transaction_id ORDER BY 1
+            """).map { try $0.decode("r", as: String.self) }, ["long 61", "short 7", "warm 7"])
+        XCTAssertEqual(try s.rows("""
+            SELECT v.original_transaction_id || ' ' || (v.ends_at = r.ends_at) || ' ' || (r.ends_at = \(
+                Fixtures.at(61 * 30))::timestamptz OR v.original_transaction_id <> 'long') AS r
+            FROM revenue_values v JOIN revenue_runs r USING (project_id, environment, original_transaction_id)
+            WHERE v.project_id = \(project.id) AND v.original_transaction_id IN ('warm', 'short', 'long') ORDER BY 1
+            """).map { try $0.decode("r", as: String.self) }, ["long true true", "short true true", "warm true true"])
+    }
+
     /// A monthly subscription bought a minute ago, active for 30 days.
     private func current(_ id: String) -> TransactionFacts {
         var t = Fixtures.monthly(id, original: id, start: 0)

@@ -34,6 +34,7 @@ DECLARE
     v_envs text[];
     v_ids text[];
     v_froms timestamptz[];
+    v_appended boolean[];
     -- The batch's spans of MRR written (bouncer_revenue_values_sync): the moves of their days and movement.
     v_sync record;
 BEGIN
@@ -126,12 +127,13 @@ BEGIN
     )
     SELECT ARRAY(SELECT d.new FROM d WHERE d.counted), ARRAY(SELECT d.old FROM d WHERE d.had),
         ARRAY(SELECT d.old FROM d WHERE NOT d.counted),
-        array_agg(k.environment), array_agg(k.original_id), array_agg(k.d0)
-    INTO v_written, v_replaced, v_removed, v_envs, v_ids, v_froms
-    -- The purchases whose rows changed; and one asked for whole (tx {"revenue": "all"}: 0078's backfill of the runs
-    -- over rows already derived) even when none of its rows changed.
-    FROM (SELECT d.environment, d.original_id, d.d0 FROM d
-        UNION SELECT g.environment, g.original_id, g.d0 FROM g WHERE g.d0 = '-infinity') k;
+        array_agg(k.environment), array_agg(k.original_id), array_agg(k.d0), array_agg(k.appended)
+    INTO v_written, v_replaced, v_removed, v_envs, v_ids, v_froms, v_appended
+    -- The purchases whose rows changed (appended: rows added, none replaced or removed); and one asked for whole (tx
+    -- {"revenue": "all"}: 0078's backfill of the runs over rows already derived) even when none of its rows changed.
+    FROM (SELECT d.environment, d.original_id, d.d0, bool_and(NOT d.had) AND d.d0 > '-infinity' AS appended FROM d
+            GROUP BY d.environment, d.original_id, d.d0
+        UNION SELECT g.environment, g.original_id, g.d0, false FROM g WHERE g.d0 = '-infinity') k;
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
@@ -172,6 +174,6 @@ BEGIN
           WHERE w.project_id = p_project_id AND w.original_transaction_id = k.original_id
             AND w.environment = k.env AND NOT w.trial AND w.price_milli > 0 AND w.purchase_date >= v.purchase_date);
     -- The purchases' runs of paid service and their days (schema/0078), from the rows just written.
-    PERFORM bouncer_revenue_runs_sync(p_project_id, v_envs, v_ids, v_froms);
+    PERFORM bouncer_revenue_runs_sync(p_project_id, v_envs, v_ids, v_froms, v_appended);
 END;
 $$;

@@ -6,12 +6,14 @@
 -- each day's starts and ends moved by the difference, summed over the batch (one write per day row; a day back to
 -- zero removed). Incremental: when every changed period begins at or after the purchase's last run (a renewal
 -- appended at the end), only that run and what follows it are computed again — the earlier runs end before it and
--- none of their periods changed —, so a renewal touches O(1) rows whatever the purchase's history; otherwise (a
+-- none of their periods changed —, and when the batch only added rows (p_appended), from that run as it is and the
+-- periods from the changed date on, so a renewal reads and writes O(1) rows whatever the purchase's history (before
+-- session 19 it read every period of the run again: a monthly subscriber's whole history); otherwise (a
 -- refund or revocation of an earlier period, a transaction older than the last run) the purchase's runs are computed
 -- from all of its rows. Called by bouncer_revenue_roll_up once per batch, after its rows; never in the receipt's
 -- transaction. A replay changes nothing.
 CREATE OR REPLACE FUNCTION bouncer_revenue_runs_sync(p_project_id uuid, p_environments text[], p_original_ids text[],
-    p_froms timestamptz[]) RETURNS void
+    p_froms timestamptz[], p_appended boolean[] DEFAULT NULL) RETURNS void
 -- A batch's purchases are few of the project's: every statement probes them by index. The generic plans the deriver
 -- uses cannot see which purchases an array names, and hashed the project's whole table against them instead.
 LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
@@ -19,17 +21,25 @@ DECLARE
     v_zero_days date[];
     v_zero_envs text[];
 BEGIN
+    -- Each purchase's cut (its last run's start, when every changed period begins at or after it; else all of it)
+    -- and, when the batch only added rows to it (p_appended[i]: none replaced or removed), the last run itself as
+    -- one period in place of its periods before p_froms[i]: they are unchanged, and the run is their union.
     WITH k AS (
-        SELECT k0.env, k0.oid, CASE WHEN l.s IS NOT NULL AND k0.d0 >= l.s THEN l.s ELSE '-infinity' END AS cut
-        FROM unnest(p_environments, p_original_ids, p_froms) AS k0 (env, oid, d0)
-        LEFT JOIN LATERAL (SELECT max(r.starts_at) AS s FROM revenue_runs r WHERE r.project_id = p_project_id
-            AND r.environment = k0.env AND r.original_transaction_id = k0.oid) l ON true),
+        SELECT k0.env, k0.oid, CASE WHEN l.s IS NOT NULL AND k0.d0 >= l.s THEN l.s ELSE '-infinity' END AS cut,
+            CASE WHEN l.s IS NOT NULL AND k0.d0 >= l.s AND k0.appended THEN k0.d0 END AS seeded_from, l.s, l.e
+        FROM unnest(p_environments, p_original_ids, p_froms,
+            COALESCE(p_appended, array_fill(false, ARRAY[cardinality(p_original_ids)]))) AS k0 (env, oid, d0, appended)
+        LEFT JOIN LATERAL (SELECT r.starts_at AS s, r.ends_at AS e FROM revenue_runs r
+            WHERE r.project_id = p_project_id AND r.environment = k0.env AND r.original_transaction_id = k0.oid
+            ORDER BY r.starts_at DESC LIMIT 1) l ON true),
         p AS (SELECT k.env, k.oid, v.purchase_date AS s, LEAST(v.expires_date,
                 COALESCE(v.revocation_date, 'infinity'::timestamptz), v.purchase_date + interval '400 days') AS e
             FROM k JOIN revenue_transactions v ON v.project_id = p_project_id AND v.original_transaction_id = k.oid
-                AND v.environment = k.env AND v.purchase_date >= k.cut
+                AND v.environment = k.env AND v.purchase_date >= COALESCE(k.seeded_from, k.cut)
             WHERE v.type = 'Auto-Renewable Subscription' AND NOT v.trial AND v.price_milli > 0
-              AND v.expires_date IS NOT NULL),
+              AND v.expires_date IS NOT NULL
+            UNION ALL
+            SELECT k.env, k.oid, k.s, k.e FROM k WHERE k.seeded_from IS NOT NULL),
         p1 AS (SELECT p.env, p.oid, p.s, p.e, max(p.e) OVER (PARTITION BY p.env, p.oid ORDER BY p.s, p.e
                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS b
             FROM p WHERE p.e > p.s),
