@@ -205,8 +205,9 @@ final class PurchaseChangesTests: XCTestCase {
     /// the changed date on (transactions_original_idx's key has the purchase date, 0100: by (project, environment,
     /// original id) alone it fetched every earlier transaction of the purchase from the heap and dropped them), the
     /// row before it, the span and the run it extends (bouncer_revenue_runs_sync read every period of the run again).
-    /// A purchase renewed for the 7th and for the 61st time, each month's rows on pages of their own as in service:
-    /// 342 and 418 buffers before, 336 and 358 with the index, 331 and 320 with the run extended as it is.
+    /// Two purchases renewed the same month after 6 and after 60 periods, each month's rows on pages of their own as
+    /// in service: the roll-up 178 and 258 buffers before, 169 and 159 now; the whole derivation of the next renewal's
+    /// log row 167 and 248 before, 157 and 148 now.
     func testARenewalsRollUpReadsWhatItAddsWhateverThePurchasesHistory() throws {
         let (s, store, project) = try stores("rollupdepth")
         defer { s.close() }
@@ -217,24 +218,19 @@ final class PurchaseChangesTests: XCTestCase {
         for month in 0..<60 {
             let others = (0..<25).map { Fixtures.monthly("f\(month)-\($0)", original: "f\(month)-\($0)",
                                                         start: Double(month * 30), price: 9990) }
-            let renewals = month < 6 ? periods("warm", month..<month + 1) + periods("short", month..<month + 1) : []
-            _ = try s.purchases.recordTransactions(periods("long", month..<month + 1) + renewals + others,
+            let renewals = month >= 54 ? periods("warm", month..<month + 1) + periods("short", month..<month + 1) : []
+            _ = try s.purchases.recordTransactions(periods("long", month..<month + 1)
+                                                   + periods("warmlong", month..<month + 1) + renewals + others,
                                                    source: .receipt, userId: "alice", deviceId: nil,
                                                    project: project, now: Fixtures.at(0))
             while try store.deriveChanges(projectId: project.id, limit: 500) > 0 {}
         }
-        func renew(_ original: String, _ nth: Int) throws -> (Int, String) {
-            _ = try s.purchases.recordTransactions(periods(original, nth..<nth + 1), source: .receipt, userId: "alice",
-                                                   deviceId: nil, project: project, now: Fixtures.at(0))
+        // Analysed as in service (and before the first calls, which plan the statements: an ANALYZE after them
+        // invalidates their plans).
+        _ = try s.rows("ANALYZE")
+        func buffers(_ call: Query) throws -> (Int, String) {
             let plan: [String] = try s.pool.withConnection { c in
-                _ = try c.execute("ANALYZE transactions")
-                return try c.query("""
-                    EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF)
-                    SELECT bouncer_revenue_roll_up(\(project.id), jsonb_build_array(jsonb_build_object(
-                        'environment', 'Production', 'original_transaction_id', \(original)::text,
-                        'tx', jsonb_build_object('new', jsonb_build_object('purchase_date',
-                            \(Fixtures.at(Double(nth * 30)))::timestamptz)))))
-                    """).map { try $0.decode("QUERY PLAN", as: String.self) }
+                try c.query(call).map { try $0.decode("QUERY PLAN", as: String.self) }
             }
             let n = plan.lazy.compactMap { line -> Int? in
                 guard let range = line.range(of: "shared hit=") else { return nil }
@@ -242,8 +238,26 @@ final class PurchaseChangesTests: XCTestCase {
             }.first
             return (try XCTUnwrap(n, plan.joined(separator: "\n")), plan.joined(separator: "\n"))
         }
-        _ = try renew("warm", 6)  // the session's first plans and catalog reads
-        let short = try renew("short", 6)
+        func record(_ original: String, _ nth: Int) throws {
+            _ = try s.purchases.recordTransactions(periods(original, nth..<nth + 1), source: .receipt, userId: "alice",
+                                                   deviceId: nil, project: project, now: Fixtures.at(0))
+        }
+        // The roll-up alone, asked for the renewal as the log row asks.
+        func renew(_ original: String, _ nth: Int) throws -> (Int, String) {
+            try record(original, nth)
+            return try buffers("""
+                EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF)
+                SELECT bouncer_revenue_roll_up(\(project.id), jsonb_build_array(jsonb_build_object(
+                    'environment', 'Production', 'original_transaction_id', \(original)::text,
+                    'tx', jsonb_build_object('new', jsonb_build_object('purchase_date',
+                        \(Fixtures.at(Double(nth * 30)))::timestamptz)))))
+                """)
+        }
+        // Renewed the same month (the charts' rows of a date are the same), after 6 and after 60 periods.
+        // Each shape's first call plans the statements its branches take: not counted.
+        _ = try renew("warm", 60)
+        _ = try renew("warmlong", 60)
+        let short = try renew("short", 60)
         let long = try renew("long", 60)
         XCTAssertLessThan(long.0, short.0 + 20, "\(short.1)\n\(long.1)")
         // And the roll-up wrote the renewals (its row, its span's end, its run's end).
@@ -258,6 +272,19 @@ final class PurchaseChangesTests: XCTestCase {
             FROM revenue_values v JOIN revenue_runs r USING (project_id, environment, original_transaction_id)
             WHERE v.project_id = \(project.id) AND v.original_transaction_id IN ('warm', 'short', 'long') ORDER BY 1
             """).map { try $0.decode("r", as: String.self) }, ["long true true", "short true true", "warm true true"])
+        // The whole derivation of the next renewal's log row (overview, revenue, lifetime value, the finish queue).
+        while try store.deriveChanges(projectId: project.id, limit: 500) > 0 {}
+        func derive(_ original: String, _ nth: Int) throws -> (Int, String) {
+            try record(original, nth)
+            return try buffers("""
+                EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT bouncer_derive_changes(\(project.id), 500)
+                """)
+        }
+        // A renewal of each first (the first calls of a shape plan what they read: catalog reads, not counted).
+        for original in ["warm", "warmlong", "short", "long"] { _ = try derive(original, 61) }
+        let shortDerived = try derive("short", 62)
+        let longDerived = try derive("long", 62)
+        XCTAssertLessThan(longDerived.0, shortDerived.0 + 20, "\(shortDerived.1)\n\(longDerived.1)")
     }
 
     /// A monthly subscription bought a minute ago, active for 30 days.
