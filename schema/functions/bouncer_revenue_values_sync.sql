@@ -35,8 +35,12 @@ BEGIN
     WITH q AS MATERIALIZED (SELECT k.env, k.id, k.f, o.old, o.before,
                 CASE WHEN (o.old[1]).starts_at < k.f THEN o.old[1] END AS keep, o.since
             FROM unnest(p_envs, p_ids, p_froms) AS k (env, id, f)
-            CROSS JOIN LATERAL (SELECT array_agg(s ORDER BY s.starts_at) FILTER (WHERE s.ends_at >= k.f) AS old,
-                    array_agg(s) FILTER (WHERE s.ends_at < k.f AND s.ends_at > k.f - interval '24 hours') AS before,
+            -- (Each span as ROW(s.*)::revenue_values, not the whole-row s: on Citus the statement runs on the
+            -- tenant's worker, where s is a row of the shard's own type.)
+            CROSS JOIN LATERAL (SELECT array_agg(ROW(s.*)::revenue_values ORDER BY s.starts_at)
+                        FILTER (WHERE s.ends_at >= k.f) AS old,
+                    array_agg(ROW(s.*)::revenue_values)
+                        FILTER (WHERE s.ends_at < k.f AND s.ends_at > k.f - interval '24 hours') AS before,
                     (array_agg(s.paid_since ORDER BY s.starts_at DESC) FILTER (WHERE s.starts_at < k.f))[1] AS since
                 FROM revenue_values s
                 WHERE s.project_id = p_project_id AND s.environment = k.env AND s.original_transaction_id = k.id) o),
