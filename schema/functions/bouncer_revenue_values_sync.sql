@@ -15,7 +15,7 @@
 -- One statement computes every purchase's spans (each purchase's reads are index probes by its own keys, and its spans
 -- are computed from its own periods only: a lateral subquery per purchase, so the work is linear in the batch with
 -- hash and merge joins off); then one DELETE, one INSERT … ON CONFLICT and one grouping of the day moves for the batch.
--- Before (issue 22, session 19): the same computation once per purchase, six statements each (~340 µs a purchase).
+-- Until session 19 (issue 22): the same computation once per purchase, six statements each (~340 µs a purchase).
 -- Its oracle: RevenueRollUpOracleTests.valuesSyncDefinition, the per-purchase function as it was.
 CREATE OR REPLACE FUNCTION bouncer_revenue_values_sync(p_project_id uuid, p_envs text[], p_ids text[],
     p_froms timestamptz[], OUT value_days revenue_value_days[], OUT movement_days revenue_movement_days[])
@@ -127,11 +127,10 @@ BEGIN
         (SELECT array_agg(m) FROM w,
             unnest(bouncer_revenue_movement_moves(p_project_id, w.env, w.f, w.before, w.old, w.new)) m)
     INTO v_old, v_new, v_gone, v_put, movement_days FROM (SELECT 1) one;
+    movement_days := COALESCE(movement_days, '{}');
     IF v_old IS NULL AND v_new IS NULL THEN
-        movement_days := '{}';
         RETURN;
     END IF;
-    movement_days := COALESCE(movement_days, '{}');
     IF v_gone IS NOT NULL THEN
         DELETE FROM revenue_values s USING unnest(v_gone) o
         WHERE s.project_id = p_project_id AND s.environment = o.environment
