@@ -150,7 +150,11 @@ final class ConsoleE2ETests: SharedServerTestCase {
         let day: Int64 = 86_400_000
         let now = E2E.ms(0)
         let today = now / day * day
-        // Two new subscriptions (USD, EUR) bought yesterday, one renewed today; a third bought today expires in an hour.
+        // The EUR subscription's first period ends, and its renewal begins, today before now: a minute after midnight,
+        // or halfway to now when the test runs in the day's first minute (today's figures count its starts whole and
+        // its ends up to now, so a renewal dated after now was counted beside the period it follows: 3 active).
+        let renewed = today + min(60_000, (now - today) / 2)
+        // Two new subscriptions (USD, EUR) bought yesterday, one renewed today.
         var first = TransactionPayload(bundleId: tenant.bundleId)
         first.purchaseDate = today - day + 3_600_000
         first.originalPurchaseDate = first.purchaseDate
@@ -159,10 +163,10 @@ final class ConsoleE2ETests: SharedServerTestCase {
         var second = TransactionPayload(bundleId: tenant.bundleId)
         second.purchaseDate = today - day + 7_200_000
         second.originalPurchaseDate = second.purchaseDate
-        second.expiresDate = today + 60_000
+        second.expiresDate = renewed
         second.extra = [("price", 4990), ("currency", "EUR")]
         var renewal = TransactionPayload(bundleId: tenant.bundleId, originalTransactionId: second.transactionId)
-        renewal.purchaseDate = today + 60_000
+        renewal.purchaseDate = renewed
         renewal.originalPurchaseDate = second.purchaseDate
         renewal.expiresDate = now + 30 * day
         renewal.extra = [("price", 4990), ("currency", "EUR")]
