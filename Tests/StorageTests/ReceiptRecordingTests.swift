@@ -345,6 +345,58 @@ final class ReceiptRecordingTests: XCTestCase {
                        ["10"])
     }
 
+    /// A renewal posted by its purchase's holder leaves the binding as it is when nothing about it changed (no device
+    /// id, or the same one): no new row version (its xmin stays), `updated_at` is when it last changed — set-based
+    /// (project A) and through the calls (project B, whose batches end with a renewal of a purchase not known yet).
+    /// A new device id is written, with `updated_at`. (Until session 21 every renewal rewrote the row: a new version
+    /// and, on a full page, new index entries, for a timestamp nothing reads.)
+    func testARenewalByItsHolderLeavesAnUnchangedBindingAsItIs() throws {
+        let a = try s.makeProject(1), b = try s.makeProject(2)
+        let unknown = Fixtures.monthly("g2", original: "g1", start: 30)
+        func binding(_ project: Project) throws -> [String] {
+            try lines(project, """
+                SELECT original_transaction_id || ' ' || COALESCE(device_id, '-') || ' '
+                    || extract(epoch FROM updated_at)::bigint || ' ' || xmin::text AS line
+                FROM subscriptions WHERE project_id = $project AND original_transaction_id <> 'g1'
+                ORDER BY original_transaction_id
+                """)
+        }
+        var before: [[String]] = []
+        for project in [a, b] {
+            _ = try s.purchases.recordTransactions(
+                ["r1", "r2", "r3"].map { Fixtures.monthly($0, original: $0, start: 0) }, source: .receipt,
+                userId: "u1", deviceId: "d1", project: project, now: Fixtures.at(1))
+            before.append(try binding(project))
+        }
+        _ = try s.rows("SET track_functions = 'pl'")
+        for (project, extra) in [(a, [TransactionFacts]()), (b, [unknown])] {
+            _ = try s.purchases.recordTransactions([Fixtures.monthly("r1b", original: "r1", start: 30)] + extra,
+                                                   source: .receipt, userId: "u1", deviceId: nil, project: project,
+                                                   now: Fixtures.at(31))
+            _ = try s.purchases.recordTransactions([Fixtures.monthly("r2b", original: "r2", start: 30)] + extra,
+                                                   source: .receipt, userId: "u1", deviceId: "d1", project: project,
+                                                   now: Fixtures.at(32))
+            _ = try s.purchases.recordTransactions([Fixtures.monthly("r3b", original: "r3", start: 30)] + extra,
+                                                   source: .receipt, userId: "u1", deviceId: "d9", project: project,
+                                                   now: Fixtures.at(33))
+        }
+        XCTAssertEqual(try recordCalls(), ["bouncer_record_new_transactions 6", "bouncer_record_transaction 6",
+                                            "bouncer_record_transactions 6"])
+        for (index, project) in [a, b].enumerated() {
+            let after = try binding(project)
+            XCTAssertEqual(after.count, 3)
+            XCTAssertEqual(Array(after.prefix(2)), Array(before[index].prefix(2)), "r1, r2: the same row version")
+            let r3 = after[2].split(separator: " ")
+            XCTAssertEqual(r3.prefix(3).joined(separator: " "), "r3 d9 \(Self.epoch(33))")
+            XCTAssertNotEqual(String(r3[3]), String(before[index][2].split(separator: " ")[3]), "r3: a new row version")
+        }
+        XCTAssertEqual(before[0].map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
+                       ["r1 d1 \(Self.epoch(1))", "r2 d1 \(Self.epoch(1))", "r3 d1 \(Self.epoch(1))"])
+    }
+
+    /// `Fixtures.at(days)` in whole seconds since 1970, as the statements print it.
+    private static func epoch(_ days: Double) -> Int { Int(Fixtures.at(days).timeIntervalSince1970) }
+
     /// Which path recorded: the calls of each record function so far, counted by the pool's one session
     /// (`track_functions`, set by the test).
     private func recordCalls() throws -> [String] {

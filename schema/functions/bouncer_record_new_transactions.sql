@@ -6,7 +6,8 @@
 --     purchase from it, adopt pending renewal info, bind the user to a purchase nobody holds ('bind'), log it;
 --   or a renewal posted by the one user who holds its purchase (user_id given, the purchase's active holders exactly
 --     that user). The rules decide only whether its facts supersede the purchase's (bouncer_purchase_superseded); the
---     binding is touched ('already_owned'), the change logged with the purchase before and after.
+--     binding stays as it is ('already_owned': written only for a new device id), the change logged with the purchase
+--     before and after.
 -- Anything else (a re-post, a renewal without a user or of a purchase held by someone else, by several users or by
 -- nobody yet) leaves the batch to bouncer_record_transaction's calls. Each table is written once per batch, with what
 -- both state once: bouncer_transaction_columns, bouncer_purchase_superseded, bouncer_purchase_adopt,
@@ -164,10 +165,10 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- Each purchase as now stored, its binding (a first post's user bound to a purchase nobody holds, a renewal's
-    -- holder touched: the call's upsert) and its log row. The log row's parts are computed a layer at a time
-    -- (materialized): an SQL function is inlined only when an argument it uses twice is a plain column, and one that
-    -- is not is planned again at every execution.
+    -- Each purchase as now stored, its binding (a first post's user bound to its new purchase; a renewal's holder's
+    -- new device id, as the call's upsert writes it) and its log row. The log row's parts are computed a layer at a
+    -- time (materialized): an SQL function is inlined only when an argument it uses twice is a plain column, and one
+    -- that is not is planned again at every execution.
     RETURN QUERY
     WITH x AS MATERIALIZED (
         SELECT f.ord, f.project_id, f.environment, f.original_transaction_id, f.user_id, f.device_id, f.now, p,
@@ -188,16 +189,20 @@ BEGIN
             x.refund, x.renewal AND bouncer_purchase_changed(x.old, x.p) AS changed,
             bouncer_change_tx(NULL, x.tx_new, x.purchase_old, x.purchase_new) AS tx
         FROM x),
+    -- A first post's purchase was created by this statement's transaction, so no binding of it can exist: a plain
+    -- insert. A renewal's holder (active, locked above) is written only for a new device id: a binding posted again
+    -- as it is stays as it is (updated_at: when it last changed), no new row version, no index entries.
     bound AS (
-        INSERT INTO subscriptions AS s (project_id, user_id, environment, original_transaction_id, device_id,
-            bound_at, revoked_at, updated_at)
+        INSERT INTO subscriptions (project_id, user_id, environment, original_transaction_id, device_id, bound_at,
+            revoked_at, updated_at)
         SELECT x.project_id, x.user_id, x.environment, x.original_transaction_id, x.device_id, x.now, NULL, x.now
-        FROM x WHERE x.user_id IS NOT NULL ORDER BY x.ord
-        ON CONFLICT (project_id, user_id, environment, original_transaction_id) DO UPDATE SET
-            bound_at = CASE WHEN s.revoked_at IS NULL THEN s.bound_at ELSE EXCLUDED.bound_at END,
-            revoked_at = NULL,
-            device_id = COALESCE(EXCLUDED.device_id, s.device_id),
-            updated_at = EXCLUDED.updated_at),
+        FROM x WHERE x.user_id IS NOT NULL AND NOT x.renewal ORDER BY x.ord),
+    device AS (
+        UPDATE subscriptions s SET device_id = x.device_id, updated_at = x.now
+        FROM x
+        WHERE x.renewal AND x.device_id IS NOT NULL AND s.project_id = x.project_id AND s.user_id = x.user_id
+          AND s.environment = x.environment AND s.original_transaction_id = x.original_transaction_id
+          AND s.device_id IS DISTINCT FROM x.device_id),
     logged AS (
         INSERT INTO purchase_changes (project_id, environment, original_transaction_id, data, purchase_before,
             purchase_after, created_at)

@@ -270,7 +270,8 @@ BEGIN
         END IF;
 
         -- A new binding, a re-activated one (a user who had lost it to a transfer gets it back, with a new
-        -- bound_at), or a touch of an active one (updated_at, and device_id when given).
+        -- bound_at), or an active one's new device id. An active binding posted again as it is stays as it is
+        -- (updated_at: when the binding last changed): no new row version for a renewal by its holder.
         INSERT INTO subscriptions AS s (project_id, user_id, environment, original_transaction_id, device_id,
             bound_at, revoked_at, updated_at)
         VALUES (p_project_id, p_user_id, p_environment, p_original_transaction_id, p_device_id, p_now, NULL, p_now)
@@ -278,7 +279,8 @@ BEGIN
             bound_at = CASE WHEN s.revoked_at IS NULL THEN s.bound_at ELSE EXCLUDED.bound_at END,
             revoked_at = NULL,
             device_id = COALESCE(EXCLUDED.device_id, s.device_id),
-            updated_at = EXCLUDED.updated_at;
+            updated_at = EXCLUDED.updated_at
+        WHERE s.revoked_at IS NOT NULL OR s.device_id IS DISTINCT FROM COALESCE(EXCLUDED.device_id, s.device_id);
     END IF;
 
     -- log: a refund newly recorded (a revocation that is not a Family Sharing revoke), then the change.
